@@ -1,0 +1,46 @@
+"""`hf-skillfollow` command line. Subcommands live in their own modules and load lazily."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import click
+
+from hf_skillfollow._version import __version__
+
+#: subcommand -> (module, attribute, one-line help)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("hf_skillfollow.cli._run", "run", "Run a paired SE/SD evaluation against a model."),
+    "score": ("hf_skillfollow.cli._score", "score", "Score EvalPlus-format samples in the sandbox."),
+    "report": ("hf_skillfollow.cli._report", "report", "Compute the paired metrics from transitions."),
+    "skills": ("hf_skillfollow.cli._skills", "skills", "List, show, search and export skill pools."),
+    "push": ("hf_skillfollow.cli._push", "push", "Publish run directories to a Hub dataset repo."),
+    "leaderboard": ("hf_skillfollow.cli._leaderboard", "leaderboard", "Launch the leaderboard app locally."),
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module, attr, _ = spec
+        return getattr(import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Help must not import every subcommand (and its dependencies) just to list them.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, spec[2]) for name, spec in sorted(_COMMANDS.items())])
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hf-skillfollow")
+def cli() -> None:
+    """Does retrieving a skill help on the tasks where the agent retrieved one? Measure it paired."""
+
+
+def main() -> None:
+    cli()
