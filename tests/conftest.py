@@ -1,0 +1,37 @@
+"""Shared test set-up: where the real benchmark data lives.
+
+The data files are public benchmark releases kept outside the repository (../shared/data);
+tests use them by path. SKILLFOLLOW_DATA_DIR overrides the location. A test that needs them
+fails with a clear message when they are missing: it is never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _data_dir() -> Path:
+    env = os.environ.get("SKILLFOLLOW_DATA_DIR")
+    candidates = [Path(env)] if env else [REPO.parent / "shared" / "data", Path("/work/shared/data")]
+    for path in candidates:
+        if (path / "mbppplus-v0.1.0.jsonl").is_file():
+            return path
+    return candidates[0]
+
+
+DATA_DIR = _data_dir()
+os.environ.setdefault("SKILLFOLLOW_DATA_DIR", str(DATA_DIR))
+os.environ.setdefault("SKILLFOLLOW_MBPP_FILE", str(DATA_DIR / "mbppplus-v0.1.0.jsonl"))
+os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA_DIR / "mbppplus-v0.1.0.jsonl").is_file():
+        pytest.fail(f"benchmark data not found in {DATA_DIR}; set SKILLFOLLOW_DATA_DIR to the shared data folder")
+    return DATA_DIR

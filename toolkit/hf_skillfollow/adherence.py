@@ -1,0 +1,35 @@
+"""Adherence proxy (DESIGN §2 stage diagnostics): did the SE answer use a retrieved skill?
+
+Lexical/structural only: a function or variable name defined in a returned skill's code, or
+the skill's own name as an identifier, appears in the answer. It over- and under-counts
+(common names, paraphrased use); it is a diagnostic, never an outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hf_skillfollow.skills import SkillPool
+
+_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_DEFINED = re.compile(r"^\s*(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+_GENERIC = frozenset({"main", "solve", "helper", "test", "check", "f", "g"})
+
+
+def skill_markers(body: str, name: str) -> set[str]:
+    """Identifiers that mark use of a skill: names it defines, and its name as snake_case."""
+    markers = {m for block in _CODE_BLOCK.findall(body) for m in _DEFINED.findall(block)}
+    markers.add(name.replace("-", "_"))
+    return {m for m in markers if m not in _GENERIC and not m.startswith("test")}
+
+
+def adheres(pool: SkillPool, returned: list[str], answer: str) -> bool:
+    """True when any marker of any returned skill occurs in `answer` as a whole word."""
+    for name in returned:
+        skill = pool.get(name)
+        for marker in skill_markers(skill.body, skill.name):
+            if re.search(rf"\b{re.escape(marker)}\b", answer):
+                return True
+    return False

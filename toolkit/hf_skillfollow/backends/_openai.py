@@ -1,0 +1,262 @@
+"""Any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama).
+
+The client's own retries are off (`max_retries=0`): this module retries transient failures
+itself so that the policy (DESIGN §3: 3 retries, exponential backoff with jitter, honouring
+`Retry-After`) is the same for every provider and is tested against a real HTTP server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import os
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from hf_skillfollow.backends._base import ChatResult, Message, ToolCall
+from hf_skillfollow.backends._server import BackendStartupError, is_loopback_url
+
+if TYPE_CHECKING:
+    from hf_skillfollow.config import RunConfig
+
+#: Status codes worth another try: request timeout, conflict/lock, rate limit, server errors.
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_LOOPBACK_DUMMY_KEY = "sk-no-key-required"
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with jitter; a server's `Retry-After` is a lower bound on the wait."""
+
+    max_retries: int = 3
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+    #: A `Retry-After` longer than this is treated as an outage, not waited for.
+    max_retry_after_s: float = 300.0
+
+    def backoff(self, retry_index: int) -> float:
+        delay = min(self.max_delay_s, self.base_delay_s * 2**retry_index)
+        return delay + random.uniform(0.0, self.base_delay_s)
+
+
+@dataclass
+class UsageTotals:
+    """Running totals for progress displays (tokens, requests, retries, failed calls)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests: int = 0
+    retries: int = 0
+    errors: int = 0
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(millis) / 1000.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time())
+    return None
+
+
+def _is_retryable(exc: Exception) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
+    return False
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection error: {exc}"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def sanitize_messages(messages: list[Message]) -> list[Message]:
+    """Copy of `messages` safe for every server: assistant `content=None` becomes "" (llama.cpp
+    answers HTTP 500 to None)."""
+    out = []
+    for message in messages:
+        if message.get("content") is None:
+            message = {**message, "content": ""}
+        out.append(message)
+    return out
+
+
+def _to_result(completion: Any, latency_s: float) -> ChatResult:
+    if not completion.choices:
+        return ChatResult(content="", latency_s=latency_s, error="response had no choices")
+    choice = completion.choices[0]
+    calls = [
+        ToolCall(id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or "")
+        for i, c in enumerate(choice.message.tool_calls or [])
+        if getattr(c, "function", None) is not None
+    ]
+    usage = completion.usage
+    return ChatResult(
+        content=choice.message.content or "",
+        tool_calls=calls,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        latency_s=latency_s,
+        finish_reason=choice.finish_reason,
+    )
+
+
+class OpenAIBackend:
+    """ChatBackend over `openai.AsyncOpenAI` with our own retries and bounded concurrency.
+
+    `latency_s` in results is the wall time of the whole call, retries and waits included.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        concurrency: int = 4,
+        request_timeout: float = 600.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.retry = retry or RetryPolicy()
+        self.usage = UsageTotals()
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=api_key, timeout=request_timeout, max_retries=0
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def check_reachable(self, timeout_s: float = 15.0) -> None:
+        """Fail fast with one clear message if the endpoint is down or rejects the key."""
+        try:
+            await self._client.with_options(timeout=timeout_s).models.list()
+        except openai.AuthenticationError as exc:
+            raise BackendStartupError(
+                f"{self.base_url} rejected the API key (HTTP {exc.status_code}); check the key "
+                "in the environment variable named by --api-key-env."
+            ) from exc
+        except (openai.NotFoundError, openai.PermissionDeniedError):
+            return  # the server answered; some providers do not list models
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+            raise BackendStartupError(
+                f"cannot reach the model endpoint {self.base_url}/models: {_describe(exc)}"
+            ) from exc
+
+    async def chat(
+        self,
+        messages: list[Message],
+        *,
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | dict[str, Any] | None,
+        seed: int,
+        temperature: float,
+        max_tokens: int,
+    ) -> ChatResult:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": sanitize_messages(messages),
+            "seed": seed,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        if tools:
+            request["tools"] = tools
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
+        return await self.send(request)
+
+    async def send(self, request: dict[str, Any]) -> ChatResult:
+        """POST one chat-completions request with the retry policy; never raises for provider
+        failures (the returned result carries `error` instead)."""
+        start = time.monotonic()
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                async with self._semaphore:
+                    self.usage.requests += 1
+                    completion = await self._client.chat.completions.create(**request)
+            except openai.OpenAIError as exc:
+                wait = self._retry_wait(exc, attempt)
+                if wait is None:
+                    self.usage.errors += 1
+                    error = _describe(exc)
+                    if attempt:
+                        error += f" (after {attempt} retries)"
+                    return ChatResult(content="", latency_s=time.monotonic() - start, error=error)
+                self.usage.retries += 1
+                await asyncio.sleep(wait)
+                continue
+            result = _to_result(completion, time.monotonic() - start)
+            self.usage.prompt_tokens += result.prompt_tokens
+            self.usage.completion_tokens += result.completion_tokens
+            return result
+        raise AssertionError("unreachable: the last attempt always returns")
+
+    def _retry_wait(self, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up now."""
+        if attempt >= self.retry.max_retries or not _is_retryable(exc):
+            return None
+        response = getattr(exc, "response", None)
+        retry_after = parse_retry_after(getattr(response, "headers", None))
+        if retry_after is not None and retry_after > self.retry.max_retry_after_s:
+            return None
+        return max(retry_after or 0.0, self.retry.backoff(attempt))
+
+
+def resolve_api_key(config: RunConfig) -> str:
+    """The key from `config.api_key_env`; a dummy for loopback servers, else a clear error."""
+    key = os.environ.get(config.api_key_env)
+    if key:
+        return key
+    if config.base_url and is_loopback_url(config.base_url):
+        return _LOOPBACK_DUMMY_KEY
+    raise BackendStartupError(
+        f"no API key: environment variable {config.api_key_env} is not set "
+        f"(needed for {config.base_url}; choose another variable with --api-key-env)"
+    )
+
+
+@contextlib.asynccontextmanager
+async def open_openai_backend(config: RunConfig) -> AsyncIterator[OpenAIBackend]:
+    """Open the `openai` backend from a RunConfig, checking the endpoint before any task runs."""
+    backend = OpenAIBackend(
+        base_url=str(config.base_url),
+        api_key=resolve_api_key(config),
+        model=config.model,
+        concurrency=config.concurrency,
+        request_timeout=config.request_timeout,
+    )
+    try:
+        await backend.check_reachable()
+        yield backend
+    finally:
+        await backend.aclose()

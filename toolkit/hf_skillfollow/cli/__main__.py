@@ -1,0 +1,3 @@
+from hf_skillfollow.cli import main
+
+main()

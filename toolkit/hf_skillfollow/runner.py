@@ -1,0 +1,253 @@
+"""Paired runs: plan a run directory, drive both arms of every task, score, record, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+import platform
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow._version import __version__
+from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.config import RunConfig, cell_id
+from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.schema import SCHEMA_VERSION
+from hf_skillfollow.store import RunDirError, RunStore
+
+if TYPE_CHECKING:
+    from hf_skillfollow.backends._base import ChatBackend
+    from hf_skillfollow.skills import SkillPool
+    from hf_skillfollow.tasks import Task
+
+_VERSIONED_PACKAGES = ("openai", "evalplus", "math-verify", "datasets", "bm25s", "llama_cpp_python", "vllm", "pyarrow")
+
+
+@dataclass
+class PairOutcome:
+    """What the progress display needs after each pair."""
+
+    task_id: str
+    tokens: int
+    error: bool
+
+
+@dataclass
+class RunPlan:
+    """Everything resolved before the model is contacted (so bad input fails fast)."""
+
+    config: RunConfig
+    store: RunStore
+    manifest: dict[str, Any]
+    tasks: list[Task]
+    pool: SkillPool
+
+    @property
+    def pending(self) -> list[Task]:
+        done = self.store.finished_task_ids()
+        return [t for t in self.tasks if t.task_id not in done]
+
+
+def resolve_pool(config: RunConfig) -> SkillPool:
+    from hf_skillfollow.skills import load_pool, merged_pool
+
+    if config.merged_library:
+        return merged_pool([load_pool("coding"), load_pool("math")])
+    return load_pool(config.skills_dir if config.skills_dir else config.domain)
+
+
+def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
+    from hf_skillfollow.tasks import load_tasks, partition
+
+    tasks, version = load_tasks(config.benchmark, config.tasks_file)
+    if config.partition_size > len(tasks):
+        raise ValueError(f"--partition-size {config.partition_size} exceeds the {len(tasks)} tasks of {config.benchmark}")
+    by_id = {t.task_id: t for t in tasks}
+    chosen = [by_id[i] for i in partition(sorted(by_id), config.partition_seed, config.partition_size)]
+    return (chosen[: config.limit] if config.limit else chosen), version
+
+
+def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> RunPlan:
+    """Create a fresh run directory for repeat `repeat_index` of the cell."""
+    pool = resolve_pool(config)
+    tasks, version = select_tasks(config)
+    run_config = config.model_copy(update={"seed": config.seed + repeat_index})
+    p_hash = prompts_hash(config.domain)
+    cid = cell_id(config.protocol_dict(), skill_pool_hash=pool.content_hash, prompts_hash=p_hash, benchmark_version=version)
+    now = _dt.datetime.now(_dt.UTC)
+    run_id = f"{now:%Y%m%dT%H%M%S}-{cid[:8]}-r{repeat_index}-{uuid.uuid4().hex[:6]}"
+    manifest = {
+        "run_id": run_id,
+        "cell_id": cid,
+        "repeat_index": repeat_index,
+        "created_at": now.isoformat(timespec="seconds"),
+        "schema_version": SCHEMA_VERSION,
+        "config": run_config.model_dump(mode="json"),
+        "task_ids": [t.task_id for t in tasks],
+        "benchmark_version": version,
+        "skill_pool": config.skill_pool or pool.name,
+        "skill_pool_hash": pool.content_hash,
+        "prompts_hash": p_hash,
+        "tool_schema": tool_schema(),
+        "versions": _package_versions(),
+        "platform": platform.platform(),
+    }
+    store = RunStore(output_dir / run_id)
+    store.root.mkdir(parents=True, exist_ok=False)
+    store.write_manifest(manifest)
+    return RunPlan(run_config, store, manifest, tasks, pool)
+
+
+def plan_resume(run_dir: Path) -> RunPlan:
+    """Reopen an interrupted run: same config and task list, finished pairs kept."""
+    store = RunStore(run_dir)
+    manifest = store.read_manifest()
+    config = RunConfig(**manifest["config"])
+    pool = resolve_pool(config)
+    if pool.content_hash != manifest["skill_pool_hash"]:
+        raise RunDirError(f"{run_dir}: the skill pool changed since the run started (hash {pool.content_hash} != {manifest['skill_pool_hash']})")
+    from hf_skillfollow.tasks import load_tasks
+
+    tasks, version = load_tasks(config.benchmark, config.tasks_file)
+    by_id = {t.task_id: t for t in tasks}
+    missing = [i for i in manifest["task_ids"] if i not in by_id]
+    if missing or version != manifest["benchmark_version"]:
+        raise RunDirError(f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})")
+    store.repair_tail()
+    return RunPlan(config, store, manifest, [by_id[i] for i in manifest["task_ids"]], pool)
+
+
+async def execute(plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOutcome], None] | None = None) -> None:
+    """Run every pending pair with bounded concurrency; each finished pair is appended at once."""
+    from hf_skillfollow.retrieval import make_retriever
+
+    config = plan.config
+    retriever = make_retriever(config.retriever, plan.pool)
+    gate = asyncio.Semaphore(config.concurrency)
+
+    async def one(task: Task) -> None:
+        async with gate:
+            record = await run_pair(plan, backend, retriever, task)
+        plan.store.append_record(record)
+        if on_pair:
+            t = record["transition"]
+            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record["traces"])
+            on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
+
+    await asyncio.gather(*(one(t) for t in plan.pending))
+
+
+async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> dict[str, Any]:
+    """Both arms of one task with the same seed and decoding, then both scored."""
+    from hf_skillfollow.scoring import score_answer
+
+    config = plan.config
+    decoding = Decoding(seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens)
+    tool = SkillTool(plan.pool, retriever, condition=config.condition, top_k=config.top_k, seed=config.seed)
+    se, sd = await asyncio.gather(
+        run_se(backend, config.domain, task.prompt, decoding, tool, max_calls=config.max_calls, forced=config.retrieval_policy == "forced"),
+        run_sd(backend, config.domain, task.prompt, decoding),
+    )
+    se_verdict, sd_verdict = await asyncio.gather(
+        asyncio.to_thread(score_answer, task, se.final_answer), asyncio.to_thread(score_answer, task, sd.final_answer)
+    )
+    return build_record(plan, task, se, sd, se_verdict, sd_verdict)
+
+
+def build_record(plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any) -> dict[str, Any]:
+    from hf_skillfollow.adherence import adheres
+
+    se_extracted = se_verdict.details.get("extracted", "")
+    transition = {
+        **identity_columns(plan.manifest),
+        "task_id": task.task_id,
+        "se_correct": bool(se_verdict.passed),
+        "sd_correct": bool(sd_verdict.passed),
+        "invoked": se.n_calls > 0,
+        "returned": se.returned,
+        "n_calls": se.n_calls,
+        "queries": se.queries,
+        "skills_returned": se.skills_returned,
+        "se_error": se.error,
+        "sd_error": sd.error,
+        "adherence": adheres(plan.pool, se.skills_returned, se_extracted) if se.returned else None,
+    }
+    traces = [_trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))]
+    return {"task_id": task.task_id, "transition": transition, "traces": traces}
+
+
+def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The identity columns of every transitions row of this run (schema v1)."""
+    c = manifest["config"]
+    return {
+        "schema_version": manifest["schema_version"],
+        "run_id": manifest["run_id"],
+        "cell_id": manifest["cell_id"],
+        "repeat_index": manifest["repeat_index"],
+        "created_at": manifest["created_at"],
+        "model": c["model"],
+        "backend": c["backend"],
+        "tool_mode": c["tool_mode"],
+        "retrieval_policy": c["retrieval_policy"],
+        "benchmark": c["benchmark"],
+        "benchmark_version": manifest["benchmark_version"],
+        "partition_seed": c["partition_seed"],
+        "partition_size": c["partition_size"],
+        "skill_pool": manifest["skill_pool"],
+        "skill_pool_hash": manifest["skill_pool_hash"],
+        "condition": c["condition"],
+        "retriever": c["retriever"],
+        "top_k": c["top_k"],
+        "max_calls": c["max_calls"],
+        "temperature": c["temperature"],
+        "max_tokens": c["max_tokens"],
+        "seed": c["seed"],
+        "prompts_hash": manifest["prompts_hash"],
+        "toolkit_version": manifest["versions"]["hf-skillfollow"],
+    }
+
+
+def _trace_row(manifest: dict[str, Any], task: Task, arm: ArmResult, verdict: Any) -> dict[str, Any]:
+    return {
+        "schema_version": manifest["schema_version"],
+        "run_id": manifest["run_id"],
+        "cell_id": manifest["cell_id"],
+        "task_id": task.task_id,
+        "arm": arm.arm,
+        "messages": [_message_row(m) for m in arm.messages],
+        "final_answer": arm.final_answer,
+        "extracted": verdict.details.get("extracted", ""),
+        "correct": bool(verdict.passed),
+        "scorer_details": json.dumps({"reason": verdict.reason, **verdict.details}, default=str),
+        "error": arm.error,
+        "n_calls": arm.n_calls,
+        "latency_s": arm.latency_s,
+        "prompt_tokens": arm.prompt_tokens,
+        "completion_tokens": arm.completion_tokens,
+    }
+
+
+def _message_row(message: dict[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls")
+    return {
+        "role": message["role"],
+        "content": message.get("content") or "",
+        "tool_calls": json.dumps(calls) if calls else None,
+        "tool_call_id": message.get("tool_call_id"),
+        "name": message.get("name"),
+    }
+
+
+def _package_versions() -> dict[str, str]:
+    versions = {"hf-skillfollow": __version__, "python": platform.python_version()}
+    for name in _VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
