@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from hf_skillfollow.backends._openai import (
     OpenAIBackend,
     RetryPolicy,
@@ -89,7 +88,11 @@ class ProviderDouble:
                 pass
 
             def do_GET(self) -> None:
-                self._send(Reply(body={"object": "list", "data": [{"id": "double-model", "object": "model"}]}))
+                self._send(
+                    Reply(
+                        body={"object": "list", "data": [{"id": "double-model", "object": "model"}]}
+                    )
+                )
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
@@ -103,7 +106,11 @@ class ProviderDouble:
                     double._done()
 
             def _send(self, reply: Reply) -> None:
-                default = completion_body() if reply.status == 200 else {"error": {"message": f"scripted {reply.status}"}}
+                default = (
+                    completion_body()
+                    if reply.status == 200
+                    else {"error": {"message": f"scripted {reply.status}"}}
+                )
                 payload = json.dumps(reply.body or default).encode()
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")
@@ -126,8 +133,12 @@ class ProviderDouble:
 
 def make_backend(url: str, *, timeout: float = 5.0, concurrency: int = 4) -> OpenAIBackend:
     return OpenAIBackend(
-        base_url=url, api_key="sk-test", model="double-model", concurrency=concurrency,
-        request_timeout=timeout, retry=FAST_BACKOFF,
+        base_url=url,
+        api_key="sk-test",
+        model="double-model",
+        concurrency=concurrency,
+        request_timeout=timeout,
+        retry=FAST_BACKOFF,
     )
 
 
@@ -135,7 +146,11 @@ async def one_chat(backend: OpenAIBackend, messages: list | None = None, **kw: o
     try:
         return await backend.chat(
             messages or [{"role": "user", "content": "hi"}],
-            tools=kw.get("tools"), tool_choice=kw.get("tool_choice"), seed=1, temperature=0.0, max_tokens=8,
+            tools=kw.get("tools"),
+            tool_choice=kw.get("tool_choice"),
+            seed=1,
+            temperature=0.0,
+            max_tokens=8,
         )
     finally:
         await backend.aclose()
@@ -178,7 +193,12 @@ def test_provider_double_retries_spent_returns_error_result() -> None:
 
 @pytest.mark.parametrize("status", [400, 401, 404])
 def test_provider_double_client_errors_are_not_retried(status: int) -> None:
-    body = {"error": {"message": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}}
+    body = {
+        "error": {
+            "message": "This model's maximum context length is 8192 tokens",
+            "code": "context_length_exceeded",
+        }
+    }
     with ProviderDouble([Reply(status, body=body), Reply(200)]) as double:
         result = asyncio.run(one_chat(make_backend(double.url)))
     assert len(double.arrivals) == 1
@@ -189,7 +209,14 @@ def test_provider_double_sees_bounded_concurrency() -> None:
     async def many(backend: OpenAIBackend) -> list:
         try:
             calls = [
-                backend.chat([{"role": "user", "content": str(i)}], tools=None, tool_choice=None, seed=i, temperature=0.0, max_tokens=4)
+                backend.chat(
+                    [{"role": "user", "content": str(i)}],
+                    tools=None,
+                    tool_choice=None,
+                    seed=i,
+                    temperature=0.0,
+                    max_tokens=4,
+                )
                 for i in range(9)
             ]
             return await asyncio.gather(*calls)
@@ -206,9 +233,17 @@ def test_provider_double_sees_bounded_concurrency() -> None:
 def test_provider_double_receives_empty_string_for_none_content_and_no_tools_key() -> None:
     history = [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "search_skills", "arguments": '{"query": "x"}'}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search_skills", "arguments": '{"query": "x"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "skill text"},
     ]
     with ProviderDouble([Reply(200)]) as double:
@@ -220,8 +255,19 @@ def test_provider_double_receives_empty_string_for_none_content_and_no_tools_key
 
 
 def test_provider_double_tool_calls_are_parsed() -> None:
-    calls = [{"id": "call_a", "type": "function", "function": {"name": "search_skills", "arguments": '{"query": "prefix sums"}'}}]
-    tools = [{"type": "function", "function": {"name": "search_skills", "parameters": {"type": "object"}}}]
+    calls = [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "search_skills", "arguments": '{"query": "prefix sums"}'},
+        }
+    ]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "search_skills", "parameters": {"type": "object"}},
+        }
+    ]
     with ProviderDouble([Reply(200, body=completion_body("", calls))]) as double:
         result = asyncio.run(one_chat(make_backend(double.url), tools=tools, tool_choice="auto"))
     assert double.bodies[0]["tool_choice"] == "auto"
@@ -240,16 +286,28 @@ def test_unreachable_endpoint_fails_fast_with_clear_message() -> None:
         finally:
             await backend.aclose()
 
-    with pytest.raises(BackendStartupError, match="cannot reach the model endpoint http://127.0.0.1"):
+    with pytest.raises(
+        BackendStartupError, match="cannot reach the model endpoint http://127.0.0.1"
+    ):
         asyncio.run(check())
 
 
 def test_missing_api_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SKILLFOLLOW_TEST_KEY", raising=False)
-    remote = RunConfig(backend="openai", model="m", base_url="https://example.invalid/v1", api_key_env="SKILLFOLLOW_TEST_KEY")
+    remote = RunConfig(
+        backend="openai",
+        model="m",
+        base_url="https://example.invalid/v1",
+        api_key_env="SKILLFOLLOW_TEST_KEY",
+    )
     with pytest.raises(BackendStartupError, match="SKILLFOLLOW_TEST_KEY"):
         resolve_api_key(remote)
-    local = RunConfig(backend="openai", model="m", base_url="http://127.0.0.1:8080/v1", api_key_env="SKILLFOLLOW_TEST_KEY")
+    local = RunConfig(
+        backend="openai",
+        model="m",
+        base_url="http://127.0.0.1:8080/v1",
+        api_key_env="SKILLFOLLOW_TEST_KEY",
+    )
     assert resolve_api_key(local)  # a loopback server needs no real key
     monkeypatch.setenv("SKILLFOLLOW_TEST_KEY", "sk-real")
     assert resolve_api_key(remote) == "sk-real"

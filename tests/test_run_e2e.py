@@ -21,7 +21,7 @@ import pytest
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA, TRACES_SCHEMA
 
 CLI = [sys.executable, "-m", "hf_skillfollow.cli"]
-FAST = ["--max-tokens", "48", "--threads", "2", "--concurrency", "1", "--resamples", "200"]
+FAST = ["--max-tokens", "48", "--concurrency", "1", "--resamples", "200"]
 
 
 def _run(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -59,13 +59,13 @@ class SkillTool:
 
     def __call__(self, arguments: str, call_index: int) -> tuple[str | None, str, list[str]]:
         """Return (query or None when invalid, tool-result text, names of the skills returned)."""
-        from hf_skillfollow.skill_content import render_hits
+        from hf_skillfollow.skill_content import render
 
         query, types, problem = parse_arguments(arguments)
         if problem:
             return None, f"Invalid arguments: {problem}. No skill returned.", []
         hits = self.retriever.search(query, k=self.top_k, types=types)
-        rendered = render_hits(self.pool, hits, self.condition, rng_seed=self.seed * 1000 + call_index)
+        rendered = render(self.pool, hits, self.condition, rng_seed=self.seed * 1000 + call_index)
         if not rendered.names:
             return query, rendered.text or "No matching skill found.", []
         return query, rendered.text, list(rendered.names)

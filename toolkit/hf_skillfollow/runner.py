@@ -128,7 +128,9 @@ async def execute(plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOu
 
     config = plan.config
     retriever = make_retriever(config.retriever, plan.pool)
-    gate = asyncio.Semaphore(config.concurrency)
+    # A batching backend (in-process vLLM) advances every open conversation in one call, so
+    # the whole partition is in flight; others get the configured bound.
+    gate = asyncio.Semaphore(max(1, len(plan.pending)) if getattr(backend, "batched", False) else config.concurrency)
 
     async def one(task: Task) -> None:
         async with gate:

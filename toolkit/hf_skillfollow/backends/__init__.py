@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import import_module
 from typing import TYPE_CHECKING
 
@@ -19,7 +21,14 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def open_backend(config: RunConfig):  # -> AbstractAsyncContextManager[ChatBackend]
-    """Open the backend named by `config.backend` (imports it only now)."""
+@asynccontextmanager
+async def open_backend(config: RunConfig) -> AsyncIterator[ChatBackend]:
+    """Open the backend named by `config.backend` (imports it only now); in `emulated` tool
+    mode the tool protocol is carried in text by a wrapper, whatever the backend."""
     module, attr = BACKENDS[config.backend].split(":")
-    return getattr(import_module(module), attr)(config)
+    async with getattr(import_module(module), attr)(config) as backend:
+        if config.tool_mode == "emulated":
+            from hf_skillfollow.backends._emulated import EmulatedToolsBackend
+
+            backend = EmulatedToolsBackend(backend)
+        yield backend

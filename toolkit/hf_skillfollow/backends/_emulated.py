@@ -43,11 +43,21 @@ def describe_tools(tools: list[dict[str, Any]]) -> str:
     for tool in tools:
         fn = tool.get("function", tool)
         schema = json.dumps(fn.get("parameters", {}), sort_keys=True)
-        lines.append(f"- {fn['name']}: {fn.get('description', '').strip()}\n  parameters (JSON Schema): {schema}")
+        lines.append(
+            f"- {fn['name']}: {fn.get('description', '').strip()}\n  parameters (JSON Schema): {schema}"
+        )
     return _PROTOCOL.format(tools="\n".join(lines))
 
 
-def forced_tool_name(tool_choice: str | dict[str, Any] | None, tools: list[dict[str, Any]]) -> str | None:
+def tool_prompt(tools: list[dict[str, Any]], tool_choice: str | dict[str, Any] | None) -> str:
+    """The system-prompt text for `tools`, plus the only-a-tool-call instruction when forced."""
+    forced = forced_tool_name(tool_choice, tools)
+    return describe_tools(tools) + (_FORCED.format(name=forced) if forced else "")
+
+
+def forced_tool_name(
+    tool_choice: str | dict[str, Any] | None, tools: list[dict[str, Any]]
+) -> str | None:
     """The tool a `tool_choice` forces ("required" forces the first tool), else None."""
     if isinstance(tool_choice, dict):
         return str(tool_choice.get("function", {}).get("name") or "") or None
@@ -120,7 +130,8 @@ def parse_tool_calls(text: str, *, id_prefix: str = "call") -> tuple[str, list[T
     """Split a reply into (text without `<tool_call>` blocks, parsed calls in order). An
     unterminated final block (the model stopped mid-call) is parsed too."""
     calls = [
-        _parse_block(m.group(1).strip(), f"{id_prefix}_{i}") for i, m in enumerate(_CALL_RE.finditer(text))
+        _parse_block(m.group(1).strip(), f"{id_prefix}_{i}")
+        for i, m in enumerate(_CALL_RE.finditer(text))
     ]
     return _CALL_RE.sub("", text).strip(), calls
 
@@ -132,6 +143,8 @@ class EmulatedToolsBackend:
         self.inner = inner
         self.name = inner.name
         self.model = inner.model
+        # A batching inner backend must still get the whole partition in flight.
+        self.batched = getattr(inner, "batched", False)
 
     async def chat(
         self,
@@ -147,13 +160,14 @@ class EmulatedToolsBackend:
         use_tools = bool(tools) and tool_choice != "none"
         if use_tools:
             assert tools is not None
-            text = describe_tools(tools)
-            forced = forced_tool_name(tool_choice, tools)
-            if forced:
-                text += _FORCED.format(name=forced)
-            prompt = with_system_text(prompt, text)
+            prompt = with_system_text(prompt, tool_prompt(tools, tool_choice))
         result = await self.inner.chat(
-            prompt, tools=None, tool_choice=None, seed=seed, temperature=temperature, max_tokens=max_tokens
+            prompt,
+            tools=None,
+            tool_choice=None,
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
         if not use_tools or result.error:
             return result

@@ -111,7 +111,9 @@ def _to_result(completion: Any, latency_s: float) -> ChatResult:
         return ChatResult(content="", latency_s=latency_s, error="response had no choices")
     choice = completion.choices[0]
     calls = [
-        ToolCall(id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or "")
+        ToolCall(
+            id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or ""
+        )
         for i, c in enumerate(choice.message.tool_calls or [])
         if getattr(c, "function", None) is not None
     ]

@@ -92,8 +92,12 @@ def run(output_dir: Path, resume_dir: Path | None, report: bool, resamples: int,
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None
+    from hf_skillfollow.backends._server import BackendStartupError
+
     try:
         asyncio.run(_run_all(plans))
+    except BackendStartupError as exc:
+        raise click.ClickException(str(exc)) from None
     except (ConnectionError, RuntimeError, OSError) as exc:
         raise click.ClickException(f"{exc} (finished pairs are saved; continue with --resume {plans[0].store.root})") from None
     for plan in plans:
