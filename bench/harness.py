@@ -1,12 +1,14 @@
 """Harness overhead: pairs per minute through the embedded server vs the server's raw
 single-stream throughput (issue 3: harness overhead under 10%).
 
-This file holds the server half: `server_single_stream_tok_s` sends chat requests straight
-to the llama.cpp server over HTTP (no agent, no runner, no openai client) one at a time and
-reports completion tokens per second of wall time. Run it as a script:
+Server half: `server_single_stream_tok_s` sends chat requests straight to the llama.cpp
+server over HTTP (no agent, no runner, no openai client) one at a time and reports completion
+tokens per second of wall time. Harness half: `harness_pairs` runs the real runner (agent,
+retrieval, sandboxed scoring, fsynced records) on MBPP+ tasks against the same server. Both
+run in one process against one server, so the figures are side by side:
 
-    python bench/harness.py                 # starts the embedded server itself
-    python bench/harness.py --base-url http://127.0.0.1:8080/v1 --model NAME
+    python bench/harness.py --tasks-file ../shared/data/mbppplus-v0.1.0.jsonl --pairs 6
+    python bench/harness.py --base-url http://127.0.0.1:8080/v1 --model NAME   # server half only
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
@@ -74,12 +78,56 @@ def server_single_stream_tok_s(
     return Throughput(tokens / wall, n_requests, tokens, prompt_tokens, wall, rates)
 
 
-async def _with_embedded_server(args: argparse.Namespace) -> tuple[Throughput, float, int]:
+@dataclass
+class HarnessFigures:
+    """The runner's figures over one partition slice."""
+
+    pairs: int
+    wall_s: float
+    completion_tokens: int
+
+    @property
+    def pairs_per_min(self) -> float:
+        return 60 * self.pairs / self.wall_s
+
+    @property
+    def tok_s(self) -> float:
+        return self.completion_tokens / self.wall_s
+
+
+async def harness_pairs(backend: object, config: object, out_dir: Path) -> HarnessFigures:
+    """Run the real runner over `config`'s tasks on an already open backend."""
+    from hf_skillfollow.runner import execute, plan_new_run
+
+    plan = plan_new_run(config, out_dir)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    await execute(plan, backend)  # type: ignore[arg-type]
+    wall = time.perf_counter() - start
+    traces = [t for r in plan.store.read_records() for t in r["traces"]]
+    return HarnessFigures(
+        pairs=len(traces) // 2,
+        wall_s=wall,
+        completion_tokens=sum(t["completion_tokens"] for t in traces),
+    )
+
+
+async def _with_embedded_server(
+    args: argparse.Namespace,
+) -> tuple[Throughput, float, int, HarnessFigures | None]:
     from hf_skillfollow.backends._local import open_local_backend
     from hf_skillfollow.config import RunConfig
 
+    config = RunConfig(
+        backend="local",
+        n_threads=args.threads,
+        tasks_file=args.tasks_file,
+        partition_size=max(args.pairs, 1),
+        limit=max(args.pairs, 1),
+        max_tokens=args.max_tokens,
+        concurrency=1,
+    )
     start = time.perf_counter()
-    async with open_local_backend(RunConfig(backend="local", n_threads=args.threads)) as backend:
+    async with open_local_backend(config) as backend:
         started = time.perf_counter() - start
         result = await asyncio.to_thread(
             server_single_stream_tok_s,
@@ -88,7 +136,11 @@ async def _with_embedded_server(args: argparse.Namespace) -> tuple[Throughput, f
             n_requests=args.requests,
             max_tokens=args.max_tokens,
         )
-        return result, started, backend.info.n_threads
+        harness = None
+        if args.pairs:
+            with tempfile.TemporaryDirectory() as tmp:
+                harness = await harness_pairs(backend, config, Path(tmp))
+        return result, started, backend.info.n_threads, harness
 
 
 def main() -> None:
@@ -100,6 +152,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--threads", type=int, default=None, help="embedded server threads [auto]")
+    parser.add_argument(
+        "--pairs", type=int, default=6, help="MBPP+ pairs for the harness half (0: skip)"
+    )
+    parser.add_argument("--tasks-file", type=Path, help="local MBPP+ file (offline)")
     args = parser.parse_args()
     if args.base_url:
         result = server_single_stream_tok_s(
@@ -107,7 +163,7 @@ def main() -> None:
         )
         print(f"server: {args.base_url}")
     else:
-        result, started_s, threads = asyncio.run(_with_embedded_server(args))
+        result, started_s, threads, harness = asyncio.run(_with_embedded_server(args))
         print(f"embedded server: started in {started_s:.1f} s, {threads} thread(s)")
     print(
         f"single-stream throughput: {result.tok_s:.1f} tok/s "
@@ -116,6 +172,16 @@ def main() -> None:
         f"{statistics.median(result.per_request_tok_s):.1f}, min {min(result.per_request_tok_s):.1f}, "
         f"max {max(result.per_request_tok_s):.1f} tok/s)"
     )
+
+    if not args.base_url and harness is not None:
+        print(
+            f"harness: {harness.pairs} pairs in {harness.wall_s:.1f} s = {harness.pairs_per_min:.1f} pairs/min, "
+            f"{harness.tok_s:.1f} completion tok/s (prompt processing, retrieval, scoring, records included)"
+        )
+        ratio = harness.tok_s / result.tok_s
+        print(
+            f"ratio harness tok/s / raw single-stream tok/s: {ratio:.2f} (harness overhead {100 * (1 - ratio):+.1f}%)"
+        )
 
 
 if __name__ == "__main__":
