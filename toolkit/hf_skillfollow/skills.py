@@ -64,7 +64,9 @@ class SkillPool:
         try:
             return self._by_name[name]  # type: ignore[attr-defined]
         except KeyError:
-            raise KeyError(f"no skill named {name!r} in pool {self.name!r}; skills: {self.names}") from None
+            raise KeyError(
+                f"no skill named {name!r} in pool {self.name!r}; skills: {self.names}"
+            ) from None
 
     @property
     def content_hash(self) -> str:
@@ -79,6 +81,11 @@ class SkillPool:
 def index_text(skill: Skill) -> str:
     """The exact document BM25 indexes for a skill: description, newline, body."""
     return f"{skill.description}\n{skill.body}"
+
+
+def collection_documents(pool: SkillPool) -> list[dict[str, str]]:
+    """The pool as Pyserini JsonCollection documents `{"id", "contents"}`, in name order."""
+    return [{"id": s.name, "contents": index_text(s)} for s in pool.skills]
 
 
 def _normalise(raw: str) -> str:
@@ -102,7 +109,9 @@ def _parse_yaml(block: str, path: Path) -> dict[str, object]:
     except yaml.YAMLError as exc:
         raise SkillPoolError(f"{path}: front matter: malformed YAML ({exc})") from None
     if not isinstance(data, dict):
-        raise SkillPoolError(f"{path}: front matter: expected a YAML mapping of fields, got {type(data).__name__}")
+        raise SkillPoolError(
+            f"{path}: front matter: expected a YAML mapping of fields, got {type(data).__name__}"
+        )
     return data
 
 
@@ -129,7 +138,9 @@ def _tags(meta: dict[str, object], path: Path) -> tuple[str, ...]:
 def _skill_type(meta: dict[str, object], path: Path) -> str:
     kind = _text_field(meta, "type", path, required=True)
     if kind not in SKILL_TYPES:
-        raise SkillPoolError(f"{path}: field 'type': unknown type {kind!r}; allowed: {'|'.join(SKILL_TYPES)}")
+        raise SkillPoolError(
+            f"{path}: field 'type': unknown type {kind!r}; allowed: {'|'.join(SKILL_TYPES)}"
+        )
     return kind
 
 
@@ -146,7 +157,9 @@ def load_skill(path: Path) -> Skill:
         raise SkillPoolError(f"{path}: field 'name': must not contain whitespace, got {name!r}")
     description = _text_field(meta, "description", path, required=True)
     if not body.strip():
-        raise SkillPoolError(f"{path}: body: empty (the Markdown after the front matter has no text)")
+        raise SkillPoolError(
+            f"{path}: body: empty (the Markdown after the front matter has no text)"
+        )
     return Skill(
         name=name,
         description=description,
@@ -180,7 +193,9 @@ def _resolve(path_or_name: str | Path) -> Path:
         try:
             return shipped_pool(text)
         except FileNotFoundError as exc:
-            raise SkillPoolError(f"{text}: neither a directory nor a shipped pool ({exc})") from None
+            raise SkillPoolError(
+                f"{text}: neither a directory nor a shipped pool ({exc})"
+            ) from None
     raise SkillPoolError(f"{path}: skill pool directory does not exist")
 
 
@@ -188,7 +203,9 @@ def load_pool(path_or_name: str | Path, name: str | None = None) -> SkillPool:
     """Load a pool from a directory of `<skill>/SKILL.md` folders, or a shipped pool by name."""
     root = _resolve(path_or_name)
     if not root.is_dir():
-        raise SkillPoolError(f"{root}: skill pool must be a directory of <skill>/{SKILL_FILE} folders")
+        raise SkillPoolError(
+            f"{root}: skill pool must be a directory of <skill>/{SKILL_FILE} folders"
+        )
     files = sorted(p / SKILL_FILE for p in root.iterdir() if (p / SKILL_FILE).is_file())
     if not files:
         raise SkillPoolError(f"{root}: skill pool is empty (no <skill>/{SKILL_FILE} files)")

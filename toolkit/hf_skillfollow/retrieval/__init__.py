@@ -22,7 +22,9 @@ def make_retriever(name: str, pool: SkillPool) -> Retriever:
     try:
         target = RETRIEVERS[name]
     except KeyError:
-        raise ValueError(f"unknown retriever {name!r}; choose one of {sorted(RETRIEVERS)}") from None
+        raise ValueError(
+            f"unknown retriever {name!r}; choose one of {sorted(RETRIEVERS)}"
+        ) from None
     module, attr = target.split(":")
     return getattr(import_module(module), attr)(pool)
 

@@ -1,0 +1,175 @@
+"""Skill pool loading and validation (DESIGN §4, issue 2 item 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_skillfollow.skills import (
+    SkillPoolError,
+    collection_documents,
+    index_text,
+    load_pool,
+    merged_pool,
+)
+
+CODING = [
+    "binary-search-boundary", "counting-hash", "dfs-iterative", "edge-case-guard", "knapsack-01-dp",
+    "prefix-sum", "rotate-left", "sliding-window-longest", "two-pointer-pair-sum",
+]  # fmt: skip
+MATH = [
+    "algebraic-substitution", "case-analysis", "check-by-substitution", "coordinate-distance",
+    "factor-then-solve", "modular-arithmetic", "sequence-formulae", "systematic-enumeration",
+]  # fmt: skip
+
+
+def write_skill(root: Path, folder: str, text: str) -> Path:
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def skill_md(
+    name: str = "alpha",
+    description: str = "Does alpha things.",
+    type_: str = "utility",
+    body: str = "## Body\n\nUse alpha.\n",
+    extra: str = "",
+) -> str:
+    return f"---\nname: {name}\ndescription: {description}\nsignature: f(x) -> int\ntype: {type_}\n{extra}---\n{body}"
+
+
+def test_valid_pool_loads_fields_in_name_order(tmp_path: Path) -> None:
+    write_skill(
+        tmp_path,
+        "z-folder",
+        skill_md("beta", "Beta skill.", "guard", "Check beta.\n", "tags: [b, c]\n"),
+    )
+    write_skill(
+        tmp_path, "a-folder", skill_md("gamma", "Gamma skill.", "procedure", "Step gamma.\n")
+    )
+    write_skill(tmp_path, "m-folder", skill_md("alpha"))
+    (tmp_path / "not-a-skill").mkdir()  # folders without SKILL.md are not skills
+    pool = load_pool(tmp_path)
+    assert pool.names == ["alpha", "beta", "gamma"]
+    assert pool.name == tmp_path.name
+    beta = pool.get("beta")
+    assert (beta.type, beta.tags, beta.signature, beta.body) == (
+        "guard",
+        ("b", "c"),
+        "f(x) -> int",
+        "Check beta.",
+    )
+    assert beta.path == tmp_path / "z-folder" / "SKILL.md"
+    assert index_text(beta) == "Beta skill.\nCheck beta."
+    assert collection_documents(pool)[1] == {"id": "beta", "contents": "Beta skill.\nCheck beta."}
+    with pytest.raises(KeyError, match="no skill named 'delta'"):
+        pool.get("delta")
+
+
+def test_content_hash_tracks_content_not_layout(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_skill(a, "one", skill_md("alpha"))
+    write_skill(a, "two", skill_md("beta"))
+    write_skill(b, "x", skill_md("beta").replace("\n", "\r\n"))  # CRLF and other folder names
+    write_skill(b, "y", skill_md("alpha"))
+    h = load_pool(a).content_hash
+    assert len(h) == 64 and h == load_pool(b).content_hash
+    write_skill(b, "y", skill_md("alpha", body="## Body\n\nUse alpha twice.\n"))
+    assert load_pool(b).content_hash != h
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "needle"),
+    [
+        ("name: alpha\n\nbody\n", "front matter", "must start with a '---' line"),
+        (
+            "---\nname: alpha\ndescription: d\ntype: utility\nbody without end\n",
+            "front matter",
+            "no closing",
+        ),
+        ("---\nname: [alpha\n---\nbody\n", "front matter", "malformed YAML"),
+        ("---\n- a\n- b\n---\nbody\n", "front matter", "expected a YAML mapping"),
+        ("---\ndescription: d\ntype: utility\n---\nbody\n", "'name'", "missing"),
+        ("---\nname: alpha\ntype: utility\n---\nbody\n", "'description'", "missing"),
+        (
+            "---\nname: alpha\ndescription: '  '\ntype: utility\n---\nbody\n",
+            "'description'",
+            "non-empty string",
+        ),
+        (
+            "---\nname: alpha beta\ndescription: d\ntype: utility\n---\nbody\n",
+            "'name'",
+            "whitespace",
+        ),
+        (
+            "---\nname: alpha\ndescription: d\ntype: recipe\n---\nbody\n",
+            "'type'",
+            "unknown type 'recipe'",
+        ),
+        ("---\nname: alpha\ndescription: d\n---\nbody\n", "'type'", "missing"),
+        (
+            "---\nname: alpha\ndescription: d\ntype: utility\ntags: x\n---\nbody\n",
+            "'tags'",
+            "list of strings",
+        ),
+        ("---\nname: alpha\ndescription: d\ntype: utility\n---\n\n  \n", "body", "empty"),
+    ],
+)
+def test_invalid_skill_names_file_and_field(
+    tmp_path: Path, text: str, field: str, needle: str
+) -> None:
+    write_skill(tmp_path, "good", skill_md("good"))
+    bad = write_skill(tmp_path, "bad", text)
+    with pytest.raises(SkillPoolError) as info:
+        load_pool(tmp_path)
+    message = str(info.value)
+    assert str(bad) in message and field in message and needle in message
+
+
+def test_duplicate_names_name_both_files(tmp_path: Path) -> None:
+    first = write_skill(tmp_path, "one", skill_md("same"))
+    second = write_skill(tmp_path, "two", skill_md("same"))
+    with pytest.raises(SkillPoolError, match="duplicate skill name 'same'") as info:
+        load_pool(tmp_path)
+    assert str(first) in str(info.value) and str(second) in str(info.value)
+
+
+def test_missing_and_empty_directories(tmp_path: Path) -> None:
+    with pytest.raises(SkillPoolError, match="does not exist"):
+        load_pool(tmp_path / "nowhere")
+    with pytest.raises(SkillPoolError, match=f"{tmp_path}: skill pool is empty"):
+        load_pool(tmp_path)
+    file = tmp_path / "file.md"
+    file.write_text("x")
+    with pytest.raises(SkillPoolError, match="must be a directory"):
+        load_pool(file)
+    with pytest.raises(SkillPoolError, match="neither a directory nor a shipped pool"):
+        load_pool("no-such-pool")
+
+
+def test_non_utf8_file_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "bin" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_bytes(b"---\nname: \xff\xfe\n---\n")
+    with pytest.raises(SkillPoolError, match="not UTF-8"):
+        load_pool(tmp_path)
+
+
+@pytest.mark.parametrize(("name", "expected"), [("coding", CODING), ("math", MATH)])
+def test_shipped_pools_load_by_name(name: str, expected: list[str]) -> None:
+    pool = load_pool(name)
+    assert pool.name == name and pool.names == expected
+    assert all(s.body.strip() and s.description for s in pool.skills)
+
+
+def test_merged_pool_holds_both_and_rejects_duplicates(tmp_path: Path) -> None:
+    merged = merged_pool([load_pool("coding"), load_pool("math")])
+    assert merged.name == "coding+math" and merged.names == sorted(CODING + MATH)
+    write_skill(tmp_path, "p", skill_md("prefix-sum"))
+    with pytest.raises(SkillPoolError, match="duplicate skill name 'prefix-sum'"):
+        merged_pool([load_pool("coding"), load_pool(tmp_path)])
+    with pytest.raises(SkillPoolError, match="no pools"):
+        merged_pool([])
