@@ -1,0 +1,13 @@
+"""Hugging Face Space entry point: a thin shell around `hf_skillfollow.space_app`.
+
+Sources: the Space variable SKILLFOLLOW_SOURCES (comma-separated Hub dataset repo ids or
+local folders) plus every Hub dataset tagged `skillfollow` (SKILLFOLLOW_DISCOVER=0 turns
+discovery off). SKILLFOLLOW_RESAMPLES sets the bootstrap resamples (default 20,000).
+"""
+
+from hf_skillfollow.space_app._launch import CSS, make_demo
+
+demo = make_demo()
+
+if __name__ == "__main__":
+    demo.launch(css=CSS, footer_links=["api", "gradio"])

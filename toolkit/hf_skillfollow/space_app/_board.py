@@ -1,0 +1,244 @@
+"""The board's data: cells computed once at load, then only filtered.
+
+All metrics come from `hf_skillfollow.metrics.compute_cells` over the loaded transitions.
+Filters, thresholds and sorting work on the precomputed frame (masks over ~10^4 rows), so a
+filter change never recomputes a bootstrap.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hf_skillfollow.space_app._sources import load_sources, resolve_sources
+from hf_skillfollow.space_app._traces import TraceStore
+
+#: Bootstrap resamples for the board's intervals. DESIGN's default is 20,000; measured on
+#: 2 cores it fits the first-render budget (see bench/space.py), so the Space keeps it.
+DEFAULT_RESAMPLES = 20_000
+THRESHOLDS: tuple[int, ...] = (5, 10, 15, 20)
+DEFAULT_MIN_COND = 10
+# Columns the toolkit does not need for metrics; leaving them in arrow keeps load fast.
+_HEAVY_COLUMNS = ("queries", "skills_returned", "se_error", "sd_error")
+
+
+@dataclass
+class Board:
+    """Precomputed cells (pooled; per run computed on the first toggle) plus the rows behind them."""
+
+    pooled: pd.DataFrame
+    transitions: pa.Table | None
+    warnings: list[str]
+    traces: TraceStore
+    resamples: int
+    sources: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    _per_run: pd.DataFrame | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def cells(self, runs_separately: bool = False) -> pd.DataFrame:
+        if not runs_separately:
+            return self.pooled
+        with self._lock:
+            if self._per_run is None:
+                self._per_run = _per_run_cells(
+                    self.pooled, self.transitions, self.resamples, self.warnings
+                )
+            return self._per_run
+
+    def task_rows(self, cell_id: str, run_id: str | None = None) -> pd.DataFrame:
+        """The transitions rows of one cell (one run of it when `run_id` is given)."""
+        if self.transitions is None:
+            return pd.DataFrame()
+        mask = pc.equal(self.transitions["cell_id"], cell_id)
+        if run_id:
+            mask = pc.and_(mask, pc.equal(self.transitions["run_id"], run_id))
+        return self.transitions.filter(mask).to_pandas()
+
+
+def load_board(
+    sources: Sequence[str] = (),
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    discover: bool | None = None,
+) -> Board:
+    """Resolve and load sources, then compute every pooled cell once."""
+    t0 = time.perf_counter()
+    names, warnings = resolve_sources(sources, discover=discover)
+    loaded = load_sources(names)
+    warnings += loaded.warnings
+    t1 = time.perf_counter()
+    pooled = _cells(loaded.transitions, resamples, pool_runs=True, warnings=warnings)
+    t2 = time.perf_counter()
+    return Board(
+        pooled=pooled,
+        transitions=loaded.transitions,
+        warnings=warnings,
+        traces=TraceStore(loaded.run_source),
+        resamples=resamples,
+        sources=loaded.loaded,
+        timings={"load_s": t1 - t0, "metrics_s": t2 - t1},
+    )
+
+
+def _cells(
+    table: pa.Table | None, resamples: int, *, pool_runs: bool, warnings: list[str]
+) -> pd.DataFrame:
+    if table is None or table.num_rows == 0:
+        return _decorate(pd.DataFrame(columns=_empty_columns(pool_runs)), pool_runs)
+    from hf_skillfollow.metrics import compute_cells
+
+    data = table.drop_columns([c for c in _HEAVY_COLUMNS if c in table.column_names])
+    try:
+        cells = compute_cells(
+            data,
+            group_by=None,
+            pool_runs=pool_runs,
+            min_cond=DEFAULT_MIN_COND,
+            resamples=resamples,
+            seed=0,
+        )
+    except Exception as exc:  # a bug or bad value must not blank the page; say what failed
+        warnings.append(
+            f"Computing the cells failed ({type(exc).__name__}: {exc}); the board is empty"
+        )
+        return _decorate(pd.DataFrame(columns=_empty_columns(pool_runs)), pool_runs)
+    return _decorate(cells.reset_index(drop=True), pool_runs)
+
+
+def _per_run_cells(
+    pooled: pd.DataFrame, table: pa.Table | None, resamples: int, warnings: list[str]
+) -> pd.DataFrame:
+    """Cells per run. A cell with a single run is its own per-run row, so only multi-run
+    cells are recomputed; the bootstrap is seeded per call, so those rows match a full
+    `compute_cells(pool_runs=False)` up to resampling noise of a different draw order."""
+    if table is None or table.num_rows == 0 or pooled.empty:
+        return _decorate(pd.DataFrame(columns=_empty_columns(False)), False)
+    multi = pooled.loc[pooled["n_runs"] > 1, "cell_id"].astype(str).tolist()
+    parts = []
+    single = pooled[pooled["n_runs"] <= 1]
+    if len(single):
+        run_of = _single_run_ids(table)
+        parts.append(
+            single[[c for c in pooled.columns if c in set(_empty_columns(True))]].assign(
+                run_id=single["cell_id"].map(run_of)
+            )
+        )
+    if multi:
+        subset = table.filter(pc.is_in(table["cell_id"], pa.array(multi)))
+        parts.append(_cells(subset, resamples, pool_runs=False, warnings=warnings))
+    merged = pd.concat(parts, ignore_index=True)[_empty_columns(False)]
+    return _decorate(merged, False)
+
+
+def _single_run_ids(table: pa.Table) -> dict[str, str]:
+    pairs = table.select(["cell_id", "run_id"]).group_by(["cell_id", "run_id"]).aggregate([])
+    return dict(zip(pairs["cell_id"].to_pylist(), pairs["run_id"].to_pylist(), strict=True))
+
+
+def _empty_columns(pool_runs: bool) -> list[str]:
+    from hf_skillfollow.metrics import METRIC_COLUMNS
+    from hf_skillfollow.schema import CELL_COLUMNS
+
+    return list(CELL_COLUMNS) + ([] if pool_runs else ["run_id"]) + list(METRIC_COLUMNS)
+
+
+def _decorate(cells: pd.DataFrame, pool_runs: bool) -> pd.DataFrame:
+    """Add display labels, hover text, a drill-down key and the flags at every n_cond threshold.
+
+    Everything a filter change needs is derived here once, so that filtering is masking.
+    """
+    out = cells.copy()
+    out["partition"] = (
+        "seed " + out["partition_seed"].astype(str) + " · " + out["partition_size"].astype(str)
+    )
+    out["pool_condition"] = out["skill_pool"].astype(str) + " / " + out["condition"].astype(str)
+    out["_model_lc"] = out["model"].astype(str).str.lower()
+    run = "" if pool_runs else " · " + out["run_id"].astype(str)
+    out["label"] = (
+        out["model"].astype(str)
+        + " · "
+        + out["benchmark"].astype(str)
+        + " · "
+        + out["pool_condition"]
+        + " · "
+        + out["partition"]
+        + run
+    )
+    out["_key"] = (
+        out["cell_id"].astype(str)
+        if pool_runs
+        else out["cell_id"].astype(str) + "|" + out["run_id"].astype(str)
+    )
+    out["_hover"] = hover_text(out)
+    out["_rae_ci"] = _ci_text(out["rae_ci_low"], out["rae_ci_high"])
+    out["_oae_ci"] = _ci_text(out["oae_ci_low"], out["oae_ci_high"])
+    n_cond = pd.to_numeric(out["n_cond"], errors="coerce").to_numpy(dtype=float)
+    product = _floats(out["agg_lift"]) * _floats(out["rae"])
+    for t in THRESHOLDS:
+        reportable = n_cond >= t
+        out[f"_rep_{t}"] = reportable
+        out[f"_dis_{t}"] = reportable & (np.nan_to_num(product, nan=0.0) < 0)
+    return _numpy_backed(out)
+
+
+def hover_text(cells: pd.DataFrame) -> np.ndarray:
+    """One hover line block per cell: identity, effects and the counts behind them."""
+    if cells.empty:
+        return np.array([], dtype=object)
+
+    def pct(column: str) -> np.ndarray:
+        return np.char.mod("%.1f", _floats(cells[column])).astype(object)
+
+    def count(column: str) -> np.ndarray:
+        return cells[column].astype(str).to_numpy(dtype=object)
+
+    return (
+        cells["label"].to_numpy(dtype=object)
+        + "<br>RAE " + pct("rae") + " [" + pct("rae_ci_low") + ", " + pct("rae_ci_high") + "] · OAE " + pct("oae")
+        + "<br>coverage " + pct("coverage") + "% · agg lift " + pct("agg_lift") + " · Δselect " + pct("delta_select")
+        + "<br>n " + count("n_pairs") + " · n_cond " + count("n_cond")
+        + " · b/c invoked " + count("b_cond") + "/" + count("c_cond") + " · all " + count("b_all") + "/" + count("c_all")
+    )  # fmt: skip
+
+
+def _numpy_backed(cells: pd.DataFrame) -> pd.DataFrame:
+    """Arrow-backed columns (pandas' `str` dtype, arrow identity values) as numpy ones:
+    a pyarrow take() per column per filter change costs more than the rest of the filter."""
+    out = {}
+    for name in cells.columns:
+        column = cells[name]
+        if isinstance(column.dtype, pd.ArrowDtype | pd.StringDtype):
+            kind = getattr(column.dtype, "kind", "O")
+            if kind in "biuf" and not column.isna().any():
+                values = column.to_numpy(dtype=column.dtype.numpy_dtype)
+            elif kind == "f":
+                values = column.to_numpy(dtype=float, na_value=np.nan)
+            else:
+                values = column.to_numpy(dtype=object, na_value=None)
+            column = pd.Series(values, index=cells.index, dtype=values.dtype)
+        out[name] = column
+    return pd.DataFrame(out, index=cells.index)
+
+
+def _ci_text(low: pd.Series, high: pd.Series) -> np.ndarray:
+    lo, hi = _floats(low), _floats(high)
+    text = (
+        "["
+        + np.char.mod("%.1f", lo).astype(object)
+        + ", "
+        + np.char.mod("%.1f", hi).astype(object)
+        + "]"
+    )
+    return np.where(np.isnan(lo) | np.isnan(hi), "—", text)
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
