@@ -1,0 +1,105 @@
+"""`hf-skillfollow report SOURCE...`: paired metrics per cell from transitions."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from hf_skillfollow.report import FORMATS
+
+
+def _parse_group_by(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> list[str] | None:
+    if value is None:
+        return None
+    from hf_skillfollow.schema import IDENTITY_COLUMNS
+
+    columns = [c.strip() for c in value.split(",") if c.strip()]
+    unknown = [c for c in columns if c not in IDENTITY_COLUMNS]
+    if not columns or unknown:
+        raise click.BadParameter(
+            f"{unknown or value!r} not identity column(s); choose from {', '.join(IDENTITY_COLUMNS)}",
+            ctx=ctx,
+            param=param,
+        )
+    return columns
+
+
+@click.command("report")
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+@click.option("--min-cond", type=click.IntRange(min=0), default=10, show_default=True,
+              help="A cell is reportable when n_cond (tasks with a returned skill) reaches this.")  # fmt: skip
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=1),
+    default=20_000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Bootstrap seed."
+)
+@click.option("--group-by", callback=_parse_group_by, default=None,
+              help="Comma-separated identity columns to group by instead of the cell identity.")  # fmt: skip
+@click.option("--pool-runs/--no-pool-runs", default=True, show_default=True,
+              help="Pool config-identical runs by summing counts, or report each run apart.")  # fmt: skip
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write to this file instead of standard output.")  # fmt: skip
+def report(
+    sources: tuple[str, ...],
+    fmt: str,
+    min_cond: int,
+    resamples: int,
+    seed: int,
+    group_by: list[str] | None,
+    pool_runs: bool,
+    output: Path | None,
+) -> None:
+    """Compute the paired metrics per cell from SOURCE(s).
+
+    SOURCE is a transitions parquet or JSONL file, a run directory, a folder of them, or a
+    Hub dataset id (ORG/NAME).
+    """
+    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.report import render
+    from hf_skillfollow.sources import read_transitions
+
+    try:
+        table = read_transitions(*sources)
+        cells = compute_cells(
+            table,
+            group_by=group_by,
+            pool_runs=pool_runs,
+            min_cond=min_cond,
+            resamples=resamples,
+            seed=seed,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:  # SchemaError, SourceError, HubError
+        raise click.ClickException(str(exc)) from None
+    notes = (
+        f"Intervals: 95% percentile bootstrap, {resamples:,} resamples, seed {seed}; McNemar: exact two-sided "
+        f"on S_call discordant pairs; reportable: n_cond >= {min_cond}; runs {'pooled' if pool_runs else 'kept apart'}."
+    )
+    width = (
+        shutil.get_terminal_size((200, 24)).columns
+        if output is None and sys.stdout.isatty()
+        else 200
+    )
+    text = render(cells, fmt, width=width, notes=notes)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {len(cells)} cell(s) to {output}", err=True)

@@ -1,0 +1,44 @@
+"""Paired SE/SD metrics (DESIGN §2): pure computation over transitions rows, no I/O."""
+
+from hf_skillfollow.metrics._bootstrap import (
+    SCHEME_VERSION,
+    diff_cdf,
+    paired_bootstrap_ci,
+    percentile_levels,
+)
+from hf_skillfollow.metrics._counts import CellCounts, count_cells
+from hf_skillfollow.metrics._effects import (
+    Effect,
+    accuracy_gap,
+    delta_skip,
+    oae,
+    paired_effect,
+    rae,
+    share,
+)
+from hf_skillfollow.metrics._leaderboard import (
+    METRIC_COLUMNS,
+    compute_cells,
+    disagreement_sensitivity,
+)
+from hf_skillfollow.metrics._mcnemar import mcnemar_exact
+
+__all__ = [
+    "METRIC_COLUMNS",
+    "SCHEME_VERSION",
+    "CellCounts",
+    "Effect",
+    "accuracy_gap",
+    "compute_cells",
+    "count_cells",
+    "delta_skip",
+    "diff_cdf",
+    "disagreement_sensitivity",
+    "mcnemar_exact",
+    "oae",
+    "paired_bootstrap_ci",
+    "paired_effect",
+    "percentile_levels",
+    "rae",
+    "share",
+]

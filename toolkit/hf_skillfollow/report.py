@@ -1,0 +1,199 @@
+"""Render a cells leaderboard (from `metrics.compute_cells`) as a table, JSON, CSV or Markdown."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+RAE_CAVEAT = (
+    "RAE is a protocol-specific paired signal over the tasks the SE run chose to retrieve on, "
+    "not a causal effect of the skill."
+)
+NEVER_RETRIEVED = "undefined: the model never retrieved a skill"
+_HASH_COLUMNS = ("cell_id", "skill_pool_hash", "prompts_hash")
+_FALLBACK_LABEL = ("model", "benchmark", "condition")
+
+
+def render(
+    cells: pd.DataFrame, fmt: str = "table", *, width: int | None = None, notes: str | None = None
+) -> str:
+    """The leaderboard as text. `notes` (resamples, seed, ...) is added under the table forms."""
+    if fmt == "json":
+        return json.dumps(to_records(cells), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return cells.to_csv(index=False)
+    if fmt == "markdown":
+        return _markdown(cells, notes)
+    if fmt == "table":
+        return _rich_table(cells, width, notes)
+    raise ValueError(f"unknown format {fmt!r}; choose one of {list(FORMATS)}")
+
+
+def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:
+    """One JSON-ready object per cell: plain Python values, NaN and missing as None."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in cells.to_dict("records")]
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def identity_columns(cells: pd.DataFrame) -> list[str]:
+    from hf_skillfollow.metrics import METRIC_COLUMNS
+
+    return [c for c in cells.columns if c not in METRIC_COLUMNS]
+
+
+def _label_columns(cells: pd.DataFrame) -> list[str]:
+    """Identity columns that tell the rows apart (hashes only when nothing else does)."""
+    ids = identity_columns(cells)
+    varying = [c for c in ids if c not in _HASH_COLUMNS and cells[c].nunique(dropna=False) > 1]
+    if varying:
+        return varying
+    fallback = [c for c in _FALLBACK_LABEL if c in ids]
+    return fallback or ids[:1]
+
+
+def _label(row: dict[str, Any], columns: list[str]) -> str:
+    return " · ".join(str(row[c]) for c in columns)
+
+
+def _pp(value: Any, signed: bool = True) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:+.1f}" if signed else f"{value:.1f}"
+
+
+def _with_ci(row: dict[str, Any], name: str) -> str:
+    return f"{_pp(row[name])} [{_pp(row[name + '_ci_low'])}, {_pp(row[name + '_ci_high'])}]"
+
+
+def _rae_text(row: dict[str, Any]) -> str:
+    if row["n_cond"] == 0:
+        return NEVER_RETRIEVED
+    return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
+
+
+def _skip_text(row: dict[str, Any]) -> str:
+    return "— (n_skip = 0)" if row["n_skip"] == 0 else _pp(row["delta_skip"])
+
+
+def _p_text(p: Any) -> str:
+    return "—" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.3g}"
+
+
+def _flags(row: dict[str, Any]) -> str:
+    flags = []
+    if row["sign_disagree"]:
+        flags.append("RAE and agg lift disagree in sign")
+    if not row["reportable"] and row["n_cond"] > 0:
+        flags.append("n_cond below threshold")
+    return "; ".join(flags)
+
+
+def _display_rows(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    labels = _label_columns(cells)
+    header = [
+        " · ".join(labels), "runs", "n", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
+        "Δskip", "OAE [95% CI]", "agg lift", "Δselect", "flags",
+    ]  # fmt: skip
+    rows = []
+    for row in cells.to_dict("records"):
+        rows.append([
+            _label(row, labels), str(row["n_runs"]), str(row["n_pairs"]),
+            f"{_pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
+            f"{row['b_cond']}/{row['c_cond']} · {_p_text(row['mcnemar_p'])}", _skip_text(row),
+            _with_ci(row, "oae"), _pp(row["agg_lift"]), _pp(row["delta_select"]), _flags(row),
+        ])  # fmt: skip
+    return header, rows
+
+
+def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
+    lines = [
+        RAE_CAVEAT,
+        "Percentage points. Trigger event: the SE run called search_skills and received a skill (S_call); "
+        "coverage = share of tasks in S_call (the trigger rate); "
+        "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
+        "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "
+        "* = not reportable (n_cond below the threshold); agg lift and Δselect are undefined when retrieval "
+        "happened on no task or on every task.",
+    ]
+    if notes:
+        lines.append(notes)
+    return lines
+
+
+def _sensitivity(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    from hf_skillfollow.metrics import disagreement_sensitivity
+
+    table = disagreement_sensitivity(cells)
+    header = ["min n_cond", "reportable cells", "with agg lift", "sign disagreements"]
+    rows = [
+        [str(r["min_cond"]), str(r["reportable"]), str(r["with_agg_lift"]),
+         f"{r['disagreements']}" + ("" if r["with_agg_lift"] == 0 else f" ({r['disagreement_rate']:.0f}%)")]
+        for r in table.to_dict("records")
+    ]  # fmt: skip
+    return header, rows
+
+
+def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or 200, force_terminal=False, color_system=None, highlight=False
+    )
+    if cells.empty:
+        console.print("no cells: the sources hold no transitions rows")
+        return out.getvalue()
+    header, rows = _display_rows(cells)
+    console.print(RAE_CAVEAT)
+    table = Table(title="Paired SE/SD metrics per cell")
+    for name in header:
+        table.add_column(name)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    for line in _footer(cells, notes)[1:]:
+        console.print(line)
+    s_header, s_rows = _sensitivity(cells)
+    sens = Table(title="Sign disagreement (RAE vs aggregate lift) by reportability threshold")
+    for name in s_header:
+        sens.add_column(name, justify="right")
+    for r in s_rows:
+        sens.add_row(*r)
+    console.print(sens)
+    return out.getvalue()
+
+
+def _markdown(cells: pd.DataFrame, notes: str | None) -> str:
+    if cells.empty:
+        return "_No cells: the sources hold no transitions rows._\n"
+    header, rows = _display_rows(cells)
+    parts = [_md_table(header, rows), "", *(f"{line}  " for line in _footer(cells, notes)), ""]
+    s_header, s_rows = _sensitivity(cells)
+    parts += [
+        "**Sign disagreement (RAE vs aggregate lift) by reportability threshold**",
+        "",
+        _md_table(s_header, s_rows),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])

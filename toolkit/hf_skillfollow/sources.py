@@ -1,0 +1,160 @@
+"""Read transitions rows from local files, run directories and folders (or the Hub).
+
+A source is a transitions parquet file, a JSONL file (one row per line), a run directory
+(RUN_DIR/transitions.parquet), a folder holding several of those, or, when it is not a
+local path, a Hub dataset id handed to `hf_skillfollow.hub.load_transitions`. Every file
+is validated against schema v1 under its own name, so an error says which file is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from hf_skillfollow.schema import TRANSITIONS_SCHEMA, SchemaError, validate_transitions
+
+RUN_TRANSITIONS = "transitions.parquet"
+_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+_LOCAL_SUFFIXES = (".parquet", *_JSONL_SUFFIXES)
+
+
+class SourceError(ValueError):
+    """A source cannot be read: missing path, unsupported file, empty folder, duplicate rows."""
+
+
+def read_transitions(*sources: str | Path) -> pa.Table:
+    """All rows of all sources as one validated table (schema v1).
+
+    A (run_id, task_id) pair seen twice, within a source or across sources, is an error
+    naming where it was seen: counting a task twice would silently bias every metric.
+    """
+    if not sources:
+        raise SourceError("no transitions source given")
+    parts: list[tuple[str, pa.Table]] = []
+    for source in sources:
+        parts.extend(_read_source(source))
+    _check_unique(parts)
+    return pa.concat_tables([t for _, t in parts]) if parts else TRANSITIONS_SCHEMA.empty_table()
+
+
+def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
+    path = Path(source).expanduser()
+    if path.is_file():
+        return [(str(path), _read_file(path))]
+    if path.is_dir():
+        return [(str(f), _read_file(f)) for f in _folder_files(path)]
+    if _looks_local(str(source)):
+        raise SourceError(f"{source}: no such file or directory")
+    # Hub ids are the hub package's job; imported only when one is given.
+    from hf_skillfollow.hub import load_transitions
+
+    return [(str(source), validate_transitions(load_transitions(str(source)), str(source)))]
+
+
+def _looks_local(text: str) -> bool:
+    return (
+        text.startswith((".", "/", "~")) or text.endswith(_LOCAL_SUFFIXES) or text.count("/") != 1
+    )
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """A run directory's own file, else every run file and results-repo shard below `folder`."""
+    own = folder / RUN_TRANSITIONS
+    if own.is_file():
+        return [own]
+    found = {p for p in folder.rglob(RUN_TRANSITIONS) if p.is_file()}
+    found |= {
+        p for p in folder.rglob("*.parquet") if p.is_file() and _in_transitions_dir(p, folder)
+    }
+    if not found:
+        raise SourceError(
+            f"{folder}: no transitions found (looked for {RUN_TRANSITIONS} in run directories and "
+            "*.parquet under data/transitions/)"
+        )
+    return sorted(found)
+
+
+def _in_transitions_dir(path: Path, root: Path) -> bool:
+    parts = path.relative_to(root).parts[:-1]
+    return any(parts[i : i + 2] == ("data", "transitions") for i in range(len(parts) - 1))
+
+
+def _read_file(path: Path) -> pa.Table:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise SourceError(f"{path}: not a readable parquet file ({exc})") from None
+        return validate_transitions(table, str(path))
+    if path.suffix in _JSONL_SUFFIXES:
+        return _read_jsonl(path)
+    raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
+
+
+def _read_jsonl(path: Path) -> pa.Table:
+    rows: list[dict[str, object]] = []
+    known = set(TRANSITIONS_SCHEMA.names)
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SchemaError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise SchemaError(
+                    f"{path}:{number}: a row must be a JSON object, got {type(row).__name__}"
+                )
+            unknown = sorted(set(row) - known)
+            if unknown:
+                raise SchemaError(f"{path}:{number}: unexpected column(s) {unknown}")
+            rows.append(row)
+    return validate_transitions(_columns_from_rows(rows, path), str(path))
+
+
+def _columns_from_rows(rows: list[dict[str, object]], path: Path) -> pa.Table:
+    missing = [
+        f.name
+        for f in TRANSITIONS_SCHEMA
+        if not f.nullable and rows and all(f.name not in r for r in rows)
+    ]
+    if missing:
+        raise SchemaError(f"{path}: missing column(s) {missing}")
+    arrays = []
+    for field in TRANSITIONS_SCHEMA:
+        try:
+            arrays.append(pa.array([r.get(field.name) for r in rows], type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise SchemaError(
+                f"{path}: column {field.name!r} does not hold {field.type} values: {exc}"
+            ) from None
+    return pa.Table.from_arrays(arrays, schema=TRANSITIONS_SCHEMA)
+
+
+def _check_unique(parts: list[tuple[str, pa.Table]]) -> None:
+    import pyarrow.compute as pc
+
+    if not parts:
+        return
+    keys = pa.table({
+        "run_id": pa.chunked_array([t.column("run_id") for _, t in parts], pa.string()),
+        "task_id": pa.chunked_array([t.column("task_id") for _, t in parts], pa.string()),
+        "source": pa.array([i for i, (_, t) in enumerate(parts) for _ in range(t.num_rows)], pa.int32()),
+    })  # fmt: skip
+    counted = keys.group_by(["run_id", "task_id"]).aggregate(
+        [("source", "count"), ("source", "list")]
+    )
+    dupes = counted.filter(pc.greater(counted.column("source_count"), 1))
+    if dupes.num_rows:
+        first = dupes.slice(0, 1).to_pylist()[0]
+        where = sorted({parts[i][0] for i in first["source_list"]})
+        place = f"twice in {where[0]}" if len(where) == 1 else "in " + " and ".join(where)
+        raise SourceError(
+            f"duplicate (run_id, task_id) = ({first['run_id']!r}, {first['task_id']!r}) {place} "
+            f"({dupes.num_rows} duplicated pair(s) in all); each task of a run must appear once"
+        )
