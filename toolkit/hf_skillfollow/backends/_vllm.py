@@ -73,7 +73,9 @@ class LockstepBatcher(Generic[Req, Res]):
             try:
                 results = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
                 if len(results) != len(batch):
-                    raise RuntimeError(f"batch of {len(batch)} requests gave {len(results)} results")
+                    raise RuntimeError(
+                        f"batch of {len(batch)} requests gave {len(results)} results"
+                    )
             except Exception as exc:  # one failed batch must not strand its callers
                 results = [self._on_error(exc)] * len(batch)
             for (_, future), result in zip(batch, results, strict=True):
@@ -136,7 +138,9 @@ class VLLMBackend:
     name = "vllm"
     batched = True
 
-    def __init__(self, llm: Any, *, model: str, tool_parser: str | None, chat_template: str | None = None) -> None:
+    def __init__(
+        self, llm: Any, *, model: str, tool_parser: str | None, chat_template: str | None = None
+    ) -> None:
         from vllm import SamplingParams
 
         self.model = model
@@ -147,7 +151,10 @@ class VLLMBackend:
         self._defaults = _generation_defaults(llm)
         self._parser = _make_tool_parser(tool_parser, self._tokenizer) if tool_parser else None
         self._batcher: LockstepBatcher[_Request, ChatResult] = LockstepBatcher(
-            self._run_batch, lambda exc: ChatResult(content="", error=f"vLLM batch failed: {type(exc).__name__}: {exc}")
+            self._run_batch,
+            lambda exc: ChatResult(
+                content="", error=f"vLLM batch failed: {type(exc).__name__}: {exc}"
+            ),
         )
 
     @property
@@ -165,19 +172,38 @@ class VLLMBackend:
         temperature: float,
         max_tokens: int,
     ) -> ChatResult:
-        request = _Request(list(messages), tools or None, tool_choice, seed, temperature, max_tokens)
+        request = _Request(
+            list(messages), tools or None, tool_choice, seed, temperature, max_tokens
+        )
         return await self._batcher.submit(request)
 
     def _run_batch(self, requests: list[_Request]) -> list[ChatResult]:
         start = time.monotonic()
-        prepared = [self._prepare(r) for r in requests]
+        prepared = [self._prepare_or_error(r) for r in requests]
         ready = [p for p in prepared if not isinstance(p, ChatResult)]
-        outputs = iter(self._llm.generate([p[0] for p in ready], [p[1] for p in ready], use_tqdm=False)) if ready else iter(())
+        outputs = (
+            iter(self._llm.generate([p[0] for p in ready], [p[1] for p in ready], use_tqdm=False))
+            if ready
+            else iter(())
+        )
         latency = time.monotonic() - start
         results = []
         for request, item in zip(requests, prepared, strict=True):
-            results.append(item if isinstance(item, ChatResult) else self._to_result(request, next(outputs), latency))
+            results.append(
+                item
+                if isinstance(item, ChatResult)
+                else self._to_result(request, next(outputs), latency)
+            )
         return results
+
+    def _prepare_or_error(self, request: _Request) -> tuple[dict[str, Any], Any] | ChatResult:
+        # One conversation the template or the sampler rejects must not fail the whole batch.
+        try:
+            return self._prepare(request)
+        except Exception as exc:
+            return ChatResult(
+                content="", error=f"vLLM request rejected: {type(exc).__name__}: {exc}"
+            )
 
     def _prepare(self, request: _Request) -> tuple[dict[str, Any], Any] | ChatResult:
         """(prompt, sampling params), or an error result when the prompt cannot fit."""
@@ -191,11 +217,20 @@ class VLLMBackend:
         ids = self._tokenizer.encode(text, add_special_tokens=False)
         room = self._max_model_len - len(ids)
         if room < 1:
-            return ChatResult(content="", prompt_tokens=len(ids), error=f"prompt of {len(ids)} tokens exceeds max_model_len {self._max_model_len}")
+            return ChatResult(
+                content="",
+                prompt_tokens=len(ids),
+                error=f"prompt of {len(ids)} tokens exceeds max_model_len {self._max_model_len}",
+            )
         return {"prompt_token_ids": ids}, self._params(request, min(request.max_tokens, room))
 
     def _params(self, request: _Request, max_tokens: int) -> Any:
-        options: dict[str, Any] = {**self._defaults, "temperature": request.temperature, "max_tokens": max_tokens, "seed": request.seed}
+        options: dict[str, Any] = {
+            **self._defaults,
+            "temperature": request.temperature,
+            "max_tokens": max_tokens,
+            "seed": request.seed,
+        }
         forced = request.forced_tool
         if forced is not None:
             options.update(_json_constraint(forced.get("parameters") or {"type": "object"}))
@@ -216,9 +251,14 @@ class VLLMBackend:
         turn = sum(1 for m in request.messages if m.get("role") == "assistant")
         forced = request.forced_tool
         if forced is not None:
-            result.content, result.tool_calls = "", [ToolCall(f"call_{turn}_0", forced["name"], completion.text)]
+            result.content, result.tool_calls = (
+                "",
+                [ToolCall(f"call_{turn}_0", forced["name"], completion.text)],
+            )
         elif self._parser is not None and request.tools and request.tool_choice != "none":
-            result.content, result.tool_calls = _parse_tool_calls(self._parser, request, completion.text, turn)
+            result.content, result.tool_calls = _parse_tool_calls(
+                self._parser, request, completion.text, turn
+            )
         if result.tool_calls:
             result.finish_reason = "tool_calls"
         return result
@@ -266,17 +306,29 @@ def _make_tool_parser(name: str, tokenizer: Any) -> Any:
     try:
         parser_class = manager.get_tool_parser(name)
     except KeyError:
-        known = sorted(getattr(manager, "tool_parsers", {}) or getattr(manager, "list_registered", lambda: [])())
-        raise BackendStartupError(f"--tool-parser {name!r} is not a vLLM tool parser; choose one of {known}") from None
+        known = sorted(
+            getattr(manager, "tool_parsers", {})
+            or getattr(manager, "list_registered", lambda: [])()
+        )
+        raise BackendStartupError(
+            f"--tool-parser {name!r} is not a vLLM tool parser; choose one of {known}"
+        ) from None
     try:
         return parser_class(tokenizer)
     except Exception as exc:  # parsers check the tokenizer for their special tokens
-        raise BackendStartupError(f"--tool-parser {name!r} does not work with this model's tokenizer: {exc}") from exc
+        raise BackendStartupError(
+            f"--tool-parser {name!r} does not work with this model's tokenizer: {exc}"
+        ) from exc
 
 
-def _parse_tool_calls(parser: Any, request: _Request, text: str, turn: int) -> tuple[str, list[ToolCall]]:
+def _parse_tool_calls(
+    parser: Any, request: _Request, text: str, turn: int
+) -> tuple[str, list[ToolCall]]:
     chat_request = _chat_request_class()(
-        model="-", messages=[{"role": "user", "content": ""}], tools=request.tools, tool_choice="auto"
+        model="-",
+        messages=[{"role": "user", "content": ""}],
+        tools=request.tools,
+        tool_choice="auto",
     )
     info = parser.extract_tool_calls(text, chat_request)
     if not info.tools_called:
@@ -328,7 +380,9 @@ async def open_vllm_backend(config: RunConfig) -> AsyncIterator[VLLMBackend]:
     llm = _load_llm(config, engine)
     try:
         parser = config.tool_parser if config.tool_mode == "native" else None
-        yield VLLMBackend(llm, model=config.model, tool_parser=parser, chat_template=chat.get("chat_template"))
+        yield VLLMBackend(
+            llm, model=config.model, tool_parser=parser, chat_template=chat.get("chat_template")
+        )
     finally:
         _shutdown(llm)
 

@@ -74,7 +74,12 @@ class StrictToolsBackend:
         if tools and (isinstance(tool_choice, dict) or tool_choice == "required"):
             tools = [{**t, "function": {**t["function"], "strict": True}} for t in tools]
         return await self.inner.chat(
-            messages, tools=tools, tool_choice=tool_choice, seed=seed, temperature=temperature, max_tokens=max_tokens
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
 
 
@@ -96,7 +101,9 @@ async def open_vllm_server_backend(config: RunConfig) -> AsyncIterator[StrictToo
     port = config.server_port or free_port(_HOST)
     cmd = server_command(config, port)
     base = f"http://{_HOST}:{port}"
-    async with launched_server("vllm", cmd, ready_url=f"{base}/v1/models", ready_timeout_s=_READY_TIMEOUT_S):
+    async with launched_server(
+        "vllm", cmd, ready_url=f"{base}/v1/models", ready_timeout_s=_READY_TIMEOUT_S
+    ):
         backend = OpenAIBackend(
             base_url=f"{base}/v1",
             api_key=_NO_KEY,

@@ -79,7 +79,9 @@ def read_run_dir(path: str | Path) -> RunTables:
         raise HubError(f"{root}: not a directory (expected a run directory with {RUN_TRANSITIONS})")
     tpath = root / RUN_TRANSITIONS
     if not tpath.is_file():
-        raise HubError(f"{root}: no {RUN_TRANSITIONS}; finish the run (or resume it) before pushing")
+        raise HubError(
+            f"{root}: no {RUN_TRANSITIONS}; finish the run (or resume it) before pushing"
+        )
     transitions = validate_transitions(pq.read_table(tpath), source=str(tpath))
     run_id = _run_id(root, transitions)
     traces = None
@@ -99,11 +101,17 @@ def _run_id(root: Path, transitions: pa.Table) -> str:
     if transitions.num_rows == 0:
         raise HubError(f"{root / RUN_TRANSITIONS}: no rows; nothing to publish")
     if len(ids) != 1:
-        raise HubError(f"{root / RUN_TRANSITIONS}: column 'run_id' holds several runs {ids}; push one run per directory")
+        raise HubError(
+            f"{root / RUN_TRANSITIONS}: column 'run_id' holds several runs {ids}; push one run per directory"
+        )
     if manifest_id is not None and manifest_id != ids[0]:
-        raise HubError(f"{root / MANIFEST}: run_id {manifest_id!r} differs from the rows' run_id {ids[0]!r}")
+        raise HubError(
+            f"{root / MANIFEST}: run_id {manifest_id!r} differs from the rows' run_id {ids[0]!r}"
+        )
     if not _RUN_ID.match(ids[0]):
-        raise HubError(f"{root}: run_id {ids[0]!r} cannot name a file (use letters, digits, '.', '_', '-')")
+        raise HubError(
+            f"{root}: run_id {ids[0]!r} cannot name a file (use letters, digits, '.', '_', '-')"
+        )
     return ids[0]
 
 

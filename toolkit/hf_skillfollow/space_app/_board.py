@@ -117,8 +117,8 @@ def _per_run_cells(
     pooled: pd.DataFrame, table: pa.Table | None, resamples: int, warnings: list[str]
 ) -> pd.DataFrame:
     """Cells per run. A cell with a single run is its own per-run row, so only multi-run
-    cells are recomputed; the bootstrap is seeded per call, so those rows match a full
-    `compute_cells(pool_runs=False)` up to resampling noise of a different draw order."""
+    cells are recomputed. Intervals are a pure function of (counts, seed), so these rows equal
+    a full `compute_cells(pool_runs=False)` exactly."""
     if table is None or table.num_rows == 0 or pooled.empty:
         return _decorate(pd.DataFrame(columns=_empty_columns(False)), False)
     multi = pooled.loc[pooled["n_runs"] > 1, "cell_id"].astype(str).tolist()
