@@ -1,0 +1,273 @@
+"""The real read path: a repo folder from `push --dry-run`, served by the olah Hub mirror.
+
+olah (PyPI) runs offline on 127.0.0.1 and serves local git repos through the Hub's HTTP API,
+so the unmodified `huggingface_hub` and `datasets` clients read our repo exactly as they would
+read huggingface.co. HF_ENDPOINT must be set before those packages are imported, so every
+client runs in a fresh subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from tests._fixtures_hub import two_cell_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+REPO_ID = "org/results"
+TOKEN = "hf_TESTSECRETolahToken0987654321"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _git_commit(folder: Path) -> None:
+    env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "commit.gpgsign=false", "commit", "-qm", "push"],
+    ):
+        subprocess.run(["git", *args], cwd=folder, env=env, check=True)
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"olah exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"olah not ready after {timeout}s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Run dirs, pushed with `--dry-run` into a git repo that olah serves as `org/results`."""
+    root = tmp_path_factory.mktemp("olah")
+    runs = two_cell_runs(root / "runs")
+    repo = root / "mirrors" / "datasets" / "org" / "results"
+    res = CliRunner().invoke(
+        cli, ["push", *map(str, runs), "--repo", REPO_ID, "--dry-run", str(repo)]
+    )
+    assert res.exit_code == 0, res.output
+    _git_commit(repo)
+    _foreign_repo(root / "mirrors" / "datasets" / "org" / "other")
+    port = _free_port()
+    config = root / "olah.toml"
+    config.write_text(
+        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nrepos-path = "{root / "cache"}"\n'
+        f'mirrors-path = ["{root / "mirrors"}"]\nmirror-netloc = "127.0.0.1:{port}"\n'
+        f'mirror-lfs-netloc = "127.0.0.1:{port}"\n[accessibility]\noffline = true\n'
+    )
+    log = root / "olah.out"
+    olah = [sys.executable, "-c", "from olah.server import cli; cli()"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [*olah, "-c", str(config), "--log-path", str(root / "logs")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(f"{endpoint}/api/datasets/{REPO_ID}/revision/main", proc, log)
+        yield {"endpoint": endpoint, "runs": runs, "root": root}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _foreign_repo(folder: Path) -> None:
+    import pyarrow as pa
+
+    (folder / "data").mkdir(parents=True)
+    pq.write_table(
+        pa.table({"text": ["a", "b"], "label": [0, 1]}), folder / "data" / "train.parquet"
+    )
+    (folder / "README.md").write_text("---\nlicense: mit\n---\n# not a results repo\n")
+    _git_commit(folder)
+
+
+def _client(served: dict, code: str, *args: str, tmp: Path) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter whose Hub endpoint is the mirror (set before import)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
+    env |= {
+        "HF_ENDPOINT": served["endpoint"],
+        "HF_HOME": str(tmp / "hf_home"),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    env |= {
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _sorted(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r["run_id"], r["task_id"], r.get("arm", "")))
+
+
+def _run_rows(served: dict, name: str) -> list[dict]:
+    return _sorted([r for d in served["runs"] for r in pq.read_table(d / name).to_pylist()])
+
+
+LOAD_DATASET = """
+import json, sys
+import datasets
+from huggingface_hub import HfApi
+files = HfApi().list_repo_files(sys.argv[1], repo_type="dataset")
+out = {"files": files}
+for config in ("transitions", "traces"):
+    ds = datasets.load_dataset(sys.argv[1], config, split="train")
+    out[config] = ds.to_list()
+out["default"] = datasets.load_dataset(sys.argv[1], split="train").num_rows
+print(json.dumps(out))
+"""
+
+
+def test_load_dataset_by_config_name_through_the_mirror(served: dict, tmp_path: Path) -> None:
+    proc = _client(served, LOAD_DATASET, REPO_ID, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted(out["files"]) == [
+        "README.md",
+        "data/traces/run-a0.parquet",
+        "data/traces/run-a1.parquet",
+        "data/traces/run-b0.parquet",
+        "data/transitions/run-a0.parquet",
+        "data/transitions/run-a1.parquet",
+        "data/transitions/run-b0.parquet",
+    ]
+    assert _sorted(out["transitions"]) == _run_rows(served, "transitions.parquet")
+    assert _sorted(out["traces"]) == _run_rows(served, "traces.parquet")
+    assert out["default"] == 40  # transitions is the default config
+
+
+LOAD_TOOLKIT = """
+import json, sys
+import hf_skillfollow
+from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA
+t = hf_skillfollow.load_transitions(sys.argv[1])
+tr = hf_skillfollow.load_traces(sys.argv[1])
+assert t.schema.equals(TRANSITIONS_SCHEMA) and tr.schema.equals(TRACES_SCHEMA)
+print(json.dumps({"transitions": t.to_pylist(), "traces": tr.to_pylist()}))
+"""
+
+
+def test_load_transitions_and_traces_by_repo_id(served: dict, tmp_path: Path) -> None:
+    proc = _client(served, LOAD_TOOLKIT, REPO_ID, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert _sorted(out["transitions"]) == _run_rows(served, "transitions.parquet")
+    assert _sorted(out["traces"]) == _run_rows(served, "traces.parquet")
+
+
+LOAD_FOREIGN = """
+import sys
+import hf_skillfollow
+try:
+    hf_skillfollow.load_transitions(sys.argv[1])
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def test_a_foreign_hub_dataset_is_reported_as_not_skillfollow(served: dict, tmp_path: Path) -> None:
+    proc = _client(served, LOAD_FOREIGN, "org/other", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith(
+        "HubError org/other: not a skillfollow results repo: it has no 'transitions' config"
+    )
+
+
+def test_report_reads_the_repo_id(served: dict, tmp_path: Path) -> None:
+    code = "from hf_skillfollow.cli import main; main()"
+    proc = _client(
+        served, code, "report", REPO_ID, "--format", "json", "--resamples", "2000", tmp=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = {c["model"]: c for c in json.loads(proc.stdout)}
+    assert sorted(cells) == ["org/model-a", "org/model-b"]
+    a, b = cells["org/model-a"], cells["org/model-b"]
+    assert (a["n_pairs"], a["n_cond"], a["b_cond"], a["c_cond"]) == (20, 12, 5, 1)
+    assert (a["rae"], a["oae"]) == (pytest.approx(100 * 4 / 12), pytest.approx(15.0))
+    assert (b["rae"], b["agg_lift"]) == (pytest.approx(-20.0), pytest.approx(50.0))
+    assert b["sign_disagree"] is True
+
+
+PUSH_TO_MIRROR = """
+import sys
+from hf_skillfollow.hub import HubError, push_runs
+try:
+    push_runs(sys.argv[2:], "org/results", token=sys.argv[1])
+except HubError as exc:
+    print("HubError", exc)
+"""
+
+
+def test_real_push_client_against_a_read_only_mirror_fails_cleanly_without_the_token(
+    served: dict, tmp_path: Path
+) -> None:
+    """olah answers writes with 405: the real huggingface_hub error path, scrubbed."""
+    runs = [str(r) for r in served["runs"]]
+    proc = _client(served, PUSH_TO_MIRROR, TOKEN, *runs, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.startswith("HubError push failed:")
+    assert "405" in proc.stdout
+    assert TOKEN not in proc.stdout + proc.stderr
+
+
+PLAN_AGAINST_MIRROR = """
+import json, sys
+from huggingface_hub import HfApi
+from hf_skillfollow.hub._layout import HubError, read_run_dir
+from hf_skillfollow.hub._plan import plan_push
+from hf_skillfollow.hub._repos import HubRepo
+state = HubRepo(HfApi(), "org/results")
+plan = plan_push([read_run_dir(d) for d in sys.argv[2:]], state)
+out = {"head": state.head, "add": sorted(plan.add), "skipped": sorted(plan.skipped)}
+try:
+    plan_push([read_run_dir(sys.argv[1])], state)
+except HubError as exc:
+    out["conflict"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_push_planning_reads_the_published_repo_through_the_real_client(
+    served: dict, tmp_path: Path
+) -> None:
+    """The read half of `push` (repo_info, list_repo_files, hf_hub_download) against the mirror."""
+    from tests._fixtures_hub import CELL_A, write_run_dir
+
+    impostor = write_run_dir(tmp_path / "other", "run-b0", CELL_A)
+    runs = [str(r) for r in served["runs"]]
+    proc = _client(served, PLAN_AGAINST_MIRROR, str(impostor), *runs, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(out["head"]) == 40
+    assert out["add"] == [] and len(out["skipped"]) == 6
+    assert "run id 'run-b0'" in out["conflict"] and "hf://datasets/org/results" in out["conflict"]

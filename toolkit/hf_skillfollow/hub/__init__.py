@@ -1,0 +1,14 @@
+"""Publish and load results repos: Hub datasets of paired transitions and traces (DESIGN §5).
+
+Layout: `README.md` (the card, regenerated on every push), `data/transitions/<run_id>.parquet`
+and `data/traces/<run_id>.parquet`. Heavy imports (datasets, huggingface_hub, jinja2) happen
+inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from hf_skillfollow.hub._layout import HubError
+from hf_skillfollow.hub._load import load_traces, load_transitions
+from hf_skillfollow.hub._push import PushResult, build_repo, push_runs
+
+__all__ = ["HubError", "PushResult", "build_repo", "load_traces", "load_transitions", "push_runs"]

@@ -1,0 +1,109 @@
+"""Headline numbers and display strings for the card, computed with hf_skillfollow.metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+
+#: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
+CARD_BOOTSTRAP_SEED = 0
+NA = "n/a"
+
+
+def compute_cell_metrics(transitions: pa.Table) -> list[dict[str, Any]]:
+    """One metrics record per cell (identity columns included), runs pooled by summing counts."""
+    from hf_skillfollow.metrics import compute_cells
+
+    return _records(compute_cells(transitions, seed=CARD_BOOTSTRAP_SEED))
+
+
+def _records(result: Any) -> list[dict[str, Any]]:
+    if isinstance(result, pa.Table):
+        return result.to_pylist()
+    if hasattr(result, "to_dict"):  # pandas DataFrame
+        return [_plain(r) for r in result.to_dict("records")]
+    return [dict(r) for r in result]
+
+
+def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
+    # pandas gives NaN for undefined floats; the card shows them as n/a like None.
+    return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
+
+
+def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of the card's cells table."""
+    return {
+        "cell_id": m["cell_id"],
+        "model": m["model"],
+        "benchmark": f"{m['benchmark']} {m['benchmark_version']}".strip(),
+        "partition": f"seed {m['partition_seed']}, {m['partition_size']} tasks",
+        "pool": f"{m['skill_pool']} / {m['condition']}",
+        "runs": _int(m.get("n_runs")),
+        "n": _int(m.get("n_pairs")),
+        "n_cond": _int(m.get("n_cond")),
+        "coverage": NA if m.get("coverage") is None else f"{float(m['coverage']):.1f}",
+        "rae": _with_interval(m.get("rae"), m.get("rae_ci_low"), m.get("rae_ci_high")),
+        "oae": _with_interval(m.get("oae"), m.get("oae_ci_low"), m.get("oae_ci_high")),
+        "delta_skip": _pp(m.get("delta_skip")),
+        "agg_lift": _pp(m.get("agg_lift")),
+        "sign_disagree": _flag(m),
+        "reportable": "yes" if m.get("reportable") else "no",
+    }
+
+
+def _int(value: Any) -> str:
+    return NA if value is None else str(int(value))
+
+
+def _pp(value: Any) -> str:
+    return NA if value is None else f"{float(value):+.1f}"
+
+
+def _with_interval(value: Any, low: Any, high: Any) -> str:
+    if value is None:
+        return NA
+    if low is None or high is None:
+        return _pp(value)
+    return f"{_pp(value)} [{_pp(low)}, {_pp(high)}]"
+
+
+def _flag(m: Mapping[str, Any]) -> str:
+    if not m.get("reportable") or m.get("agg_lift") is None or m.get("rae") is None:
+        return NA  # excluded from disagreement counts (DESIGN §2)
+    return "**yes**" if m.get("sign_disagree") else "no"
+
+
+def tool_signature(schema: Mapping[str, Any] | None) -> str | None:
+    """`search_skills(query: string, types?: array<utility|procedure|guard>)` from a tool schema."""
+    if not schema:
+        return None
+    function = schema.get("function", schema)
+    params = function.get("parameters", {})
+    required = set(params.get("required", []))
+    parts = [
+        f"{name}{'' if name in required else '?'}: {_json_type(spec)}"
+        for name, spec in params.get("properties", {}).items()
+    ]
+    return f"{function.get('name', '?')}({', '.join(parts)})"
+
+
+def _json_type(spec: Mapping[str, Any]) -> str:
+    if "enum" in spec:
+        return "|".join(map(str, spec["enum"]))
+    if spec.get("type") == "array":
+        return f"array<{_json_type(spec.get('items', {}))}>"
+    return str(spec.get("type", "any"))
+
+
+def known_tool_schemas() -> dict[str, dict[str, Any]]:
+    """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
+    try:
+        from hf_skillfollow.config import BENCHMARK_DOMAIN
+        from hf_skillfollow.prompts import prompts_hash, tool_schema
+    except ImportError:
+        return {}
+    return {
+        prompts_hash(domain): tool_schema() for domain in sorted(set(BENCHMARK_DOMAIN.values()))
+    }
