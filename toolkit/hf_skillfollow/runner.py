@@ -192,7 +192,7 @@ def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
         "cell_id": manifest["cell_id"],
         "repeat_index": manifest["repeat_index"],
         "created_at": manifest["created_at"],
-        "model": c["model"],
+        "model": published_model_name(c["model"]),
         "backend": c["backend"],
         "tool_mode": c["tool_mode"],
         "retrieval_policy": c["retrieval_policy"],
@@ -212,6 +212,11 @@ def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
         "prompts_hash": manifest["prompts_hash"],
         "toolkit_version": manifest["versions"]["hf-skillfollow"],
     }
+
+
+def published_model_name(model: str) -> str:
+    """A local model path is published by its folder or file name, never as a local path."""
+    return Path(model).name if ("/" in model and Path(model).exists()) or model.startswith(("/", "~", ".")) else model
 
 
 def _trace_row(manifest: dict[str, Any], task: Task, arm: ArmResult, verdict: Any) -> dict[str, Any]:

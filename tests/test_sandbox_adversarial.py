@@ -1,0 +1,258 @@
+"""Hostile programs against the real sandbox: each attack is contained AND its side effect is
+checked not to have happened on the host.
+
+Every program is scored as an answer to the real task Mbpp/17 (``square_perimeter``) through
+the public scoring path, so the attacks run exactly where model answers run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hf_skillfollow.scoring import Verdict, score_solution
+from hf_skillfollow.scoring._code import ensure_expected
+from hf_skillfollow.scoring._sandbox import _UID_BASE, _UID_SPAN, isolation_mode
+from hf_skillfollow.tasks import Task, load_tasks
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTION = "def square_perimeter(a):\n    return 4 * a\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    cache = tmp_path_factory.mktemp("expected-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
+        yield cache
+
+
+@pytest.fixture(scope="module")
+def task(data_dir: Path) -> Task:
+    tasks = {t.task_id: t for t in load_tasks("mbppplus", data_dir / "mbppplus-v0.1.0.jsonl")[0]}
+    return tasks["Mbpp/17"]
+
+
+@pytest.fixture
+def target() -> Iterator[Path]:
+    """A world-writable directory on the real filesystem (not /tmp, which the sandbox replaces):
+    only the sandbox's read-only mounts stand between a program and this directory."""
+    path = REPO / f".sandbox-target-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    path.chmod(0o777)
+    precious = path / "precious.txt"
+    precious.write_text("keep me")
+    precious.chmod(0o666)
+    yield path
+    shutil.rmtree(path)
+
+
+def _processes_of(uid: int | None) -> list[int]:
+    pids = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid_line = next(ln for ln in status.read_text().splitlines() if ln.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if int(uid_line.split()[1]) == uid:
+            pids.append(int(status.parent.name))
+    return pids
+
+
+def _score(task: Task, program: str) -> Verdict:
+    verdict = score_solution(task, program)
+    uid = verdict.details["sandbox_uid"]
+    assert uid is None or _UID_BASE <= uid < _UID_BASE + _UID_SPAN
+    assert _processes_of(uid) == [], "processes of a sandboxed program outlived it"
+    return verdict
+
+
+def test_the_strongest_isolation_is_in_effect_here() -> None:
+    # The adversarial guarantees below are claimed for namespace isolation; this machine has it.
+    assert isolation_mode() in {"root", "userns"}
+    if os.geteuid() == 0:
+        assert isolation_mode() == "root"
+
+
+def test_fork_bomb_is_contained(task: Task) -> None:
+    start = time.monotonic()
+    verdict = _score(task, "import os\nwhile True:\n    os.fork()\n" + SOLUTION)
+    assert not verdict.passed
+    assert "Resource temporarily unavailable" in verdict.reason or "timeout" in verdict.reason
+    assert time.monotonic() - start < 60
+
+
+def test_forked_spinning_children_die_with_the_program(task: Task) -> None:
+    program = (
+        "import os\nfor _ in range(2):\n    if os.fork() == 0:\n        while True:\n            pass\n"
+        + SOLUTION
+    )
+    verdict = _score(task, program)  # _score asserts no sandbox process is left running
+    assert verdict.passed, verdict.reason
+
+
+def test_writing_outside_the_scratch_dir_fails(task: Task, target: Path, tmp_path: Path) -> None:
+    program = f"open({str(target / 'pwned.txt')!r}, 'w').write('x')\n" + SOLUTION
+    verdict = _score(task, program)
+    assert not verdict.passed and "Read-only file system" in verdict.reason
+    assert not (target / "pwned.txt").exists()
+    # Host /tmp paths are not reachable either: the sandbox has its own empty /tmp.
+    program = (
+        f"import os\nos.makedirs({str(tmp_path)!r}, exist_ok=True)\nopen({str(tmp_path / 'pwned.txt')!r}, 'w').write('x')\n"
+        + SOLUTION
+    )
+    _score(task, program)
+    assert not (tmp_path / "pwned.txt").exists()
+
+
+def test_low_level_writes_and_scratch_writes_stay_inside(task: Task, target: Path) -> None:
+    program = (
+        "import os\n"
+        "open('scratch.txt', 'w').write('fine')\n"  # the private scratch dir is writable
+        f"fd = os.open({str(target / 'raw.txt')!r}, os.O_WRONLY | os.O_CREAT)\n" + SOLUTION
+    )
+    verdict = _score(task, program)
+    assert not verdict.passed and "Read-only file system" in verdict.reason
+    assert not (target / "raw.txt").exists()
+
+
+def test_deleting_files_fails(task: Task, target: Path) -> None:
+    for attack in (
+        f"import os\nos.remove({str(target / 'precious.txt')!r})\n",
+        f"import shutil\nshutil.rmtree({str(target)!r})\n",
+    ):
+        verdict = _score(task, attack + SOLUTION)
+        assert not verdict.passed and "Read-only file system" in verdict.reason
+        assert (target / "precious.txt").read_text() == "keep me"
+
+
+def test_posix_spawn_cannot_touch_the_host(task: Task, target: Path) -> None:
+    marker = target / "spawned.txt"
+    program = (
+        "import os\n"
+        f"pid = os.posix_spawn('/bin/sh', ['sh', '-c', 'echo x > {marker}; rm -f {target / 'precious.txt'}'], {{}})\n"
+        "os.waitpid(pid, 0)\n" + SOLUTION
+    )
+    _score(task, program)
+    assert not marker.exists()
+    assert (target / "precious.txt").read_text() == "keep me"
+
+
+def test_network_is_unreachable(task: Task) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+
+    def accept() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not accepted:
+            try:
+                accepted.append(listener.accept())
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    program = (
+        f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5).sendall(b'hi')\n"
+        + SOLUTION
+    )
+    verdict = _score(task, program)
+    accepted.append(None) if not accepted else None
+    thread.join()
+    listener.close()
+    assert not verdict.passed
+    assert "Network is unreachable" in verdict.reason or "Connection refused" in verdict.reason
+    assert accepted == [None], "the sandboxed program reached a socket on the host"
+
+
+def test_infinite_loop_hits_the_cpu_budget(task: Task) -> None:
+    start = time.monotonic()
+    verdict = _score(task, "def square_perimeter(a):\n    while True:\n        pass\n")
+    assert not verdict.passed and verdict.reason.startswith(
+        "base input #0: timeout: CPU time budget"
+    )
+    assert time.monotonic() - start < 3 * verdict.details["cpu_budget_s"] + 20
+
+
+def test_a_loop_that_swallows_the_timeout_is_killed(task: Task) -> None:
+    program = "def square_perimeter(a):\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass\n"
+    verdict = _score(task, program)
+    assert not verdict.passed and verdict.reason.startswith("timeout: CPU time budget")
+
+
+def test_memory_hog_is_stopped(task: Task) -> None:
+    for hog in (
+        "x = bytearray(64 * 1024 ** 3)\n",
+        "blocks = []\nwhile True:\n    blocks.append(bytearray(256 * 1024 ** 2))\n",
+    ):
+        start = time.monotonic()
+        verdict = _score(task, hog + SOLUTION)
+        # Zero-filling gigabytes costs CPU too: the address-space cap or the CPU budget ends it.
+        assert not verdict.passed
+        assert "MemoryError" in verdict.reason or "CPU time budget" in verdict.reason
+        assert time.monotonic() - start < 3 * verdict.details["cpu_budget_s"] + 20
+
+
+def test_environment_secrets_are_not_visible(task: Task, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = f"s3cr3t-{uuid.uuid4().hex}"
+    monkeypatch.setenv("SKILLFOLLOW_TEST_SECRET", secret)
+    program = (
+        "import os, glob\n"
+        "seen = [f'{k}={v}' for k, v in os.environ.items()]\n"
+        f"for path in glob.glob('/proc/*/environ') + ['/proc/{os.getpid()}/environ']:\n"
+        "    try:\n"
+        "        seen.append(open(path, 'rb').read().decode(errors='replace'))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "leak = [s for s in seen if 'SKILLFOLLOW_TEST_SECRET' in s]\n"
+        "if leak:\n"
+        "    raise RuntimeError('LEAK ' + leak[0].split('SKILLFOLLOW_TEST_SECRET=')[1][:60])\n"
+        + SOLUTION
+    )
+    verdict = _score(task, program)
+    assert verdict.passed, verdict.reason
+    assert secret not in verdict.reason
+
+
+def test_expected_outputs_and_home_are_hidden(task: Task) -> None:
+    payload, _ = ensure_expected(task)
+    home_file = Path.home() / f".sandbox-probe-{uuid.uuid4().hex[:8]}"
+    home_file.write_text("private")
+    home_file.chmod(0o644)
+    program = (
+        f"for path in ({str(payload)!r}, {str(home_file)!r}):\n"
+        "    try:\n"
+        "        open(path, 'rb').read(1)\n"
+        "        raise RuntimeError('READ ' + path)\n"
+        "    except OSError:\n"
+        "        pass\n" + SOLUTION
+    )
+    try:
+        verdict = _score(task, program)
+    finally:
+        home_file.unlink()
+    assert verdict.passed, verdict.reason
+
+
+def test_signalling_host_processes_fails(task: Task) -> None:
+    program = f"import os, signal\nos.kill({os.getpid()}, signal.SIGKILL)\n" + SOLUTION
+    verdict = _score(task, program)
+    assert not verdict.passed and "ProcessLookupError" in verdict.reason
+
+
+@pytest.mark.slow
+def test_sleeping_program_hits_the_wall_clock_backstop(task: Task) -> None:
+    verdict = _score(task, "import time\ntime.sleep(3600)\n" + SOLUTION)
+    assert not verdict.passed and verdict.reason.startswith("timeout: wall-clock backstop")

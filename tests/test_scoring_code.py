@@ -1,0 +1,260 @@
+"""Code scoring with EvalPlus semantics on real MBPP+ / HumanEval tasks, in the real sandbox."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hf_skillfollow.scoring import extract_code, score_answer, score_many, score_solution
+from hf_skillfollow.scoring._code import ensure_expected
+from hf_skillfollow.scoring._oracle import is_floats
+from hf_skillfollow.tasks import Task, load_tasks
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    cache = tmp_path_factory.mktemp("expected-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
+        yield cache
+
+
+@pytest.fixture(scope="module")
+def mbpp(data_dir: Path) -> dict[str, Task]:
+    return {t.task_id: t for t in load_tasks("mbppplus", data_dir / "mbppplus-v0.1.0.jsonl")[0]}
+
+
+def _canonical(task: Task) -> str:
+    return task.problem["prompt"] + task.problem["canonical_solution"]
+
+
+def test_extraction_rules() -> None:
+    text = "intro\n```\nfirst_plain()\n```\n```python\ndef f():\n    return 1\n```\n```python\nsecond()\n```"
+    assert extract_code(text) == "def f():\n    return 1\n"
+    assert extract_code("```js\nx = 1\n```\n") == "x = 1\n"
+    assert extract_code("def g(): pass") == "def g(): pass"
+    assert (
+        extract_code("```python\ndef h():\n    return 2\n") == "def h():\n    return 2\n"
+    )  # cut at max_tokens
+
+
+def test_canonical_passes_and_wrong_programs_fail_with_reasons(mbpp: dict[str, Task]) -> None:
+    task = mbpp["Mbpp/17"]  # square_perimeter
+    ok = score_solution(task, _canonical(task))
+    assert ok.passed, ok.reason
+    assert (
+        ok.reason
+        == f"passed all {len(task.problem['base_input'])} base + {len(task.problem['plus_input'])} plus inputs"
+    )
+    assert ok.details["isolation"] in {"root", "userns", "none"}
+    off = score_solution(
+        task, "def square_perimeter(a):\n    return 4 * a if a in (10, 5, 4) else 4 * a + 1\n"
+    )
+    assert (
+        not off.passed and off.details["stage"] == "plus" and off.reason.startswith("plus input #")
+    )
+    none = score_solution(task, "def square_perimeter(a):\n    pass\n")
+    assert not none.passed and none.reason == "base input #0: wrong output"
+    syntax = score_solution(task, "def square_perimeter(a)\n    return 4*a\n")
+    assert not syntax.passed and "SyntaxError" in syntax.reason
+    missing = score_solution(task, "def perimeter(a):\n    return 4*a\n")
+    assert not missing.passed and "'square_perimeter' is not defined" in missing.reason
+    assert not score_solution(task, "   \n").passed
+
+
+def test_answer_text_is_extracted_before_scoring(mbpp: dict[str, Task]) -> None:
+    task = mbpp["Mbpp/17"]
+    answer = "Here you go:\n```python\ndef square_perimeter(a):\n    return 4 * a\n```\nThis multiplies by four."
+    verdict = score_answer(task, answer)
+    assert verdict.passed, verdict.reason
+    assert verdict.details["extracted"] == "def square_perimeter(a):\n    return 4 * a\n"
+
+
+def test_float_outputs_use_evalplus_tolerance(mbpp: dict[str, Task]) -> None:
+    task = mbpp["Mbpp/82"]  # volume_sphere, atol 1e-4
+    assert task.problem["atol"] > 0
+    reordered = "import math\ndef volume_sphere(r):\n    return (4.0 / 3.0) * math.pi * (r ** 3)\n"
+    assert score_solution(task, reordered).passed
+    rough = "def volume_sphere(r):\n    return (4.0 / 3.0) * 3.14 * (r ** 3)\n"
+    assert not score_solution(task, rough).passed
+
+
+def test_evalplus_special_oracles_apply(mbpp: dict[str, Task]) -> None:
+    # Mbpp/2: set comparison, so any element order passes.
+    shuffled = (
+        "def similar_elements(a, b):\n    return tuple(sorted(set(a) & set(b), reverse=True))\n"
+    )
+    assert score_solution(mbpp["Mbpp/2"], shuffled).passed
+    assert not score_solution(
+        mbpp["Mbpp/2"], "def similar_elements(a, b):\n    return (a[0],)\n"
+    ).passed
+    # Mbpp/737: output only has to be None / not None (or the matching bool).
+    as_bool = (
+        "import re\ndef check_str(s):\n    return bool(re.match('^[aeiouAEIOU][A-Za-z0-9_]*', s))\n"
+    )
+    assert score_solution(mbpp["Mbpp/737"], as_bool).passed
+    assert not score_solution(mbpp["Mbpp/737"], "def check_str(s):\n    return True\n").passed
+
+
+def test_is_floats_agrees_with_evalplus() -> None:
+    import numpy as np
+    from evalplus.eval import is_floats as evalplus_is_floats
+
+    for value in [
+        1.0,
+        1,
+        [1.0, 2.0],
+        [1.0, 2],
+        (0.5,),
+        [],
+        "x",
+        np.array([1.0]),
+        np.array([1]),
+        None,
+    ]:
+        assert is_floats(value) == evalplus_is_floats(value), value
+
+
+def test_expected_outputs_are_cached_per_task(mbpp: dict[str, Task], _private_cache: Path) -> None:
+    task = mbpp["Mbpp/3"]
+    path, header = ensure_expected(task)
+    assert path.is_file() and path.parent.parent == _private_cache / "expected"
+    assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0  # not readable by sandboxed uids
+    assert header["task_id"] == "Mbpp/3" and header["plus_cpu_s"] >= 0
+    mtime = path.stat().st_mtime_ns
+    assert score_solution(task, _canonical(task)).passed
+    assert ensure_expected(task)[0].stat().st_mtime_ns == mtime
+
+
+def test_score_many_keeps_order_and_mixes_verdicts(mbpp: dict[str, Task]) -> None:
+    ids = ["Mbpp/17", "Mbpp/3", "Mbpp/2", "Mbpp/17"]
+    pairs = [(mbpp[i], f"```python\n{_canonical(mbpp[i])}\n```") for i in ids[:3]]
+    pairs.append((mbpp["Mbpp/17"], "```python\ndef square_perimeter(a):\n    return 3*a\n```"))
+    seen: list[str] = []
+    verdicts = score_many(pairs, workers=2, progress=lambda v: seen.append(v.task_id))
+    assert [v.task_id for v in verdicts] == ids
+    assert [v.passed for v in verdicts] == [True, True, True, False]
+    assert sorted(seen) == sorted(ids)
+
+
+def test_original_humaneval_is_scored_with_its_check_function(data_dir: Path) -> None:
+    tasks = {t.task_id: t for t in load_tasks("humanevalplus", data_dir / "humaneval.jsonl.gz")[0]}
+    task = tasks["HumanEval/0"]
+    assert score_solution(task, task.prompt + task.problem["canonical_solution"]).passed
+    broken = task.prompt + "    return False\n"
+    verdict = score_solution(task, broken)
+    assert not verdict.passed and "AssertionError" in verdict.reason
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "hf_skillfollow.cli", "score", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_score_command_writes_one_verdict_per_sample(
+    mbpp: dict[str, Task], data_dir: Path, tmp_path: Path
+) -> None:
+    t17, t3 = mbpp["Mbpp/17"], mbpp["Mbpp/3"]
+    samples = tmp_path / "samples.jsonl"
+    rows = [
+        {"task_id": "Mbpp/17", "solution": _canonical(t17)},
+        {
+            "task_id": "Mbpp/3",
+            "completion": t3.problem["canonical_solution"],
+        },  # prompt + completion
+        {"task_id": "Mbpp/17", "solution": "def square_perimeter(a):\n    return a\n"},
+    ]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "verdicts.jsonl"
+    proc = _cli(
+        "--samples",
+        str(samples),
+        "--output",
+        str(out),
+        "--tasks-file",
+        str(data_dir / "mbppplus-v0.1.0.jsonl"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(v["task_id"], v["passed"]) for v in verdicts] == [
+        ("Mbpp/17", True),
+        ("Mbpp/3", True),
+        ("Mbpp/17", False),
+    ]
+    assert all(isinstance(v["reason"], str) and v["reason"] for v in verdicts)
+    assert "2/3 passed" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ('{"task_id": "Mbpp/17"}', "line 1: needs a 'solution' or a 'completion' field"),
+        (
+            '{"task_id": "Mbpp/99999", "solution": "x"}',
+            "line 1: task_id 'Mbpp/99999' is not in the benchmark",
+        ),
+        ("not json", "line 1: not valid JSON"),
+        ('{"solution": "x"}', "line 1: field 'task_id'"),
+    ],
+)
+def test_score_command_rejects_bad_samples(
+    line: str, message: str, data_dir: Path, tmp_path: Path
+) -> None:
+    samples = tmp_path / "bad.jsonl"
+    samples.write_text(line + "\n")
+    proc = _cli(
+        "--samples",
+        str(samples),
+        "--output",
+        str(tmp_path / "v.jsonl"),
+        "--tasks-file",
+        str(data_dir / "mbppplus-v0.1.0.jsonl"),
+    )
+    assert proc.returncode != 0
+    assert message in proc.stderr and str(samples) in proc.stderr
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_set_iteration_order_agrees_between_reference_and_candidate() -> None:
+    """Expected outputs and candidates run in different processes; a canonical solution whose
+    output depends on str-set iteration order must still be reproducible by the candidate."""
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+    code = "def unique_words(ws):\n    return list(set(ws))\n"
+    problem = {
+        "task_id": "Custom/1",
+        "prompt": "",
+        "canonical_solution": code,
+        "entry_point": "unique_words",
+        "base_input": [[words]],
+        "plus_input": [[words[::-1]], [words[2:] * 3]],
+        "atol": 0,
+    }
+    task = Task("mbppplus", "Custom/1", "", entry_point="unique_words", problem=problem)
+    for _ in range(3):
+        verdict = score_solution(task, code)
+        assert verdict.passed, verdict.reason
+    assert not score_solution(task, "def unique_words(ws):\n    return sorted(set(ws))\n").passed
+
+
+def test_rlimit_only_fallback_still_scores(
+    mbpp: dict[str, Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where namespaces are unavailable the scorer degrades to rlimits and says so."""
+    from hf_skillfollow.scoring import _sandbox
+
+    monkeypatch.setattr(_sandbox, "isolation_mode", lambda: "none")
+    task = mbpp["Mbpp/17"]
+    verdict = score_solution(task, _canonical(task))
+    assert verdict.passed and verdict.details["isolation"] == "none"
+    loop = score_solution(task, "def square_perimeter(a):\n    while True:\n        pass\n")
+    assert not loop.passed and "CPU time budget" in loop.reason

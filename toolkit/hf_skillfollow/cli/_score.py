@@ -1,0 +1,131 @@
+"""`hf-skillfollow score`: score EvalPlus-format samples in the sandbox, one verdict per line."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def read_samples(path: Path, problems: dict[str, Any]) -> list[tuple[Any, str]]:
+    """(task, text) per sample line. ``completion`` is appended to the task's EvalPlus prompt."""
+    pairs = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            pairs.append(_sample(path, n, line, problems))
+    if not pairs:
+        raise click.ClickException(f"{path}: no samples")
+    return pairs
+
+
+def _sample(path: Path, n: int, line: str, problems: dict[str, Any]) -> tuple[Any, str]:
+    where = f"{path}: line {n}"
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{where}: not valid JSON ({exc.msg})") from None
+    if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
+        raise click.ClickException(f"{where}: field 'task_id' (a string) is missing")
+    task = problems.get(row["task_id"])
+    if task is None:
+        raise click.ClickException(f"{where}: task_id {row['task_id']!r} is not in the benchmark")
+    for field in ("solution", "completion"):
+        if field in row:
+            if not isinstance(row[field], str):
+                raise click.ClickException(f"{where}: field {field!r} must be a string")
+            if field == "completion" and task.domain == "coding":
+                return task, task.problem["prompt"] + row[field]
+            return task, row[field]
+    raise click.ClickException(f"{where}: needs a 'solution' or a 'completion' field")
+
+
+def write_verdicts(path: Path, verdicts: list[Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        for v in verdicts:
+            fh.write(
+                json.dumps(
+                    {
+                        "task_id": v.task_id,
+                        "passed": v.passed,
+                        "reason": v.reason,
+                        "details": v.details,
+                    }
+                )
+                + "\n"
+            )
+    os.replace(tmp, path)
+
+
+@click.command("score")
+@click.option(
+    "--benchmark",
+    type=click.Choice(["mbppplus", "humanevalplus", "math500"]),
+    default="mbppplus",
+    show_default=True,
+)
+@click.option(
+    "--samples",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    required=True,
+    help="JSONL: task_id + solution or completion.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Verdicts JSONL to write.",
+)
+@click.option(
+    "--tasks-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Local benchmark file instead of the official source.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Programs scored concurrently.",
+)
+def score(
+    benchmark: str, samples: Path, output: Path, tasks_file: Path | None, workers: int
+) -> None:
+    """Score EvalPlus-format samples; code runs in the sandbox (base + plus inputs)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hf_skillfollow.scoring import score_many
+    from hf_skillfollow.tasks import TaskLoadError, load_tasks
+
+    try:
+        tasks, version = load_tasks(benchmark, tasks_file)
+    except TaskLoadError as exc:
+        raise click.ClickException(str(exc)) from None
+    pairs = read_samples(samples, {t.task_id: t for t in tasks})
+    columns = (
+        TextColumn("[bold]scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[passed]} passed"),
+    )
+    with Progress(*columns) as progress:
+        bar = progress.add_task("score", total=len(pairs), passed=0)
+        passed = [0]
+
+        def tick(verdict: Any) -> None:
+            passed[0] += int(verdict.passed)
+            progress.update(bar, advance=1, passed=passed[0])
+
+        verdicts = score_many(pairs, workers=workers, extract=False, progress=tick)
+    write_verdicts(output, verdicts)
+    n_pass = sum(v.passed for v in verdicts)
+    click.echo(f"{benchmark} ({version}): {n_pass}/{len(verdicts)} passed; verdicts in {output}")

@@ -1,0 +1,122 @@
+"""Scoring of model answers: sandboxed EvalPlus-semantics code tests and math answer checks.
+
+Code: every program runs in its own fresh, confined process (``_sandbox``), against the base
+and plus inputs of its task, with expected outputs from the canonical solution (``_code``).
+Math: math-verify, then ``\\boxed{}`` parsing and normalised exact match (``_math``), in
+worker processes because math-verify's timeouts rely on ``signal.alarm``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
+
+from hf_skillfollow.scoring._extract import extract_boxed, extract_code
+from hf_skillfollow.scoring._verdict import Verdict
+
+if TYPE_CHECKING:
+    from hf_skillfollow.tasks import Task
+
+__all__ = [
+    "Verdict",
+    "extract_boxed",
+    "extract_code",
+    "score_answer",
+    "score_many",
+    "score_solution",
+]
+
+#: hard ceiling on one math check; math-verify's own timeouts normally end it far earlier
+MATH_TIMEOUT_S = 120.0
+_pool_lock = threading.Lock()
+_shared_pool: ProcessPoolExecutor | None = None
+
+
+def score_answer(task: Task, text: str) -> Verdict:
+    """Score a model's final answer text (code is extracted from it first). Thread-safe."""
+    if task.domain == "math":
+        return _math_via(_pool(), task, text)
+    return score_solution(task, extract_code(text or ""))
+
+
+def score_solution(task: Task, program: str) -> Verdict:
+    """Score a complete program as-is (EvalPlus ``solution``), without extraction."""
+    from hf_skillfollow.scoring._code import score_program
+
+    return score_program(task, program)
+
+
+def score_many(
+    pairs: Sequence[tuple[Task, str]],
+    workers: int = 2,
+    *,
+    extract: bool = True,
+    progress: Callable[[Verdict], None] | None = None,
+) -> list[Verdict]:
+    """Score many answers concurrently; verdicts come back in input order.
+
+    ``extract=False`` scores code answers as complete programs (the ``score`` command).
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    math_pool = _new_pool(workers) if any(t.domain == "math" for t, _ in pairs) else None
+
+    def one(pair: tuple[Task, str]) -> Verdict:
+        task, text = pair
+        if task.domain == "math":
+            assert math_pool is not None
+            verdict = _math_via(math_pool, task, text)
+        else:
+            verdict = score_solution(task, extract_code(text or "") if extract else text)
+        if progress is not None:
+            progress(verdict)
+        return verdict
+
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as threads:
+            return list(threads.map(one, pairs))
+    finally:
+        if math_pool is not None:
+            math_pool.shutdown(cancel_futures=True)
+
+
+def _new_pool(workers: int) -> ProcessPoolExecutor:
+    import multiprocessing
+
+    # spawn: workers must not inherit this process's threads or locks
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _pool() -> ProcessPoolExecutor:
+    global _shared_pool
+    with _pool_lock:
+        if _shared_pool is None:
+            _shared_pool = _new_pool(2)
+        return _shared_pool
+
+
+def _math_via(pool: ProcessPoolExecutor, task: Task, text: str) -> Verdict:
+    from hf_skillfollow.scoring._math import score_math
+
+    future: Future[Verdict] = pool.submit(score_math, task, text or "")
+    try:
+        return future.result(timeout=MATH_TIMEOUT_S)
+    except FutureTimeout:
+        _discard(pool)
+        return Verdict(
+            task.task_id, False, f"math check exceeded {MATH_TIMEOUT_S:.0f} s", {"extracted": ""}
+        )
+
+
+def _discard(pool: ProcessPoolExecutor) -> None:
+    # A worker stuck in native code ignores cancellation: kill the pool's processes.
+    global _shared_pool
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    with _pool_lock:
+        if pool is _shared_pool:
+            _shared_pool = None

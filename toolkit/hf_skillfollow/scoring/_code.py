@@ -1,0 +1,209 @@
+"""Code scoring with EvalPlus semantics, every program run in its own sandboxed process.
+
+Expected outputs come from the canonical solution, computed in the sandbox (one task per
+process) and cached on disk per task together with the canonical solution's CPU time. A
+candidate's CPU budget is ``max(cpu_floor_s, cpu_factor * reference CPU time)`` for the
+whole task: CPU time, unlike EvalPlus's wall-clock floor of 1 s per input, does not grow
+with machine load, so verdicts do not flip when the machine is busy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.scoring import _sandbox
+from hf_skillfollow.scoring._verdict import Verdict
+
+#: bump when the harness or the payload layout changes: old cache entries are then ignored
+HARNESS_VERSION = "1"
+_DATASET = {"mbppplus": "mbpp", "humanevalplus": "humaneval"}
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CodeBudget:
+    cpu_floor_s: float = 4.0
+    cpu_factor: float = 20.0
+    memory_bytes: int = 4 * _sandbox.GIB
+    reference_cpu_s: float = 600.0
+    reference_memory_bytes: int = 16 * _sandbox.GIB
+
+
+DEFAULT_BUDGET = CodeBudget()
+
+
+class ReferenceFailure(RuntimeError):
+    """The canonical solution itself failed in the sandbox: the task cannot be scored."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SKILLFOLLOW_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "hf-skillfollow"
+    )
+    return Path(root) / "expected"
+
+
+def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) -> Verdict:
+    """Run ``program`` (a full solution) against every base and plus input of ``task``."""
+    if not program.strip():
+        return Verdict(task.task_id, False, "no code in the answer", {"extracted": program})
+    if "base_input" not in task.problem:
+        return _score_with_check(task, program, budget)
+    try:
+        payload_path, header = ensure_expected(task, budget)
+    except ReferenceFailure as exc:
+        return Verdict(task.task_id, False, f"cannot score: {exc}", {"extracted": program})
+    cpu = max(budget.cpu_floor_s, budget.cpu_factor * (header["base_cpu_s"] + header["plus_cpu_s"]))
+    memory = max(budget.memory_bytes, 2 * header["maxrss_bytes"] + 2 * _sandbox.GIB)
+    limits = _sandbox.SandboxLimits(cpu_s=cpu, memory_bytes=memory)
+    request = _request(task, program, "candidate")
+    with open(payload_path, "rb") as data:
+        outcome = _sandbox.run(request, limits, data)
+    return _verdict(task, program, outcome, limits)
+
+
+def _score_with_check(task: Any, program: str, budget: CodeBudget) -> Verdict:
+    # Original HumanEval rows carry a `check(candidate)` test instead of inputs.
+    p = task.problem
+    code = f"{program}\n\n{p['test']}\n\ncheck({p['entry_point']})\n"
+    limits = _sandbox.SandboxLimits(
+        cpu_s=max(budget.cpu_floor_s, 10.0), memory_bytes=budget.memory_bytes
+    )
+    outcome = _sandbox.run({"mode": "program", "code": code}, limits)
+    return _verdict(task, program, outcome, limits)
+
+
+def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
+    p = task.problem
+    from hf_skillfollow.scoring._oracle import special_oracle
+
+    not_none = (
+        task.benchmark == "mbppplus"
+        and p["entry_point"] in special_oracle().MBPP_OUTPUT_NOT_NONE_TASKS
+    )
+    return {
+        "mode": mode,
+        "dataset": _DATASET[task.benchmark],
+        "entry_point": p["entry_point"],
+        "atol": p.get("atol", 0) or 0,
+        "code": code,
+        "output_not_none": not_none,
+    }
+
+
+def _verdict(
+    task: Any, program: str, outcome: _sandbox.SandboxResult, limits: _sandbox.SandboxLimits
+) -> Verdict:
+    r = outcome.result
+    details = {
+        "extracted": program,
+        "isolation": outcome.isolation,
+        "sandbox_uid": outcome.details.get("uid"),
+        "stage": r.get("stage"),
+        "failed_input": r.get("index"),
+        "cpu_budget_s": round(limits.cpu_s, 3),
+    }
+    return Verdict(task.task_id, bool(r["passed"]), str(r.get("reason", "")), details)
+
+
+# --- expected outputs ------------------------------------------------------------------------
+
+
+def task_key(task: Any) -> str:
+    """Content hash of everything the expected outputs depend on."""
+    p = task.problem
+    parts = [
+        HARNESS_VERSION,
+        task.benchmark,
+        task.task_id,
+        p["prompt"],
+        p["canonical_solution"],
+        p["entry_point"],
+    ]
+    blob = json.dumps(
+        [parts, p.get("atol"), _canonical(p["base_input"]), _canonical(p["plus_input"])]
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _canonical(x: Any) -> Any:
+    # JSON-able and independent of set iteration order (which depends on the hash seed).
+    if isinstance(x, list | tuple):
+        return [type(x).__name__, [_canonical(i) for i in x]]
+    if isinstance(x, set | frozenset):
+        return ["set", sorted(json.dumps(_canonical(i)) for i in x)]
+    if isinstance(x, dict):
+        return ["dict", sorted((json.dumps(_canonical(k)), _canonical(v)) for k, v in x.items())]
+    if isinstance(x, float | complex):
+        return [type(x).__name__, repr(x)]
+    return x
+
+
+def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Path, dict[str, Any]]:
+    """Path of the task's cached payload (inputs + expected outputs) and its header."""
+    key = task_key(task)
+    base = cache_dir() / task.benchmark
+    payload_path, header_path = base / f"{key}.pkl", base / f"{key}.json"
+    with _lock(key):
+        if not (payload_path.is_file() and header_path.is_file()):
+            _compute_expected(task, budget, payload_path, header_path)
+        return payload_path, json.loads(header_path.read_text())
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_path: Path) -> None:
+    p = task.problem
+    request = _request(task, p["prompt"] + p["canonical_solution"], "reference")
+    limits = _sandbox.SandboxLimits(
+        cpu_s=budget.reference_cpu_s,
+        memory_bytes=budget.reference_memory_bytes,
+        file_bytes=budget.reference_memory_bytes,
+    )
+    payload_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=payload_path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as sink, tempfile.TemporaryFile() as data:
+            pickle.dump(
+                {"base_input": p["base_input"], "plus_input": p["plus_input"]},
+                data,
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+            data.flush()
+            data.seek(0)
+            outcome = _sandbox.run(
+                request, limits, data, payload_sink=lambda out: shutil.copyfileobj(out, sink)
+            )
+        if not outcome.result["passed"] or os.path.getsize(tmp) == 0:
+            raise ReferenceFailure(
+                f"{task.task_id}: canonical solution failed in the sandbox: {outcome.result.get('reason')}"
+            )
+        os.replace(tmp, payload_path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    header = {**outcome.result, "task_id": task.task_id, "harness_version": HARNESS_VERSION}
+    _atomic_write(header_path, json.dumps(header).encode())
+
+
+def _atomic_write(path: Path, blob: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,236 @@
+"""Benchmarks (MBPP+, HumanEval+, MATH-500) and the documented partition sampler.
+
+Tasks come from the official sources: EvalPlus's own loaders for the code benchmarks (which
+honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
+``HuggingFaceH4/MATH-500`` through ``datasets``. Each has a local-file override: the
+``tasks_file`` argument, else ``SKILLFOLLOW_MBPP_FILE`` / ``SKILLFOLLOW_HUMANEVAL_FILE`` /
+``SKILLFOLLOW_MATH500_FILE``.
+
+The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
+``plus_input``) is accepted as a HumanEval override: it is scored with its own ``check``
+function (base tests only), and its version string says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = ("mbppplus", "humanevalplus", "math500")
+
+#: benchmark -> environment variable naming a local file that replaces the official source
+FILE_ENV = {
+    "mbppplus": "SKILLFOLLOW_MBPP_FILE",
+    "humanevalplus": "SKILLFOLLOW_HUMANEVAL_FILE",
+    "math500": "SKILLFOLLOW_MATH500_FILE",
+}
+
+MATH500_HUB_ID = "HuggingFaceH4/MATH-500"
+
+
+class TaskLoadError(ValueError):
+    """A benchmark source could not be loaded; the message names the file or benchmark."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One benchmark task.
+
+    ``prompt`` is what the model sees; ``problem`` is the raw EvalPlus problem dict (inputs
+    already deserialised by EvalPlus) or the MATH-500 row, used by the scorers.
+    """
+
+    benchmark: str
+    task_id: str
+    prompt: str
+    entry_point: str | None = None
+    reference: str | None = None
+    problem: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def domain(self) -> str:
+        return "math" if self.benchmark == "math500" else "coding"
+
+
+def task_sort_key(task_id: str) -> tuple[Any, ...]:
+    """Natural order: ``Mbpp/2`` before ``Mbpp/11`` (numbers compare as numbers)."""
+    return tuple(
+        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", task_id) if p
+    )
+
+
+def load_tasks(
+    benchmark: str, tasks_file: str | os.PathLike[str] | None = None
+) -> tuple[list[Task], str]:
+    """All tasks of ``benchmark`` in natural id order, and a benchmark version string."""
+    if benchmark not in BENCHMARKS:
+        raise TaskLoadError(
+            f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
+        )
+    path = tasks_file or os.environ.get(FILE_ENV[benchmark]) or None
+    if path is not None and not Path(path).is_file():
+        source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
+        raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
+    if benchmark == "math500":
+        tasks, version = _load_math500(None if path is None else str(path))
+    else:
+        tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
+
+
+def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
+    """The documented, platform-independent sampler.
+
+    Every id is ranked by the hex digest of ``sha256(f"{seed}:{task_id}")`` (UTF-8); the
+    ``size`` lowest ranks are taken and returned in natural id order. Python's ``random``
+    is deliberately not used: its algorithms are not guaranteed across versions.
+    """
+    ids = sorted(set(task_ids), key=task_sort_key)
+    if size < 1:
+        raise ValueError(f"partition size must be >= 1, got {size}")
+    if size > len(ids):
+        raise ValueError(f"partition size {size} exceeds the {len(ids)} available tasks")
+    ranked = sorted(ids, key=lambda i: (hashlib.sha256(f"{seed}:{i}".encode()).hexdigest(), i))
+    return sorted(ranked[:size], key=task_sort_key)
+
+
+# --- code benchmarks through EvalPlus -------------------------------------------------------
+
+
+def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
+    if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path):
+        return _load_original_humaneval(path)
+    try:
+        problems, digest, release = _evalplus_problems(benchmark, path)
+    except (OSError, KeyError, AssertionError, ValueError) as exc:
+        where = path or f"the EvalPlus {benchmark} release"
+        raise TaskLoadError(f"cannot load {benchmark} from {where}: {exc}") from exc
+    label = f"file:{Path(path).name}" if path else release
+    version = f"{benchmark}@{label}+md5.{digest[:12]}"
+    return [_code_task(benchmark, p) for p in problems.values()], version
+
+
+def _evalplus_problems(
+    benchmark: str, path: str | None
+) -> tuple[dict[str, dict[str, Any]], str, str]:
+    from evalplus.data import humaneval, mbpp
+
+    if benchmark == "mbppplus":
+        with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
+            return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
+    with _override(humaneval, "HUMANEVAL_OVERRIDE_PATH", path):
+        return (
+            humaneval.get_human_eval_plus(),
+            humaneval.get_human_eval_plus_hash(),
+            humaneval.HUMANEVAL_PLUS_VERSION,
+        )
+
+
+@contextmanager
+def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
+    # EvalPlus reads the override variable once, at import: set the module global (and the
+    # environment, for anything that re-reads it) for the duration of the call.
+    if path is None:
+        yield
+        return
+    old_attr, old_env = getattr(module, name), os.environ.get(name)
+    setattr(module, name, path)
+    os.environ[name] = path
+    try:
+        yield
+    finally:
+        setattr(module, name, old_attr)
+        if old_env is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old_env
+
+
+def _code_task(benchmark: str, problem: dict[str, Any]) -> Task:
+    prompt = problem["prompt"]
+    if benchmark == "mbppplus":
+        prompt = _mbpp_prompt(problem)
+    return Task(
+        benchmark, problem["task_id"], prompt, entry_point=problem["entry_point"], problem=problem
+    )
+
+
+def _mbpp_prompt(problem: dict[str, Any]) -> str:
+    # MBPP+ v0.2.0 prompts end with one example assertion (it names the function); v0.1.0
+    # prompts do not, so add the first line of `assertion` in the same layout.
+    prompt = problem["prompt"]
+    example = next(
+        (ln for ln in problem.get("assertion", "").splitlines() if ln.startswith("assert ")), None
+    )
+    if "assert " in prompt or example is None:
+        return prompt
+    description = prompt.strip().strip("'\"").strip()
+    return f'"""\n{description}\n{example}\n"""\n'
+
+
+def _is_original_humaneval(path: str) -> bool:
+    from evalplus.data.utils import stream_jsonl
+
+    first = next(iter(stream_jsonl(path)), {})
+    return "test" in first and "base_input" not in first
+
+
+def _load_original_humaneval(path: str) -> tuple[list[Task], str]:
+    from evalplus.data.utils import stream_jsonl
+
+    tasks = []
+    for i, row in enumerate(stream_jsonl(path), start=1):
+        missing = [
+            k
+            for k in ("task_id", "prompt", "entry_point", "canonical_solution", "test")
+            if k not in row
+        ]
+        if missing:
+            raise TaskLoadError(f"{path}: line {i} lacks field(s) {', '.join(missing)}")
+        tasks.append(
+            Task(
+                "humanevalplus",
+                row["task_id"],
+                row["prompt"],
+                entry_point=row["entry_point"],
+                problem=row,
+            )
+        )
+    digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
+    return tasks, f"humanevalplus@file:{Path(path).name}+base-tests-only+md5.{digest[:12]}"
+
+
+# --- MATH-500 through datasets ---------------------------------------------------------------
+
+
+def _load_math500(path: str | None) -> tuple[list[Task], str]:
+    import datasets
+
+    try:
+        if path is None:
+            rows = datasets.load_dataset(MATH500_HUB_ID, split="test")
+            version = f"math500@hub:{MATH500_HUB_ID}+fp.{rows._fingerprint[:12]}"
+        else:
+            rows = datasets.load_dataset("json", data_files=path, split="train")
+            digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
+            version = f"math500@file:{Path(path).name}+md5.{digest[:12]}"
+    except Exception as exc:  # datasets raises many types (network, schema, file)
+        raise TaskLoadError(f"cannot load math500 from {path or MATH500_HUB_ID}: {exc}") from exc
+    return [
+        _math_task(row, path or MATH500_HUB_ID, i) for i, row in enumerate(rows, start=1)
+    ], version
+
+
+def _math_task(row: dict[str, Any], source: str, line: int) -> Task:
+    missing = [k for k in ("problem", "answer", "unique_id") if k not in row]
+    if missing:
+        raise TaskLoadError(f"{source}: row {line} lacks field(s) {', '.join(missing)}")
+    return Task(
+        "math500", row["unique_id"], row["problem"], reference=str(row["answer"]), problem=dict(row)
+    )
