@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -153,7 +154,11 @@ def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> st
 
     out = io.StringIO()
     console = Console(
-        file=out, width=width or 200, force_terminal=False, color_system=None, highlight=False
+        file=out,
+        width=width or shutil.get_terminal_size((160, 24)).columns,
+        force_terminal=False,
+        color_system=None,
+        highlight=False,
     )
     if cells.empty:
         console.print("no cells: the sources hold no transitions rows")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import sys
 from pathlib import Path
 
 import click
@@ -92,11 +90,8 @@ def report(
         f"Intervals: 95% percentile bootstrap, {resamples:,} resamples, seed {seed}; McNemar: exact two-sided "
         f"on S_call discordant pairs; reportable: n_cond >= {min_cond}; runs {'pooled' if pool_runs else 'kept apart'}."
     )
-    width = (
-        shutil.get_terminal_size((200, 24)).columns
-        if output is None and sys.stdout.isatty()
-        else 200
-    )
+    # Files get a wide table; a terminal or pipe follows its width (COLUMNS when set).
+    width = 200 if output is not None else None
     text = render(cells, fmt, width=width, notes=notes)
     if output is None:
         click.echo(text, nl=False)
