@@ -6,7 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hf_skillfollow.prompts import FINAL_ANSWER_REQUEST, SKILL_TYPES, TOOL_NAME, system_prompt, tool_schema
+from hf_skillfollow.prompts import (
+    FINAL_ANSWER_REQUEST,
+    SKILL_TYPES,
+    TOOL_NAME,
+    system_prompt,
+    tool_schema,
+)
 
 if TYPE_CHECKING:
     from hf_skillfollow.backends._base import ChatBackend, ChatResult, Message, ToolCall
@@ -53,7 +59,9 @@ class Decoding:
 class SkillTool:
     """Executes `search_skills` calls: validates arguments, retrieves, renders the condition."""
 
-    def __init__(self, pool: SkillPool, retriever: Retriever, *, condition: str, top_k: int, seed: int) -> None:
+    def __init__(
+        self, pool: SkillPool, retriever: Retriever, *, condition: str, top_k: int, seed: int
+    ) -> None:
         self.pool, self.retriever = pool, retriever
         self.condition, self.top_k, self.seed = condition, top_k, seed
 
@@ -83,7 +91,9 @@ def parse_arguments(arguments: str) -> tuple[str, list[str] | None, str | None]:
     if not isinstance(query, str) or not query.strip():
         return "", None, "`query` must be a non-empty string"
     types = args.get("types")
-    if types is not None and (not isinstance(types, list) or any(t not in SKILL_TYPES for t in types)):
+    if types is not None and (
+        not isinstance(types, list) or any(t not in SKILL_TYPES for t in types)
+    ):
         return "", None, f"`types` must be a list of {list(SKILL_TYPES)}"
     return query.strip(), types or None, None
 
@@ -104,8 +114,16 @@ def _tool_message(call: ToolCall, content: str) -> Message:
 
 async def run_sd(backend: ChatBackend, domain: str, prompt: str, decoding: Decoding) -> ArmResult:
     """Skill-disabled arm: the same conversation without the tool."""
-    arm = ArmResult("sd", [{"role": "system", "content": system_prompt(domain, skill_enabled=False)}, {"role": "user", "content": prompt}])
-    result = await backend.chat(arm.messages, tools=None, tool_choice=None, **_decoding_kwargs(decoding))
+    arm = ArmResult(
+        "sd",
+        [
+            {"role": "system", "content": system_prompt(domain, skill_enabled=False)},
+            {"role": "user", "content": prompt},
+        ],
+    )
+    result = await backend.chat(
+        arm.messages, tools=None, tool_choice=None, **_decoding_kwargs(decoding)
+    )
     arm.add_usage(result)
     arm.messages.append(_assistant_message(result))
     arm.final_answer, arm.error = result.content or "", result.error
@@ -124,14 +142,23 @@ async def run_se(
 ) -> ArmResult:
     """Skill-enabled arm: at most `max_calls` searches, first of parallel calls executed,
     invalid arguments return no skill, then the final answer is requested."""
-    arm = ArmResult("se", [{"role": "system", "content": system_prompt(domain, skill_enabled=True)}, {"role": "user", "content": prompt}])
+    arm = ArmResult(
+        "se",
+        [
+            {"role": "system", "content": system_prompt(domain, skill_enabled=True)},
+            {"role": "user", "content": prompt},
+        ],
+    )
     tools = [tool_schema()]
     while True:
         calls_left = arm.n_calls < max_calls
         if not calls_left:
             arm.messages.append({"role": "user", "content": FINAL_ANSWER_REQUEST})
         result = await backend.chat(
-            arm.messages, tools=tools, tool_choice=_tool_choice(arm.n_calls, calls_left, forced), **_decoding_kwargs(decoding)
+            arm.messages,
+            tools=tools,
+            tool_choice=_tool_choice(arm.n_calls, calls_left, forced),
+            **_decoding_kwargs(decoding),
         )
         arm.add_usage(result)
         if result.error:
@@ -170,4 +197,8 @@ def _tool_choice(n_calls: int, calls_left: bool, forced: bool) -> str | dict[str
 
 
 def _decoding_kwargs(decoding: Decoding) -> dict[str, Any]:
-    return {"seed": decoding.seed, "temperature": decoding.temperature, "max_tokens": decoding.max_tokens}
+    return {
+        "seed": decoding.seed,
+        "temperature": decoding.temperature,
+        "max_tokens": decoding.max_tokens,
+    }

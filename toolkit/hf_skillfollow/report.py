@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import shutil
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,18 +25,29 @@ _FALLBACK_LABEL = ("model", "benchmark", "condition")
 
 
 def render(
-    cells: pd.DataFrame, fmt: str = "table", *, width: int | None = None, notes: str | None = None
+    cells: pd.DataFrame,
+    fmt: str = "table",
+    *,
+    width: int | None = None,
+    notes: str | None = None,
+    repeats: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> str:
-    """The leaderboard as text. `notes` (resamples, seed, ...) is added under the table forms."""
+    """The leaderboard as text. `notes` (resamples, seed, ...) is added under the table forms.
+
+    `repeats` is `metrics.repeat_summary(...)` for the same cells: JSON then gives each cell a
+    "repeats" object, CSV gains its per-cell columns, and the table forms a second table.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {list(FORMATS)}")
+    if repeats is not None:
+        return _render_with_repeats(cells, fmt, width, notes, repeats)
     if fmt == "json":
         return json.dumps(to_records(cells), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return cells.to_csv(index=False)
     if fmt == "markdown":
         return _markdown(cells, notes)
-    if fmt == "table":
-        return _rich_table(cells, width, notes)
-    raise ValueError(f"unknown format {fmt!r}; choose one of {list(FORMATS)}")
+    return _rich_table(cells, width, notes)
 
 
 def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:
@@ -148,6 +161,13 @@ def _sensitivity(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _default_width() -> int:
+    """COLUMNS when set, the terminal's width on a terminal, else wide (files, pipes, tests)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+
+
 def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> str:
     from rich.console import Console
     from rich.table import Table
@@ -155,7 +175,7 @@ def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> st
     out = io.StringIO()
     console = Console(
         file=out,
-        width=width or shutil.get_terminal_size((160, 24)).columns,
+        width=width or _default_width(),
         force_terminal=False,
         color_system=None,
         highlight=False,
@@ -202,3 +222,119 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+# ------------------------------------------------------------------ repeats (--repeats)
+
+NO_REPEATS = (
+    "Repeat statistics need >= 2 runs of a cell (hf-skillfollow run --repeats N); no cell has them."
+)
+REPEATS_NOTE = (
+    "Run-to-run: mean ± sample SD over the cell's runs of each run's own OAE, RAE (runs where "
+    "defined) and coverage; the pooled numbers above stay the cell's estimate. Tasks: SE − SD "
+    "success rate over the task's repeats with a 95% Newcombe hybrid-score interval; "
+    "confidently degraded = interval below 0, possibly degraded = estimate below 0 with 0 inside "
+    "(improved alike); tasks seen in one run only are not classified."
+)
+
+
+def _render_with_repeats(
+    cells: pd.DataFrame,
+    fmt: str,
+    width: int | None,
+    notes: str | None,
+    repeats: tuple[pd.DataFrame, pd.DataFrame],
+) -> str:
+    summary = _aligned_summary(cells, repeats[0])
+    if fmt == "json":
+        records = to_records(cells)
+        for record, extra in zip(records, _repeat_records(cells, summary, repeats[1]), strict=True):
+            record["repeats"] = extra
+        return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        extra = summary.drop(columns=[*identity_columns(cells), "n_runs"])
+        return cells.reset_index(drop=True).join(extra).to_csv(index=False)
+    base = _markdown(cells, notes) if fmt == "markdown" else _rich_table(cells, width, notes)
+    if cells.empty:
+        return base
+    if not (summary["n_runs"] >= 2).any():
+        return base + (f"\n{NO_REPEATS}\n" if fmt == "markdown" else f"{NO_REPEATS}\n")
+    header, rows = _repeat_rows(cells, summary)
+    if fmt == "markdown":
+        title = "**Run-to-run variation and per-task changes (repeats)**"
+        return base + f"\n{title}\n\n{_md_table(header, rows)}\n\n{REPEATS_NOTE}\n"
+    return base + _rich_repeat_table(header, rows, width)
+
+
+def _aligned_summary(cells: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows in the order of `cells` (matched on the identity columns)."""
+    ids = identity_columns(cells)
+    position = cells[ids].reset_index(drop=True).assign(_cell=range(len(cells)))
+    merged = position.merge(summary, on=ids, how="left", sort=False)
+    if len(merged) != len(cells) or merged["n_runs"].isna().any():
+        raise ValueError("repeats summary does not match the cells (different grouping?)")
+    return merged.sort_values("_cell", kind="stable").drop(columns="_cell").reset_index(drop=True)
+
+
+def _repeat_records(
+    cells: pd.DataFrame, summary: pd.DataFrame, tasks: pd.DataFrame
+) -> list[dict[str, Any]]:
+    ids = identity_columns(cells)
+    position = cells[ids].reset_index(drop=True).assign(_cell=range(len(cells)))
+    placed = tasks.merge(position, on=ids, how="inner", sort=False).drop(columns=ids)
+    by_cell: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(cells))}
+    for record in to_records(placed):
+        by_cell[record.pop("_cell")].append(record)
+    out = []
+    for i, record in enumerate(to_records(summary.drop(columns=ids))):
+        record["tasks"] = by_cell[i]
+        out.append(record)
+    return out
+
+
+def _mean_sd_text(mean: Any, sd: Any, signed: bool = True) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "—"
+    return f"{_pp(mean, signed)} ± {_pp(sd, signed=False)}"
+
+
+def _repeat_rows(cells: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    labels = _label_columns(cells)
+    header = [
+        " · ".join(labels), "runs", "OAE mean ± SD", "RAE mean ± SD (runs)", "coverage mean ± SD",
+        "tasks repeated", "conf. degraded", "poss. degraded", "no change", "poss. improved", "conf. improved",
+    ]  # fmt: skip
+    rows = []
+    for cell, rep in zip(cells.to_dict("records"), summary.to_dict("records"), strict=True):
+        if rep["n_runs"] < 2:
+            rows.append([_label(cell, labels), str(rep["n_runs"]), "1 run: no repeat statistics"]
+                        + [""] * (len(header) - 3))  # fmt: skip
+            continue
+        rows.append([
+            _label(cell, labels), str(rep["n_runs"]),
+            _mean_sd_text(rep["oae_run_mean"], rep["oae_run_sd"]),
+            f"{_mean_sd_text(rep['rae_run_mean'], rep['rae_run_sd'])} ({rep['n_runs_rae']})",
+            _mean_sd_text(rep["coverage_run_mean"], rep["coverage_run_sd"], signed=False),
+            str(rep["n_tasks_repeated"]), str(rep["n_confidently_degraded"]), str(rep["n_possibly_degraded"]),
+            str(rep["n_no_change"]), str(rep["n_possibly_improved"]), str(rep["n_confidently_improved"]),
+        ])  # fmt: skip
+    return header, rows
+
+
+def _rich_repeat_table(header: list[str], rows: list[list[str]], width: int | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or _default_width(),
+        force_terminal=False, color_system=None, highlight=False,
+    )  # fmt: skip
+    table = Table(title="Run-to-run variation and per-task changes (repeats)")
+    for name in header:
+        table.add_column(name)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    console.print(REPEATS_NOTE)
+    return out.getvalue()

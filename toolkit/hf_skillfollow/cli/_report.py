@@ -53,6 +53,16 @@ def _parse_group_by(
               help="Comma-separated identity columns to group by instead of the cell identity.")  # fmt: skip
 @click.option("--pool-runs/--no-pool-runs", default=True, show_default=True,
               help="Pool config-identical runs by summing counts, or report each run apart.")  # fmt: skip
+@click.option("--repeats", "with_repeats", is_flag=True, default=False,
+              help="Also report repeat statistics for cells pooling >= 2 runs: run-to-run mean and SD of "
+                   "OAE, RAE and coverage, and per-task SE − SD success-rate intervals (95% Newcombe) with "
+                   "counts of tasks confidently/possibly degraded/improved. JSON: each cell gains a "
+                   "\"repeats\" object (n_runs, n_runs_rae, oae_run_mean, oae_run_sd, rae_run_mean, rae_run_sd, "
+                   "coverage_run_mean, coverage_run_sd, repeat_reason, rae_run_reason, "
+                   "n_confidently_degraded, n_possibly_degraded, n_no_change, n_possibly_improved, "
+                   "n_confidently_improved, n_tasks_repeated, and \"tasks\": one object per task with "
+                   "task_id, k, se_successes, sd_successes, se_rate, sd_rate, diff, diff_ci_low, "
+                   "diff_ci_high, task_class, task_reason); CSV gains the per-cell columns.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of standard output.")  # fmt: skip
 def report(
@@ -63,6 +73,7 @@ def report(
     seed: int,
     group_by: list[str] | None,
     pool_runs: bool,
+    with_repeats: bool,
     output: Path | None,
 ) -> None:
     """Compute the paired metrics per cell from SOURCE(s).
@@ -70,7 +81,7 @@ def report(
     SOURCE is a transitions parquet or JSONL file, a run directory, a folder of them, or a
     Hub dataset id (ORG/NAME).
     """
-    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.metrics import compute_cells, repeat_summary
     from hf_skillfollow.report import render
     from hf_skillfollow.sources import read_transitions
 
@@ -84,15 +95,21 @@ def report(
             resamples=resamples,
             seed=seed,
         )
+        repeats = (
+            repeat_summary(table, group_by=group_by, pool_runs=pool_runs) if with_repeats else None
+        )
     except (ValueError, RuntimeError, OSError) as exc:  # SchemaError, SourceError, HubError
         raise click.ClickException(str(exc)) from None
     notes = (
         f"Intervals: 95% percentile bootstrap, {resamples:,} resamples, seed {seed}; McNemar: exact two-sided "
         f"on S_call discordant pairs; reportable: n_cond >= {min_cond}; runs {'pooled' if pool_runs else 'kept apart'}."
     )
+    n_repeated = int((cells["n_runs"] >= 2).sum()) if len(cells) else 0
+    if n_repeated and not with_repeats:
+        notes += f" {n_repeated} cell(s) pool several runs: add --repeats for run-to-run variation and per-task intervals."
     # Files get a wide table; a terminal or pipe follows its width (COLUMNS when set).
     width = 200 if output is not None else None
-    text = render(cells, fmt, width=width, notes=notes)
+    text = render(cells, fmt, width=width, notes=notes, repeats=repeats)
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -22,23 +22,41 @@ from hf_skillfollow.metrics._leaderboard import (
     disagreement_sensitivity,
 )
 from hf_skillfollow.metrics._mcnemar import mcnemar_exact
+from hf_skillfollow.metrics._repeats import (
+    TASK_CLASSES,
+    classify,
+    newcombe_interval,
+    repeat_summary,
+    repeat_variance,
+    task_class_counts,
+    task_intervals,
+    wilson_interval,
+)
 
 __all__ = [
     "METRIC_COLUMNS",
     "SCHEME_VERSION",
+    "TASK_CLASSES",
     "CellCounts",
     "Effect",
     "accuracy_gap",
+    "classify",
     "compute_cells",
     "count_cells",
     "delta_skip",
     "diff_cdf",
     "disagreement_sensitivity",
     "mcnemar_exact",
+    "newcombe_interval",
     "oae",
     "paired_bootstrap_ci",
     "paired_effect",
     "percentile_levels",
     "rae",
+    "repeat_summary",
+    "repeat_variance",
     "share",
+    "task_class_counts",
+    "task_intervals",
+    "wilson_interval",
 ]
