@@ -13,7 +13,6 @@ from hf_skillfollow.backends._emulated import (
     history_as_text,
     parse_tool_calls,
 )
-
 from tests.test_backend_openai_retries import ProviderDouble, Reply, completion_body, make_backend
 
 SEARCH_TOOL = {

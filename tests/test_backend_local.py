@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from hf_skillfollow.backends._local import LocalBackend, open_local_backend, resolve_gguf
 from hf_skillfollow.backends._server import BackendStartupError
 from hf_skillfollow.config import RunConfig

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from hf_skillfollow.backends._openai import (
     OpenAIBackend,
     RetryPolicy,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hf_skillfollow.schema import TRANSITIONS_SCHEMA, TRACES_SCHEMA
+from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA
 
 CLI = [sys.executable, "-m", "hf_skillfollow.cli"]
 FAST = ["--max-tokens", "48", "--concurrency", "1", "--resamples", "200"]
