@@ -7,21 +7,38 @@ import math
 import numpy as np
 import pytest
 
-from hf_skillfollow.metrics import diff_cdf, paired_bootstrap_ci
-from hf_skillfollow.metrics._bootstrap import _order_stats, _windows
+from hf_skillfollow.metrics import SCHEME_VERSION, diff_cdf, paired_bootstrap_ci
+from hf_skillfollow.metrics._bootstrap import _chunks, _laws, diff_pmf
+from hf_skillfollow.metrics._seeding import pcg64_states
+
+
+def _recurrence(n: int, b: int, c: int) -> np.ndarray:
+    """Step 1 of the module docstring, full width, as written there."""
+    pb, pc, pr = b / n, c / n, (n - b - c) / n
+    p = np.zeros(2 * n + 1)
+    p[n] = 1.0
+    for _ in range(n):
+        q = pr * p
+        q[1:] += pb * p[:-1]
+        q[:-1] += pc * p[1:]
+        p = q
+    return p
 
 
 def _literal_interval(
     n: int, b: int, c: int, resamples: int, seed: int, confidence: float
 ) -> tuple[float, float]:
-    """The documented scheme step by step: every resample drawn, then np.percentile."""
-    cdf = diff_cdf(n, [b], [c])[0]
+    """The documented scheme step by step: counts drawn, the sorted sample expanded, np.percentile."""
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
-    u = rng.random(resamples)
-    d = -n + np.minimum(np.searchsorted(cdf, u, side="right"), 2 * n)
+    counts = rng.multinomial(resamples, _recurrence(n, b, c))
+    sample = np.repeat(100.0 * np.arange(-n, n + 1) / n, counts)
     alpha = 1 - confidence
-    low, high = np.percentile(100.0 * d / n, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    low, high = np.percentile(sample, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return float(low), float(high)
+
+
+def test_scheme_version_is_the_one_these_tests_spell_out() -> None:
+    assert SCHEME_VERSION == 2
 
 
 def test_law_is_the_multinomial_law_of_b_minus_c() -> None:
@@ -44,15 +61,19 @@ def test_law_is_the_multinomial_law_of_b_minus_c() -> None:
 def test_law_is_the_documented_recurrence_bit_for_bit(key: tuple[int, int, int]) -> None:
     """The band-limited implementation against the module docstring's full-width recurrence."""
     n, b, c = key
-    pb, pc, pr = b / n, c / n, (n - b - c) / n
-    p = np.zeros(2 * n + 1)
-    p[n] = 1.0
-    for _ in range(n):
-        q = pr * p
-        q[1:] += pb * p[:-1]
-        q[:-1] += pc * p[1:]
-        p = q
-    np.testing.assert_array_equal(diff_cdf(n, [b, 0], [c, 0])[0], np.cumsum(p))
+    np.testing.assert_array_equal(diff_pmf(n, [b, 0], [c, 0])[0], _recurrence(n, b, c))
+    np.testing.assert_array_equal(diff_cdf(n, [b, 0], [c, 0])[0], np.cumsum(_recurrence(n, b, c)))
+
+
+def test_laws_of_keys_with_different_n_are_each_keys_own_recurrence() -> None:
+    """Keys advanced together on the widest support: same floats, exact zeros off support."""
+    keys = [(80, 11, 17), (1, 0, 1), (40, 0, 0), (80, 80, 0), (9, 3, 2), (40, 20, 19), (2, 1, 1)]
+    n, b, c = (np.array(col) for col in zip(*keys, strict=True))
+    laws = _laws(n, b, c)
+    assert laws.shape == (len(keys), 161)
+    for row, (m, bb, cc) in zip(laws, keys, strict=True):
+        np.testing.assert_array_equal(row[80 - m : 81 + m], _recurrence(m, bb, cc))
+        assert not row[: 80 - m].any() and not row[81 + m :].any()
 
 
 def test_law_matches_literal_resampling_of_tasks() -> None:
@@ -71,10 +92,34 @@ def test_fast_intervals_equal_the_literal_scheme_bit_for_bit(
     resamples: int, confidence: float
 ) -> None:
     keys = [(10, 10, 0), (10, 0, 0), (7, 3, 2), (40, 9, 4), (80, 12, 15), (1, 0, 1), (25, 0, 25)]
+    keys += [(80, 79, 1), (80, 1, 79), (80, 40, 40), (3, 1, 1)]  # thin tails, no room left
     n, b, c = (np.array(col) for col in zip(*keys, strict=True))
     low, high = paired_bootstrap_ci(n, b, c, resamples=resamples, seed=11, confidence=confidence)
     for i, key in enumerate(keys):
         assert (low[i], high[i]) == _literal_interval(*key, resamples, 11, confidence), key
+
+
+def test_many_mixed_keys_equal_the_literal_scheme_bit_for_bit() -> None:
+    rng = np.random.default_rng(8)
+    n = rng.integers(1, 120, size=400)
+    b = rng.integers(0, n + 1)
+    c = rng.integers(0, n - b + 1)
+    low, high = paired_bootstrap_ci(n, b, c, seed=2**40 + 7)
+    for i in range(0, 400, 9):
+        key = (int(n[i]), int(b[i]), int(c[i]))
+        assert (low[i], high[i]) == _literal_interval(*key, 20_000, 2**40 + 7, 0.95), key
+
+
+def test_intervals_agree_with_literal_task_resampling() -> None:
+    """The percentile bootstrap done the textbook way, task indices drawn with replacement,
+    lands within one support step (100 / n points) of the scheme's interval."""
+    for n, b, c in [(30, 9, 4), (24, 2, 7), (50, 0, 3)]:
+        outcomes = np.array([1] * b + [-1] * c + [0] * (n - b - c))
+        draws = np.random.default_rng(n).integers(0, n, size=(20_000, n))
+        textbook = np.percentile(100.0 * outcomes[draws].sum(axis=1) / n, [2.5, 97.5])
+        low, high = paired_bootstrap_ci([n], [b], [c], seed=1)
+        step = 100 / n + 1e-9  # support values differ in the last bits between the two ways
+        assert abs(low[0] - textbook[0]) <= step and abs(high[0] - textbook[1]) <= step
 
 
 def test_all_helpful_flips_give_a_degenerate_interval_at_100() -> None:
@@ -119,12 +164,22 @@ def test_empty_subset_is_nan_and_bad_parameters_are_named() -> None:
         paired_bootstrap_ci([5], [1], [0], confidence=1.0)
 
 
-def test_window_selection_falls_back_when_the_window_misses() -> None:
-    """Values crowded at one end defeat the value windows; the result must still be exact."""
-    kth = np.array([499, 500, 19498, 19499])
-    windows = _windows(kth, 20_000)
-    crowded = np.concatenate(
-        [np.full(19_000, 0.999), np.random.default_rng(0).random(1000) * 0.001]
-    )
-    for u in (crowded, np.random.default_rng(1).random(20_000)):
-        np.testing.assert_array_equal(_order_stats(u.copy(), kth, windows), np.sort(u)[kth])
+def test_generator_states_are_numpys_seed_sequence_states() -> None:
+    keys = np.array([[80, 5, 3], [1, 0, 1], [0, 0, 0], [12, 4, 3], [2**32 - 1, 7, 2**31]])
+    for seed in (0, 1, 11, 2**32 - 1, 2**32, 2**70 + 5):
+        for key, state in zip(keys.tolist(), pcg64_states(seed, keys), strict=True):
+            expected = np.random.PCG64(np.random.SeedSequence([seed, *key])).state
+            assert state == expected, (seed, key)
+    with pytest.raises(ValueError, match="2\\*\\*32"):
+        pcg64_states(0, np.array([[2**32, 0, 0]]))
+
+
+def test_chunks_cover_every_key_once_in_order_within_the_budget() -> None:
+    n = np.sort(np.random.default_rng(3).integers(1, 300, size=500))
+    chunks = list(_chunks(n, budget=20_000))
+    assert len(chunks) > 1
+    assert np.array_equal(np.concatenate([np.arange(len(n))[s] for s in chunks]), np.arange(len(n)))
+    for s in chunks:
+        rows = n[s]
+        assert len(rows) == 1 or len(rows) * (2 * rows[-1] + 1) <= 20_000
+    assert [(s.start, s.stop) for s in _chunks(np.array([5000]), budget=100)] == [(0, 1)]

@@ -143,11 +143,12 @@ def test_csv_and_markdown_and_output_file(sources: dict[str, Path], tmp_path: Pa
 def test_same_seed_same_intervals_other_seed_other_intervals(sources: dict[str, Path]) -> None:
     first = _json(sources["run_a"], "--seed", "5")
     again = _json(sources["run_a"], "--seed", "5")
-    other = _json(sources["run_a"], "--seed", "6")
+    # Seed 4 is chosen because its intervals differ from seed 5's; with 500 resamples on
+    # n = 10 some seed pairs coincide by chance (seeds 5 and 6 do).
+    other = _json(sources["run_a"], "--seed", "4")
     assert first == again
-    assert (first[0]["rae_ci_low"], first[0]["rae_ci_high"], first[0]["oae_ci_low"]) != (
-        other[0]["rae_ci_low"], other[0]["rae_ci_high"], other[0]["oae_ci_low"],
-    )  # fmt: skip
+    keys = ("rae_ci_low", "rae_ci_high", "oae_ci_low", "oae_ci_high")
+    assert tuple(first[0][k] for k in keys) != tuple(other[0][k] for k in keys)
 
 
 # ------------------------------------------------------------- errors name file and column

@@ -4,39 +4,51 @@ Resampling the n tasks of a subset with replacement draws the four outcome count
 (a*, b*, c*, d*) from Multinomial(n; a/n, b/n, c/n, d/n). RAE and OAE depend only on
 D* = b* - c*, whose law is that of a sum of n independent steps of +1 (prob b/n), -1
 (prob c/n) and 0 (prob (a+d)/n). The bootstrap distribution is therefore a function of
-(n, b, c) alone, and each resample draws D* exactly from it with one uniform (inverse
-transform) instead of n task indices. The result is the same bootstrap, not an
-approximation of it.
+(n, b, c) alone.
 
-RNG scheme, version 1 (reproduce it bit for bit from this description):
+A percentile interval of R resampled statistics depends only on the sorted sample, and the
+sorted sample only on how many resamples land on each support value D = -n..n. The count
+vector of R independent draws from a law p is Multinomial(R, p), so each bootstrap draws
+that vector directly: the same bootstrap distribution as R literal resamples of the tasks,
+not an approximation of it, at the cost of one multinomial over 2n + 1 categories instead
+of R * n task indices.
+
+RNG scheme, version 2 (reproduce it bit for bit from this description):
 
 1. law: ``p`` = float64 vector over D = -n..n, start at the point mass on 0, then n times
    ``q = pr * p; q[1:] += pb * p[:-1]; q[:-1] += pc * p[1:]; p = q`` with ``pb = b / n``,
-   ``pc = c / n``, ``pr = (n - b - c) / n``; ``cdf = np.cumsum(p)``.
-2. uniforms: ``np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
-   .random(resamples)``.
-3. resampled statistic: ``D_i = -n + min(np.searchsorted(cdf, u_i, side="right"), 2n)``,
-   ``stat_i = 100.0 * D_i / n``.
-4. interval: ``np.percentile(stat, [100 * alpha / 2, 100 * (1 - alpha / 2)])`` with
+   ``pc = c / n``, ``pr = (n - b - c) / n``.
+2. counts: ``N = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
+   .multinomial(resamples, p)``; ``N[j]`` resamples have D* = -n + j.
+3. sorted resampled statistics: ``x = np.repeat(100.0 * np.arange(-n, n + 1) / n, N)``.
+4. interval: ``np.percentile(x, [100 * alpha / 2, 100 * (1 - alpha / 2)])`` with
    ``alpha = 1 - confidence`` (numpy's default "linear" method).
 
-The interval is thus a pure function of (seed, n, b, c, resamples, confidence): a cell's
+numpy draws the multinomial as successive binomials with probabilities
+``p[j] / (1 - p[0] - ... - p[j-1])``; like the CDF rounding of version 1, their rounding
+moves probability only at the level of float64 rounding. Version 1 drew R uniforms and inverted the CDF of ``p``: the same bootstrap
+distribution, a different consumption of the stream, hence other intervals.
+
+The interval is a pure function of (seed, n, b, c, resamples, confidence): a cell's
 interval never depends on which other cells are computed with it, and cells with equal
-counts get equal intervals. The implementation evaluates steps 3-4 only at the order
-statistics that the percentile reads (the inverse transform is monotone, so sorting the
-uniforms sorts the statistics), which gives identical floats at a fraction of the cost.
+counts get equal intervals. The implementation advances the laws of all keys together
+(`_laws`), builds their generator states at once (`_seeding`, checked against numpy's own
+objects) and never expands step 3: the k-th smallest statistic (k from 0) is support value
+j, where j is how many cumulative counts are <= k.
 Bit-for-bit equality assumes the same numpy: Generator streams are stable in practice but
 not promised across numpy versions.
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
-SCHEME_VERSION = 1
+from hf_skillfollow.metrics._seeding import pcg64_states
+
+SCHEME_VERSION = 2
 
 
 def percentile_levels(confidence: float) -> np.ndarray:
@@ -47,26 +59,55 @@ def percentile_levels(confidence: float) -> np.ndarray:
     return np.array([100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
 
 
-def diff_cdf(n: int, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Step 1 for keys that share n: CDF rows over D = -n..n, shape (len(b), 2n + 1)."""
-    b = np.asarray(b, dtype=np.int64).reshape(-1, 1)
-    c = np.asarray(c, dtype=np.int64).reshape(-1, 1)
+def diff_pmf(n: int, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Step 1 for keys that share n: law rows over D = -n..n, shape (len(b), 2n + 1)."""
+    b = np.asarray(b, dtype=np.int64).ravel()
+    if not len(b):
+        return np.zeros((0, 2 * int(n) + 1))
+    return _laws(np.full(len(b), int(n), dtype=np.int64), b, np.asarray(c, dtype=np.int64).ravel())
+
+
+def _laws(n: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Step 1 for keys with any n: rows over D = -top..top with top = max(n), zero off support.
+
+    All keys advance together, a key dropping out once it has taken its n steps, so the
+    work costs a few numpy calls per step rather than per (step, n). The arrays are laid out
+    (support, key) so that each band operation runs over contiguous rows of keys.
+    """
+    top = int(n.max())
+    order = np.argsort(-n, kind="stable")  # longest first: the active keys are a prefix
+    n, b, c = n[order], b[order], c[order]
     pb, pc, pr = b / n, c / n, (n - b - c) / n
-    p = np.zeros((len(b), 2 * n + 1))
-    p[:, n] = 1.0
+    p = np.zeros((2 * top + 1, len(n)))
+    p[top] = 1.0
     q, tmp = np.zeros_like(p), np.empty_like(p)
-    for t in range(1, n + 1):
-        # Only the support [-t, t] can be non-zero after t steps; outside it the docstring's
-        # recurrence adds exact zeros, so skipping that band gives the very same floats.
-        lo, hi = n - t, n + t + 1
-        left, right = max(lo, 1), min(hi, 2 * n)
-        np.multiply(pr, p[:, lo:hi], out=q[:, lo:hi])
-        np.multiply(pb, p[:, left - 1 : hi - 1], out=tmp[:, left:hi])
-        q[:, left:hi] += tmp[:, left:hi]
-        np.multiply(pc, p[:, lo + 1 : right + 1], out=tmp[:, lo:right])
-        q[:, lo:right] += tmp[:, lo:right]
+    out = np.empty((len(n), 2 * top + 1))
+    for t in range(1, top + 1):
+        k, done = _n_at_least(n, t), _n_at_least(n, t + 1)
+        # Only the band [-t, t] can be non-zero after t steps; outside it (and outside a key's
+        # own support) the docstring's recurrence adds exact zeros, so skipping it or sharing
+        # the wider array gives the very same floats as the recurrence on 2n + 1 values.
+        lo, hi = top - t, top + t + 1
+        left, right = max(lo, 1), min(hi, 2 * top)
+        np.multiply(pr[:k], p[lo:hi, :k], out=q[lo:hi, :k])
+        np.multiply(pb[:k], p[left - 1 : hi - 1, :k], out=tmp[left:hi, :k])
+        q[left:hi, :k] += tmp[left:hi, :k]
+        np.multiply(pc[:k], p[lo + 1 : right + 1, :k], out=tmp[lo:right, :k])
+        q[lo:right, :k] += tmp[lo:right, :k]
         p, q = q, p
-    return np.cumsum(p, axis=1)
+        out[done:k] = p[:, done:k].T  # keys whose n is t are complete
+    laws = np.empty_like(out)
+    laws[order] = out
+    return laws
+
+
+def _n_at_least(n_descending: np.ndarray, t: int) -> int:
+    return int(np.searchsorted(-n_descending, -t, side="right"))
+
+
+def diff_cdf(n: int, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Cumulative `diff_pmf`, shape (len(b), 2n + 1)."""
+    return np.cumsum(diff_pmf(n, b, c), axis=1)
 
 
 def paired_bootstrap_ci(
@@ -90,7 +131,7 @@ def paired_bootstrap_ci(
     keys, back = np.unique(
         np.stack([n[defined], b[defined], c[defined]], axis=1), axis=0, return_inverse=True
     )
-    key_low, key_high = _intervals(keys, resamples, seed, levels)
+    key_low, key_high = _intervals(keys, int(resamples), int(seed), levels)
     low[defined], high[defined] = key_low[back.ravel()], key_high[back.ravel()]
     return low, high
 
@@ -124,101 +165,49 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 def _intervals(
     keys: np.ndarray, resamples: int, seed: int, levels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1-4 for keys sorted by n, reading only the order statistics the percentile uses."""
     prev_i, next_i, gamma = _ranks(resamples, levels)
-    kth = np.unique(np.concatenate([prev_i, next_i]))
-    workers = _workers(len(keys))
-    with ThreadPoolExecutor(workers) as pool:
-        # Uniforms in worker threads while this thread computes the laws (independent work).
-        u_at, pending = _uniform_order_stats(pool, workers, keys, resamples, seed, kth)
-        groups = [(n, np.flatnonzero(keys[:, 0] == n)) for n in np.unique(keys[:, 0]).tolist()]
-        cdfs = [diff_cdf(n, keys[rows, 1], keys[rows, 2]) for n, rows in groups]
-        for job in pending:
-            job.result()
-    stat_prev = np.empty((len(keys), len(levels)))
-    stat_next = np.empty_like(stat_prev)
-    pos_prev, pos_next = np.searchsorted(kth, prev_i), np.searchsorted(kth, next_i)
-    for (n, rows), cdf in zip(groups, cdfs, strict=True):
-        # searchsorted(side="right") = how many CDF entries are <= u, capped at the top.
-        idx = (cdf[:, :, None] <= u_at[rows][:, None, :]).sum(axis=1)
-        stat = 100.0 * (np.minimum(idx, 2 * n) - n) / n
-        stat_prev[rows], stat_next[rows] = stat[:, pos_prev], stat[:, pos_next]
-    out = _lerp(stat_prev, stat_next, gamma[None, :])
+    ranks = np.concatenate([prev_i, next_i])
+    states = pcg64_states(seed, keys)
+    stat = np.empty((len(keys), len(ranks)))
+    for rows in _chunks(keys[:, 0]):
+        n = keys[rows, 0]
+        top = int(n[-1])
+        counts = _counts(_laws(n, keys[rows, 1], keys[rows, 2]), n, states[rows], resamples)
+        # The k-th smallest statistic sits at support index #{j: cumulative count j <= k};
+        # the last cumulative count is `resamples` > k, so the index stays on the support.
+        at = (np.cumsum(counts, axis=1)[:, :, None] <= ranks).sum(axis=1)
+        stat[rows] = 100.0 * (at - top) / n[:, None]
+    out = _lerp(stat[:, : len(levels)], stat[:, len(levels) :], gamma[None, :])
     return out[:, 0], out[:, 1]
 
 
-def _uniform_order_stats(
-    pool: ThreadPoolExecutor,
-    workers: int,
-    keys: np.ndarray,
-    resamples: int,
-    seed: int,
-    kth: np.ndarray,
-) -> tuple[np.ndarray, list[Future[None]]]:
-    """Step 2 per key, keeping only the order statistics at `kth` (sorted ranks).
-
-    Returns the output array and the jobs filling it. Generation and selection release the
-    GIL; each key has its own stream, so the split over threads cannot change any number.
-    """
-    out = np.empty((len(keys), len(kth)))
-    windows = _windows(kth, resamples)
-    key_list = keys.tolist()
-
-    def work(lo: int, hi: int) -> None:
-        for i in range(lo, hi):
-            n, b, c = key_list[i]
-            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
-            out[i] = _order_stats(rng.random(resamples), kth, windows)
-
-    bounds = np.linspace(0, len(keys), workers + 1).astype(int).tolist()
-    return out, [pool.submit(work, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+def _chunks(n_ascending: np.ndarray, budget: int = 1 << 21) -> Iterator[slice]:
+    """Consecutive key ranges whose law arrays stay within `budget` floats each."""
+    start = 0
+    while start < len(n_ascending):
+        width = 2 * n_ascending[start:] + 1  # the last key of a range sets its width
+        fits = np.flatnonzero(np.arange(1, len(width) + 1) * width <= budget)
+        stop = start + (int(fits[-1]) + 1 if len(fits) else 1)
+        yield slice(start, stop)
+        start = stop
 
 
-def _windows(kth: np.ndarray, resamples: int) -> list[tuple[np.ndarray, float, bool]]:
-    """Clusters of nearby ranks, each with a one-sided value cut that almost surely holds them.
-
-    A cluster in the lower half is looked for among values below a cut, one in the upper half
-    among values at or above it, 8 binomial standard deviations beyond the ranks' quantiles.
-    `_order_stats` checks that the cut did hold them and falls back to a full partition
-    otherwise, so the cut only saves time; it never changes a result.
-    """
-    clusters: list[list[int]] = []
-    for r in kth.tolist():
-        if clusters and r - clusters[-1][-1] <= 2:
-            clusters[-1].append(r)
-        else:
-            clusters.append([r])
-    out = []
-    for ranks in clusters:
-        lo_q, hi_q = ranks[0] / resamples, (ranks[-1] + 1) / resamples
-        spread = 8.0 * np.sqrt(
-            max(lo_q * (1 - lo_q), hi_q * (1 - hi_q), 1.0 / resamples) / resamples
-        )
-        upper = lo_q + hi_q > 1.0
-        cut = max(lo_q - spread, 0.0) if upper else min(hi_q + spread, 1.0)
-        out.append((np.array(ranks), cut, upper))
-    return out
-
-
-def _order_stats(
-    u: np.ndarray, kth: np.ndarray, windows: list[tuple[np.ndarray, float, bool]]
+def _counts(
+    laws: np.ndarray, n: np.ndarray, states: list[dict[str, Any]], resamples: int
 ) -> np.ndarray:
-    """Exact order statistics of `u` at ranks `kth`, selecting beyond a cut on one side."""
-    values = []
-    for ranks, cut, upper in windows:
-        inside = u[u >= cut] if upper else u[u < cut]
-        below = len(u) - len(inside) if upper else 0
-        if below > ranks[0] or below + len(inside) <= ranks[-1]:
-            return np.partition(u, kth)[kth]
-        inside.partition(ranks - below)
-        values.append(inside[ranks - below])
-    return np.concatenate(values)
+    """Step 2 per key (row of `laws`, centred on its middle column), as counts over all columns.
 
-
-def _workers(n_keys: int) -> int:
-    if n_keys < 64:
-        return 1  # a thread still overlaps the laws with the uniforms
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8))
+    One generator object is re-seeded per key instead of one built per key: a Generator
+    keeps nothing besides its bit generator's state but a cache of binomial constants keyed
+    by their (n, p), so re-seeding gives the numbers a fresh one would.
+    """
+    top = laws.shape[1] // 2
+    bitgen = np.random.PCG64(0)
+    rng = np.random.Generator(bitgen)
+    out = np.zeros(laws.shape, dtype=np.int64)
+    for i, (m, state) in enumerate(zip(n.tolist(), states, strict=True)):
+        bitgen.state = state
+        support = slice(top - m, top + m + 1)
+        out[i, support] = rng.multinomial(resamples, laws[i, support])
+    return out
