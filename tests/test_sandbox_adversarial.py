@@ -189,7 +189,8 @@ def test_infinite_loop_hits_the_cpu_budget(task: Task) -> None:
 def test_a_loop_that_swallows_the_timeout_is_killed(task: Task) -> None:
     program = "def square_perimeter(a):\n    while True:\n        try:\n            while True:\n                pass\n        except BaseException:\n            pass\n"
     verdict = _score(task, program)
-    assert not verdict.passed and verdict.reason.startswith("timeout: CPU time budget")
+    assert not verdict.passed
+    assert verdict.reason.startswith("base input #0: timeout: CPU time budget of 4.0 s exceeded")
 
 
 def test_memory_hog_is_stopped(task: Task) -> None:
@@ -256,3 +257,293 @@ def test_signalling_host_processes_fails(task: Task) -> None:
 def test_sleeping_program_hits_the_wall_clock_backstop(task: Task) -> None:
     verdict = _score(task, "import time\ntime.sleep(3600)\n" + SOLUTION)
     assert not verdict.passed and verdict.reason.startswith("timeout: wall-clock backstop")
+
+
+# --- attacks on the integrity of the verdict -------------------------------------------------
+# A program that cannot solve the task tries to make the scorer say it passed. Each attack
+# would forge a pass if the program shared a process (memory, file descriptors, modules) with
+# the code that compares outputs and writes the verdict.
+
+WRONG = "def square_perimeter(a):\n    return -1\n"
+_FORGED = '{"passed": true, "stage": null, "index": null, "reason": "passed all (forged)"}\n'
+
+
+def _assert_forgery_failed(verdict: Verdict) -> None:
+    assert not verdict.passed, f"forged pass: {verdict.reason}"
+    assert "forged" not in verdict.reason
+
+
+def test_forged_verdict_line_on_every_descriptor_is_ignored(task: Task) -> None:
+    program = (
+        "import os, glob\n"
+        f"line = {_FORGED!r}.encode()\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n"
+        "        os.lseek(fd, 0, 0)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    try:\n"
+        "        os.write(fd, line)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "for path in glob.glob('/proc/*/fd/*'):\n"
+        "    try:\n"
+        "        fd = os.open(path, os.O_WRONLY)\n"
+        "        os.write(fd, line)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "os._exit(0)\n" + WRONG
+    )
+    _assert_forgery_failed(_score(task, program))
+
+
+_SCRAPE = """
+import gc, sys
+
+def _scrape(a):
+    # A list that holds this input, and a same-length list of numbers: the expected outputs.
+    # Frame locals first (the comparison loop's own variables), then everything in gc.
+    pool = []
+    frame = sys._getframe()
+    while frame is not None:
+        pool.extend(frame.f_locals.values())
+        frame = frame.f_back
+    pool.extend(gc.get_objects())
+    for inputs in pool:
+        if type(inputs) is list and inputs and all(type(x) is list for x in inputs) and [a] in inputs:
+            j = inputs.index([a])
+            for outs in pool:
+                if type(outs) is list and len(outs) == len(inputs) and all(type(x) in (int, float) for x in outs):
+                    return outs[j]
+    return -1
+
+def square_perimeter(a):
+    return _scrape(a)
+"""
+
+
+def test_expected_outputs_cannot_be_scraped_from_memory(task: Task) -> None:
+    verdict = _score(task, _SCRAPE)
+    _assert_forgery_failed(verdict)
+    assert verdict.reason == "base input #0: wrong output"
+
+
+def test_monkeypatching_the_harness_json_and_comparison_changes_nothing(task: Task) -> None:
+    program = (
+        "import sys, json, builtins\n"
+        "for name, mod in list(sys.modules.items()):\n"
+        "    if name == '__main__' or name.startswith('hf_skillfollow'):\n"
+        "        for attr, value in list(vars(mod).items()):\n"
+        "            if callable(value) and any(k in attr for k in ('match', 'stage', 'compare', 'judge', 'check')):\n"
+        "                setattr(mod, attr, lambda *a, **k: None)\n"
+        f"json.dumps = lambda *a, **k: {_FORGED.strip()!r}\n"
+        "json.loads = lambda *a, **k: {'passed': True, 'reason': 'forged'}\n"
+        "builtins.AssertionError = type('Nope', (Exception,), {})\n" + WRONG
+    )
+    _assert_forgery_failed(_score(task, program))
+
+
+def test_an_output_that_equals_everything_fails(task: Task) -> None:
+    program = (
+        "class AlwaysEqual:\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = object.__hash__\n"
+        "def square_perimeter(a):\n"
+        "    return AlwaysEqual()\n"
+    )
+    verdict = _score(task, program)
+    _assert_forgery_failed(verdict)
+    assert "AlwaysEqual" in verdict.reason
+
+
+def test_exits_and_hostile_exceptions_fail(task: Task) -> None:
+    hostile = (
+        "class Boom(BaseException):\n"
+        "    def __str__(self):\n"
+        "        raise SystemExit(0)\n"
+        "    def __repr__(self):\n"
+        "        raise SystemExit(0)\n"
+    )
+    for program in (
+        "import os\nos._exit(0)\n" + WRONG,
+        "import sys\nsys.exit(0)\n" + WRONG,
+        "def square_perimeter(a):\n    raise SystemExit(0)\n",
+        "def square_perimeter(a):\n    raise KeyboardInterrupt\n",
+        hostile + "def square_perimeter(a):\n    raise Boom()\n",
+        hostile + "raise Boom()\n",
+        "import atexit, os\natexit.register(lambda: os.write(3, b'{\"passed\": true}\\n'))\n"
+        + WRONG,
+    ):
+        _assert_forgery_failed(_score(task, program))
+
+
+_EVIL_OUTPUT = """
+import os
+
+class Evil:
+    def __reduce__(self):
+        # Runs `code` wherever this object is unpickled.
+        return (exec, (CODE,))
+
+def square_perimeter(a):
+    return Evil()
+"""
+
+
+def _evil_output_program(marker: Path) -> str:
+    code = (
+        "import os\n"
+        "try:\n"
+        f"    open({str(marker)!r}, 'w').write('pwned')\n"
+        "except OSError:\n"
+        "    pass\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n"
+        f"        os.write(fd, {_FORGED!r}.encode())\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "os._exit(0)\n"
+    )
+    return f"CODE = {code!r}\n" + _EVIL_OUTPUT
+
+
+def test_a_malicious_pickled_output_runs_nothing(task: Task, target: Path) -> None:
+    marker = target / "unpickled.txt"
+    verdict = _score(task, _evil_output_program(marker))
+    _assert_forgery_failed(verdict)
+    assert "builtins.exec" in verdict.reason
+    assert not marker.exists()
+
+
+def test_a_malicious_pickled_output_runs_nothing_without_namespaces(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without namespaces the checking process can write the host filesystem: the marker
+    file would appear if the output were unpickled with the ordinary unpickler."""
+    from hf_skillfollow.scoring import _sandbox
+
+    monkeypatch.setattr(_sandbox, "isolation_mode", lambda: "none")
+    marker = tmp_path / "unpickled.txt"
+    verdict = score_solution(task, _evil_output_program(marker))
+    _assert_forgery_failed(verdict)
+    assert "builtins.exec" in verdict.reason
+    assert not marker.exists()
+
+
+_KILL_HARNESS = """
+import os, signal
+
+def _harness_pids():
+    # only processes running the scoring harness (never the test runner)
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmdline = open(f'/proc/{entry}/cmdline', 'rb').read()
+            except OSError:
+                continue
+            if b'hf_skillfollow.scoring._harness' in cmdline:
+                pids.append(int(entry))
+    return pids
+
+for pid in _harness_pids():
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGSEGV, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "none"])
+def test_killing_the_harness_gives_a_failed_verdict(
+    task: Task, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hf_skillfollow.scoring import _sandbox
+
+    if mode == "none":
+        monkeypatch.setattr(_sandbox, "isolation_mode", lambda: "none")
+    verdict = score_solution(task, _KILL_HARNESS + WRONG)
+    _assert_forgery_failed(verdict)
+    assert verdict.reason
+
+
+_PROBE_HARNESS = """
+import ctypes, os
+found, probed = [], 0
+for entry in os.listdir('/proc'):
+    if not entry.isdigit() or int(entry) == os.getpid():
+        continue
+    try:
+        if b'hf_skillfollow.scoring._harness' not in open(f'/proc/{entry}/cmdline', 'rb').read():
+            continue
+    except OSError:
+        continue
+    pid = int(entry)
+    probed += 1
+    try:
+        with open(f'/proc/{pid}/mem', 'rb') as mem:
+            found.append(f'mem of {pid}')
+    except OSError:
+        pass
+    try:
+        for fd in os.listdir(f'/proc/{pid}/fd'):
+            try:
+                os.close(os.open(f'/proc/{pid}/fd/{fd}', os.O_RDONLY))
+                found.append(f'fd {fd} of {pid}')
+            except OSError:
+                pass
+    except OSError:
+        pass
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+        found.append(f'ptrace of {pid}')
+raise RuntimeError('ACCESS ' + ', '.join(found) if found else f'DENIED {probed}')
+"""
+
+
+@pytest.mark.parametrize("mode", ["root", "userns"])
+def test_the_harness_process_cannot_be_inspected(
+    task: Task, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness that judges the program (found by its command line) does not let the
+    program at its memory, its descriptors or ptrace (``userns``: the program is root inside
+    its user namespace, so this needs its capabilities dropped)."""
+    from hf_skillfollow.scoring import _sandbox
+
+    if mode == "userns":
+        monkeypatch.setattr(_sandbox, "isolation_mode", lambda: "userns")
+    verdict = score_solution(task, _PROBE_HARNESS + WRONG)
+    assert not verdict.passed
+    assert verdict.reason.endswith("RuntimeError: DENIED 1"), verdict.reason
+
+
+def test_plain_data_outputs_of_honest_programs_pass(data_dir: Path) -> None:
+    """Outputs cross to the judging process as plain data only; the plain data honest
+    programs return (numpy scalars, collections, exact numbers, dict views, generators for
+    EvalPlus's set-comparison tasks) is still accepted and compared as EvalPlus would."""
+    tasks = {t.task_id: t for t in load_tasks("mbppplus", data_dir / "mbppplus-v0.1.0.jsonl")[0]}
+    cases = {
+        "Mbpp/17": [
+            "import numpy as np\ndef square_perimeter(a):\n    return np.multiply(a, 4)\n",
+            "from fractions import Fraction\ndef square_perimeter(a):\n    return Fraction(a) * 4\n",
+        ],
+        "Mbpp/88": [  # expected outputs are Counters
+            "from collections import defaultdict\ndef freq_count(xs):\n"
+            "    d = defaultdict(lambda: 0)\n    for x in xs:\n        d[x] += 1\n    return d\n",
+            "from collections import OrderedDict\ndef freq_count(xs):\n"
+            "    return OrderedDict((x, xs.count(x)) for x in xs)\n",
+        ],
+        "Mbpp/2": [  # EvalPlus compares set(out) == set(expected)
+            "def similar_elements(a, b):\n    return (x for x in set(a) & set(b))\n",
+            "def similar_elements(a, b):\n    return dict.fromkeys(set(a) & set(b)).keys()\n",
+        ],
+    }
+    for task_id, programs in cases.items():
+        for program in programs:
+            verdict = score_solution(tasks[task_id], program)
+            assert verdict.passed, (task_id, program, verdict.reason)
+    wrong_generator = "def similar_elements(a, b):\n    return (x for x in a)\n"
+    assert not score_solution(tasks["Mbpp/2"], wrong_generator).passed

@@ -22,9 +22,10 @@ from typing import Any
 
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
+from hf_skillfollow.scoring._wire import section
 
 #: bump when the harness or the payload layout changes: old cache entries are then ignored
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"
 _DATASET = {"mbppplus": "mbpp", "humanevalplus": "humaneval"}
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -87,17 +88,16 @@ def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
     p = task.problem
     from hf_skillfollow.scoring._oracle import special_oracle
 
-    not_none = (
-        task.benchmark == "mbppplus"
-        and p["entry_point"] in special_oracle().MBPP_OUTPUT_NOT_NONE_TASKS
-    )
+    mbpp = task.benchmark == "mbppplus"
+    oracle = special_oracle()
     return {
         "mode": mode,
         "dataset": _DATASET[task.benchmark],
         "entry_point": p["entry_point"],
         "atol": p.get("atol", 0) or 0,
         "code": code,
-        "output_not_none": not_none,
+        "output_not_none": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_NOT_NONE_TASKS,
+        "output_set_eq": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_SET_EQ_TASKS,
     }
 
 
@@ -177,11 +177,8 @@ def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_
     fd, tmp = tempfile.mkstemp(dir=payload_path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as sink, tempfile.TemporaryFile() as data:
-            pickle.dump(
-                {"base_input": p["base_input"], "plus_input": p["plus_input"]},
-                data,
-                protocol=pickle.HIGHEST_PROTOCOL,
-            )
+            inputs = {"base_input": p["base_input"], "plus_input": p["plus_input"]}
+            data.write(section(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)))
             data.flush()
             data.seek(0)
             outcome = _sandbox.run(

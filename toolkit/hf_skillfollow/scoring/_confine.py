@@ -20,6 +20,11 @@ _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_NOATIME, _MS_NODIRATIME = 32, 4096, 1024, 2048
 _MS_RELATIME, _MS_MOVE, _MS_REC = 1 << 21, 8192, 16384
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 4, 24, 28
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+# SECBIT_NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED, NO_CAP_AMBIENT_RAISE, each with its lock
+_SECUREBITS_NO_ROOT_POWERS = 0xEF
+_CAPABILITY_VERSION_3 = 0x20080522
 # statvfs f_flag bits -> mount flags that must be kept on remount (locked in user namespaces)
 _KEEP_FLAGS = {
     2: _MS_NOSUID,
@@ -119,13 +124,50 @@ def _remount_all_read_only() -> None:
 
 def set_limits(limits: Limits) -> None:
     """CPU seconds counted from now, address space, file size, open files, no core dumps."""
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = int(used.ru_utime + used.ru_stime + limits.cpu_s) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+    set_cpu_limit(limits.cpu_s)
     resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
     resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def set_cpu_limit(cpu_s: float) -> None:
+    """``cpu_s`` more CPU seconds from now: soft limit -> SIGXCPU, 2 s later SIGKILL."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = int(used.ru_utime + used.ru_stime + cpu_s) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+
+
+def set_dumpable(dumpable: bool) -> None:
+    """Not dumpable: processes of the same uid cannot ptrace this one or open its
+    ``/proc/<pid>/mem`` or ``fd/``. Call after the last uid change, which resets it."""
+    if _libc().prctl(_PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
+        raise ConfineError("prctl(PR_SET_DUMPABLE) failed")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
+
+
+def drop_capabilities() -> None:
+    """Give up every capability for good, so that uid 0 (inside a user namespace) confers no
+    power over processes of the same uid, and exec cannot bring the capabilities back."""
+    libc = _libc()
+    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
+        last_cap = int(fh.read())
+    if libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS_NO_ROOT_POWERS, 0, 0, 0) != 0:
+        raise ConfineError("prctl(PR_SET_SECUREBITS) failed")
+    for cap in range(last_cap + 1):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise ConfineError(f"prctl(PR_CAPBSET_DROP, {cap}) failed")
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = _CapHeader(_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+        raise ConfineError("capset failed")
 
 
 def drop_privileges(uid: int | None, nproc: int) -> None:

@@ -1,7 +1,7 @@
-"""EvalPlus's output comparison, run inside the sandboxed child for one input at a time.
+"""EvalPlus's output comparison, run by the judging harness (``_judge``) one input at a time.
 
 The special oracles and task lists are EvalPlus's own (``evalplus/eval/_special_oracle.py``),
-loaded by file path so that the child does not pay for ``evalplus.eval``'s package import
+loaded by file path so that the harness does not pay for ``evalplus.eval``'s package import
 (numpy, psutil) on every candidate. ``matches`` follows the body of the per-input loop in
 ``evalplus.eval.unsafe_execute`` statement for statement, including its quirk that a float
 expected output sets ``atol = 1e-6`` for the rest of the stage.

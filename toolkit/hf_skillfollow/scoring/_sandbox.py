@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -201,6 +202,7 @@ def _spawn(
     finally:
         timer.cancel()
     _kill_group(proc)  # stragglers of the no-namespace fallback (the group outlives its leader)
+    _await_group_exit(proc.pid)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen consistent
     return proc.returncode, fired.is_set(), usage.ru_utime + usage.ru_stime
 
@@ -210,6 +212,18 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # process of the namespace with it; the group kill covers the no-namespace fallback.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _await_group_exit(pgid: int, timeout: float = 5.0) -> None:
+    # After a wall-clock kill, `unshare` is reaped while the harness (PID 1 of the namespace,
+    # same group) may still be tearing the namespace down: wait until nothing of it is left.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
 
 
 def _parse(

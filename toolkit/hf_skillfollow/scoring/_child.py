@@ -1,0 +1,116 @@
+"""The untrusted side of the sandbox: the process that runs the program, and nothing else.
+
+Forked by the judging harness (``_judge``) after confinement. Before the program's first line
+runs it closes every descriptor but its pipe back to the judge, so the result file and the
+task's data file are out of reach; it never holds the expected outputs (the judge reads them
+only after the fork). It reports, in order, one message per stage load and one per input:
+``("ok", output)``, ``("err", text)``, ``("notnone", flag)`` or ``("items", elements)``.
+Nothing it sends is trusted: the judge compares every output itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any, NoReturn
+
+from hf_skillfollow.scoring import _confine, _wire
+
+_REASON_CHARS = 300
+
+
+class CpuTimeout(BaseException):
+    """RLIMIT_CPU's soft limit (SIGXCPU) was reached."""
+
+
+def on_sigxcpu(signum: int, frame: Any) -> None:
+    raise CpuTimeout()
+
+
+def describe(exc: BaseException) -> str:
+    """A short text for an exception the program raised; never raises itself."""
+    try:
+        if isinstance(exc, CpuTimeout):
+            return "timeout: CPU time budget exceeded"
+        name = type(exc).__name__
+        text = str(exc)
+        return (f"{name}: {text}" if text else name)[:_REASON_CHARS]
+    except BaseException:  # hostile __str__ or __name__: fall back to the plain type
+        return f"exception of type {type.__repr__(type(exc))}"[:_REASON_CHARS]
+
+
+def _isolate(pipe: int, req: dict[str, Any]) -> None:
+    os.closerange(3, pipe)
+    os.closerange(pipe + 1, 1 << 20)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    _confine.set_cpu_limit(req["limits"]["cpu_s"])
+    if os.geteuid() == 0:  # userns (or unconfined root): root here must not ptrace the judge
+        _confine.drop_capabilities()
+    _confine.set_dumpable(True)  # the judge is the one that must not be inspectable
+
+
+def _send(pipe: int, message: tuple[str, Any]) -> None:
+    _wire.write_all(pipe, _wire.section(_wire.dumps(message)))
+
+
+def _load(code: str, entry_point: str) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "<solution>", "exec"), namespace)
+    if entry_point not in namespace:
+        raise NameError(f"entry point {entry_point!r} is not defined")
+    return namespace[entry_point]
+
+
+def _encode(req: dict[str, Any], out: Any) -> bytes:
+    """The message for one output. EvalPlus's not-None tasks only look at ``out is not
+    None`` (unless it is a bool); its set tasks accept any iterable, so one that does not
+    pickle (a generator) is sent as its elements."""
+    if req.get("output_not_none") and not isinstance(out, bool):
+        return _wire.dumps(("notnone", out is not None))
+    try:
+        return _wire.dumps(("ok", out))
+    except BaseException as exc:
+        if req.get("output_set_eq"):
+            return _wire.dumps(("items", list(out)))
+        raise TypeError(
+            f"output of type {type.__repr__(type(out))} cannot be checked outside the "
+            f"program (it is not plain data): {describe(exc)}"
+        ) from None
+
+
+def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
+    """One EvalPlus stage with fresh globals; False after the first error."""
+    try:
+        fn = _load(req["code"], req["entry_point"])
+    except BaseException as exc:
+        _send(pipe, ("err", describe(exc)))
+        return False
+    _send(pipe, ("ok", None))
+    for inp in inputs:
+        try:
+            blob = _encode(req, fn(*inp))
+        except BaseException as exc:
+            _send(pipe, ("err", describe(exc)))
+            return False
+        _wire.write_all(pipe, _wire.section(blob))
+    return True
+
+
+def serve(req: dict[str, Any], inputs: dict[str, Any], pipe: int) -> NoReturn:
+    """Run the program on the task's inputs (``candidate``) or as a whole (``program``)."""
+    try:
+        _isolate(pipe, req)
+        if req["mode"] == "program":
+            try:
+                exec(compile(req["code"], "<program>", "exec"), {"__name__": "__sandbox__"})
+                _send(pipe, ("ok", None))
+            except BaseException as exc:
+                _send(pipe, ("err", describe(exc)))
+        else:
+            for stage in ("base", "plus"):
+                if not _stage(req, inputs[f"{stage}_input"], pipe):
+                    break
+    except BaseException:  # the judge sees the missing messages and fails the program
+        pass
+    # Skip interpreter shutdown: the program's atexit hooks and finalizers do not run.
+    os._exit(0)
