@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_NOATIME, _MS_NODIRATIME = 32, 4096, 1024, 2048
-_MS_RELATIME, _MS_MOVE, _MS_REC = 1 << 21, 8192, 16384
+_MS_RELATIME, _MS_REC = 1 << 21, 16384
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 4, 24, 28
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
@@ -37,7 +37,7 @@ _KEEP_FLAGS = {
 
 SCRATCH = "/tmp/sandbox"
 #: world-writable places that get a fresh private tmpfs in the child's mount namespace
-_TMPFS_TARGETS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+TMPFS_TARGETS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 _SKIP_RO = ("/proc", "/sys", "/dev")
 
 
@@ -78,13 +78,14 @@ def _mount_points() -> Iterator[str]:
 
 
 def make_filesystem_private(uid: int | None, hide: list[str], expose: list[str]) -> str:
-    """Private tmpfs over the world-writable dirs, ``hide`` emptied except for the ``expose``
-    subtrees (the interpreter's own paths), every other mount read-only, scratch dir as cwd."""
-    for target in _TMPFS_TARGETS:
+    """Private tmpfs over the world-writable dirs, ``hide`` emptied; in both, the ``expose``
+    subtrees (the interpreter's and the toolkit's own paths) stay visible. Every other mount
+    goes read-only, and the scratch dir becomes the cwd."""
+    for target in TMPFS_TARGETS:
         if os.path.isdir(target):
-            _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64m,mode=1777")
+            _cover(target, _inside(target, expose), "size=64m,mode=1777")
     for directory in hide:
-        _hide(directory, [e for e in expose if e.startswith(directory.rstrip("/") + "/")])
+        _cover(directory, _inside(directory, expose), "size=1m,mode=0755")
     _remount_all_read_only()
     os.makedirs(SCRATCH, mode=0o700)
     if uid is not None:
@@ -93,25 +94,28 @@ def make_filesystem_private(uid: int | None, hide: list[str], expose: list[str])
     return SCRATCH
 
 
-def _hide(directory: str, keep: list[str]) -> None:
-    # Park the kept subtrees on a bind mount, cover the directory with an empty tmpfs, then
-    # move them back to their own paths: e.g. /root hidden, /root/.pyenv/... still importable.
-    held = []
-    for i, path in enumerate(keep):
-        hold = f"/tmp/.hold-{i}"
-        os.makedirs(hold)
-        _mount(path, hold, None, _MS_BIND | _MS_REC, None)
-        held.append((hold, path))
-    _mount("tmpfs", directory, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
-    for hold, path in held:
-        os.makedirs(path, exist_ok=True)
-        _mount(hold, path, None, _MS_MOVE, None)
-        os.rmdir(hold)
+def _inside(directory: str, paths: list[str]) -> list[str]:
+    return [p for p in paths if p.startswith(directory.rstrip("/") + "/")]
+
+
+def _cover(directory: str, keep: list[str], options: str) -> None:
+    # Hold each kept subtree by an O_PATH descriptor, cover the directory with an empty tmpfs,
+    # then bind the held subtrees back through /proc/self/fd: e.g. /root hidden while
+    # /root/.pyenv/... stays importable, or /tmp fresh while a checkout in /tmp/x stays.
+    held = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in keep]
+    try:
+        _mount("tmpfs", directory, "tmpfs", _MS_NOSUID | _MS_NODEV, options)
+        for path, fd in held:
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC, None)
+    finally:
+        for _, fd in held:
+            os.close(fd)
 
 
 def _remount_all_read_only() -> None:
     for target in sorted(set(_mount_points()), key=len, reverse=True):
-        if target.startswith(_SKIP_RO) or target in _TMPFS_TARGETS:
+        if target.startswith(_SKIP_RO) or target in TMPFS_TARGETS:
             continue
         flags = os.statvfs(target).f_flag
         keep = sum(ms for st, ms in _KEEP_FLAGS.items() if flags & st)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import hf_skillfollow
+from hf_skillfollow.scoring._confine import TMPFS_TARGETS
 
 _NS_FLAGS = ["--mount", "--net", "--ipc", "--pid", "--mount-proc", "--fork", "--kill-child"]
 _UID_BASE, _UID_SPAN = 200_000, 100_000
@@ -105,7 +106,8 @@ def _child_env() -> dict[str, str]:
 
 @cache
 def _visibility() -> dict[str, list[str]]:
-    """Home directories to hide from programs, and the interpreter paths to keep inside them."""
+    """Home directories to hide from programs, and the interpreter and toolkit paths to keep
+    inside them or inside the directories that get a fresh tmpfs (a checkout or venv in /tmp)."""
     hide = sorted(
         {
             os.path.realpath(p)
@@ -118,7 +120,8 @@ def _visibility() -> dict[str, list[str]]:
         for p in [*sys.path, _child_env()["PYTHONPATH"]]
         if p and os.path.isdir(p)
     }
-    inside = sorted(p for p in paths if any(p.startswith(h + "/") for h in hide))
+    covered = [*hide, *TMPFS_TARGETS]
+    inside = sorted(p for p in paths if any(p.startswith(c + "/") for c in covered))
     # keep only the top-most of nested paths
     expose = [p for p in inside if not any(p != q and p.startswith(q + "/") for q in inside)]
     return {"hide": hide, "expose": expose}
