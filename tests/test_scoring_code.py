@@ -258,3 +258,34 @@ def test_rlimit_only_fallback_still_scores(
     assert verdict.passed and verdict.details["isolation"] == "none"
     loop = score_solution(task, "def square_perimeter(a):\n    while True:\n        pass\n")
     assert not loop.passed and "CPU time budget" in loop.reason
+
+
+def test_toolkit_checked_out_under_tmp_still_scores(data_dir: Path, tmp_path: Path) -> None:
+    """The sandbox gives /tmp a fresh tmpfs; a checkout or venv living in /tmp (as CI clones
+    may) must stay importable inside it, read-only."""
+    import shutil
+
+    import hf_skillfollow
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(Path(hf_skillfollow.__file__).parent, copy / "hf_skillfollow", symlinks=True)
+    assert str(copy).startswith("/tmp/")
+    probe = (
+        "import sys, hf_skillfollow\n"
+        "from hf_skillfollow.scoring import score_solution\n"
+        "from hf_skillfollow.tasks import load_tasks\n"
+        f"assert hf_skillfollow.__file__.startswith({str(copy)!r}), hf_skillfollow.__file__\n"
+        f"task = {{t.task_id: t for t in load_tasks('mbppplus', {str(data_dir / 'mbppplus-v0.1.0.jsonl')!r})[0]}}['Mbpp/17']\n"
+        "v = score_solution(task, task.problem['prompt'] + task.problem['canonical_solution'])\n"
+        "print(v.passed, v.reason)\n"
+    )
+    env = {
+        **__import__("os").environ,
+        "PYTHONPATH": str(copy),
+        "SKILLFOLLOW_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("True"), proc.stdout
