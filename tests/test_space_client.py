@@ -307,6 +307,41 @@ def test_plots_carry_the_cells_and_shaded_quadrants(client):
     assert sel["RAE < 0 (1)"]["x"] == pytest.approx([100 * (8 / 12 - 4 / 28)])
 
 
+def test_plot_cap_keeps_every_disagreement_and_ignores_the_sort():
+    """Above MAX_POINTS a plot draws a sample: all sign disagreements, the rest spread evenly."""
+    import numpy as np
+    import pandas as pd
+
+    from hf_skillfollow.space_app import _plots
+    from hf_skillfollow.space_app._table import DISAGREE_MARK
+
+    n = 3 * _plots.MAX_POINTS
+    i = np.arange(n)
+    cells = pd.DataFrame(
+        {
+            "rae": i / n - 0.5,
+            "agg_lift": np.where(i % 10 == 0, 0.5 - i / n, i / n - 0.5),
+            "coverage": 50.0,
+            "delta_select": 1.0,
+            "benchmark": "mbppplus",
+            "model": [f"m{k}" for k in i],
+            "_flag": np.where(i % 10 == 0, DISAGREE_MARK, ""),
+            "_hover": "h",
+            "_key": [f"cell{k}" for k in i],
+        }
+    )
+    shuffled = cells.sample(frac=1.0, random_state=0)  # the table's sort order is arbitrary
+    fig = _plots.lift_vs_rae(shuffled)
+    traces = {t["name"].split(" (")[0]: t for t in fig["data"]}
+    flagged = traces["sign disagreement"]["customdata"]
+    assert sorted(flagged) == sorted(f"cell{k}" for k in range(0, n, 10))  # n / 10 of them
+    agree = traces["signs agree"]["customdata"]
+    assert len(flagged) + len(agree) == _plots.MAX_POINTS
+    assert agree[0] == "cell1" and agree[-1] == f"cell{n - 1}"  # spread over the whole range
+    assert f"{_plots.MAX_POINTS:,} of {n:,} cells" in fig["layout"]["title"]["text"]
+    assert _plots.lift_vs_rae(cells)["data"][0]["customdata"] == agree  # same points, any sort
+
+
 def test_drill_down_matrices_decomposition_and_flips(client):
     header, matrices, decomposition, flips, tasks = client.predict("cellA", api_name="/cell")
     assert "model-alpha" in header
@@ -363,7 +398,9 @@ def test_csv_export_holds_all_filtered_rows(client):
     path = client.predict(
         [], [], [], "", "5", False, False, False, "RAE", True, api_name="/export_csv"
     )
-    path = path.get("value", path) if isinstance(path, dict) else path  # a visibility update wraps the file
+    path = (
+        path.get("value", path) if isinstance(path, dict) else path
+    )  # a visibility update wraps the file
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     # B and C tie on RAE (−33.33); the sort is stable over compute_cells' cell order

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-import gradio as gr
+if TYPE_CHECKING:
+    import gradio as gr
 
-from hf_skillfollow.space_app._board import DEFAULT_RESAMPLES, load_board
-from hf_skillfollow.space_app._ui import build_app
+    from hf_skillfollow.space_app._board import Board
 
 ENV_RESAMPLES = "SKILLFOLLOW_RESAMPLES"
 CSS = "#sf-warnings blockquote { border-left: 4px solid #d62728; background: #fff4f4; }"
 
 
-def resamples_from_env(default: int = DEFAULT_RESAMPLES) -> int:
+def resamples_from_env(default: int | None = None) -> int:
     raw = os.environ.get(ENV_RESAMPLES)
     if not raw:
+        if default is None:
+            from hf_skillfollow.space_app._board import DEFAULT_RESAMPLES as default
         return default
     try:
         value = int(raw)
@@ -30,9 +34,32 @@ def resamples_from_env(default: int = DEFAULT_RESAMPLES) -> int:
 def make_demo(
     sources: Sequence[str] = (), *, discover: bool | None = None, resamples: int | None = None
 ) -> gr.Blocks:
-    """Load every source, compute the cells once, and build the app."""
-    board = load_board(sources, resamples=resamples or resamples_from_env(), discover=discover)
-    return build_app(board)
+    """Load every source, compute the cells once, and build the app.
+
+    Importing gradio takes about as long as loading 10^6 rows and computing their cells, and
+    parquet reads and numpy release the GIL, so the board loads in a worker thread while this
+    thread imports gradio (0.5-1 s saved on a busy 2-core machine, bench/space.py).
+    """
+    pending = _load_in_background(sources, resamples, discover)
+    from hf_skillfollow.space_app._ui import build_app
+
+    return build_app(pending.result())
+
+
+def _load_in_background(
+    sources: Sequence[str], resamples: int | None, discover: bool | None
+) -> Future[Board]:
+    def load() -> Board:
+        from hf_skillfollow.space_app._board import load_board
+
+        n = resamples or resamples_from_env()
+        return load_board(sources, resamples=n, discover=discover)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillfollow-load")
+    try:
+        return pool.submit(load)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def launch(

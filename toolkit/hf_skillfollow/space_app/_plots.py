@@ -13,9 +13,8 @@ import pandas as pd
 from hf_skillfollow.space_app._table import DISAGREE_MARK
 
 #: Points per plot. Chromium on 2 cores needs seconds to redraw 3 x 12,500 hover-able points
-#: (bench/space.py), so larger selections plot the first cells in the table's sort order
-#: and the title says so.
-MAX_POINTS = 2000
+#: (bench/space.py), so larger selections plot a sample (see `capped`) and the title says so.
+MAX_POINTS = 500
 #: Above this many points labels are dropped (unreadable) and WebGL markers are used.
 LABEL_LIMIT = 40
 WEBGL_LIMIT = 3000
@@ -25,7 +24,7 @@ _SHADE = "rgba(214, 39, 40, 0.10)"
 
 def lift_vs_rae(cells: pd.DataFrame) -> dict:
     """Aggregate lift (x) vs RAE (y); the two sign-disagreement quadrants are shaded."""
-    data = _defined(cells, "agg_lift", "rae")
+    data, note = capped(_defined(cells, "agg_lift", "rae"))
     flag = data["_flag"] == DISAGREE_MARK
     traces = [
         _scatter(data[~flag], "agg_lift", "rae", "signs agree", _BLUE),
@@ -33,7 +32,7 @@ def lift_vs_rae(cells: pd.DataFrame) -> dict:
     ]
     xr, yr = _range(data["agg_lift"]), _range(data["rae"])
     layout = _layout(
-        "Aggregate lift vs RAE",
+        "Aggregate lift vs RAE" + note,
         "aggregate lift (pp, SE run: retrieved − not retrieved)",
         "RAE (pp, paired, retrieval-invoked)",
     )
@@ -51,7 +50,7 @@ def lift_vs_rae(cells: pd.DataFrame) -> dict:
 
 def coverage_vs_rae(cells: pd.DataFrame) -> dict:
     """Coverage (share of tasks with a returned skill) vs RAE, one colour per benchmark."""
-    data = _defined(cells, "coverage", "rae")
+    data, note = capped(_defined(cells, "coverage", "rae"))
     palette = [
         _BLUE,
         "#ff7f0e",
@@ -68,14 +67,16 @@ def coverage_vs_rae(cells: pd.DataFrame) -> dict:
         _scatter(data[data["benchmark"] == b], "coverage", "rae", str(b), palette[i % len(palette)])
         for i, b in enumerate(sorted(data["benchmark"].astype(str).unique()))
     ]
-    layout = _layout("Coverage vs RAE", "coverage (% of tasks with a skill returned)", "RAE (pp)")
+    layout = _layout(
+        "Coverage vs RAE" + note, "coverage (% of tasks with a skill returned)", "RAE (pp)"
+    )
     layout["xaxis"]["range"] = [-2, 102]
     return {"data": traces, "layout": layout}
 
 
 def select_vs_lift(cells: pd.DataFrame) -> dict:
     """Selection gap Δselect (x) vs aggregate lift (y), coloured by the sign of RAE."""
-    data = _defined(cells, "delta_select", "agg_lift")
+    data, note = capped(_defined(cells, "delta_select", "agg_lift"))
     rae = pd.to_numeric(data["rae"], errors="coerce")
     traces = [
         _scatter(data[rae > 0], "delta_select", "agg_lift", "RAE > 0", _GREEN),
@@ -101,7 +102,7 @@ def select_vs_lift(cells: pd.DataFrame) -> dict:
         }
     )
     layout = _layout(
-        "Selection gap vs aggregate lift",
+        "Selection gap vs aggregate lift" + note,
         "Δselect (pp, SD run: retrieved − not retrieved)",
         "aggregate lift (pp)",
     )
@@ -190,14 +191,26 @@ def _note(x: float, y: float, text: str, xanchor: str, yanchor: str) -> dict:
     }
 
 
-def capped(cells: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The cells to plot and a title suffix saying when only part of them is drawn."""
-    if len(cells) <= MAX_POINTS:
+def capped(cells: pd.DataFrame, limit: int = MAX_POINTS) -> tuple[pd.DataFrame, str]:
+    """The cells to plot and a title suffix saying when only part of them is drawn.
+
+    Every sign disagreement is kept (up to `limit`), the rest is an even sample in board
+    order, so the points do not depend on the table's sort and a sort change needs no redraw.
+    """
+    if len(cells) <= limit:
         return cells, ""
-    return (
-        cells.head(MAX_POINTS),
-        f"<br><sup>first {MAX_POINTS:,} of {len(cells):,} cells in the table's order; narrow the filters to see all</sup>",
+    order = np.argsort(cells.index.to_numpy(), kind="stable")
+    flagged = (cells["_flag"].to_numpy() == DISAGREE_MARK)[order]
+    keep = np.flatnonzero(flagged)[:limit]
+    rest = np.flatnonzero(~flagged)
+    room = limit - len(keep)
+    if room > 0:
+        keep = np.concatenate([keep, rest[np.linspace(0, len(rest) - 1, room).astype(int)]])
+    note = (
+        f"<br><sup>{limit:,} of {len(cells):,} cells: every sign disagreement kept, the rest "
+        "an even sample; narrow the filters to see all</sup>"
     )
+    return cells.take(order[np.sort(keep)]), note
 
 
 def _layout(title: str, xtitle: str, ytitle: str) -> dict:
@@ -217,7 +230,8 @@ def _layout(title: str, xtitle: str, ytitle: str) -> dict:
         },
         "hovermode": "closest",
         "height": 460,
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+        # room for the second title line `capped` adds
+        "margin": {"l": 60, "r": 20, "t": 80 if "<br>" in title else 50, "b": 60},
         "legend": {"orientation": "h", "y": -0.2},
         "plot_bgcolor": "white",
     }

@@ -10,8 +10,9 @@ import pandas as pd
 
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
-#: Rows sent to the browser; the CSV export always holds every filtered row.
-MAX_TABLE_ROWS = 1000
+#: Rows sent to the browser, which re-serialises and lays out all of them on every filter
+#: change (bench/space.py); the summary gives the match count and the CSV holds every row.
+MAX_TABLE_ROWS = 200
 DISAGREE_MARK = "⚠ disagree"
 
 #: (header, source column, kind) in display order; kind: text, int, pct, p.

@@ -209,14 +209,27 @@ def _wire(
         summary, frame, p1, p2, p3, cells = _refresh(
             board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
         )
-        return (
-            summary,
-            gr.Dataframe(frame, datatype=T.datatypes(frame)),
-            p1,
-            p2,
-            p3,
-            gr.Dropdown(choices=cells, value=None),
+        return summary, _table_update(frame), p1, p2, p3, gr.Dropdown(choices=cells, value=None)
+
+    def resort(
+        benchmarks,
+        partitions,
+        pools,
+        model,
+        min_cond,
+        nonreportable,
+        runs,
+        all_columns,
+        sort_by,
+        descending,
+    ):
+        f = _filters(
+            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending
         )
+        _, _, frame, picks = _table_view(
+            board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
+        )
+        return _table_update(frame), gr.Dropdown(choices=picks, value=None)
 
     def export_csv(
         benchmarks,
@@ -238,12 +251,16 @@ def _wire(
         T.csv_frame(filtered, f.min_cond).to_csv(path, index=False)
         return gr.File(value=str(path), visible=True)
 
+    # Sort and column choices change only the table (plots sample in board order), so they
+    # re-send the table and the cell picks, not the summary and three figures.
+    table_only = {id(c[k]) for k in ("all_columns", "sort_by", "descending")}
     for component in inputs:
         event = component.input if isinstance(component, gr.Textbox) else component.change
+        narrow = id(component) in table_only
         event(
-            refresh,
+            resort if narrow else refresh,
             inputs,
-            outputs,
+            [outputs[1], outputs[-1]] if narrow else outputs,
             api_name=False,
             trigger_mode="always_last",
             show_progress="hidden",
@@ -275,24 +292,31 @@ def _filters(
     )
 
 
-def _refresh(board: Board, f: T.Filters, *, runs_separately: bool, all_columns: bool):
+def _table_view(board: Board, f: T.Filters, *, runs_separately: bool, all_columns: bool):
+    """All cells, the filtered and sorted ones, the table's rows and the drill-down picks."""
     cells = board.cells(runs_separately)
     filtered = T.apply_filters(cells, f)
     frame = T.display_frame(filtered, runs_separately=runs_separately, all_columns=all_columns)
+    head = filtered.head(MAX_CELL_CHOICES)
+    picks = list(zip(head["label"], head["_key"], strict=True))
+    return cells, filtered, frame, picks
+
+
+def _refresh(board: Board, f: T.Filters, *, runs_separately: bool, all_columns: bool):
+    cells, filtered, frame, picks = _table_view(
+        board, f, runs_separately=runs_separately, all_columns=all_columns
+    )
     summary = T.summary_markdown(cells, filtered, f, shown=len(frame))
     figures = (
         _plots.lift_vs_rae(filtered),
         _plots.coverage_vs_rae(filtered),
         _plots.select_vs_lift(filtered),
     )
-    picks = list(
-        zip(
-            filtered["label"].head(MAX_CELL_CHOICES),
-            filtered["_key"].head(MAX_CELL_CHOICES),
-            strict=True,
-        )
-    )
     return (summary, frame, *(_plot(fig) for fig in figures), picks)
+
+
+def _table_update(frame: pd.DataFrame) -> gr.Dataframe:
+    return gr.Dataframe(frame, datatype=T.datatypes(frame))
 
 
 def _plot(figure: dict) -> PlotData:
