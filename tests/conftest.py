@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _data_dir() -> Path:
     env = os.environ.get("SKILLFOLLOW_DATA_DIR")
-    candidates = [Path(env)] if env else [REPO.parent / "shared" / "data", Path("/work/shared/data")]
+    candidates = (
+        [Path(env)] if env else [REPO.parent / "shared" / "data", Path("/work/shared/data")]
+    )
     for path in candidates:
         if (path / "mbppplus-v0.1.0.jsonl").is_file():
             return path
@@ -33,5 +35,7 @@ os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not (DATA_DIR / "mbppplus-v0.1.0.jsonl").is_file():
-        pytest.fail(f"benchmark data not found in {DATA_DIR}; set SKILLFOLLOW_DATA_DIR to the shared data folder")
+        pytest.fail(
+            f"benchmark data not found in {DATA_DIR}; set SKILLFOLLOW_DATA_DIR to the shared data folder"
+        )
     return DATA_DIR

@@ -30,8 +30,18 @@ class ScriptedModelDouble:
     def __init__(self, turns: list[ChatResult]) -> None:
         self.turns, self.requests = list(turns), []
 
-    async def chat(self, messages, *, tools, tool_choice, seed, temperature, max_tokens) -> ChatResult:
-        self.requests.append({"messages": [dict(m) for m in messages], "tools": tools, "tool_choice": tool_choice, "seed": seed, "temperature": temperature})
+    async def chat(
+        self, messages, *, tools, tool_choice, seed, temperature, max_tokens
+    ) -> ChatResult:
+        self.requests.append(
+            {
+                "messages": [dict(m) for m in messages],
+                "tools": tools,
+                "tool_choice": tool_choice,
+                "seed": seed,
+                "temperature": temperature,
+            }
+        )
         return self.turns.pop(0)
 
 
@@ -46,20 +56,44 @@ def tool() -> SkillTool:
 
 
 def _se(model: ScriptedModelDouble, tool: SkillTool, **kw):
-    return asyncio.run(run_se(model, "coding", "Write a function to rotate a list left by k.", DECODING, tool, max_calls=3, **kw))
+    return asyncio.run(
+        run_se(
+            model,
+            "coding",
+            "Write a function to rotate a list left by k.",
+            DECODING,
+            tool,
+            max_calls=3,
+            **kw,
+        )
+    )
 
 
 def test_prompts_differ_only_by_the_tool_sentences() -> None:
-    se, sd = system_prompt("coding", skill_enabled=True), system_prompt("coding", skill_enabled=False)
+    se, sd = (
+        system_prompt("coding", skill_enabled=True),
+        system_prompt("coding", skill_enabled=False),
+    )
     assert "search_skills" in se and "search_skills" not in sd
-    assert se.replace("You have a `search_skills` tool that searches a skill library. Use it if you think it could help solve the task. ", "") == sd
+    assert (
+        se.replace(
+            "You have a `search_skills` tool that searches a skill library. Use it if you think it could help solve the task. ",
+            "",
+        )
+        == sd
+    )
 
 
 def test_only_first_parallel_call_is_executed(tool: SkillTool) -> None:
-    model = ScriptedModelDouble([
-        ChatResult("", [_call(1, '{"query": "rotate list left"}'), _call(2, '{"query": "prefix sums"}')]),
-        ChatResult("```python\ndef f(): pass\n```"),
-    ])
+    model = ScriptedModelDouble(
+        [
+            ChatResult(
+                "",
+                [_call(1, '{"query": "rotate list left"}'), _call(2, '{"query": "prefix sums"}')],
+            ),
+            ChatResult("```python\ndef f(): pass\n```"),
+        ]
+    )
     arm = _se(model, tool)
     tool_msgs = [m for m in arm.messages if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_msgs] == ["call_1", "call_2"]
@@ -70,7 +104,9 @@ def test_only_first_parallel_call_is_executed(tool: SkillTool) -> None:
 
 
 def test_at_most_three_calls_then_final_answer_is_requested(tool: SkillTool) -> None:
-    turns = [ChatResult("", [_call(i, '{"query": "sliding window"}')]) for i in range(4)] + [ChatResult("final")]
+    turns = [ChatResult("", [_call(i, '{"query": "sliding window"}')]) for i in range(4)] + [
+        ChatResult("final")
+    ]
     model = ScriptedModelDouble(turns)
     arm = _se(model, tool)
     assert arm.n_calls == 3
@@ -82,21 +118,30 @@ def test_at_most_three_calls_then_final_answer_is_requested(tool: SkillTool) -> 
 
 
 def test_invalid_arguments_return_no_skill_and_continue(tool: SkillTool) -> None:
-    model = ScriptedModelDouble([
-        ChatResult("", [_call(1, "{")]),
-        ChatResult("", [_call(2, '{"query": "x", "types": ["bogus"]}')]),
-        ChatResult("the answer"),
-    ])
+    model = ScriptedModelDouble(
+        [
+            ChatResult("", [_call(1, "{")]),
+            ChatResult("", [_call(2, '{"query": "x", "types": ["bogus"]}')]),
+            ChatResult("the answer"),
+        ]
+    )
     arm = _se(model, tool)
     assert arm.n_calls == 2 and arm.queries == [] and not arm.returned
-    assert all(m["content"].startswith("Invalid arguments") for m in arm.messages if m["role"] == "tool")
+    assert all(
+        m["content"].startswith("Invalid arguments") for m in arm.messages if m["role"] == "tool"
+    )
     assert arm.final_answer == "the answer"
 
 
 def test_forced_policy_requires_a_call_on_the_first_turn_only(tool: SkillTool) -> None:
-    model = ScriptedModelDouble([ChatResult("", [_call(1, '{"query": "two pointers"}')]), ChatResult("done")])
+    model = ScriptedModelDouble(
+        [ChatResult("", [_call(1, '{"query": "two pointers"}')]), ChatResult("done")]
+    )
     _se(model, tool, forced=True)
-    assert model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "search_skills"}}
+    assert model.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "search_skills"},
+    }
     assert model.requests[1]["tool_choice"] == "auto"
 
 
@@ -116,7 +161,14 @@ def test_sd_arm_has_no_tool_and_same_decoding() -> None:
 
 @pytest.mark.parametrize(
     "raw,ok",
-    [('{"query": "a"}', True), ('{"query": ""}', False), ("[1]", False), ("", False), ('{"query": 3}', False), ('{"query": "a", "types": ["guard"]}', True)],
+    [
+        ('{"query": "a"}', True),
+        ('{"query": ""}', False),
+        ("[1]", False),
+        ("", False),
+        ('{"query": 3}', False),
+        ('{"query": "a", "types": ["guard"]}', True),
+    ],
 )
 def test_parse_arguments(raw: str, ok: bool) -> None:
     assert (parse_arguments(raw)[2] is None) is ok
@@ -126,4 +178,6 @@ def test_assistant_content_none_is_sent_as_empty_string(tool: SkillTool) -> None
     model = ScriptedModelDouble([ChatResult(None, [_call(1, '{"query": "q"}')]), ChatResult("ok")])  # type: ignore[arg-type]
     _se(model, tool)
     assistant = [m for m in model.requests[1]["messages"] if m["role"] == "assistant"][0]
-    assert assistant["content"] == "" and json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"query": "q"}
+    assert assistant["content"] == "" and json.loads(
+        assistant["tool_calls"][0]["function"]["arguments"]
+    ) == {"query": "q"}

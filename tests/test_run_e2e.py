@@ -35,12 +35,28 @@ def _only_run_dir(out: Path) -> Path:
 
 
 def _records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for line in (run_dir / "records.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
 
 
 def test_mbpp_forced_retrieval_end_to_end(tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "runs"
-    proc = _run(["--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl"), "--limit", "2", "--retrieval-policy", "forced", "-o", str(out), *FAST])
+    proc = _run(
+        [
+            "--tasks-file",
+            str(data_dir / "mbppplus-v0.1.0.jsonl"),
+            "--limit",
+            "2",
+            "--retrieval-policy",
+            "forced",
+            "-o",
+            str(out),
+            *FAST,
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run_dir = _only_run_dir(out)
     transitions = pq.read_table(run_dir / "transitions.parquet")
@@ -55,7 +71,10 @@ def test_mbpp_forced_retrieval_end_to_end(tmp_path: Path, data_dir: Path) -> Non
     assert traces.schema.equals(TRACES_SCHEMA, check_metadata=False)
     assert sorted(traces.column("arm").to_pylist()) == ["sd", "sd", "se", "se"]
     se_trace = next(t for t in traces.to_pylist() if t["arm"] == "se")
-    assert se_trace["messages"][0]["role"] == "system" and "search_skills" in se_trace["messages"][0]["content"]
+    assert (
+        se_trace["messages"][0]["role"] == "system"
+        and "search_skills" in se_trace["messages"][0]["content"]
+    )
     assert any(m["role"] == "tool" for m in se_trace["messages"])
     sd_trace = next(t for t in traces.to_pylist() if t["arm"] == "sd")
     assert "search_skills" not in sd_trace["messages"][0]["content"]
@@ -64,7 +83,19 @@ def test_mbpp_forced_retrieval_end_to_end(tmp_path: Path, data_dir: Path) -> Non
 
 def test_math_auto_policy_reports_zero_coverage(tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "runs"
-    proc = _run(["--benchmark", "math500", "--tasks-file", str(data_dir / "math500.jsonl"), "--limit", "2", "-o", str(out), *FAST])
+    proc = _run(
+        [
+            "--benchmark",
+            "math500",
+            "--tasks-file",
+            str(data_dir / "math500.jsonl"),
+            "--limit",
+            "2",
+            "-o",
+            str(out),
+            *FAST,
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = pq.read_table(_only_run_dir(out) / "transitions.parquet").to_pylist()
     assert len(rows) == 2 and all(r["benchmark"] == "math500" for r in rows)
@@ -73,8 +104,21 @@ def test_math_auto_policy_reports_zero_coverage(tmp_path: Path, data_dir: Path) 
 
 def test_kill_then_resume_neither_redoes_nor_duplicates(tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "runs"
-    args = [*CLI, "run", "--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl"), "--limit", "4", "-o", str(out), "--no-report", *FAST]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    args = [
+        *CLI,
+        "run",
+        "--tasks-file",
+        str(data_dir / "mbppplus-v0.1.0.jsonl"),
+        "--limit",
+        "4",
+        "-o",
+        str(out),
+        "--no-report",
+        *FAST,
+    ]
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 400
     run_dir = None
     while time.monotonic() < deadline:
@@ -97,16 +141,30 @@ def test_kill_then_resume_neither_redoes_nor_duplicates(tmp_path: Path, data_dir
     task_ids = [r["task_id"] for r in after]
     assert len(task_ids) == len(set(task_ids)) == 4
     table = pq.read_table(run_dir / "transitions.parquet")
-    assert sorted(table.column("task_id").to_pylist()) == sorted(json.loads((run_dir / "manifest.json").read_text())["task_ids"])
+    assert sorted(table.column("task_id").to_pylist()) == sorted(
+        json.loads((run_dir / "manifest.json").read_text())["task_ids"]
+    )
 
 
 def test_bad_pool_directory_fails_fast_with_the_path(tmp_path: Path, data_dir: Path) -> None:
-    proc = _run(["--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl"), "--skills", str(tmp_path / "nope"), "-o", str(tmp_path / "r")], timeout=120)
+    proc = _run(
+        [
+            "--tasks-file",
+            str(data_dir / "mbppplus-v0.1.0.jsonl"),
+            "--skills",
+            str(tmp_path / "nope"),
+            "-o",
+            str(tmp_path / "r"),
+        ],
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert str(tmp_path / "nope") in proc.stderr
 
 
-@pytest.mark.parametrize("flag,value", [("--top-k", "0"), ("--partition-size", "-1"), ("--temperature", "5")])
+@pytest.mark.parametrize(
+    "flag,value", [("--top-k", "0"), ("--partition-size", "-1"), ("--temperature", "5")]
+)
 def test_invalid_flags_name_the_flag(tmp_path: Path, flag: str, value: str) -> None:
     proc = _run([flag, value, "-o", str(tmp_path)], timeout=120)
     assert proc.returncode != 0

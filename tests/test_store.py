@@ -65,7 +65,12 @@ def test_write_tables_from_valid_records(tmp_path: Path) -> None:
 
     store = RunStore(tmp_path)
     for tid in ("t1", "t2"):
-        store.append_record({"task_id": tid, "transition": transition_row(task_id=tid), "traces": []})
+        store.append_record(
+            {"task_id": tid, "transition": transition_row(task_id=tid), "traces": []}
+        )
     n, m = store.write_tables()
     assert (n, m) == (2, 0)
-    assert pq.read_table(tmp_path / "transitions.parquet").column("task_id").to_pylist() == ["t1", "t2"]
+    assert pq.read_table(tmp_path / "transitions.parquet").column("task_id").to_pylist() == [
+        "t1",
+        "t2",
+    ]

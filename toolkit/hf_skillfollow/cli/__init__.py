@@ -11,11 +11,27 @@ from hf_skillfollow._version import __version__
 #: subcommand -> (module, attribute, one-line help)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("hf_skillfollow.cli._run", "run", "Run a paired SE/SD evaluation against a model."),
-    "score": ("hf_skillfollow.cli._score", "score", "Score EvalPlus-format samples in the sandbox."),
-    "report": ("hf_skillfollow.cli._report", "report", "Compute the paired metrics from transitions."),
-    "skills": ("hf_skillfollow.cli._skills", "skills", "List, show, search and export skill pools."),
+    "score": (
+        "hf_skillfollow.cli._score",
+        "score",
+        "Score EvalPlus-format samples in the sandbox.",
+    ),
+    "report": (
+        "hf_skillfollow.cli._report",
+        "report",
+        "Compute the paired metrics from transitions.",
+    ),
+    "skills": (
+        "hf_skillfollow.cli._skills",
+        "skills",
+        "List, show, search and export skill pools.",
+    ),
     "push": ("hf_skillfollow.cli._push", "push", "Publish run directories to a Hub dataset repo."),
-    "leaderboard": ("hf_skillfollow.cli._leaderboard", "leaderboard", "Launch the leaderboard app locally."),
+    "leaderboard": (
+        "hf_skillfollow.cli._leaderboard",
+        "leaderboard",
+        "Launch the leaderboard app locally.",
+    ),
 }
 
 

@@ -21,7 +21,9 @@ def _engine_options(values: tuple[str, ...]) -> dict[str, Any]:
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--engine-option")
+            raise click.BadParameter(
+                f"expected KEY=VALUE, got {item!r}", param_hint="--engine-option"
+            )
         try:
             options[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -44,28 +46,60 @@ def _build_config(params: dict[str, Any]):
         return RunConfig(backend=backend, **values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}" for err in exc.errors()
+            f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}"
+            for err in exc.errors()
         )
         raise click.UsageError(problems) from None
 
 
 @click.command("run")
-@click.option("--model", help="Model name at the backend (default: the embedded SmolLM2-135M GGUF).")
-@click.option("--backend", type=click.Choice(["local", "openai", "vllm", "vllm-server"]), help="Default: local without --model, openai with it.")
+@click.option(
+    "--model", help="Model name at the backend (default: the embedded SmolLM2-135M GGUF)."
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+    help="Default: local without --model, openai with it.",
+)
 @click.option("--base-url", help="OpenAI-compatible endpoint (openai backend).")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
-@click.option("--tool-mode", type=click.Choice(["native", "emulated"]), help="How the tool reaches the model [native].")
-@click.option("--retrieval-policy", type=click.Choice(["auto", "forced"]), help="forced: SE's first turn must search (not for published comparisons) [auto].")
+@click.option(
+    "--tool-mode",
+    type=click.Choice(["native", "emulated"]),
+    help="How the tool reaches the model [native].",
+)
+@click.option(
+    "--retrieval-policy",
+    type=click.Choice(["auto", "forced"]),
+    help="forced: SE's first turn must search (not for published comparisons) [auto].",
+)
 @click.option("--tool-parser", help="vLLM tool-call parser, e.g. hermes.")
 @click.option("--engine-option", multiple=True, help="vLLM engine option KEY=VALUE (repeatable).")
-@click.option("--benchmark", type=click.Choice(["mbppplus", "humanevalplus", "math500"]), help="[mbppplus]")
-@click.option("--tasks-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Local benchmark file instead of the official source.")
+@click.option(
+    "--benchmark", type=click.Choice(["mbppplus", "humanevalplus", "math500"]), help="[mbppplus]"
+)
+@click.option(
+    "--tasks-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Local benchmark file instead of the official source.",
+)
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
 @click.option("--limit", type=int, help="Only the first N tasks of the partition.")
-@click.option("--skills", "skills_dir", type=click.Path(path_type=Path), help="Skill pool directory [shipped pool of the benchmark's domain].")
-@click.option("--merged-library", is_flag=True, default=None, help="One merged library of all shipped pools.")
-@click.option("--condition", type=click.Choice(["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]), help="[normal]")
+@click.option(
+    "--skills",
+    "skills_dir",
+    type=click.Path(path_type=Path),
+    help="Skill pool directory [shipped pool of the benchmark's domain].",
+)
+@click.option(
+    "--merged-library", is_flag=True, default=None, help="One merged library of all shipped pools."
+)
+@click.option(
+    "--condition",
+    type=click.Choice(["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]),
+    help="[normal]",
+)
 @click.option("--retriever", type=click.Choice(["bm25s", "pyserini"]), help="[bm25s]")
 @click.option("--top-k", type=int, help="[3]")
 @click.option("--max-calls", type=int, help="[3]")
@@ -76,11 +110,30 @@ def _build_config(params: dict[str, Any]):
 @click.option("--concurrency", type=int, help="Pairs in flight [4].")
 @click.option("--request-timeout", type=float, help="Seconds per request [600].")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for the embedded server.")
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"), show_default=True)
-@click.option("--resume", "resume_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Continue an interrupted run directory.")
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Continue an interrupted run directory.",
+)
 @click.option("--report/--no-report", default=True, help="Print the report at the end.")
-@click.option("--resamples", type=int, default=20000, show_default=True, help="Bootstrap resamples for the final report.")
-def run(output_dir: Path, resume_dir: Path | None, report: bool, resamples: int, **params: Any) -> None:
+@click.option(
+    "--resamples",
+    type=int,
+    default=20000,
+    show_default=True,
+    help="Bootstrap resamples for the final report.",
+)
+def run(
+    output_dir: Path, resume_dir: Path | None, report: bool, resamples: int, **params: Any
+) -> None:
     """Run every task skill-enabled (SE) and skill-disabled (SD), score both, record the pairs."""
     from hf_skillfollow.runner import plan_new_run, plan_resume
 
@@ -99,7 +152,9 @@ def run(output_dir: Path, resume_dir: Path | None, report: bool, resamples: int,
     except BackendStartupError as exc:
         raise click.ClickException(str(exc)) from None
     except (ConnectionError, RuntimeError, OSError) as exc:
-        raise click.ClickException(f"{exc} (finished pairs are saved; continue with --resume {plans[0].store.root})") from None
+        raise click.ClickException(
+            f"{exc} (finished pairs are saved; continue with --resume {plans[0].store.root})"
+        ) from None
     for plan in plans:
         n_rows, _ = plan.store.write_tables()
         click.echo(f"wrote {n_rows} transitions to {plan.store.root}")
