@@ -8,6 +8,7 @@ fails with a clear message when they are missing: it is never skipped.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,13 @@ def data_dir() -> Path:
             f"benchmark data not found in {DATA_DIR}; set SKILLFOLLOW_DATA_DIR to the shared data folder"
         )
     return DATA_DIR
+
+
+@pytest.fixture(scope="module")
+def private_score_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh expected-output cache for one test module, so scoring tests neither share
+    nor pollute the user's cache."""
+    cache = tmp_path_factory.mktemp("expected-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
+        yield cache

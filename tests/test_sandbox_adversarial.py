@@ -27,12 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 SOLUTION = "def square_perimeter(a):\n    return 4 * a\n"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    cache = tmp_path_factory.mktemp("expected-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
-        yield cache
+# Each module scores against a fresh expected-output cache.
+pytestmark = pytest.mark.usefixtures("private_score_cache")
 
 
 @pytest.fixture(scope="module")

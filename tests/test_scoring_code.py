@@ -6,7 +6,6 @@ import json
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +15,8 @@ from hf_skillfollow.scoring._code import ensure_expected
 from hf_skillfollow.scoring._oracle import is_floats
 from hf_skillfollow.tasks import Task, load_tasks
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    cache = tmp_path_factory.mktemp("expected-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
-        yield cache
+# Each module scores against a fresh expected-output cache.
+pytestmark = pytest.mark.usefixtures("private_score_cache")
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +115,12 @@ def test_is_floats_agrees_with_evalplus() -> None:
         assert is_floats(value) == evalplus_is_floats(value), value
 
 
-def test_expected_outputs_are_cached_per_task(mbpp: dict[str, Task], _private_cache: Path) -> None:
+def test_expected_outputs_are_cached_per_task(
+    mbpp: dict[str, Task], private_score_cache: Path
+) -> None:
     task = mbpp["Mbpp/3"]
     path, header = ensure_expected(task)
-    assert path.is_file() and path.parent.parent == _private_cache / "expected"
+    assert path.is_file() and path.parent.parent == private_score_cache / "expected"
     assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0  # not readable by sandboxed uids
     assert header["task_id"] == "Mbpp/3" and header["plus_cpu_s"] >= 0
     mtime = path.stat().st_mtime_ns

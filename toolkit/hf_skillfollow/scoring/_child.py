@@ -53,7 +53,8 @@ def _send(pipe: int, message: tuple[str, Any]) -> None:
     _wire.write_all(pipe, _wire.section(_wire.dumps(message)))
 
 
-def _load(code: str, entry_point: str) -> Any:
+def load_entry_point(code: str, entry_point: str) -> Any:
+    """Execute a program in fresh globals and return its entry point."""
     namespace: dict[str, Any] = {}
     exec(compile(code, "<solution>", "exec"), namespace)
     if entry_point not in namespace:
@@ -81,7 +82,7 @@ def _encode(req: dict[str, Any], out: Any) -> bytes:
 def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
     """One EvalPlus stage with fresh globals; False after the first error."""
     try:
-        fn = _load(req["code"], req["entry_point"])
+        fn = load_entry_point(req["code"], req["entry_point"])
     except BaseException as exc:
         _send(pipe, ("err", describe(exc)))
         return False

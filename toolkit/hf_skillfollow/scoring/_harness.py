@@ -53,20 +53,12 @@ def _own_cpu_budget(req: dict[str, Any]) -> float:
     return cpu_s if req["mode"] == "reference" else 2 * cpu_s + 5
 
 
-def _load(code: str, entry_point: str) -> Any:
-    namespace: dict[str, Any] = {}
-    exec(compile(code, "<solution>", "exec"), namespace)
-    if entry_point not in namespace:
-        raise NameError(f"entry point {entry_point!r} is not defined")
-    return namespace[entry_point]
-
-
 def _reference(req: dict[str, Any], data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """EvalPlus's ``trusted_exec``: deep-copied inputs, per-input time, not-None mapping."""
     expected: dict[str, Any] = {}
     header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
     for stage in ("base", "plus"):
-        fn = _load(req["code"], req["entry_point"])
+        fn = _child.load_entry_point(req["code"], req["entry_point"])
         outputs, times = [], []
         for inp in data[f"{stage}_input"]:
             start = time.process_time()
