@@ -153,10 +153,11 @@ async def execute(
 
     config = plan.config
     retriever = make_retriever(config.retriever, plan.pool)
+    pending = plan.pending  # reads the records file: once per execute
     # A batching backend (in-process vLLM) advances every open conversation in one call, so
     # the whole partition is in flight; others get the configured bound.
     gate = asyncio.Semaphore(
-        max(1, len(plan.pending)) if getattr(backend, "batched", False) else config.concurrency
+        max(1, len(pending)) if getattr(backend, "batched", False) else config.concurrency
     )
 
     async def one(task: Task) -> None:
@@ -168,7 +169,7 @@ async def execute(
             tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record["traces"])
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
-    await asyncio.gather(*(one(t) for t in plan.pending))
+    await asyncio.gather(*(one(t) for t in pending))
 
 
 async def run_pair(
