@@ -21,6 +21,8 @@ BENCHMARK_DOMAIN: dict[str, str] = {
 }
 
 #: Fields that are a run's own identity, not part of the protocol: excluded from `cell_id`.
+#: `limit` is not among them: a smoke run on the first N tasks is a different task set and
+#: must not pool with the full partition.
 RUN_IDENTITY_FIELDS = frozenset(
     {
         "run_id",
@@ -32,7 +34,6 @@ RUN_IDENTITY_FIELDS = frozenset(
         "api_key_env",
         "base_url",
         "tasks_file",
-        "limit",
         "n_threads",
         "server_port",
     }
