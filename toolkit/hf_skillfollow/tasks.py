@@ -33,6 +33,15 @@ FILE_ENV = {
 
 MATH500_HUB_ID = "HuggingFaceH4/MATH-500"
 
+#: benchmark -> (row field holding the task id, the official releases' id form). A file whose
+#: ids have another benchmark's form was given with the wrong --benchmark; ids of neither form
+#: (a user's own tasks) are accepted.
+_TASK_IDS = {
+    "mbppplus": ("task_id", re.compile(r"Mbpp/\d+")),
+    "humanevalplus": ("task_id", re.compile(r"HumanEval/\d+")),
+    "math500": ("unique_id", re.compile(r"test/[\w-]+/\d+\.json")),
+}
+
 
 class TaskLoadError(ValueError):
     """A benchmark source could not be loaded; the message names the file or benchmark."""
@@ -74,14 +83,71 @@ def load_tasks(
             f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
         )
     path = tasks_file or os.environ.get(FILE_ENV[benchmark]) or None
+    source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
     if path is not None and not Path(path).is_file():
-        source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
         raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
-    if benchmark == "math500":
-        tasks, version = _load_math500(None if path is None else str(path))
-    else:
-        tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    if path is not None:
+        _check_first_row(benchmark, str(path), source)  # before a loader fails obscurely
+    try:
+        if benchmark == "math500":
+            tasks, version = _load_math500(None if path is None else str(path))
+        else:
+            tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    except TaskLoadError as exc:
+        if path is None:  # the official download failed: say how to work offline
+            raise TaskLoadError(f"{exc}; {_offline_hint(benchmark)}") from exc
+        raise
+    _check_ids(benchmark, [t.task_id for t in tasks], f"{source} {path}" if path else None)
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
+
+
+def _offline_hint(benchmark: str) -> str:
+    return (
+        f"without network access, point at a local copy of the benchmark with --tasks-file FILE "
+        f"or the environment variable {FILE_ENV[benchmark]}=FILE"
+    )
+
+
+def benchmark_of_id(task_id: object) -> str | None:
+    """The benchmark whose official id form `task_id` has, if any."""
+    if not isinstance(task_id, str):
+        return None
+    return next((b for b, (_, form) in _TASK_IDS.items() if form.fullmatch(task_id)), None)
+
+
+def _mismatch(benchmark: str, task_id: str, owner: str, where: str) -> TaskLoadError:
+    return TaskLoadError(
+        f"{where}: task id {task_id!r} belongs to {owner}, not {benchmark}; "
+        f"pass --benchmark {owner}, or a {benchmark} file"
+    )
+
+
+def _check_first_row(benchmark: str, path: str, source: str) -> None:
+    import gzip
+    import json
+
+    where = f"{source} {path}"
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            line = next((ln for ln in fh if ln.strip()), b"")
+        first = json.loads(line.decode("utf-8")) if line else {}
+    except (UnicodeDecodeError, EOFError, OSError) as exc:
+        raise TaskLoadError(f"{where}: not a (gzipped) UTF-8 JSON-lines file ({exc})") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise TaskLoadError(f"{where}: first record is not valid JSON ({exc})") from None
+    if not isinstance(first, dict):
+        raise TaskLoadError(f"{where}: first record is not a JSON object")
+    for owner, (key, _) in _TASK_IDS.items():
+        if owner != benchmark and benchmark_of_id(first.get(key)) == owner:
+            raise _mismatch(benchmark, first[key], owner, f"{where}: first record")
+
+
+def _check_ids(benchmark: str, ids: list[str], where: str | None) -> None:
+    for task_id in ids:
+        owner = benchmark_of_id(task_id)
+        if owner is not None and owner != benchmark:
+            raise _mismatch(benchmark, task_id, owner, where or f"the official {benchmark} source")
 
 
 def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:

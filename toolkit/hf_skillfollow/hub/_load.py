@@ -18,6 +18,7 @@ from hf_skillfollow.hub._layout import (
     HubError,
     is_repo_folder,
     is_run_dir,
+    read_parquet_file,
 )
 from hf_skillfollow.schema import SchemaError, validate_traces, validate_transitions
 
@@ -64,9 +65,7 @@ def _load_path(path: Path, config: Config) -> pa.Table:
 
 
 def _read_parquet(file: Path, config: Config) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    return _validate(pq.read_table(file), config, str(file))
+    return _validate(read_parquet_file(file), config, str(file))
 
 
 def _local_cache_dir(path: Path) -> str:

@@ -57,8 +57,13 @@ def build_repo(
     *,
     repo_id: str | None = None,
     license: str = "cc-by-4.0",
+    token: str | None = None,
 ) -> PushResult:
-    """Write (or extend) a results repo folder from run directories; uploads nothing."""
+    """Write (or extend) a results repo folder from run directories; uploads nothing.
+
+    Like the real upload, it refuses to write a file holding the Hub token (`token`, else
+    HF_TOKEN or the cached login), so a dry run shows what a push would do.
+    """
     folder = LocalRepoFolder(Path(out_dir))
     runs = _read_runs(run_dirs)
     name = repo_id or folder.root.name
@@ -67,6 +72,7 @@ def build_repo(
     updated = card_changed(card, folder)
     if updated:
         files[CARD_PATH] = card.encode()
+    refuse_token_in(files, token)
     folder.write(files)
     return PushResult(name, folder.name, True, dict(plan.rows), plan.skipped, updated)
 
@@ -84,7 +90,7 @@ def push_runs(
     """Publish run directories to the dataset repo `repo_id` in one commit (see module doc)."""
     _check_repo_id(repo_id)
     if dry_run_dir is not None:
-        return build_repo(run_dirs, dry_run_dir, repo_id=repo_id, license=license)
+        return build_repo(run_dirs, dry_run_dir, repo_id=repo_id, license=license, token=token)
     runs = _read_runs(run_dirs)
     with scrubbed(token):
         api = api if api is not None else _hf_api(token)
