@@ -9,16 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Benchmark = Literal["mbppplus", "humanevalplus", "math500"]
+from hf_skillfollow.benchmarks import benchmark_spec
+
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
-
-BENCHMARK_DOMAIN: dict[str, str] = {
-    "mbppplus": "coding",
-    "humanevalplus": "coding",
-    "math500": "math",
-}
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -65,7 +60,9 @@ class RunConfig(BaseModel):
         default_factory=dict, description="Extra engine options passed through to vLLM."
     )
 
-    benchmark: Benchmark = Field("mbppplus", description="Benchmark name.")
+    benchmark: str = Field(
+        "mbppplus", description="Benchmark name (declared in `hf_skillfollow.benchmarks`)."
+    )
     tasks_file: Path | None = _run_field(
         None, description="Local benchmark file overriding the official source."
     )
@@ -117,6 +114,11 @@ class RunConfig(BaseModel):
             raise ValueError(f"unknown backend {v!r}; choose one of {sorted(BACKENDS)}")
         return v
 
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, v: str) -> str:
+        return benchmark_spec(v).name
+
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, v: str) -> str:
@@ -134,7 +136,7 @@ class RunConfig(BaseModel):
 
     @property
     def domain(self) -> str:
-        return BENCHMARK_DOMAIN[self.benchmark]
+        return benchmark_spec(self.benchmark).domain
 
     def protocol_dict(self) -> dict[str, object]:
         """The settings that define the cell (everything except the run's own identity)."""
