@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hf_skillfollow.benchmarks import benchmark_spec
+from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
@@ -108,8 +109,6 @@ class RunConfig(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        from hf_skillfollow.backends import BACKENDS
-
         if v not in BACKENDS:
             raise ValueError(f"unknown backend {v!r}; choose one of {sorted(BACKENDS)}")
         return v
@@ -122,8 +121,6 @@ class RunConfig(BaseModel):
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, v: str) -> str:
-        from hf_skillfollow.retrieval import RETRIEVERS
-
         if v not in RETRIEVERS:
             raise ValueError(f"unknown retriever {v!r}; choose one of {sorted(RETRIEVERS)}")
         return v
