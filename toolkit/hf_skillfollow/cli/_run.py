@@ -87,7 +87,11 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
-@click.option("--limit", type=int, help="Only the first N tasks of the partition.")
+@click.option(
+    "--limit",
+    type=int,
+    help="Only the first N tasks of the partition (a smoke run: part of the cell id, never pooled with the full partition).",
+)
 @click.option(
     "--skills",
     "skills_dir",
