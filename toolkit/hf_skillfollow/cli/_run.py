@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from hf_skillfollow.benchmarks import BENCHMARK_NAMES
+
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
 # make the README's main job take hours, so the local backend's defaults are smaller (recorded
 # in the cell config like any other setting).
@@ -75,9 +77,7 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option("--tool-parser", help="vLLM tool-call parser, e.g. hermes.")
 @click.option("--engine-option", multiple=True, help="vLLM engine option KEY=VALUE (repeatable).")
-@click.option(
-    "--benchmark", type=click.Choice(["mbppplus", "humanevalplus", "math500"]), help="[mbppplus]"
-)
+@click.option("--benchmark", type=click.Choice(BENCHMARK_NAMES), help="[mbppplus]")
 @click.option(
     "--tasks-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),

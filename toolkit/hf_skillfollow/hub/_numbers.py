@@ -112,10 +112,8 @@ def _json_type(spec: Mapping[str, Any]) -> str:
 def known_tool_schemas() -> dict[str, dict[str, Any]]:
     """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
     try:
-        from hf_skillfollow.config import BENCHMARK_DOMAIN
+        from hf_skillfollow.benchmarks import DOMAINS
         from hf_skillfollow.prompts import prompts_hash, tool_schema
     except ImportError:
         return {}
-    return {
-        prompts_hash(domain): tool_schema() for domain in sorted(set(BENCHMARK_DOMAIN.values()))
-    }
+    return {prompts_hash(domain): tool_schema() for domain in DOMAINS}
