@@ -1,4 +1,7 @@
-"""Typed, validated run configuration and the stable cell id (DESIGN §3, §5)."""
+"""Typed, validated run configuration and the stable cell id.
+
+See docs/design.md, "Protocol" and "Published data".
+"""
 
 from __future__ import annotations
 

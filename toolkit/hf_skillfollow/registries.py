@@ -13,8 +13,8 @@ from hf_skillfollow._lazy import LazyRegistry
 BACKENDS = LazyRegistry(
     "backend",
     {
-        "openai": "hf_skillfollow.backends._openai:open_openai_backend",
         "local": "hf_skillfollow.backends._local:open_local_backend",
+        "openai": "hf_skillfollow.backends._openai:open_openai_backend",
         "vllm": "hf_skillfollow.backends._vllm:open_vllm_backend",
         "vllm-server": "hf_skillfollow.backends._vllm_server:open_vllm_server_backend",
     },

@@ -4,6 +4,8 @@ Layout: `README.md` (the card, regenerated on every push), `data/transitions/<ru
 `data/traces/<run_id>.parquet` and `stats/runs.parquet` (per-run counts the card is computed
 from). Heavy imports (datasets, huggingface_hub, jinja2) happen
 inside the functions that need them.
+
+See docs/design.md, "Published data".
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def _with_interval(value: Any, low: Any, high: Any) -> str:
 
 def _flag(m: Mapping[str, Any]) -> str:
     if not m.get("reportable") or m.get("agg_lift") is None or m.get("rae") is None:
-        return NA  # excluded from disagreement counts (DESIGN §2)
+        return NA  # excluded from disagreement counts (docs/design.md, "Metrics")
     return "**yes**" if m.get("sign_disagree") else "no"
 
 

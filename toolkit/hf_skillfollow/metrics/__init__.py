@@ -1,4 +1,7 @@
-"""Paired SE/SD metrics (DESIGN §2): pure computation over transitions rows, no I/O."""
+"""Paired SE/SD metrics: pure computation over transitions rows, no I/O.
+
+See docs/design.md, "Metrics".
+"""
 
 from hf_skillfollow.metrics._bootstrap import (
     SCHEME_VERSION,
