@@ -7,9 +7,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from hf_skillfollow.formatting import UNDEFINED as NA
+from hf_skillfollow.formatting import count as _int
+from hf_skillfollow.formatting import pp as _pp
+from hf_skillfollow.formatting import with_interval as _with_interval
+
 #: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
 CARD_BOOTSTRAP_SEED = 0
-NA = "n/a"
 
 
 def compute_cell_metrics(stats: pa.Table) -> list[dict[str, Any]]:
@@ -63,22 +67,6 @@ def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
         "sign_disagree": _flag(m),
         "reportable": "yes" if m.get("reportable") else "no",
     }
-
-
-def _int(value: Any) -> str:
-    return NA if value is None else str(int(value))
-
-
-def _pp(value: Any) -> str:
-    return NA if value is None else f"{float(value):+.1f}"
-
-
-def _with_interval(value: Any, low: Any, high: Any) -> str:
-    if value is None:
-        return NA
-    if low is None or high is None:
-        return _pp(value)
-    return f"{_pp(value)} [{_pp(low)}, {_pp(high)}]"
 
 
 def _flag(m: Mapping[str, Any]) -> str:
