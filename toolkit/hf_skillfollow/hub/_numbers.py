@@ -16,11 +16,11 @@ from hf_skillfollow.formatting import with_interval as _with_interval
 CARD_BOOTSTRAP_SEED = 0
 
 
-def compute_cell_metrics(transitions: pa.Table) -> list[dict[str, Any]]:
+def compute_cell_metrics(stats: pa.Table) -> list[dict[str, Any]]:
     """One metrics record per cell (identity columns included), runs pooled by summing counts."""
-    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.metrics import compute_cells_from_counts
 
-    return _records(compute_cells(transitions, seed=CARD_BOOTSTRAP_SEED))
+    return _records(compute_cells_from_counts(stats, seed=CARD_BOOTSTRAP_SEED))
 
 
 def _records(result: Any) -> list[dict[str, Any]]:
@@ -36,14 +36,26 @@ def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
 
 
+def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
+    """The card's sort key of a cell, from its identity columns alone."""
+    return (
+        f"{m['benchmark']} {m['benchmark_version']}".strip(),
+        m["model"],
+        f"{m['skill_pool']} / {m['condition']}",
+        f"seed {m['partition_seed']}, {m['partition_size']} tasks",
+        m["cell_id"],
+    )
+
+
 def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
     """One row of the card's cells table."""
+    benchmark, model, pool, partition, cell_id = cell_display_key(m)
     return {
-        "cell_id": m["cell_id"],
-        "model": m["model"],
-        "benchmark": f"{m['benchmark']} {m['benchmark_version']}".strip(),
-        "partition": f"seed {m['partition_seed']}, {m['partition_size']} tasks",
-        "pool": f"{m['skill_pool']} / {m['condition']}",
+        "cell_id": cell_id,
+        "model": model,
+        "benchmark": benchmark,
+        "partition": partition,
+        "pool": pool,
         "runs": _int(m.get("n_runs")),
         "n": _int(m.get("n_pairs")),
         "n_cond": _int(m.get("n_cond")),

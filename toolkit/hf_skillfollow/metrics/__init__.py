@@ -20,8 +20,11 @@ from hf_skillfollow.metrics._effects import (
     share,
 )
 from hf_skillfollow.metrics._leaderboard import (
+    COUNT_COLUMNS,
     METRIC_COLUMNS,
+    cell_counts,
     compute_cells,
+    compute_cells_from_counts,
     disagreement_sensitivity,
 )
 from hf_skillfollow.metrics._mcnemar import mcnemar_exact
@@ -37,14 +40,17 @@ from hf_skillfollow.metrics._repeats import (
 )
 
 __all__ = [
+    "COUNT_COLUMNS",
     "METRIC_COLUMNS",
     "SCHEME_VERSION",
     "TASK_CLASSES",
     "CellCounts",
     "Effect",
     "accuracy_gap",
+    "cell_counts",
     "classify",
     "compute_cells",
+    "compute_cells_from_counts",
     "count_cells",
     "delta_skip",
     "diff_cdf",
