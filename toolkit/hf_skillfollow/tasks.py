@@ -3,8 +3,9 @@
 Tasks come from the official sources: EvalPlus's own loaders for the code benchmarks (which
 honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
 ``HuggingFaceH4/MATH-500`` through ``datasets``. Each has a local-file override: the
-``tasks_file`` argument, else ``SKILLFOLLOW_MBPP_FILE`` / ``SKILLFOLLOW_HUMANEVAL_FILE`` /
-``SKILLFOLLOW_MATH500_FILE``.
+``tasks_file`` argument, else the benchmark's environment variable (``SKILLFOLLOW_MBPP_FILE``
+/ ``SKILLFOLLOW_HUMANEVAL_FILE`` / ``SKILLFOLLOW_MATH500_FILE``). Each benchmark's facts are
+declared once, in `hf_skillfollow.benchmarks`.
 
 The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
 ``plus_input``) is accepted as a HumanEval override: it is scored with its own ``check``
@@ -22,25 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ("mbppplus", "humanevalplus", "math500")
-
-#: benchmark -> environment variable naming a local file that replaces the official source
-FILE_ENV = {
-    "mbppplus": "SKILLFOLLOW_MBPP_FILE",
-    "humanevalplus": "SKILLFOLLOW_HUMANEVAL_FILE",
-    "math500": "SKILLFOLLOW_MATH500_FILE",
-}
-
-MATH500_HUB_ID = "HuggingFaceH4/MATH-500"
-
-#: benchmark -> (row field holding the task id, the official releases' id form). A file whose
-#: ids have another benchmark's form was given with the wrong --benchmark; ids of neither form
-#: (a user's own tasks) are accepted.
-_TASK_IDS = {
-    "mbppplus": ("task_id", re.compile(r"Mbpp/\d+")),
-    "humanevalplus": ("task_id", re.compile(r"HumanEval/\d+")),
-    "math500": ("unique_id", re.compile(r"test/[\w-]+/\d+\.json")),
-}
+from hf_skillfollow.benchmarks import BENCHMARKS, BenchmarkSpec, benchmark_spec
 
 
 class TaskLoadError(ValueError):
@@ -64,7 +47,7 @@ class Task:
 
     @property
     def domain(self) -> str:
-        return "math" if self.benchmark == "math500" else "coding"
+        return BENCHMARKS[self.benchmark].domain
 
 
 def task_sort_key(task_id: str) -> tuple[Any, ...]:
@@ -78,33 +61,33 @@ def load_tasks(
     benchmark: str, tasks_file: str | os.PathLike[str] | None = None
 ) -> tuple[list[Task], str]:
     """All tasks of ``benchmark`` in natural id order, and a benchmark version string."""
-    if benchmark not in BENCHMARKS:
-        raise TaskLoadError(
-            f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
-        )
-    path = tasks_file or os.environ.get(FILE_ENV[benchmark]) or None
-    source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
+    try:
+        spec = benchmark_spec(benchmark)
+    except ValueError as exc:
+        raise TaskLoadError(str(exc)) from None
+    path = tasks_file or os.environ.get(spec.file_env) or None
+    source = "--tasks-file" if tasks_file else spec.file_env
     if path is not None and not Path(path).is_file():
         raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
     if path is not None:
         _check_first_row(benchmark, str(path), source)  # before a loader fails obscurely
     try:
-        if benchmark == "math500":
-            tasks, version = _load_math500(None if path is None else str(path))
+        if spec.loader == "hub":
+            tasks, version = _load_math500(spec, None if path is None else str(path))
         else:
             tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
     except TaskLoadError as exc:
         if path is None:  # the official download failed: say how to work offline
-            raise TaskLoadError(f"{exc}; {_offline_hint(benchmark)}") from exc
+            raise TaskLoadError(f"{exc}; {_offline_hint(spec)}") from exc
         raise
     _check_ids(benchmark, [t.task_id for t in tasks], f"{source} {path}" if path else None)
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
 
 
-def _offline_hint(benchmark: str) -> str:
+def _offline_hint(spec: BenchmarkSpec) -> str:
     return (
         f"without network access, point at a local copy of the benchmark with --tasks-file FILE "
-        f"or the environment variable {FILE_ENV[benchmark]}=FILE"
+        f"or the environment variable {spec.file_env}=FILE"
     )
 
 
@@ -112,7 +95,10 @@ def benchmark_of_id(task_id: object) -> str | None:
     """The benchmark whose official id form `task_id` has, if any."""
     if not isinstance(task_id, str):
         return None
-    return next((b for b, (_, form) in _TASK_IDS.items() if form.fullmatch(task_id)), None)
+    return next(
+        (b.name for b in BENCHMARKS.values() if b.id_form and re.fullmatch(b.id_form, task_id)),
+        None,
+    )
 
 
 def _mismatch(benchmark: str, task_id: str, owner: str, where: str) -> TaskLoadError:
@@ -138,9 +124,10 @@ def _check_first_row(benchmark: str, path: str, source: str) -> None:
         raise TaskLoadError(f"{where}: first record is not valid JSON ({exc})") from None
     if not isinstance(first, dict):
         raise TaskLoadError(f"{where}: first record is not a JSON object")
-    for owner, (key, _) in _TASK_IDS.items():
-        if owner != benchmark and benchmark_of_id(first.get(key)) == owner:
-            raise _mismatch(benchmark, first[key], owner, f"{where}: first record")
+    for spec in BENCHMARKS.values():
+        task_id = first.get(spec.id_field)
+        if spec.name != benchmark and benchmark_of_id(task_id) == spec.name:
+            raise _mismatch(benchmark, task_id, spec.name, f"{where}: first record")
 
 
 def _check_ids(benchmark: str, ids: list[str], where: str | None) -> None:
@@ -187,7 +174,7 @@ def _evalplus_problems(
 ) -> tuple[dict[str, dict[str, Any]], str, str]:
     from evalplus.data import humaneval, mbpp
 
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
             return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
     with _override(humaneval, "HUMANEVAL_OVERRIDE_PATH", path):
@@ -220,7 +207,7 @@ def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
 
 def _code_task(benchmark: str, problem: dict[str, Any]) -> Task:
     prompt = problem["prompt"]
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         prompt = _mbpp_prompt(problem)
     return Task(
         benchmark, problem["task_id"], prompt, entry_point=problem["entry_point"], problem=problem
@@ -275,22 +262,21 @@ def _load_original_humaneval(path: str) -> tuple[list[Task], str]:
 # --- MATH-500 through datasets ---------------------------------------------------------------
 
 
-def _load_math500(path: str | None) -> tuple[list[Task], str]:
+def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], str]:
     import datasets
 
+    hub_id = str(spec.hub_id)
     try:
         if path is None:
-            rows = datasets.load_dataset(MATH500_HUB_ID, split="test")
-            version = f"math500@hub:{MATH500_HUB_ID}+fp.{rows._fingerprint[:12]}"
+            rows = datasets.load_dataset(hub_id, split="test")
+            version = f"math500@hub:{hub_id}+fp.{rows._fingerprint[:12]}"
         else:
             rows = datasets.load_dataset("json", data_files=path, split="train")
             digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
             version = f"math500@file:{Path(path).name}+md5.{digest[:12]}"
     except Exception as exc:  # datasets raises many types (network, schema, file)
-        raise TaskLoadError(f"cannot load math500 from {path or MATH500_HUB_ID}: {exc}") from exc
-    return [
-        _math_task(row, path or MATH500_HUB_ID, i) for i, row in enumerate(rows, start=1)
-    ], version
+        raise TaskLoadError(f"cannot load math500 from {path or hub_id}: {exc}") from exc
+    return [_math_task(row, path or hub_id, i) for i, row in enumerate(rows, start=1)], version
 
 
 def _math_task(row: dict[str, Any], source: str, line: int) -> Task:
