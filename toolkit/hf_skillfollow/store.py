@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from hf_skillfollow.record import PairRecord
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -103,8 +106,10 @@ class RunStore:
     def records_path(self) -> Path:
         return self.root / RECORDS
 
-    def append_record(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    def append_record(self, record: PairRecord | Mapping[str, Any]) -> None:
+        """Validate one finished pair against the schema, then append it as one line."""
+        pair = PairRecord.parse(record, source=str(self.records_path))
+        line = json.dumps(pair.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
         # One write of a whole line plus fsync: the only partial state a crash can leave is a torn
         # last line, which recover() sets aside.
         with open(self.records_path, "a", encoding="utf-8") as fh:
@@ -194,23 +199,14 @@ class RunStore:
         return [r for n, _, r in parsed if n not in skip], bad, data[cut:]
 
     def _schema_problems(self, parsed: list[tuple[int, bytes, dict[str, Any]]]) -> list[BadLine]:
-        """Lines whose transition or traces break the schema (checked at once, then per line)."""
-        from hf_skillfollow.schema import SchemaError, traces_from_rows, transitions_from_rows
+        """Lines whose record breaks the schema or the pair's own consistency (PairRecord)."""
+        from hf_skillfollow.schema import SchemaError
 
-        def check(records: list[dict[str, Any]], source: str) -> None:
-            transitions_from_rows([r["transition"] for r in records], source=source)
-            traces_from_rows([t for r in records for t in r["traces"]], source=source)
-
-        try:
-            check([r for _, _, r in parsed], str(self.records_path))
-            return []
-        except SchemaError:
-            pass
         bad = []
         for number, raw, record in parsed:
             source = f"{self.records_path}:{number}"
             try:
-                check([record], source)
+                PairRecord.parse(record, source=source)
             except SchemaError as exc:
                 bad.append(BadLine(number, str(exc).removeprefix(f"{source}: "), raw))
         return bad
