@@ -176,3 +176,41 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise SchemaError(f"{source}: {exc}") from None
     return validate_table(table, schema, source)
+
+
+#: Annotations (docs/diagnostics.md): one blinded LLM label per annotated SE execution and
+#: annotator. Keyed by (run_id, task_id, repeat_index, annotator); `label` is null exactly
+#: when the annotator failed, and `failure` then says why.
+ANNOTATIONS_SCHEMA = pa.schema(
+    [
+        pa.field("schema_version", pa.int32(), nullable=False),
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("cell_id", pa.string(), nullable=False),
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("repeat_index", pa.int32(), nullable=False),
+        pa.field("annotator", pa.string(), nullable=False),  # "<model>@<prompt_hash>"
+        pa.field("annotator_model", pa.string(), nullable=False),
+        pa.field("annotator_backend", pa.string(), nullable=False),
+        pa.field("prompt_hash", pa.string(), nullable=False),
+        pa.field("flip", pa.string(), nullable=False),  # helpful, harmful or concordant
+        pa.field("label", pa.string(), nullable=True),
+        pa.field("rationale", pa.string(), nullable=True),
+        pa.field("failure", pa.string(), nullable=True),
+        pa.field("attempts", pa.int32(), nullable=False),
+        pa.field("raw_output", pa.string(), nullable=True),  # the last reply, kept for audits
+        pa.field("annotated_at", pa.string(), nullable=False),
+    ],
+    metadata={
+        b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(),
+        b"config": b"annotations",
+    },
+)
+ANNOTATION_KEY: tuple[str, ...] = ("run_id", "task_id", "repeat_index", "annotator")
+
+
+def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Table:
+    return validate_table(table, ANNOTATIONS_SCHEMA, source)
+
+
+def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, ANNOTATIONS_SCHEMA, source)

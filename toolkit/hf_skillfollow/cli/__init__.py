@@ -26,6 +26,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "skills",
         "List, show, search and export skill pools.",
     ),
+    "annotate": (
+        "hf_skillfollow.cli._annotate",
+        "annotate",
+        "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
+    ),
     "push": ("hf_skillfollow.cli._push", "push", "Publish run directories to a Hub dataset repo."),
     "leaderboard": (
         "hf_skillfollow.cli._leaderboard",

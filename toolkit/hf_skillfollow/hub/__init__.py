@@ -8,7 +8,15 @@ inside the functions that need them.
 from __future__ import annotations
 
 from hf_skillfollow.hub._layout import HubError
-from hf_skillfollow.hub._load import load_traces, load_transitions
+from hf_skillfollow.hub._load import load_annotations, load_traces, load_transitions
 from hf_skillfollow.hub._push import PushResult, build_repo, push_runs
 
-__all__ = ["HubError", "PushResult", "build_repo", "load_traces", "load_transitions", "push_runs"]
+__all__ = [
+    "HubError",
+    "PushResult",
+    "build_repo",
+    "load_annotations",
+    "load_traces",
+    "load_transitions",
+    "push_runs",
+]

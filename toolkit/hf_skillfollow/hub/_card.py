@@ -14,8 +14,8 @@ import yaml
 
 from hf_skillfollow._version import __version__
 from hf_skillfollow.hub._columns import schema_rows
-from hf_skillfollow.hub._layout import TRACES_DIR, TRANSITIONS_DIR
-from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA
+from hf_skillfollow.hub._layout import ANNOTATIONS_DIR, TRACES_DIR, TRANSITIONS_DIR
+from hf_skillfollow.schema import ANNOTATIONS_SCHEMA, TRACES_SCHEMA, TRANSITIONS_SCHEMA
 
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
@@ -34,13 +34,21 @@ def render_card(
     has_traces: bool,
     license: str = "cc-by-4.0",
     tool_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    annotations: pa.Table | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema."""
+    from hf_skillfollow.hub._card_annotations import annotation_rows
+
     runs = _run_rows(transitions)
     cells = cell_rows(transitions)
+    has_annotations = annotations is not None and annotations.num_rows > 0
     context = {
         "front_matter": front_matter(
-            repo_id, transitions.num_rows, has_traces=has_traces, license=license
+            repo_id,
+            transitions.num_rows,
+            has_traces=has_traces,
+            license=license,
+            has_annotations=has_annotations,
         ),
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
@@ -53,13 +61,18 @@ def render_card(
         "has_traces": has_traces,
         "transitions_schema": schema_rows(TRANSITIONS_SCHEMA),
         "traces_schema": schema_rows(TRACES_SCHEMA),
+        "has_annotations": has_annotations,
+        "annotations": annotation_rows(transitions, annotations) if has_annotations else [],
+        "annotations_schema": schema_rows(ANNOTATIONS_SCHEMA),
         "toolkit_version": __version__,
         "license": license,
     }
     return _environment().get_template(TEMPLATE).render(**context)
 
 
-def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -> str:
+def front_matter(
+    repo_id: str, n_rows: int, *, has_traces: bool, license: str, has_annotations: bool = False
+) -> str:
     configs: list[dict[str, Any]] = [
         {
             "config_name": "transitions",
@@ -72,6 +85,13 @@ def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -
             {
                 "config_name": "traces",
                 "data_files": [{"split": "train", "path": f"{TRACES_DIR}/*.parquet"}],
+            }
+        )
+    if has_annotations:
+        configs.append(
+            {
+                "config_name": "annotations",
+                "data_files": [{"split": "train", "path": f"{ANNOTATIONS_DIR}/*.parquet"}],
             }
         )
     meta = {

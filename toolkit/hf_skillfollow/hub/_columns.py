@@ -50,6 +50,17 @@ COLUMN_DOCS: dict[str, str] = {
     "latency_s": "wall time of the arm in seconds",
     "prompt_tokens": "prompt tokens reported by the backend",
     "completion_tokens": "completion tokens reported by the backend",
+    "annotator": "annotator identity: `<annotator_model>@<prompt_hash>` (part of the key)",
+    "annotator_model": "model that produced the label",
+    "annotator_backend": "how the annotator model was reached (local, openai, vllm, vllm-server)",
+    "prompt_hash": "hash of the annotation instructions, labelling tool and field caps",
+    "flip": "the task's paired outcome: helpful (SE right, SD wrong), harmful (SE wrong, SD right) or concordant",
+    "label": "appropriate adherence, ignored/independent, misapplied/overapplied, format/interface failure or unclear; null when the annotator failed",
+    "rationale": "the annotator's short reason for the label",
+    "failure": "why no label was recorded (invalid output or backend error on every attempt), else null",
+    "attempts": "requests made for this unit (retries on invalid output included)",
+    "raw_output": "the annotator's last reply, as produced",
+    "annotated_at": "UTC time the row was recorded",
 }
 
 

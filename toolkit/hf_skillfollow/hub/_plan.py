@@ -14,11 +14,13 @@ from typing import Protocol
 import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
+    ANNOTATIONS_DIR,
     CARD_PATH,
     TRACES_DIR,
     TRANSITIONS_DIR,
     HubError,
     RunTables,
+    annotations_path,
     parquet_bytes,
     read_parquet_bytes,
     sha256,
@@ -44,6 +46,7 @@ class PushPlan:
     add: dict[str, bytes] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     new_transitions: dict[str, pa.Table] = field(default_factory=dict)
+    new_annotations: dict[str, pa.Table] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -66,6 +69,8 @@ def plan_push(runs: Sequence[RunTables], state: RepoState) -> PushPlan:
             plan.rows[path] = table.num_rows
             if config == "transitions":
                 plan.new_transitions[path] = table
+            elif config == "annotations":
+                plan.new_annotations[path] = table
     return plan
 
 
@@ -73,6 +78,13 @@ def _run_files(run: RunTables) -> Iterable[tuple[str, str, pa.Table]]:
     yield "transitions", transitions_path(run.run_id), run.transitions
     if run.traces is not None:
         yield "traces", traces_path(run.run_id), run.traces
+    if run.annotations is not None:
+        import pyarrow.compute as pc
+
+        column = run.annotations.column("annotator")
+        for annotator in sorted(set(column.to_pylist())):
+            part = run.annotations.filter(pc.equal(column, annotator))
+            yield "annotations", annotations_path(run.run_id, annotator), part
 
 
 def _check_same(
@@ -103,6 +115,15 @@ def all_transitions(plan: PushPlan, state: RepoState) -> list[pa.Table]:
         read_parquet_bytes(state.read(p), "transitions", f"{state.name}:{p}") for p in published
     ]
     return tables + [plan.new_transitions[p] for p in sorted(plan.new_transitions)]
+
+
+def all_annotations(plan: PushPlan, state: RepoState) -> list[pa.Table]:
+    """Every annotations table the repo will hold after the push (published + new)."""
+    published = sorted(p for p in state.paths() if _is_data(p, ANNOTATIONS_DIR))
+    tables = [
+        read_parquet_bytes(state.read(p), "annotations", f"{state.name}:{p}") for p in published
+    ]
+    return tables + [plan.new_annotations[p] for p in sorted(plan.new_annotations)]
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:

@@ -23,6 +23,7 @@ from hf_skillfollow.hub._numbers import known_tool_schemas
 from hf_skillfollow.hub._plan import (
     PushPlan,
     RepoState,
+    all_annotations,
     all_transitions,
     card_changed,
     has_traces,
@@ -126,6 +127,7 @@ def _plan_and_card(
 ) -> tuple[PushPlan, str]:
     plan = plan_push(runs, state)
     table = pa.concat_tables(all_transitions(plan, state))
+    annotations = all_annotations(plan, state)
     schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
     card = render_card(
         table,
@@ -133,6 +135,7 @@ def _plan_and_card(
         has_traces=has_traces(plan, state),
         license=license,
         tool_schemas=schemas,
+        annotations=pa.concat_tables(annotations) if annotations else None,
     )
     return plan, card
 
