@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._version import __version__
 from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.prompts import prompts_hash, tool_schema
 from hf_skillfollow.schema import SCHEMA_VERSION
@@ -231,34 +232,10 @@ def build_record(
 
 
 def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The identity columns of every transitions row of this run (schema v1)."""
-    c = manifest["config"]
-    return {
-        "schema_version": manifest["schema_version"],
-        "run_id": manifest["run_id"],
-        "cell_id": manifest["cell_id"],
-        "repeat_index": manifest["repeat_index"],
-        "created_at": manifest["created_at"],
-        "model": published_model_name(c["model"]),
-        "backend": c["backend"],
-        "tool_mode": c["tool_mode"],
-        "retrieval_policy": c["retrieval_policy"],
-        "benchmark": c["benchmark"],
-        "benchmark_version": manifest["benchmark_version"],
-        "partition_seed": c["partition_seed"],
-        "partition_size": c["partition_size"],
-        "skill_pool": manifest["skill_pool"],
-        "skill_pool_hash": manifest["skill_pool_hash"],
-        "condition": c["condition"],
-        "retriever": c["retriever"],
-        "top_k": c["top_k"],
-        "max_calls": c["max_calls"],
-        "temperature": c["temperature"],
-        "max_tokens": c["max_tokens"],
-        "seed": c["seed"],
-        "prompts_hash": manifest["prompts_hash"],
-        "toolkit_version": manifest["versions"]["hf-skillfollow"],
-    }
+    """The identity columns of every transitions row of this run (each column's declared source)."""
+    values = identity_values(manifest)
+    values["model"] = published_model_name(values["model"])
+    return values
 
 
 def published_model_name(model: str) -> str:

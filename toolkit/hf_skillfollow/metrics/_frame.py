@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from hf_skillfollow.columns import METRIC_INPUTS
+
 #: Outcome columns every transitions input must carry for the paired metrics.
-REQUIRED_OUTCOMES: tuple[str, ...] = ("se_correct", "sd_correct", "invoked", "returned")
+REQUIRED_OUTCOMES: tuple[str, ...] = METRIC_INPUTS
 
 
 def column_names(data: Any) -> list[str]:
