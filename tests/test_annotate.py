@@ -65,7 +65,9 @@ def test_scripted_annotator_double_labels_the_flips_only(tmp_path: Path) -> None
         out = _annotate(server, str(run_dir))
     rows = _rows(run_dir)
     assert sorted(rows) == sorted(HELPFUL + HARMFUL)  # concordant and skip tasks left out
-    assert {t: r["label"] for t, r in rows.items()} == {t: json.loads(SCRIPT[t][0])["label"] for t in rows}
+    assert {t: r["label"] for t, r in rows.items()} == {
+        t: json.loads(SCRIPT[t][0])["label"] for t in rows
+    }
     assert {t: r["flip"] for t, r in rows.items()} == flips(run_dir)
     assert all(r["attempts"] == 1 and r["failure"] is None for r in rows.values())
     assert all(r["annotator"] == f"annotator-double@{r['prompt_hash']}" for r in rows.values())
@@ -145,12 +147,23 @@ def test_scripted_annotator_double_request_bytes_are_blinded(tmp_path: Path) -> 
         text = raw.decode()
         task = next(t for t in SCRIPT if f"Solve {t}\\n" in text or f"Solve {t}" in text)
         assert SD_SECRET not in text  # no SD answer
-        for leak in ("VERDICT-", "se_correct", "sd_correct", "scorer_details", "helpful", "harmful", "flip"):
+        for leak in (
+            "VERDICT-",
+            "se_correct",
+            "sd_correct",
+            "scorer_details",
+            "helpful",
+            "harmful",
+            "flip",
+        ):
             assert leak not in text, leak  # no correctness label or transition type
         user = body["messages"][1]["content"]
         assert se_answer(task) in user and "query" in user and "prefix-sum" in user
         assert f"Use prefix sums for {task}." in user
-        assert body["tool_choice"] == {"type": "function", "function": {"name": "record_annotation"}}
+        assert body["tool_choice"] == {
+            "type": "function",
+            "function": {"name": "record_annotation"},
+        }
         assert body["tools"][0]["function"]["parameters"] == LABEL_SCHEMA
         assert body["tools"][0]["function"]["strict"] is True
 
@@ -183,7 +196,10 @@ def test_requests_do_not_change_with_correctness_or_the_sd_answer(tmp_path: Path
         row["scorer_details"] = "{}"
         if row["arm"] == "sd":
             row["final_answer"] = "a different SD answer"
-    pq.write_table(pa.Table.from_pylist(traces, schema=pq.read_schema(first / "traces.parquet")), second / "traces.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(traces, schema=pq.read_schema(first / "traces.parquet")),
+        second / "traces.parquet",
+    )
     a = {u.task_id: request_json(u.view) for u in load_units([first], everything=True)}
     b = {u.task_id: request_json(u.view) for u in load_units([second], everything=True)}
     assert len(a) == 7 and a == b
@@ -216,7 +232,9 @@ def test_embedded_model_returns_schema_valid_labels(tmp_path: Path) -> None:
     """The real embedded SmolLM2 through llama.cpp: the forced call is grammar-constrained to
     the label schema, so every reply must parse to one of the five labels."""
     run_dir = write_annotation_run(tmp_path)
-    result = CliRunner().invoke(cli, ["annotate", str(run_dir), "--max-attempts", "2", "--concurrency", "1"])
+    result = CliRunner().invoke(
+        cli, ["annotate", str(run_dir), "--max-attempts", "2", "--concurrency", "1"]
+    )
     assert result.exit_code == 0, result.output
     rows = _rows(run_dir)
     assert sorted(rows) == sorted(HELPFUL + HARMFUL)

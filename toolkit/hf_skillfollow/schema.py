@@ -135,7 +135,6 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
     return validate_table(table, schema, source)
 
 
-
 def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Table:
     return validate_table(table, ANNOTATIONS_SCHEMA, source)
 

@@ -132,4 +132,5 @@ def _partial(frame: pd.DataFrame, covar: list[str]) -> tuple[float, float]:
     if any(frame[c].nunique() < 2 for c in covar):
         return math.nan, math.nan
     out = pingouin.partial_corr(data=frame, x="x", y="y", covar=covar, method="pearson")
-    return float(out["r"].iloc[0]), float(out["p-val"].iloc[0])
+    p_column = "p_val" if "p_val" in out.columns else "p-val"  # renamed in pingouin 0.7
+    return float(out["r"].iloc[0]), float(out[p_column].iloc[0])
