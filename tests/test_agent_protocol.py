@@ -1,4 +1,4 @@
-"""The SE/SD protocol rules of DESIGN §3, driven turn by turn.
+"""The SE/SD protocol rules (docs/design.md, "Protocol"), driven turn by turn.
 
 `ScriptedModelDouble` stands in for the model: no real model available here can be made to
 emit parallel calls, invalid arguments or a fourth call on demand, and these rules are about

@@ -53,7 +53,10 @@ def test_push_adds_the_annotations_config_and_load_dataset_reads_it_back(tmp_pat
     assert "appropriate adherence 2; ignored/independent 1" in card
     assert "problematic -100.0 (b 0, c 2, n 2)" in card and "b 3/3, c 2/2" in card
     assert "### `annotations`" in card and "| `failure` |" in card
-    ds = datasets.load_dataset(str(repo), "annotations", split="train")
+    # A private cache: datasets keys a local folder's cache on its base name only.
+    ds = datasets.load_dataset(
+        str(repo), "annotations", split="train", cache_dir=str(tmp_path / "cache")
+    )
     published = pq.read_table(run_dir / "annotations.parquet").to_pylist()
     assert _sorted(ds.to_list()) == _sorted(published)
     table = load_annotations(repo)

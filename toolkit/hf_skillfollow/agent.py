@@ -1,4 +1,7 @@
-"""The SE/SD agent protocol (DESIGN §3): one conversation per arm, identical except the tool."""
+"""The SE/SD agent protocol: one conversation per arm, identical except the tool.
+
+See docs/design.md, "Protocol".
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Typed, validated run configuration and the stable cell id (DESIGN §3, §5)."""
+"""Typed, validated run configuration and the stable cell id.
+
+See docs/design.md, "Protocol" and "Published data".
+"""
 
 from __future__ import annotations
 
@@ -9,16 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Benchmark = Literal["mbppplus", "humanevalplus", "math500"]
+from hf_skillfollow.benchmarks import benchmark_spec
+from hf_skillfollow.registries import BACKENDS, RETRIEVERS
+
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
-
-BENCHMARK_DOMAIN: dict[str, str] = {
-    "mbppplus": "coding",
-    "humanevalplus": "coding",
-    "math500": "math",
-}
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -65,7 +64,9 @@ class RunConfig(BaseModel):
         default_factory=dict, description="Extra engine options passed through to vLLM."
     )
 
-    benchmark: Benchmark = Field("mbppplus", description="Benchmark name.")
+    benchmark: str = Field(
+        "mbppplus", description="Benchmark name (declared in `hf_skillfollow.benchmarks`)."
+    )
     tasks_file: Path | None = _run_field(
         None, description="Local benchmark file overriding the official source."
     )
@@ -111,17 +112,18 @@ class RunConfig(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        from hf_skillfollow.backends import BACKENDS
-
         if v not in BACKENDS:
             raise ValueError(f"unknown backend {v!r}; choose one of {sorted(BACKENDS)}")
         return v
 
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, v: str) -> str:
+        return benchmark_spec(v).name
+
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, v: str) -> str:
-        from hf_skillfollow.retrieval import RETRIEVERS
-
         if v not in RETRIEVERS:
             raise ValueError(f"unknown retriever {v!r}; choose one of {sorted(RETRIEVERS)}")
         return v
@@ -134,7 +136,7 @@ class RunConfig(BaseModel):
 
     @property
     def domain(self) -> str:
-        return BENCHMARK_DOMAIN[self.benchmark]
+        return benchmark_spec(self.benchmark).domain
 
     def protocol_dict(self) -> dict[str, object]:
         """The settings that define the cell (everything except the run's own identity)."""

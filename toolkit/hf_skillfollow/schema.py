@@ -1,8 +1,10 @@
-"""Transitions and traces schema v1 (DESIGN §5): one explicit pyarrow schema each.
+"""Transitions and traces schema v1: one explicit pyarrow schema each.
 
 Both are built from the column declaration in `hf_skillfollow.columns`. Every writer (run
 store, hub push) and every reader (report, hub load, Space) goes through these two schemas,
 so a published parquet file never carries inferred types.
+
+See docs/design.md, "Published data".
 """
 
 from __future__ import annotations

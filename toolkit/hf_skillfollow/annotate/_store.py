@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow.schema import ANNOTATION_KEY
+from hf_skillfollow.store import ANNOTATION_RECORDS as RECORDS
+from hf_skillfollow.store import ANNOTATIONS as TABLE
 from hf_skillfollow.store import atomic_write_bytes
-
-RECORDS = "annotations.jsonl"
-TABLE = "annotations.parquet"
 
 
 class AnnotationStoreError(ValueError):

@@ -117,7 +117,8 @@ def capped_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class LocalServerInfo:
-    """What was launched; recorded in run manifests."""
+    """What was launched. `n_ctx` bounds each request's `max_tokens`; the rest describes the
+    server to whoever holds the backend (it is not written to the run manifest)."""
 
     gguf: str
     n_ctx: int

@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama).
 
 The client's own retries are off (`max_retries=0`): this module retries transient failures
-itself so that the policy (DESIGN §3: 3 retries, exponential backoff with jitter, honouring
-`Retry-After`) is the same for every provider and is tested against a real HTTP server.
+itself so that the policy (3 retries, exponential backoff with jitter, honouring `Retry-After`;
+docs/design.md, "Protocol") is the same for every provider and is tested against a real HTTP
+server.
 """
 
 from __future__ import annotations

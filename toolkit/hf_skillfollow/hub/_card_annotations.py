@@ -9,14 +9,23 @@ from typing import Any
 import pyarrow as pa
 
 
-def annotation_rows(transitions: pa.Table, annotations: pa.Table) -> list[dict[str, Any]]:
-    """Display rows, one per (cell, annotator), sorted by model, benchmark and annotator."""
-    from hf_skillfollow.annotate._labels import GROUPS, LABELS
-    from hf_skillfollow.metrics._diagnostics import annotation_summary, slug
+def annotation_rows(stats: pa.Table, annotations: pa.Table) -> list[dict[str, Any]]:
+    """Display rows, one per (cell, annotator), sorted by cell and annotator.
 
-    t = transitions.to_pandas()
-    summary = annotation_summary(t, annotations.to_pandas(), ["cell_id"])
-    names = t.groupby("cell_id")[["model", "benchmark", "condition"]].first()
+    Built from the published per-run counts (`_stats.py`) and the annotation rows, whose
+    `flip` was taken from the transitions when they were annotated; annotations of cells
+    the repo does not hold are left out.
+    """
+    from hf_skillfollow.annotate._labels import GROUPS, LABELS
+    from hf_skillfollow.metrics._diagnostics import slug, summarise_labels
+
+    counts = stats.to_pandas()
+    counts["n_cond"] = counts[["a_cond", "b_cond", "c_cond", "d_cond"]].sum(axis=1)
+    cond = counts.groupby("cell_id")[["n_cond", "b_cond", "c_cond"]].sum()
+    names = counts.groupby("cell_id")[["model", "benchmark", "condition"]].first()
+    joined = annotations.select(["cell_id", "annotator", "flip", "label"]).to_pandas()
+    joined = joined[joined["cell_id"].isin(cond.index)]
+    summary = summarise_labels(joined, cond, ["cell_id"])
     rows = []
     for r in summary.to_dict("records"):
         cell = names.loc[r["cell_id"]]

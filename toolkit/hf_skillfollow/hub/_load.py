@@ -6,7 +6,6 @@ the toolkit reads what the Hub serves; run directories are read from their parqu
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +19,7 @@ from hf_skillfollow.hub._layout import (
     is_repo_folder,
     is_run_dir,
 )
+from hf_skillfollow.locations import is_hub_id
 from hf_skillfollow.schema import (
     SchemaError,
     validate_annotations,
@@ -38,7 +38,6 @@ _CHECKS = {
     "traces": validate_traces,
     "annotations": validate_annotations,
 }
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def load_transitions(source: str | Path) -> pa.Table:
@@ -67,7 +66,7 @@ def _load(source: str | Path, config: Config) -> pa.Table:
     if path.exists():
         return _load_path(path, config)
     text = str(source)
-    if _REPO_ID.match(text):
+    if is_hub_id(text):
         return _validate(_load_dataset(text, config), config, text)
     raise HubError(f"{text}: no such file or directory, and not a Hub dataset repo id (ORG/NAME)")
 

@@ -47,10 +47,6 @@ def annotation_summary(
     group is the number of annotated S_call tasks in it (flips only, unless the cell was
     annotated with --all), so a group's RAE is (b − c) / n over those tasks.
     """
-    import pandas as pd
-
-    from hf_skillfollow.annotate._labels import GROUP_OF, GROUPS, LABELS
-
     keys = list(keys)
     t = transitions[
         [*dict.fromkeys([*keys, "run_id", "task_id"]), "se_correct", "sd_correct", "returned"]
@@ -65,6 +61,18 @@ def annotation_summary(
     )
     a = annotations[["run_id", "task_id", "annotator", "label"]]
     joined = t.merge(a, on=["run_id", "task_id"], how="inner")
+    return summarise_labels(joined, cond, keys)
+
+
+def summarise_labels(joined: pd.DataFrame, cond: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """`annotation_summary` from its two halves: `joined` has the cell `keys`, `annotator`,
+    `flip` and `label` of each annotated S_call task; `cond` is indexed by the cell keys and
+    holds n_cond, b_cond and c_cond (the card builds both from published counts)."""
+    import pandas as pd
+
+    from hf_skillfollow.annotate._labels import GROUP_OF, GROUPS, LABELS
+
+    keys = list(keys)
     rows = []
     for (cell_key, annotator), part in _cell_annotator_groups(joined, keys):
         base = cond.loc[cell_key if len(keys) > 1 else cell_key[0]]

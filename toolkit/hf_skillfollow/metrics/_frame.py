@@ -58,6 +58,13 @@ def nullable_bool_column(data: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     return values, known
 
 
+def int_column(data: Any, name: str) -> np.ndarray:
+    """A non-nullable integer column as int64."""
+    if _is_arrow(data):
+        return data.column(name).to_numpy().astype(np.int64, copy=False)
+    return data[name].to_numpy(dtype=np.int64)
+
+
 def factorize(data: Any, name: str) -> tuple[np.ndarray, int]:
     """(integer codes in order of first appearance, number of distinct values); nulls count as a value."""
     if _is_arrow(data):
