@@ -133,7 +133,9 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
     try:
         table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaError(f"{source}: {exc}") from None
+        column = _failing_column(rows, schema)
+        where = f"{source}: column {column!r}" if column else source
+        raise SchemaError(f"{where}: {exc}") from None
     return validate_table(table, schema, source)
 
 
@@ -143,3 +145,13 @@ def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Tab
 
 def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
     return _from_rows(rows, ANNOTATIONS_SCHEMA, source)
+
+
+def _failing_column(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> str | None:
+    """The first column whose values do not convert (pyarrow's message does not name it)."""
+    for field in schema:
+        try:
+            pa.array([r.get(field.name) for r in rows], type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return field.name
+    return None
