@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow.annotate._labels import parse_label
 from hf_skillfollow.annotate._request import TOOL_NAME, build_request, prompt_hash
+from hf_skillfollow.backends._base import ChatRequest
 from hf_skillfollow.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -68,12 +69,14 @@ async def annotate_unit(
     for attempt in range(settings.max_attempts):
         attempts = attempt + 1
         result = await backend.chat(
-            request["messages"],
-            tools=request["tools"],
-            tool_choice=request["tool_choice"],
-            seed=settings.seed + attempt,
-            temperature=settings.temperature,
-            max_tokens=settings.max_tokens,
+            ChatRequest(
+                messages=request["messages"],
+                seed=settings.seed + attempt,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                tools=request["tools"],
+                tool_choice=request["tool_choice"],
+            )
         )
         if result.error:
             problems.append(f"attempt {attempts}: backend error: {result.error}")

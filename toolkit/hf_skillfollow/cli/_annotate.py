@@ -119,7 +119,7 @@ def label(
         f"{len(units) - len(pending)} already annotated by {settings.annotator}",
         err=True,
     )
-    from hf_skillfollow.backends._server import BackendStartupError
+    from hf_skillfollow.backends._base import BackendStartupError
 
     try:
         if pending:
