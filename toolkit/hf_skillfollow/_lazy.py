@@ -46,11 +46,15 @@ class LazyRegistry(Mapping[str, Any]):
         """The "module:attr" of `name`, without importing it."""
         return self._targets[name]
 
-    def resolve(self, name: str) -> Any:
-        """The object named `name`; an unknown name is a ValueError listing the choices."""
+    def check(self, name: str) -> str:
+        """`name` itself if known (nothing is imported); else a ValueError listing the choices."""
         if name not in self._targets:
             raise ValueError(f"unknown {self.kind} {name!r}; choose one of {sorted(self)}")
-        return self[name]
+        return name
+
+    def resolve(self, name: str) -> Any:
+        """The object named `name`; an unknown name is a ValueError listing the choices."""
+        return self[self.check(name)]
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:

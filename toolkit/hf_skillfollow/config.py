@@ -112,9 +112,7 @@ class RunConfig(BaseModel):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        if v not in BACKENDS:
-            raise ValueError(f"unknown backend {v!r}; choose one of {sorted(BACKENDS)}")
-        return v
+        return BACKENDS.check(v)
 
     @field_validator("benchmark")
     @classmethod
@@ -124,9 +122,7 @@ class RunConfig(BaseModel):
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, v: str) -> str:
-        if v not in RETRIEVERS:
-            raise ValueError(f"unknown retriever {v!r}; choose one of {sorted(RETRIEVERS)}")
-        return v
+        return RETRIEVERS.check(v)
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RunConfig:

@@ -18,6 +18,7 @@ from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
 from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
 
@@ -166,16 +167,14 @@ async def execute(
             record = await run_pair(plan, backend, retriever, task)
         plan.store.append_record(record)
         if on_pair:
-            t = record["transition"]
-            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record["traces"])
+            t = record.transition
+            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record.traces)
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
     await asyncio.gather(*(one(t) for t in pending))
 
 
-async def run_pair(
-    plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task
-) -> dict[str, Any]:
+async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> PairRecord:
     """Both arms of one task with the same seed and decoding, then both scored."""
     from hf_skillfollow.scoring import score_answer
 
@@ -207,7 +206,7 @@ async def run_pair(
 
 def build_record(
     plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any
-) -> dict[str, Any]:
+) -> PairRecord:
     from hf_skillfollow.adherence import adheres
 
     se_extracted = se_verdict.details.get("extracted", "")
@@ -228,7 +227,7 @@ def build_record(
     traces = [
         _trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))
     ]
-    return {"task_id": task.task_id, "transition": transition, "traces": traces}
+    return PairRecord(task.task_id, transition, traces)
 
 
 def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:

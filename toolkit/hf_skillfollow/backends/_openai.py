@@ -20,8 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from hf_skillfollow.backends._base import ChatResult, Message, ToolCall
-from hf_skillfollow.backends._server import BackendStartupError, is_loopback_url
+from hf_skillfollow.backends._base import (
+    BackendStartupError,
+    ChatRequest,
+    ChatResult,
+    Message,
+    ToolCall,
+)
+from hf_skillfollow.backends._server import is_loopback_url
 
 if TYPE_CHECKING:
     from hf_skillfollow.config import RunConfig
@@ -175,28 +181,19 @@ class OpenAIBackend:
                 f"cannot reach the model endpoint {self.base_url}/models: {_describe(exc)}"
             ) from exc
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        request: dict[str, Any] = {
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": sanitize_messages(messages),
-            "seed": seed,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
+            "messages": sanitize_messages(request.messages),
+            "seed": request.seed,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
         }
-        if tools:
-            request["tools"] = tools
-            if tool_choice is not None:
-                request["tool_choice"] = tool_choice
-        return await self.send(request)
+        if request.tools:
+            body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
+        return await self.send(body)
 
     async def send(self, request: dict[str, Any]) -> ChatResult:
         """POST one chat-completions request with the retry policy; never raises for provider

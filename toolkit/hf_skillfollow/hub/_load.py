@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
+    RUN_ANNOTATIONS,
     RUN_TRACES,
     RUN_TRANSITIONS,
     HubError,
@@ -26,9 +27,24 @@ from hf_skillfollow.hub._layout import (
     is_run_dir,
 )
 from hf_skillfollow.locations import is_hub_id
-from hf_skillfollow.schema import SchemaError, validate_traces, validate_transitions
+from hf_skillfollow.schema import (
+    SchemaError,
+    validate_annotations,
+    validate_traces,
+    validate_transitions,
+)
 
-Config = Literal["transitions", "traces"]
+Config = Literal["transitions", "traces", "annotations"]
+_RUN_FILES = {
+    "transitions": RUN_TRANSITIONS,
+    "traces": RUN_TRACES,
+    "annotations": RUN_ANNOTATIONS,
+}
+_CHECKS = {
+    "transitions": validate_transitions,
+    "traces": validate_traces,
+    "annotations": validate_annotations,
+}
 
 
 def load_transitions(source: str | Path) -> pa.Table:
@@ -39,6 +55,17 @@ def load_transitions(source: str | Path) -> pa.Table:
 def load_traces(source: str | Path) -> pa.Table:
     """Validated traces (schema v1) from a Hub repo id, a repo folder or a run directory."""
     return _load(source, "traces")
+
+
+def load_annotations(source: str | Path) -> pa.Table | None:
+    """Validated annotations from a Hub repo id, a repo folder or a run directory; None when
+    the source has none (an `annotations` config is optional)."""
+    try:
+        return _load(source, "annotations")
+    except HubError as exc:
+        if "has no 'annotations' config" in str(exc) or "has no annotations.parquet" in str(exc):
+            return None
+        raise
 
 
 def _load(source: str | Path, config: Config) -> pa.Table:
@@ -53,7 +80,7 @@ def _load(source: str | Path, config: Config) -> pa.Table:
 
 def _load_path(path: Path, config: Config) -> pa.Table:
     if is_run_dir(path):
-        file = path / (RUN_TRANSITIONS if config == "transitions" else RUN_TRACES)
+        file = path / _RUN_FILES[config]
         if not file.is_file():
             raise HubError(f"{path}: run directory has no {file.name}")
         return _read_parquet(file, config)
@@ -176,7 +203,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _validate(table: pa.Table, config: Config, source: str) -> pa.Table:
-    check = validate_transitions if config == "transitions" else validate_traces
+    check = _CHECKS[config]
     try:
         return check(table, source=f"{source} [{config}]")
     except SchemaError as exc:
