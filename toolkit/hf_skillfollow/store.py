@@ -26,6 +26,9 @@ RECORDS = "records.jsonl"
 REJECTED = "records.rejected"
 TRANSITIONS = "transitions.parquet"
 TRACES = "traces.parquet"
+#: Written by `hf-skillfollow annotate` (annotate/_store.py) into the run directory.
+ANNOTATION_RECORDS = "annotations.jsonl"
+ANNOTATIONS = "annotations.parquet"
 
 
 class RunDirError(ValueError):
