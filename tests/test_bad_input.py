@@ -262,3 +262,11 @@ def test_failed_official_download_says_how_to_use_a_local_file(
     assert last.startswith("Error: cannot load"), proc.stderr[-2000:]
     assert "--tasks-file FILE" in last and f"{variable}=FILE" in last
     assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_report_names_the_line_of_a_non_utf8_jsonl(tmp_path: Path) -> None:
+    from tests._rows import transition_row
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(json.dumps(transition_row()).encode() + b"\n" + b'{"task_id": "\xff"}\n')
+    _one_clear_line(_invoke("report", rows), f"{rows}:2: not UTF-8 text (byte 0xff at column 14)")

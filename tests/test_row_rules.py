@@ -132,3 +132,13 @@ def test_space_loader_skips_the_source_with_a_warning_naming_it(tmp_path: Path) 
     assert loaded.loaded == [str(good)]
     warning = next(w for w in loaded.warnings if str(bad) in w)
     assert "row 3" in warning and "returned, invoked" in warning
+
+
+def test_report_on_a_folder_names_the_file_holding_the_impossible_row(tmp_path: Path) -> None:
+    from tests._fixtures_hub import write_run_dir
+
+    write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    bad = _bad_run_dir(tmp_path / "runs")
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "runs")])
+    assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
+    assert f"{bad / 'transitions.parquet'}: row 3" in res.output
