@@ -270,3 +270,10 @@ def test_report_names_the_line_of_a_non_utf8_jsonl(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_bytes(json.dumps(transition_row()).encode() + b"\n" + b'{"task_id": "\xff"}\n')
     _one_clear_line(_invoke("report", rows), f"{rows}:2: not UTF-8 text (byte 0xff at column 14)")
+
+
+def test_resume_with_an_invalid_flag_value_names_the_flag(tmp_path: Path, data_dir: Path) -> None:
+    run_dir, good = _finished_run(tmp_path / "runs", data_dir)
+    (run_dir / "records.jsonl").write_bytes(good)
+    res = _invoke("run", "--resume", run_dir, "--concurrency", "0", "--no-report")
+    _one_clear_line(res, str(run_dir), "--concurrency: Input should be greater than or equal to 1")

@@ -175,7 +175,13 @@ def plan_resume(
 
 
 def _resume_config(run_dir: Path, recorded: dict[str, Any], given: dict[str, Any]) -> RunConfig:
-    config = RunConfig(**{**recorded, **given})
+    from pydantic import ValidationError
+
+    try:
+        config = RunConfig(**{**recorded, **given})
+    except ValidationError as exc:
+        problems = "; ".join(f"{flag_name(str(e['loc'][0]))}: {e['msg']}" for e in exc.errors())
+        raise RunDirError(f"{run_dir}: {problems}") from None
     now = config.model_dump(mode="json")
     differing = [
         f"{flag_name(k)} {now[k]!r} (run: {recorded.get(k)!r})"
