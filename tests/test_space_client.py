@@ -1,7 +1,7 @@
 """The leaderboard app driven through gradio_client against a real server process.
 
 The fixture has hand-chosen paired counts; every expected value below is worked out by hand
-from those counts (DESIGN §2), never by the code under test.
+from those counts (docs/design.md, "Metrics"), never by the code under test.
 
 Cell A (model-alpha, mbppplus, normal), two runs pooled:
   run a1: S_call a,b,c,d = 3,6,1,2 (n_cond 12); S_skip a,b,c,d = 10,2,4,12 (n_skip 28)
@@ -308,12 +308,12 @@ def test_table_shows_key_columns_with_units_and_the_flag_beside_the_lift(client)
     rae, lift = headers.index("RAE pp [95% CI]"), headers.index("Agg lift pp")
     assert lift == rae + 1  # the lift a flag disagrees with sits right beside RAE
     assert a["RAE pp [95% CI]"].startswith("+35.0 [") and a["data-sf-cell"] == "cellA"
-    lo, hi = (float(x.replace("−", "-")) for x in a["RAE pp [95% CI]"][7:-1].split(","))
+    lo, hi = (float(x) for x in a["RAE pp [95% CI]"][7:-1].split(","))
     assert lo < 35.0 < hi
     assert a["RAE pp [95% CI]"].count(".") == 3  # value and both ends at one decimal
     assert a["n_cond / n"] == "20 / 68 (29.4%)" and a["b / c"] == "9 / 2" and a["Runs"] == "2"
-    assert a["McNemar p"] == "0.065" and a["Δselect pp"] == "−15.0" and a["Agg lift pp"] == "+26.2"
-    assert b["RAE pp [95% CI]"].startswith("−33.3 [")
+    assert a["McNemar p"] == "0.0654" and a["Δselect pp"] == "-15.0" and a["Agg lift pp"] == "+26.2"
+    assert b["RAE pp [95% CI]"].startswith("-33.3 [")
     assert b["Agg lift pp"] == "⚠ +19.0"  # 100·(4/12 − 4/28) = 19.05
     assert b["Δselect pp"] == "+52.4"  # SD: 8/12 − 4/28
     assert "<b>2</b> of 4 cells match" in summary and "<b>1</b> sign disagreement" in summary
@@ -325,10 +325,10 @@ def test_undefined_values_say_why_in_the_cli_words(client):
     _, rows, _ = refresh(client, show=["non-reportable cells"], min_cond="5")
     assert [r["Model"] for r in rows] == ["model-alpha", "model-beta", "model-gamma", "model-delta"]
     d = rows[-1]  # reportable first; among the rest the undefined RAE sorts last
-    assert d["RAE pp [95% CI]"] == f"— {NEVER_RETRIEVED}"
-    assert d["McNemar p"] == f"— {NEVER_RETRIEVED}"  # not p = 1 on zero discordant pairs
-    assert d["Agg lift pp"] == "— undefined: retrieval on no task: S_ret is empty"
-    assert d["Δselect pp"] == "— undefined: retrieval on no task: S_ret is empty"
+    assert d["RAE pp [95% CI]"] == NEVER_RETRIEVED  # the CLI's words
+    assert d["McNemar p"] == NEVER_RETRIEVED  # not p = 1 on zero discordant pairs
+    assert d["Agg lift pp"] == "n/a (retrieval on no task: S_ret is empty)"
+    assert d["Δselect pp"] == "n/a (retrieval on no task: S_ret is empty)"
     assert d["OAE pp [95% CI]"].startswith("+10.0 [") and d["Δskip pp"] == "+10.0"
     assert d["Reportable"] == "no n_cond < 5" and "sf-nonrep" in d["class"]
 
@@ -338,7 +338,7 @@ def test_reportable_cells_sort_before_non_reportable_ones(client):
     # ascending RAE would put C (−33.3) first; it is not reportable at 10, so it comes after A, B
     assert [r["Model"] for r in rows] == ["model-beta", "model-alpha", "model-gamma", "model-delta"]
     assert [r["Reportable"].split()[0] for r in rows] == ["yes", "yes", "no", "no"]
-    assert rows[2]["RAE pp [95% CI]"].startswith("−33.3*")
+    assert rows[2]["RAE pp [95% CI]"].startswith("-33.3*")
 
 
 def test_min_cond_threshold_changes_rows_and_disagreements(client):

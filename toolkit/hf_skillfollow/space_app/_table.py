@@ -8,7 +8,6 @@ narrow screens hide the secondary columns, and a 200-row table costs the browser
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -17,6 +16,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pandas as pd
 
+from hf_skillfollow import formatting as fmt
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
 #: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
@@ -151,42 +151,27 @@ def sensitivity(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
 
 def pp(value: object, *, signed: bool = True) -> str:
     """Percentage points with one decimal, the same for values and interval ends."""
-    v = _float(value)
-    if math.isnan(v):
-        return "—"
-    return f"{v:+.1f}".replace("-", "−") if signed else f"{v:.1f}"
-
-
-def p_text(value: object) -> str:
-    v = _float(value)
-    return "—" if math.isnan(v) else f"{v:.2g}" if v < 0.001 else f"{v:.3f}".rstrip("0").rstrip(".")
+    return fmt.pp(value, signed=signed)
 
 
 def interval(low: object, high: object) -> str:
-    if math.isnan(_float(low)) or math.isnan(_float(high)):
+    if fmt.is_undefined(low) or fmt.is_undefined(high):
         return ""
-    return f"[{pp(low)}, {pp(high)}]"
-
-
-def _float(value: object) -> float:
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
+    return f"[{fmt.pp(low)}, {fmt.pp(high)}]"
 
 
 def undefined_reason(row: pd.Series | dict, column: str) -> str | None:
-    """Why a value is undefined, in the CLI's words (`hf-skillfollow report`); None if defined."""
+    """Why a value is undefined, in the words of `hf-skillfollow report`; None if defined."""
     from hf_skillfollow.report import NEVER_RETRIEVED
 
     if column in {"rae", "mcnemar_p"} and int(row["n_cond"]) == 0:
         return NEVER_RETRIEVED
-    if not math.isnan(_float(row[column])):
+    if not fmt.is_undefined(row[column]):
         return None
-    reason = row.get(f"{column}_reason") if hasattr(row, "get") else None
-    if isinstance(reason, str) and reason:
-        return f"undefined: {reason}"
-    return "undefined"
+    if column == "delta_skip" and int(row["n_skip"]) == 0:
+        return fmt.undefined("n_skip = 0")
+    reason = row.get(f"{column}_reason")
+    return fmt.undefined(reason if isinstance(reason, str) and reason else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,7 +263,7 @@ def _cell_text(
     if key in {"rae", "oae"}:
         reason = undefined_reason(row, key)
         if reason:
-            return "— " + _why(reason), reason
+            return _why(reason), reason
         star = "" if reportable or key != "rae" else "*"
         note = f"not reportable: n_cond {int(row['n_cond'])} < {threshold}" if star else ""
         ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
@@ -286,7 +271,7 @@ def _cell_text(
     if key == "lift":
         reason = undefined_reason(row, "agg_lift")
         if reason:
-            return "— " + _why(reason), reason
+            return _why(reason), reason
         if disagree:
             tip = (
                 f"Sign disagreement: aggregate lift {pp(row['agg_lift'])} pp vs RAE "
@@ -297,10 +282,10 @@ def _cell_text(
     if key in {"select", "skip"}:
         source = COLUMN_BY_KEY[key].source
         reason = undefined_reason(row, source)
-        return ("— " + _why(reason), reason) if reason else (pp(row[source]), "")
+        return (_why(reason), reason) if reason else (pp(row[source]), "")
     if key == "p":
         reason = undefined_reason(row, "mcnemar_p")
-        return ("— " + _why(reason), reason) if reason else (p_text(row["mcnemar_p"]), "")
+        return (_why(reason), reason) if reason else (fmt.p_value(row["mcnemar_p"]), "")
     if key == "bc":
         return f"{int(row['b_cond'])} / {int(row['c_cond'])}", ""
     if key == "reportable":
@@ -319,9 +304,9 @@ def _extra_columns(filtered: pd.DataFrame) -> list[str]:
 
 
 def _raw(value: object) -> str:
-    if isinstance(value, float):
-        return "—" if math.isnan(value) else f"{value:.4g}"
-    return "" if value is None else str(value)
+    if fmt.is_undefined(value):
+        return fmt.UNDEFINED
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 # Labels are derived; `reportable`/`sign_disagree` from compute_cells hold the default
