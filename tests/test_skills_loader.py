@@ -1,4 +1,4 @@
-"""Skill pool loading and validation (DESIGN §4, issue 2 item 3)."""
+"""Skill pool loading and validation (docs/design.md, "Skills", issue 2 item 3)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._version import __version__
 from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
 
@@ -165,16 +167,14 @@ async def execute(
             record = await run_pair(plan, backend, retriever, task)
         plan.store.append_record(record)
         if on_pair:
-            t = record["transition"]
-            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record["traces"])
+            t = record.transition
+            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record.traces)
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
     await asyncio.gather(*(one(t) for t in pending))
 
 
-async def run_pair(
-    plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task
-) -> dict[str, Any]:
+async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> PairRecord:
     """Both arms of one task with the same seed and decoding, then both scored."""
     from hf_skillfollow.scoring import score_answer_async
 
@@ -206,7 +206,7 @@ async def run_pair(
 
 def build_record(
     plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any
-) -> dict[str, Any]:
+) -> PairRecord:
     from hf_skillfollow.adherence import adheres
 
     se_extracted = se_verdict.details.get("extracted", "")
@@ -227,38 +227,14 @@ def build_record(
     traces = [
         _trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))
     ]
-    return {"task_id": task.task_id, "transition": transition, "traces": traces}
+    return PairRecord(task.task_id, transition, traces)
 
 
 def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The identity columns of every transitions row of this run (schema v1)."""
-    c = manifest["config"]
-    return {
-        "schema_version": manifest["schema_version"],
-        "run_id": manifest["run_id"],
-        "cell_id": manifest["cell_id"],
-        "repeat_index": manifest["repeat_index"],
-        "created_at": manifest["created_at"],
-        "model": published_model_name(c["model"]),
-        "backend": c["backend"],
-        "tool_mode": c["tool_mode"],
-        "retrieval_policy": c["retrieval_policy"],
-        "benchmark": c["benchmark"],
-        "benchmark_version": manifest["benchmark_version"],
-        "partition_seed": c["partition_seed"],
-        "partition_size": c["partition_size"],
-        "skill_pool": manifest["skill_pool"],
-        "skill_pool_hash": manifest["skill_pool_hash"],
-        "condition": c["condition"],
-        "retriever": c["retriever"],
-        "top_k": c["top_k"],
-        "max_calls": c["max_calls"],
-        "temperature": c["temperature"],
-        "max_tokens": c["max_tokens"],
-        "seed": c["seed"],
-        "prompts_hash": manifest["prompts_hash"],
-        "toolkit_version": manifest["versions"]["hf-skillfollow"],
-    }
+    """The identity columns of every transitions row of this run (each column's declared source)."""
+    values = identity_values(manifest)
+    values["model"] = published_model_name(values["model"])
+    return values
 
 
 def published_model_name(model: str) -> str:

@@ -1,8 +1,10 @@
-"""Skill pools: folders of `<skill>/SKILL.md` files with YAML front matter (DESIGN §4).
+"""Skill pools: folders of `<skill>/SKILL.md` files with YAML front matter.
 
 Loading is strict: every problem is a `SkillPoolError` naming the file and the field, because a
 silently skipped or half-parsed skill would change what the agent can retrieve without anyone
 noticing.
+
+See docs/design.md, "Skills".
 """
 
 from __future__ import annotations

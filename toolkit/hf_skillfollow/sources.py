@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA, SchemaError, validate_transitions
+from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
-RUN_TRANSITIONS = "transitions.parquet"
-_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-_LOCAL_SUFFIXES = (".parquet", *_JSONL_SUFFIXES)
+_JSONL_SUFFIXES = tuple(s for s in LOCAL_SUFFIXES if s != ".parquet")
 
 
 class SourceError(ValueError):
@@ -45,18 +45,12 @@ def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
         return [(str(path), _read_file(path))]
     if path.is_dir():
         return [(str(f), _read_file(f)) for f in _folder_files(path)]
-    if _looks_local(str(source)):
+    if not is_hub_id(source):
         raise SourceError(f"{source}: no such file or directory")
     # Hub ids are the hub package's job; imported only when one is given.
     from hf_skillfollow.hub import load_transitions
 
     return [(str(source), validate_transitions(load_transitions(str(source)), str(source)))]
-
-
-def _looks_local(text: str) -> bool:
-    return (
-        text.startswith((".", "/", "~")) or text.endswith(_LOCAL_SUFFIXES) or text.count("/") != 1
-    )
 
 
 def _folder_files(folder: Path) -> list[Path]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from hf_skillfollow.record import PairRecord
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
@@ -62,8 +64,10 @@ class RunStore:
         except json.JSONDecodeError as exc:
             raise RunDirError(f"{self.manifest_path}: invalid JSON ({exc})") from None
 
-    def append_record(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+    def append_record(self, record: PairRecord | Mapping[str, Any]) -> None:
+        """Validate one finished pair against the schema, then append it as one line."""
+        pair = PairRecord.parse(record, source=str(self.root / RECORDS))
+        line = json.dumps(pair.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
         path = self.root / RECORDS
         # One write of a whole line plus fsync: the only partial state a crash can leave is a torn
         # last line, which read_records drops.

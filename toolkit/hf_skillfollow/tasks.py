@@ -3,8 +3,9 @@
 Tasks come from the official sources: EvalPlus's own loaders for the code benchmarks (which
 honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
 ``HuggingFaceH4/MATH-500`` through ``datasets``. Each has a local-file override: the
-``tasks_file`` argument, else ``SKILLFOLLOW_MBPP_FILE`` / ``SKILLFOLLOW_HUMANEVAL_FILE`` /
-``SKILLFOLLOW_MATH500_FILE``.
+``tasks_file`` argument, else the benchmark's environment variable (``SKILLFOLLOW_MBPP_FILE``
+/ ``SKILLFOLLOW_HUMANEVAL_FILE`` / ``SKILLFOLLOW_MATH500_FILE``). Each benchmark's facts are
+declared once, in `hf_skillfollow.benchmarks`.
 
 The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
 ``plus_input``) is accepted as a HumanEval override: it is scored with its own ``check``
@@ -22,16 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ("mbppplus", "humanevalplus", "math500")
-
-#: benchmark -> environment variable naming a local file that replaces the official source
-FILE_ENV = {
-    "mbppplus": "SKILLFOLLOW_MBPP_FILE",
-    "humanevalplus": "SKILLFOLLOW_HUMANEVAL_FILE",
-    "math500": "SKILLFOLLOW_MATH500_FILE",
-}
-
-MATH500_HUB_ID = "HuggingFaceH4/MATH-500"
+from hf_skillfollow.benchmarks import BENCHMARKS, BenchmarkSpec, benchmark_spec
 
 
 class TaskLoadError(ValueError):
@@ -55,7 +47,7 @@ class Task:
 
     @property
     def domain(self) -> str:
-        return "math" if self.benchmark == "math500" else "coding"
+        return BENCHMARKS[self.benchmark].domain
 
 
 def task_sort_key(task_id: str) -> tuple[Any, ...]:
@@ -69,16 +61,16 @@ def load_tasks(
     benchmark: str, tasks_file: str | os.PathLike[str] | None = None
 ) -> tuple[list[Task], str]:
     """All tasks of ``benchmark`` in natural id order, and a benchmark version string."""
-    if benchmark not in BENCHMARKS:
-        raise TaskLoadError(
-            f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
-        )
-    path = tasks_file or os.environ.get(FILE_ENV[benchmark]) or None
+    try:
+        spec = benchmark_spec(benchmark)
+    except ValueError as exc:
+        raise TaskLoadError(str(exc)) from None
+    path = tasks_file or os.environ.get(spec.file_env) or None
     if path is not None and not Path(path).is_file():
-        source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
+        source = "--tasks-file" if tasks_file else spec.file_env
         raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
-    if benchmark == "math500":
-        tasks, version = _load_math500(None if path is None else str(path))
+    if spec.loader == "hub":
+        tasks, version = _load_math500(spec, None if path is None else str(path))
     else:
         tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
@@ -121,7 +113,7 @@ def _evalplus_problems(
 ) -> tuple[dict[str, dict[str, Any]], str, str]:
     from evalplus.data import humaneval, mbpp
 
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
             return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
     with _override(humaneval, "HUMANEVAL_OVERRIDE_PATH", path):
@@ -154,7 +146,7 @@ def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
 
 def _code_task(benchmark: str, problem: dict[str, Any]) -> Task:
     prompt = problem["prompt"]
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         prompt = _mbpp_prompt(problem)
     return Task(
         benchmark, problem["task_id"], prompt, entry_point=problem["entry_point"], problem=problem
@@ -209,22 +201,21 @@ def _load_original_humaneval(path: str) -> tuple[list[Task], str]:
 # --- MATH-500 through datasets ---------------------------------------------------------------
 
 
-def _load_math500(path: str | None) -> tuple[list[Task], str]:
+def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], str]:
     import datasets
 
+    hub_id = str(spec.hub_id)
     try:
         if path is None:
-            rows = datasets.load_dataset(MATH500_HUB_ID, split="test")
-            version = f"math500@hub:{MATH500_HUB_ID}+fp.{rows._fingerprint[:12]}"
+            rows = datasets.load_dataset(hub_id, split="test")
+            version = f"math500@hub:{hub_id}+fp.{rows._fingerprint[:12]}"
         else:
             rows = datasets.load_dataset("json", data_files=path, split="train")
             digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
             version = f"math500@file:{Path(path).name}+md5.{digest[:12]}"
     except Exception as exc:  # datasets raises many types (network, schema, file)
-        raise TaskLoadError(f"cannot load math500 from {path or MATH500_HUB_ID}: {exc}") from exc
-    return [
-        _math_task(row, path or MATH500_HUB_ID, i) for i, row in enumerate(rows, start=1)
-    ], version
+        raise TaskLoadError(f"cannot load math500 from {path or hub_id}: {exc}") from exc
+    return [_math_task(row, path or hub_id, i) for i, row in enumerate(rows, start=1)], version
 
 
 def _math_task(row: dict[str, Any], source: str, line: int) -> Task:

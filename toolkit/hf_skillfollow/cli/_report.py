@@ -14,7 +14,7 @@ def _parse_group_by(
 ) -> list[str] | None:
     if value is None:
         return None
-    from hf_skillfollow.schema import IDENTITY_COLUMNS
+    from hf_skillfollow.columns import IDENTITY_COLUMNS
 
     columns = [c.strip() for c in value.split(",") if c.strip()]
     unknown = [c for c in columns if c not in IDENTITY_COLUMNS]

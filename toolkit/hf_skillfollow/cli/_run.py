@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
+
+from hf_skillfollow.benchmarks import BENCHMARK_NAMES
+from hf_skillfollow.config import Condition, RetrievalPolicy, ToolMode
+from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
 # make the README's main job take hours, so the local backend's defaults are smaller (recorded
@@ -58,26 +62,24 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+    type=click.Choice(list(BACKENDS)),
     help="Default: local without --model, openai with it.",
 )
 @click.option("--base-url", help="OpenAI-compatible endpoint (openai backend).")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
 @click.option(
     "--tool-mode",
-    type=click.Choice(["native", "emulated"]),
+    type=click.Choice(get_args(ToolMode)),
     help="How the tool reaches the model [native].",
 )
 @click.option(
     "--retrieval-policy",
-    type=click.Choice(["auto", "forced"]),
+    type=click.Choice(get_args(RetrievalPolicy)),
     help="forced: SE's first turn must search (not for published comparisons) [auto].",
 )
 @click.option("--tool-parser", help="vLLM tool-call parser, e.g. hermes.")
 @click.option("--engine-option", multiple=True, help="vLLM engine option KEY=VALUE (repeatable).")
-@click.option(
-    "--benchmark", type=click.Choice(["mbppplus", "humanevalplus", "math500"]), help="[mbppplus]"
-)
+@click.option("--benchmark", type=click.Choice(BENCHMARK_NAMES), help="[mbppplus]")
 @click.option(
     "--tasks-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -85,7 +87,11 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
-@click.option("--limit", type=int, help="Only the first N tasks of the partition.")
+@click.option(
+    "--limit",
+    type=int,
+    help="Only the first N tasks of the partition (a smoke run: part of the cell id, never pooled with the full partition).",
+)
 @click.option(
     "--skills",
     "skills_dir",
@@ -97,10 +103,10 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option(
     "--condition",
-    type=click.Choice(["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]),
+    type=click.Choice(get_args(Condition)),
     help="[normal]",
 )
-@click.option("--retriever", type=click.Choice(["bm25s", "pyserini"]), help="[bm25s]")
+@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s]")
 @click.option("--top-k", type=int, help="[3]")
 @click.option("--max-calls", type=int, help="[3]")
 @click.option("--temperature", type=float, help="[0.7]")

@@ -10,6 +10,8 @@ from typing import Any
 
 import click
 
+from hf_skillfollow.benchmarks import BENCHMARK_NAMES, BENCHMARKS
+
 
 def read_samples(path: Path, problems: dict[str, Any]) -> list[tuple[Any, str]]:
     """(task, text) per sample line. ``completion`` is appended to the task's EvalPlus prompt."""
@@ -39,7 +41,7 @@ def _sample(path: Path, n: int, line: str, problems: dict[str, Any]) -> tuple[An
         if field in row:
             if not isinstance(row[field], str):
                 raise click.ClickException(f"{where}: field {field!r} must be a string")
-            if field == "completion" and task.domain == "coding":
+            if field == "completion" and BENCHMARKS[task.benchmark].scorer == "code":
                 return task, task.problem["prompt"] + row[field]
             return task, row[field]
     raise click.ClickException(f"{where}: needs a 'solution' or a 'completion' field")
@@ -67,7 +69,7 @@ def write_verdicts(path: Path, verdicts: list[Any]) -> None:
 @click.command("score")
 @click.option(
     "--benchmark",
-    type=click.Choice(["mbppplus", "humanevalplus", "math500"]),
+    type=click.Choice(BENCHMARK_NAMES),
     default="mbppplus",
     show_default=True,
 )

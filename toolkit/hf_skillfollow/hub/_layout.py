@@ -24,13 +24,13 @@ from hf_skillfollow.schema import (
     validate_traces,
     validate_transitions,
 )
+from hf_skillfollow.store import MANIFEST
+from hf_skillfollow.store import TRACES as RUN_TRACES
+from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
 CARD_PATH = "README.md"
 TRANSITIONS_DIR = "data/transitions"
 TRACES_DIR = "data/traces"
-MANIFEST = "manifest.json"
-RUN_TRANSITIONS = "transitions.parquet"
-RUN_TRACES = "traces.parquet"
 
 # Transitions rows are small (~1 KB): large groups keep the footer small and scans fast.
 # Trace rows hold whole conversations, so smaller groups bound the memory of one batch.

@@ -6,7 +6,6 @@ the toolkit reads what the Hub serves; run directories are read from their parqu
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -19,10 +18,10 @@ from hf_skillfollow.hub._layout import (
     is_repo_folder,
     is_run_dir,
 )
+from hf_skillfollow.locations import is_hub_id
 from hf_skillfollow.schema import SchemaError, validate_traces, validate_transitions
 
 Config = Literal["transitions", "traces"]
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def load_transitions(source: str | Path) -> pa.Table:
@@ -40,7 +39,7 @@ def _load(source: str | Path, config: Config) -> pa.Table:
     if path.exists():
         return _load_path(path, config)
     text = str(source)
-    if _REPO_ID.match(text):
+    if is_hub_id(text):
         return _validate(_load_dataset(text, config), config, text)
     raise HubError(f"{text}: no such file or directory, and not a Hub dataset repo id (ORG/NAME)")
 

@@ -14,9 +14,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
-    CARD_PATH,
     TRACES_DIR,
-    TRANSITIONS_DIR,
     HubError,
     RunTables,
     parquet_bytes,
@@ -24,6 +22,14 @@ from hf_skillfollow.hub._layout import (
     sha256,
     traces_path,
     transitions_path,
+)
+from hf_skillfollow.hub._stats import (
+    STATS_PATH,
+    merge_stats,
+    published_run_ids,
+    read_stats,
+    reconcile,
+    run_stats,
 )
 
 
@@ -96,21 +102,25 @@ def _check_same(
     )
 
 
-def all_transitions(plan: PushPlan, state: RepoState) -> list[pa.Table]:
-    """Every transitions table the repo will hold after the push (published + new)."""
-    published = sorted(p for p in state.paths() if _is_data(p, TRANSITIONS_DIR))
-    tables = [
-        read_parquet_bytes(state.read(p), "transitions", f"{state.name}:{p}") for p in published
-    ]
-    return tables + [plan.new_transitions[p] for p in sorted(plan.new_transitions)]
+def repo_stats(plan: PushPlan, state: RepoState) -> pa.Table:
+    """Counts of every run the repo holds after the push, read from the published stats file.
+
+    Published transitions are read only for runs the stats file lacks (a repo written before
+    the file existed, or a run added by hand), so a push costs what it adds, not the repo size.
+    """
+    paths = state.paths()
+    published = read_stats(state.read(STATS_PATH)) if STATS_PATH in paths else None
+    old = reconcile(published, published_run_ids(paths), state.read, state.name)
+    new = [run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions)]
+    return merge_stats([old, *new])
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:
     return any(_is_data(p, TRACES_DIR) for p in state.paths() | set(plan.add))
 
 
-def card_changed(card: str, state: RepoState) -> bool:
-    return CARD_PATH not in state.paths() or state.read(CARD_PATH) != card.encode()
+def published(path: str, state: RepoState) -> bytes | None:
+    return state.read(path) if path in state.paths() else None
 
 
 def _is_data(path: str, folder: str) -> bool:

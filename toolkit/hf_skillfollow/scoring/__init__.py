@@ -14,6 +14,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
+from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring._extract import extract_boxed, extract_code
 from hf_skillfollow.scoring._verdict import Verdict
 
@@ -38,7 +39,7 @@ _shared_pool: ProcessPoolExecutor | None = None
 
 def score_answer(task: Task, text: str) -> Verdict:
     """Score a model's final answer text (code is extracted from it first). Thread-safe."""
-    if task.domain == "math":
+    if _is_math(task):
         return _math_via(_pool(), task, text)
     return score_solution(task, extract_code(text or ""))
 
@@ -65,12 +66,12 @@ def score_many(
         raise ValueError(f"workers must be >= 1, got {workers}")
     from hf_skillfollow.scoring._sandbox import CancelScope
 
-    math_pool = _new_pool(workers) if any(t.domain == "math" for t, _ in pairs) else None
+    math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
 
     def one(pair: tuple[Task, str]) -> Verdict:
         task, text = pair
-        if task.domain == "math":
+        if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
@@ -111,6 +112,10 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
     except asyncio.CancelledError:
         scope.cancel()
         raise
+
+
+def _is_math(task: Task) -> bool:
+    return BENCHMARKS[task.benchmark].scorer == "math"
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
 from hf_skillfollow.scoring._wire import section
 
 #: bump when the harness or the payload layout changes: old cache entries are then ignored
 HARNESS_VERSION = "2"
-_DATASET = {"mbppplus": "mbpp", "humanevalplus": "humaneval"}
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -88,11 +88,12 @@ def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
     p = task.problem
     from hf_skillfollow.scoring._oracle import special_oracle
 
-    mbpp = task.benchmark == "mbppplus"
+    dataset = BENCHMARKS[task.benchmark].evalplus_dataset
+    mbpp = dataset == "mbpp"
     oracle = special_oracle()
     return {
         "mode": mode,
-        "dataset": _DATASET[task.benchmark],
+        "dataset": dataset,
         "entry_point": p["entry_point"],
         "atol": p.get("atol", 0) or 0,
         "code": code,

@@ -47,7 +47,7 @@ def header_markdown(cell: pd.Series) -> str:
 
 
 def matrix_markdown(cell: pd.Series) -> str:
-    """Both paired outcome matrices, with the DESIGN's a/b/c/d layout."""
+    """Both paired outcome matrices, with the a/b/c/d layout of docs/design.md."""
     return "\n\n".join(
         [
             _matrix(
