@@ -55,6 +55,8 @@ def _schema(declared: tuple[Column, ...], config: str) -> pa.Schema:
 
 TRANSITIONS_SCHEMA = _schema(columns.TRANSITIONS, "transitions")
 TRACES_SCHEMA = _schema(columns.TRACES, "traces")
+ANNOTATIONS_SCHEMA = _schema(columns.ANNOTATIONS, "annotations")
+ANNOTATION_KEY = columns.ANNOTATION_KEY
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(TRANSITIONS_SCHEMA.names)
 IDENTITY_COLUMNS = columns.IDENTITY_COLUMNS
@@ -135,6 +137,14 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
         where = f"{source}: column {column!r}" if column else source
         raise SchemaError(f"{where}: {exc}") from None
     return validate_table(table, schema, source)
+
+
+def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Table:
+    return validate_table(table, ANNOTATIONS_SCHEMA, source)
+
+
+def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, ANNOTATIONS_SCHEMA, source)
 
 
 def _failing_column(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> str | None:

@@ -20,6 +20,9 @@ MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
 TRANSITIONS = "transitions.parquet"
 TRACES = "traces.parquet"
+#: Written by `hf-skillfollow annotate` (annotate/_store.py) into the run directory.
+ANNOTATION_RECORDS = "annotations.jsonl"
+ANNOTATIONS = "annotations.parquet"
 
 
 class RunDirError(ValueError):

@@ -8,8 +8,9 @@ honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
 declared once, in `hf_skillfollow.benchmarks`.
 
 The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
-``plus_input``) is accepted as a HumanEval override: it is scored with its own ``check``
-function (base tests only), and its version string says so.
+``plus_input``) is refused with a pointer to HumanEval+: its ``check`` function would have
+to run inside the untrusted program's process, where a program can forge its outcome, and
+HumanEval+ carries the same tests as ``base_input`` (see docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
 
 def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
     if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path):
-        return _load_original_humaneval(path)
+        raise _refuse_original_humaneval(path)
     try:
         problems, digest, release = _evalplus_problems(benchmark, path)
     except (OSError, KeyError, AssertionError, ValueError) as exc:
@@ -173,29 +174,13 @@ def _is_original_humaneval(path: str) -> bool:
     return "test" in first and "base_input" not in first
 
 
-def _load_original_humaneval(path: str) -> tuple[list[Task], str]:
-    from evalplus.data.utils import stream_jsonl
-
-    tasks = []
-    for i, row in enumerate(stream_jsonl(path), start=1):
-        missing = [
-            k
-            for k in ("task_id", "prompt", "entry_point", "canonical_solution", "test")
-            if k not in row
-        ]
-        if missing:
-            raise TaskLoadError(f"{path}: line {i} lacks field(s) {', '.join(missing)}")
-        tasks.append(
-            Task(
-                "humanevalplus",
-                row["task_id"],
-                row["prompt"],
-                entry_point=row["entry_point"],
-                problem=row,
-            )
-        )
-    digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
-    return tasks, f"humanevalplus@file:{Path(path).name}+base-tests-only+md5.{digest[:12]}"
+def _refuse_original_humaneval(path: str) -> TaskLoadError:
+    return TaskLoadError(
+        f"{path}: this is the original HumanEval file (check() tests, no base_input); its "
+        "tests would run inside the untrusted program, so it is not scored. Use the HumanEval+ "
+        "release (e.g. HumanEvalPlus-v0.1.10.jsonl.gz, whose base inputs are these tests), "
+        "or leave --tasks-file / SKILLFOLLOW_HUMANEVAL_FILE unset for the official source"
+    )
 
 
 # --- MATH-500 through datasets ---------------------------------------------------------------

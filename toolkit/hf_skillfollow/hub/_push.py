@@ -26,6 +26,7 @@ from hf_skillfollow.hub._numbers import known_tool_schemas
 from hf_skillfollow.hub._plan import (
     PushPlan,
     RepoState,
+    all_annotations,
     has_traces,
     plan_push,
     published,
@@ -159,6 +160,7 @@ def _prepare(
         license=license,
         tool_schemas=schemas,
         space=space or _linked_space(old_card),
+        annotations=all_annotations(plan, state),
     ).encode()
     old_stats = published(STATS_PATH, state)
     old_table = None if old_stats is None else read_stats(old_stats)

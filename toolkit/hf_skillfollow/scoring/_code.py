@@ -59,7 +59,15 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     if not program.strip():
         return Verdict(task.task_id, False, "no code in the answer", {"extracted": program})
     if "base_input" not in task.problem:
-        return _score_with_check(task, program, budget)
+        # The original HumanEval's check() would have to run inside the program's process,
+        # where the program can subvert it: only input/expected-output tasks are scored.
+        return Verdict(
+            task.task_id,
+            False,
+            "cannot score: the task has no base_input (original HumanEval rows are not scored; "
+            "use HumanEval+)",
+            {"extracted": program},
+        )
     try:
         payload_path, header = ensure_expected(task, budget)
     except ReferenceFailure as exc:
@@ -70,17 +78,6 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     request = _request(task, program, "candidate")
     with open(payload_path, "rb") as data:
         outcome = _sandbox.run(request, limits, data)
-    return _verdict(task, program, outcome, limits)
-
-
-def _score_with_check(task: Any, program: str, budget: CodeBudget) -> Verdict:
-    # Original HumanEval rows carry a `check(candidate)` test instead of inputs.
-    p = task.problem
-    code = f"{program}\n\n{p['test']}\n\ncheck({p['entry_point']})\n"
-    limits = _sandbox.SandboxLimits(
-        cpu_s=max(budget.cpu_floor_s, 10.0), memory_bytes=budget.memory_bytes
-    )
-    outcome = _sandbox.run({"mode": "program", "code": code}, limits)
     return _verdict(task, program, outcome, limits)
 
 
