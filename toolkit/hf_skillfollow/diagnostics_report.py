@@ -11,6 +11,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow.formatting import UNDEFINED, p_value, pp
 from hf_skillfollow.report import (
     _default_width,
     _label,
@@ -41,11 +42,11 @@ GROUPS_NOTE = (
 
 
 def _pct(v: Any) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f}"
+    return pp(v, signed=False)
 
 
 def _signed(v: Any) -> str:
-    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:+.1f}"
+    return pp(v)
 
 
 def _key_of(row: dict[str, Any], keys: list[str]) -> tuple[Any, ...]:
@@ -191,8 +192,8 @@ def render_correlation(result: CorrelationResult, fmt: str, width: int | None = 
 
         return pd.DataFrame(result.effects).to_csv(index=False)
 
-    def num(v: float, spec: str = ".3f") -> str:
-        return "—" if v is None or math.isnan(v) else format(v, spec)
+    def num(v: float) -> str:
+        return UNDEFINED if v is None or math.isnan(v) else f"{v:.3f}"
 
     header = [
         "effect",
@@ -204,7 +205,7 @@ def render_correlation(result: CorrelationResult, fmt: str, width: int | None = 
         "single-control partial r",
         "note",
     ]
-    rows = [[e["effect"], str(e["n"]), num(e["r"]), num(e["p"], ".3g"), num(e["partial_r"]), num(e["partial_p"], ".3g"),
+    rows = [[e["effect"], str(e["n"]), num(e["r"]), p_value(e["p"]), num(e["partial_r"]), p_value(e["partial_p"]),
              f"{num(e['single_control_min'])} … {num(e['single_control_max'])}", e["note"]] for e in result.effects]  # fmt: skip
     pair_header = ["cell A", "cell B", "n_cond A", "n_cond B", "SD acc A", "SD acc B"]
     pair_rows = [[p["cell_a"], p["cell_b"], str(p["n_cond_a"]), str(p["n_cond_b"]),

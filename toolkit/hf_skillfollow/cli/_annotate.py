@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
+
+from hf_skillfollow.config import ToolMode
+from hf_skillfollow.registries import BACKENDS
 
 _DEFAULT = "label"
 
@@ -37,11 +40,11 @@ def annotate() -> None:
 @click.option("--all", "everything", is_flag=True,
               help="Every retrieval-invoked task, not only the helpful and harmful flips.")  # fmt: skip
 @click.option("--model", help="Annotator model at the backend (default: the embedded GGUF).")
-@click.option("--backend", type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+@click.option("--backend", type=click.Choice(list(BACKENDS)),
               help="Default: local without --model, openai with it.")  # fmt: skip
 @click.option("--base-url", help="OpenAI-compatible endpoint (openai backend).")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
-@click.option("--tool-mode", type=click.Choice(["native", "emulated"]),
+@click.option("--tool-mode", type=click.Choice(get_args(ToolMode)),
               help="How the forced labelling call reaches the model [native].")  # fmt: skip
 @click.option("--tool-parser", help="vLLM tool-call parser, e.g. hermes.")
 @click.option("--engine-option", multiple=True, help="vLLM engine option KEY=VALUE (repeatable).")

@@ -3,7 +3,6 @@ label group (computed by `metrics._diagnostics`, laid out here as short strings)
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ def annotation_rows(stats: pa.Table, annotations: pa.Table) -> list[dict[str, An
     the repo does not hold are left out.
     """
     from hf_skillfollow.annotate._labels import GROUPS, LABELS
+    from hf_skillfollow.formatting import pp
     from hf_skillfollow.metrics._diagnostics import slug, summarise_labels
 
     counts = stats.to_pandas()
@@ -41,8 +41,7 @@ def annotation_rows(stats: pa.Table, annotations: pa.Table) -> list[dict[str, An
         groups = []
         for g in GROUPS:
             s = slug(g)
-            rae = r[f"rae_{s}"]
-            value = "n/a" if math.isnan(rae) else f"{rae:+.1f}"
+            value = pp(r[f"rae_{s}"])
             groups.append(f"{g} {value} (b {r[f'b_{s}']}, c {r[f'c_{s}']}, n {r[f'n_{s}']})")
         rows.append(
             {

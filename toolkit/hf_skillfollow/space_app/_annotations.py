@@ -7,7 +7,6 @@ an `annotations` config) and summarised with `metrics._diagnostics`, the same nu
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import TYPE_CHECKING
 
@@ -53,6 +52,7 @@ def cell_markdown(board: Board, cell: pd.Series) -> str:
 def summary_markdown(summary: pd.DataFrame) -> str:
     from hf_skillfollow.annotate._labels import GROUPS, LABELS
     from hf_skillfollow.diagnostics_report import DESCRIBE_NOT_REDEFINE
+    from hf_skillfollow.formatting import UNDEFINED, is_undefined, pp
     from hf_skillfollow.metrics._diagnostics import slug
 
     if summary.empty:
@@ -70,7 +70,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
         for g in GROUPS:
             s = slug(g)
             rae = r[f"rae_{s}"]
-            value = "n/a" if math.isnan(rae) else f"{rae:+.1f} pp"
+            value = UNDEFINED if is_undefined(rae) else f"{pp(rae)} pp"
             groups.append(f"| {g} | {r[f'b_{s}']} | {r[f'c_{s}']} | {r[f'n_{s}']} | {value} |")
         reconciled = (
             "labelled flips match b_cond and c_cond"
