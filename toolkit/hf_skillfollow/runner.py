@@ -234,7 +234,7 @@ async def execute(
 
 async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> PairRecord:
     """Both arms of one task with the same seed and decoding, then both scored."""
-    from hf_skillfollow.scoring import score_answer
+    from hf_skillfollow.scoring import score_answer_async
 
     config = plan.config
     decoding = Decoding(
@@ -256,8 +256,8 @@ async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Ta
         run_sd(backend, config.domain, task.prompt, decoding),
     )
     se_verdict, sd_verdict = await asyncio.gather(
-        asyncio.to_thread(score_answer, task, se.final_answer),
-        asyncio.to_thread(score_answer, task, sd.final_answer),
+        score_answer_async(task, se.final_answer),
+        score_answer_async(task, sd.final_answer),
     )
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
 
