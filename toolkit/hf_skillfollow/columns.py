@@ -11,6 +11,7 @@ Roles (docs/design.md, "Published data"):
 - ``cell``: what defines a cell; rows that agree on every cell column are pooled.
 - ``pair``: one task's paired SE/SD outcome (transitions).
 - ``arm``: one arm's trace (traces).
+- ``annotation``: one annotator's label of one SE execution (annotations, docs/diagnostics.md).
 
 A column taken from a `RunConfig` field has the role of that field: a field the config marks
 as the run's own (`config.RUN_IDENTITY_FIELDS`, e.g. ``seed``) gives a ``run`` column, any other
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Role = Literal["run", "cell", "pair", "arm"]
+Role = Literal["run", "cell", "pair", "arm", "annotation"]
 #: Column types by name; `schema` maps each to its pyarrow type.
 ColumnType = Literal["bool", "int32", "int64", "float64", "string", "list<string>", "list<message>"]
 
@@ -77,6 +78,9 @@ _CELL_ID = _identity(
     "cell",
 )
 _TASK_ID = _pair("task_id", "string", "benchmark task id")
+_REPEAT_INDEX = _identity(
+    "repeat_index", "int32", "index of the repeat within the cell (its seed is `seed`)", "run"
+)
 _N_CALLS = _pair("n_calls", "int32", "number of `search_skills` calls (traces: calls in this arm)")
 
 #: Transitions: one row per task of a run, identity columns first, in published order.
@@ -84,9 +88,7 @@ TRANSITIONS: tuple[Column, ...] = (
     _SCHEMA_VERSION,
     _RUN_ID,
     _CELL_ID,
-    _identity(
-        "repeat_index", "int32", "index of the repeat within the cell (its seed is `seed`)", "run"
-    ),
+    _REPEAT_INDEX,
     _identity("created_at", "string", "UTC start time of the run", "run"),
     _identity("model", "string", "model name sent to the backend"),
     _identity("backend", "string", "how the model was reached (local, openai, vllm, vllm-server)"),
@@ -190,6 +192,37 @@ TRACES: tuple[Column, ...] = (
     _arm("completion_tokens", "int64", "completion tokens reported by the backend"),
 )
 
+
+def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
+    return Column(name, type_, doc, "annotation", nullable=nullable)
+
+
+#: Annotations: one blinded LLM label per annotated SE execution and annotator, keyed by
+#: (run_id, task_id, repeat_index, annotator); `label` is null exactly when the annotator
+#: failed, and `failure` then says why (docs/diagnostics.md).
+ANNOTATIONS: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _RUN_ID,
+    _CELL_ID,
+    _TASK_ID,
+    _REPEAT_INDEX,
+    _note("annotator", "string", "annotator identity `<annotator_model>@<prompt_hash>` (part of the key)"),
+    _note("annotator_model", "string", "model that produced the label"),
+    _note("annotator_backend", "string", "how the annotator model was reached (local, openai, vllm, vllm-server)"),
+    _note("prompt_hash", "string", "hash of the annotation instructions, labelling tool and field caps"),
+    _note("flip", "string", "the task's paired outcome: helpful (SE right, SD wrong), harmful (SE wrong, SD right) or concordant"),
+    _note("label", "string", "appropriate adherence, ignored/independent, misapplied/overapplied, "
+          "format/interface failure or unclear; null when the annotator failed", nullable=True),
+    _note("rationale", "string", "the annotator's short reason for the label", nullable=True),
+    _note("failure", "string", "why no label was recorded (invalid output or backend error on "
+          "every attempt), else null", nullable=True),
+    _note("attempts", "int32", "requests made for this unit (retries on invalid output included)"),
+    _note("raw_output", "string", "the annotator's last reply, as produced (kept for audits)", nullable=True),
+    _note("annotated_at", "string", "UTC time the row was recorded"),
+)  # fmt: skip
+#: The key of an annotations row.
+ANNOTATION_KEY: tuple[str, ...] = ("run_id", "task_id", "repeat_index", "annotator")
+
 #: Columns that identify a run and its cell; repeated on every transitions row of that run.
 IDENTITY_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role in ("run", "cell"))
 #: Identity columns that define a cell (the run's own identity excluded): the pooling key.
@@ -197,7 +230,7 @@ CELL_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role == "
 #: Outcome columns every transitions input of the metrics must carry.
 METRIC_INPUTS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.metric_input)
 #: One-line meaning of every published column (the card's schema tables).
-COLUMN_DOCS: dict[str, str] = {c.name: c.doc for c in (*TRANSITIONS, *TRACES)}
+COLUMN_DOCS: dict[str, str] = {c.name: c.doc for c in (*TRANSITIONS, *TRACES, *ANNOTATIONS)}
 
 
 def identity_values(manifest: dict[str, Any]) -> dict[str, Any]:

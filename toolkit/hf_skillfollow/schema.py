@@ -55,6 +55,8 @@ def _schema(declared: tuple[Column, ...], config: str) -> pa.Schema:
 
 TRANSITIONS_SCHEMA = _schema(columns.TRANSITIONS, "transitions")
 TRACES_SCHEMA = _schema(columns.TRACES, "traces")
+ANNOTATIONS_SCHEMA = _schema(columns.ANNOTATIONS, "annotations")
+ANNOTATION_KEY = columns.ANNOTATION_KEY
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(TRANSITIONS_SCHEMA.names)
 IDENTITY_COLUMNS = columns.IDENTITY_COLUMNS
@@ -69,9 +71,10 @@ class SchemaError(ValueError):
 def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") -> pa.Table:
     """Check `table` against `schema` and return it cast to exactly that schema.
 
-    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns and a
-    wrong `schema_version` are reported by name. Compatible physical types (for example
-    int64 read back from JSON where int32 is declared, or large_string) are cast.
+    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns, a
+    wrong `schema_version` and rows breaking a consistency rule (`_row_rules.RULES`) are
+    reported by name. Compatible physical types (for example int64 read back from JSON where
+    int32 is declared, or large_string) are cast.
     """
     have = set(table.column_names)
     missing = [n for n in schema.names if n not in have]
@@ -103,6 +106,9 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
         raise SchemaError(
             f"{source}: schema_version {sorted(versions)} is not supported (this toolkit reads v{SCHEMA_VERSION})"
         )
+    from hf_skillfollow._row_rules import check_rows
+
+    check_rows(out, (schema.metadata or {}).get(b"config", b"").decode(), source)
     return out
 
 
@@ -135,6 +141,14 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
         where = f"{source}: column {column!r}" if column else source
         raise SchemaError(f"{where}: {exc}") from None
     return validate_table(table, schema, source)
+
+
+def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Table:
+    return validate_table(table, ANNOTATIONS_SCHEMA, source)
+
+
+def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, ANNOTATIONS_SCHEMA, source)
 
 
 def _failing_column(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> str | None:

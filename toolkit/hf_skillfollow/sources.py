@@ -44,7 +44,10 @@ def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
     if path.is_file():
         return [(str(path), _read_file(path))]
     if path.is_dir():
-        return [(str(f), _read_file(f)) for f in _folder_files(path)]
+        files = _folder_files(path)
+        parquet = [f for f in files if f.suffix == ".parquet"]
+        others = [(str(f), _read_file(f)) for f in files if f.suffix != ".parquet"]
+        return _read_parquet_files(path, parquet) + others
     if not is_hub_id(source):
         raise SourceError(f"{source}: no such file or directory")
     # Hub ids are the hub package's job; imported only when one is given.
@@ -89,15 +92,40 @@ def _read_file(path: Path) -> pa.Table:
     raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
 
 
+def _read_parquet_files(folder: Path, files: list[Path]) -> list[tuple[str, pa.Table]]:
+    """Many parquet files in one threaded scan (a repo of 10^4 runs is 10^4 files).
+
+    Any problem sends the files through `_read_file` one by one, so the error names the file.
+    """
+    if len(files) < 2:
+        return [(str(f), _read_file(f)) for f in files]
+    from hf_skillfollow.hub._load import read_parquet_files
+
+    try:
+        return [
+            (
+                str(folder),
+                validate_transitions(read_parquet_files(files, "transitions"), str(folder)),
+            )
+        ]
+    except (SchemaError, OSError):
+        return [(str(f), _read_file(f)) for f in files]
+
+
 def _read_jsonl(path: Path) -> pa.Table:
     rows: list[dict[str, object]] = []
     known = set(TRANSITIONS_SCHEMA.names)
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise SchemaError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start + 1})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):

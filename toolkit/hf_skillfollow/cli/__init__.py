@@ -13,6 +13,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("hf_skillfollow.cli._score:score", "Score EvalPlus-format samples in the sandbox."),
     "report": ("hf_skillfollow.cli._report:report", "Compute the paired metrics from transitions."),
     "skills": ("hf_skillfollow.cli._skills:skills", "List, show, search and export skill pools."),
+    "annotate": (
+        "hf_skillfollow.cli._annotate:annotate",
+        "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
+    ),
     "push": ("hf_skillfollow.cli._push:push", "Publish run directories to a Hub dataset repo."),
     "leaderboard": (
         "hf_skillfollow.cli._leaderboard:leaderboard",

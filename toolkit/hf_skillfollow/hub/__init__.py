@@ -11,7 +11,15 @@ See docs/design.md, "Published data".
 from __future__ import annotations
 
 from hf_skillfollow.hub._layout import HubError
-from hf_skillfollow.hub._load import load_traces, load_transitions
+from hf_skillfollow.hub._load import load_annotations, load_traces, load_transitions
 from hf_skillfollow.hub._push import PushResult, build_repo, push_runs
 
-__all__ = ["HubError", "PushResult", "build_repo", "load_traces", "load_transitions", "push_runs"]
+__all__ = [
+    "HubError",
+    "PushResult",
+    "build_repo",
+    "load_annotations",
+    "load_traces",
+    "load_transitions",
+    "push_runs",
+]

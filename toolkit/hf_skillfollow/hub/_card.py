@@ -15,9 +15,14 @@ import yaml
 
 from hf_skillfollow._version import __version__
 from hf_skillfollow.hub._columns import schema_rows
-from hf_skillfollow.hub._layout import TRACES_DIR, TRANSITIONS_DIR
+from hf_skillfollow.hub._layout import ANNOTATIONS_DIR, TRACES_DIR, TRANSITIONS_DIR
 from hf_skillfollow.hub._stats import STATS_PATH
-from hf_skillfollow.schema import CELL_COLUMNS, TRACES_SCHEMA, TRANSITIONS_SCHEMA
+from hf_skillfollow.schema import (
+    ANNOTATIONS_SCHEMA,
+    CELL_COLUMNS,
+    TRACES_SCHEMA,
+    TRANSITIONS_SCHEMA,
+)
 
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
@@ -38,17 +43,27 @@ def render_card(
     license: str = "cc-by-4.0",
     tool_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     space: str | None = None,
+    annotations: pa.Table | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema.
 
     `stats` are the per-(run, cell) counts of `hf_skillfollow.hub._stats.run_stats`: every
     number on the card is a function of them, so the card never needs the rows themselves.
     """
+    from hf_skillfollow.hub._card_annotations import annotation_rows
+
     runs = _run_rows(stats)
     cells, n_cells = cell_rows(stats)
     n_rows = _n_rows(stats)
+    has_annotations = annotations is not None and annotations.num_rows > 0
     context = {
-        "front_matter": front_matter(repo_id, n_rows, has_traces=has_traces, license=license),
+        "front_matter": front_matter(
+            repo_id,
+            n_rows,
+            has_traces=has_traces,
+            license=license,
+            has_annotations=has_annotations,
+        ),
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
         "n_rows": n_rows,
@@ -62,13 +77,18 @@ def render_card(
         "stats_path": STATS_PATH,
         "transitions_schema": schema_rows(TRANSITIONS_SCHEMA),
         "traces_schema": schema_rows(TRACES_SCHEMA),
+        "has_annotations": has_annotations,
+        "annotations": annotation_rows(stats, annotations) if has_annotations else [],
+        "annotations_schema": schema_rows(ANNOTATIONS_SCHEMA),
         "toolkit_version": __version__,
         "license": license,
     }
     return _environment().get_template(TEMPLATE).render(**context)
 
 
-def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -> str:
+def front_matter(
+    repo_id: str, n_rows: int, *, has_traces: bool, license: str, has_annotations: bool = False
+) -> str:
     configs: list[dict[str, Any]] = [
         {
             "config_name": "transitions",
@@ -81,6 +101,13 @@ def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -
             {
                 "config_name": "traces",
                 "data_files": [{"split": "train", "path": f"{TRACES_DIR}/*.parquet"}],
+            }
+        )
+    if has_annotations:
+        configs.append(
+            {
+                "config_name": "annotations",
+                "data_files": [{"split": "train", "path": f"{ANNOTATIONS_DIR}/*.parquet"}],
             }
         )
     meta = {

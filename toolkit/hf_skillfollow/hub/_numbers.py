@@ -59,7 +59,7 @@ def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
         "runs": _int(m.get("n_runs")),
         "n": _int(m.get("n_pairs")),
         "n_cond": _int(m.get("n_cond")),
-        "coverage": NA if m.get("coverage") is None else f"{float(m['coverage']):.1f}",
+        "coverage": _pp(m.get("coverage"), signed=False),
         "rae": _with_interval(m.get("rae"), m.get("rae_ci_low"), m.get("rae_ci_high")),
         "oae": _with_interval(m.get("oae"), m.get("oae_ci_low"), m.get("oae_ci_high")),
         "delta_skip": _pp(m.get("delta_skip")),

@@ -14,9 +14,11 @@ from typing import Protocol
 import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
+    ANNOTATIONS_DIR,
     TRACES_DIR,
     HubError,
     RunTables,
+    annotations_path,
     parquet_bytes,
     read_parquet_bytes,
     sha256,
@@ -50,6 +52,7 @@ class PushPlan:
     add: dict[str, bytes] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     new_transitions: dict[str, pa.Table] = field(default_factory=dict)
+    new_annotations: dict[str, pa.Table] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -72,6 +75,8 @@ def plan_push(runs: Sequence[RunTables], state: RepoState) -> PushPlan:
             plan.rows[path] = table.num_rows
             if config == "transitions":
                 plan.new_transitions[path] = table
+            elif config == "annotations":
+                plan.new_annotations[path] = table
     return plan
 
 
@@ -79,6 +84,13 @@ def _run_files(run: RunTables) -> Iterable[tuple[str, str, pa.Table]]:
     yield "transitions", transitions_path(run.run_id), run.transitions
     if run.traces is not None:
         yield "traces", traces_path(run.run_id), run.traces
+    if run.annotations is not None:
+        import pyarrow.compute as pc
+
+        column = run.annotations.column("annotator")
+        for annotator in sorted(set(column.to_pylist())):
+            part = run.annotations.filter(pc.equal(column, annotator))
+            yield "annotations", annotations_path(run.run_id, annotator), part
 
 
 def _check_same(
@@ -113,6 +125,17 @@ def repo_stats(plan: PushPlan, state: RepoState) -> pa.Table:
     old = reconcile(published, published_run_ids(paths), state.read, state.name)
     new = [run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions)]
     return merge_stats([old, *new])
+
+
+def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
+    """Every annotations row the repo will hold after the push (published + new), or None.
+    Annotation files are small (one row per annotated flip), so the card reads them all."""
+    published = sorted(p for p in state.paths() if _is_data(p, ANNOTATIONS_DIR))
+    tables = [
+        read_parquet_bytes(state.read(p), "annotations", f"{state.name}:{p}") for p in published
+    ]
+    tables += [plan.new_annotations[p] for p in sorted(plan.new_annotations)]
+    return pa.concat_tables(tables) if tables else None
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:

@@ -27,6 +27,7 @@ __all__ = [
     "extract_boxed",
     "extract_code",
     "score_answer",
+    "score_answer_async",
     "score_many",
     "score_solution",
 ]
@@ -64,7 +65,10 @@ def score_many(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
+    scope = CancelScope()
 
     def one(pair: tuple[Task, str]) -> Verdict:
         task, text = pair
@@ -72,7 +76,8 @@ def score_many(
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
-            verdict = score_solution(task, extract_code(text or "") if extract else text)
+            with scope.active():
+                verdict = score_solution(task, extract_code(text or "") if extract else text)
         if progress is not None:
             progress(verdict)
         return verdict
@@ -81,10 +86,35 @@ def score_many(
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
-            return list(threads.map(one, pairs))
+            try:
+                return list(threads.map(one, pairs))
+            except BaseException:
+                # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
+                scope.cancel()
+                threads.shutdown(wait=False, cancel_futures=True)
+                raise
     finally:
         if math_pool is not None:
             math_pool.shutdown(cancel_futures=True)
+
+
+async def score_answer_async(task: Task, text: str) -> Verdict:
+    """``score_answer`` in a worker thread; cancelling the await kills its sandbox."""
+    import asyncio
+
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
+    scope = CancelScope()
+
+    def call() -> Verdict:
+        with scope.active():
+            return score_answer(task, text)
+
+    try:
+        return await asyncio.to_thread(call)
+    except asyncio.CancelledError:
+        scope.cancel()
+        raise
 
 
 def _is_math(task: Task) -> bool:
