@@ -164,14 +164,12 @@ def _lock(key: str) -> threading.Lock:
 
 
 def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_path: Path) -> None:
-    from hf_skillfollow.scoring import _reference
-
     p = task.problem
     request = _request(task, p["prompt"] + p["canonical_solution"], "reference")
     payload_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = payload_path.parent / f".tmp-{uuid.uuid4().hex}"
     try:
-        header = _reference.compute(
+        header = _reference_outputs(
             {
                 "code": request["code"],
                 "entry_point": request["entry_point"],
@@ -194,6 +192,15 @@ def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_
         tmp.unlink(missing_ok=True)
     header = {**header, "task_id": task.task_id, "harness_version": HARNESS_VERSION}
     _atomic_write(header_path, json.dumps(header).encode())
+
+
+def _reference_outputs(job: dict[str, Any]) -> dict[str, Any]:
+    from hf_skillfollow.scoring import _reference
+
+    try:
+        return _reference.compute(job)
+    except (OSError, RuntimeError) as exc:  # the worker itself died (killed from outside)
+        return {"passed": False, "reason": f"reference worker failed: {exc}"}
 
 
 def _atomic_write(path: Path, blob: bytes) -> None:

@@ -7,7 +7,8 @@ with the sandbox's environment, so that ``PYTHONHASHSEED`` and thread counts mat
 candidates'), and forks one child per task. The child gets rlimits (CPU, address space, an
 alarm as wall-clock backstop), computes the outputs with EvalPlus's ``trusted_exec``
 semantics and writes the task's cache payload itself; nothing of one task survives into the
-next. Workers die with the process that started them (``PR_SET_PDEATHSIG``).
+next. A worker exits when its stdin closes (the process that started it is gone), killing a
+task in progress, and a task's process dies with its worker (``PR_SET_PDEATHSIG``).
 
 Payload (read by ``_judge``): a length-prefixed pickle of the inputs, then a pickle of
 ``{"base": [bytes], "plus": [bytes], "base_flags": bytes, "plus_flags": bytes}``: each
@@ -26,6 +27,7 @@ import os
 import pickle
 import queue
 import resource
+import select
 import signal
 import struct
 import subprocess
@@ -77,12 +79,7 @@ class _Pool:
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
         with self.slots:
-            try:
-                worker = self.idle.get_nowait()
-            except queue.Empty:
-                worker = _Worker()
-                with self.lock:
-                    self.all.append(worker)
+            worker = self._take()
             try:
                 reply = worker.call(job)
             except BaseException:
@@ -90,6 +87,20 @@ class _Pool:
                 raise
             self.idle.put(worker)
             return reply
+
+    def _take(self) -> _Worker:
+        while True:
+            try:
+                worker = self.idle.get_nowait()
+            except queue.Empty:
+                break
+            if worker.proc.poll() is None:
+                return worker
+            self._drop(worker)  # ended while idle (killed from outside)
+        worker = _Worker()
+        with self.lock:
+            self.all.append(worker)
+        return worker
 
     def _drop(self, worker: _Worker) -> None:
         worker.close()
@@ -146,7 +157,6 @@ def _die_with_parent() -> None:
 
 
 def _serve() -> None:
-    _die_with_parent()
     # warm the imports every task needs, once, before the first fork
     from hf_skillfollow.scoring import _child, _oracle, _wire  # noqa: F401
 
@@ -178,8 +188,7 @@ def _run_forked(job: dict[str, Any]) -> dict[str, Any]:
         finally:
             os._exit(code)
     os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as reader:
-        text = reader.read()
+    text = _await_result(read_fd, pid)
     _, status, _ = os.wait4(pid, 0)
     try:
         return dict(json.loads(text))
@@ -189,6 +198,25 @@ def _run_forked(job: dict[str, Any]) -> dict[str, Any]:
         else:
             why = f"exit status {os.waitstatus_to_exitcode(status)}"
         return {"passed": False, "reason": f"the canonical solution's process ended: {why}"}
+
+
+def _await_result(read_fd: int, pid: int) -> bytes:
+    """The child's result; if the host goes away meanwhile (our stdin closes: the host
+    sends nothing while a job runs), the child is killed and this worker exits."""
+    poller = select.poll()
+    poller.register(read_fd, select.POLLIN | select.POLLHUP)
+    poller.register(0, select.POLLIN | select.POLLHUP)
+    chunks = []
+    while True:
+        for fd, _ in poller.poll():
+            if fd == 0:
+                os.kill(pid, signal.SIGKILL)
+                os._exit(0)
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                os.close(read_fd)
+                return b"".join(chunks)
+            chunks.append(chunk)
 
 
 class _Timeout(BaseException):
