@@ -204,16 +204,15 @@ _MOUNTS = """
 def _check():
     for line in open('/proc/self/mountinfo', encoding='utf-8'):
         fields = line.split()
-        root, point = fields[3], fields[4]
-        ok_point = point in ('/', '/proc', '/tmp', '/dev') or point.startswith('/dev/') or any(
-            point == p or point.startswith(p + '/') for p in ALLOWED
-        )
-        # a fresh (root "/") read-only filesystem above a library path (a venv under /tmp)
-        ok_point = ok_point or (root == '/' and any(p.startswith(point + '/') for p in ALLOWED))
-        leaked = [h for h in HOST if (root + '/').startswith(h + '/') or (point + '/').startswith(h + '/')]
-        leaked = [h for h in leaked if not any((point + '/').startswith(p + '/') for p in ALLOWED)]
-        if not ok_point or leaked:
+        root, point = fields[3], fields[4]  # source path within its filesystem, mount point
+        special = point in ('/', '/proc', '/tmp', '/dev') or point.startswith('/dev/')
+        library = any(point == p or point.startswith(p + '/') for p in ALLOWED)
+        # a fresh, empty filesystem (root "/") above a library path, e.g. a venv under /tmp
+        above_library = root == '/' and any(p.startswith(point + '/') for p in ALLOWED)
+        if not (special or library or above_library):
             raise RuntimeError('MOUNT ' + root + ' on ' + point)
+        if not library and root != '/' and any((root + '/').startswith(h + '/') for h in HOST):
+            raise RuntimeError('HOST ' + root + ' on ' + point)
 
 _check()
 """
