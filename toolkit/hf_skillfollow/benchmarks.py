@@ -22,7 +22,9 @@ class BenchmarkSpec:
     special-case oracles also key on) or ``hub`` (the Hub dataset `hub_id` through
     `datasets`); `file_env` names the environment variable of a local file that replaces the
     official source; `scorer` is ``code`` (sandboxed EvalPlus semantics) or ``math``
-    (math-verify, then boxed exact match).
+    (math-verify, then boxed exact match). `id_form` is a regular expression every task id
+    of the official release matches in full (read from the row field `id_field`): a file
+    whose ids have another benchmark's form was given with the wrong `--benchmark`.
     """
 
     name: str
@@ -33,6 +35,8 @@ class BenchmarkSpec:
     scorer: Literal["code", "math"]
     evalplus_dataset: str | None = None
     hub_id: str | None = None
+    id_field: str = "task_id"
+    id_form: str = ""
 
 
 BENCHMARKS: dict[str, BenchmarkSpec] = {
@@ -46,6 +50,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             "SKILLFOLLOW_MBPP_FILE",
             "code",
             evalplus_dataset="mbpp",
+            id_form=r"Mbpp/\d+",
         ),
         BenchmarkSpec(
             "humanevalplus",
@@ -55,6 +60,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             "SKILLFOLLOW_HUMANEVAL_FILE",
             "code",
             evalplus_dataset="humaneval",
+            id_form=r"HumanEval/\d+",
         ),
         BenchmarkSpec(
             "math500",
@@ -64,6 +70,8 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             "SKILLFOLLOW_MATH500_FILE",
             "math",
             hub_id="HuggingFaceH4/MATH-500",
+            id_field="unique_id",
+            id_form=r"test/[\w-]+/\d+\.json",
         ),
     )
 }

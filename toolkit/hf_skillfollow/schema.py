@@ -71,9 +71,10 @@ class SchemaError(ValueError):
 def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") -> pa.Table:
     """Check `table` against `schema` and return it cast to exactly that schema.
 
-    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns and a
-    wrong `schema_version` are reported by name. Compatible physical types (for example
-    int64 read back from JSON where int32 is declared, or large_string) are cast.
+    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns, a
+    wrong `schema_version` and rows breaking a consistency rule (`_row_rules.RULES`) are
+    reported by name. Compatible physical types (for example int64 read back from JSON where
+    int32 is declared, or large_string) are cast.
     """
     have = set(table.column_names)
     missing = [n for n in schema.names if n not in have]
@@ -105,6 +106,9 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
         raise SchemaError(
             f"{source}: schema_version {sorted(versions)} is not supported (this toolkit reads v{SCHEMA_VERSION})"
         )
+    from hf_skillfollow._row_rules import check_rows
+
+    check_rows(out, (schema.metadata or {}).get(b"config", b"").decode(), source)
     return out
 
 

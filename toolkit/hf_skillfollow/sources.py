@@ -115,12 +115,17 @@ def _read_parquet_files(folder: Path, files: list[Path]) -> list[tuple[str, pa.T
 def _read_jsonl(path: Path) -> pa.Table:
     rows: list[dict[str, object]] = []
     known = set(TRANSITIONS_SCHEMA.names)
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise SchemaError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start + 1})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):

@@ -67,14 +67,75 @@ def load_tasks(
     except ValueError as exc:
         raise TaskLoadError(str(exc)) from None
     path = tasks_file or os.environ.get(spec.file_env) or None
+    source = "--tasks-file" if tasks_file else spec.file_env
     if path is not None and not Path(path).is_file():
-        source = "--tasks-file" if tasks_file else spec.file_env
         raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
-    if spec.loader == "hub":
-        tasks, version = _load_math500(spec, None if path is None else str(path))
-    else:
-        tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    if path is not None:
+        _check_first_row(benchmark, str(path), source)  # before a loader fails obscurely
+    try:
+        if spec.loader == "hub":
+            tasks, version = _load_math500(spec, None if path is None else str(path))
+        else:
+            tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    except TaskLoadError as exc:
+        if path is None:  # the official download failed: say how to work offline
+            raise TaskLoadError(f"{exc}; {_offline_hint(spec)}") from exc
+        raise
+    _check_ids(benchmark, [t.task_id for t in tasks], f"{source} {path}" if path else None)
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
+
+
+def _offline_hint(spec: BenchmarkSpec) -> str:
+    return (
+        f"without network access, point at a local copy of the benchmark with --tasks-file FILE "
+        f"or the environment variable {spec.file_env}=FILE"
+    )
+
+
+def benchmark_of_id(task_id: object) -> str | None:
+    """The benchmark whose official id form `task_id` has, if any."""
+    if not isinstance(task_id, str):
+        return None
+    return next(
+        (b.name for b in BENCHMARKS.values() if b.id_form and re.fullmatch(b.id_form, task_id)),
+        None,
+    )
+
+
+def _mismatch(benchmark: str, task_id: str, owner: str, where: str) -> TaskLoadError:
+    return TaskLoadError(
+        f"{where}: task id {task_id!r} belongs to {owner}, not {benchmark}; "
+        f"pass --benchmark {owner}, or a {benchmark} file"
+    )
+
+
+def _check_first_row(benchmark: str, path: str, source: str) -> None:
+    import gzip
+    import json
+
+    where = f"{source} {path}"
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            line = next((ln for ln in fh if ln.strip()), b"")
+        first = json.loads(line.decode("utf-8")) if line else {}
+    except (UnicodeDecodeError, EOFError, OSError) as exc:
+        raise TaskLoadError(f"{where}: not a (gzipped) UTF-8 JSON-lines file ({exc})") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise TaskLoadError(f"{where}: first record is not valid JSON ({exc})") from None
+    if not isinstance(first, dict):
+        raise TaskLoadError(f"{where}: first record is not a JSON object")
+    for spec in BENCHMARKS.values():
+        task_id = first.get(spec.id_field)
+        if spec.name != benchmark and benchmark_of_id(task_id) == spec.name:
+            raise _mismatch(benchmark, task_id, spec.name, f"{where}: first record")
+
+
+def _check_ids(benchmark: str, ids: list[str], where: str | None) -> None:
+    for task_id in ids:
+        owner = benchmark_of_id(task_id)
+        if owner is not None and owner != benchmark:
+            raise _mismatch(benchmark, task_id, owner, where or f"the official {benchmark} source")
 
 
 def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:

@@ -100,11 +100,13 @@ def read_run_dir(path: str | Path) -> RunTables:
         raise HubError(
             f"{root}: no {RUN_TRANSITIONS}; finish the run (or resume it) before pushing"
         )
-    transitions = validate_transitions(pq.read_table(tpath), source=str(tpath))
+    transitions = validate_transitions(read_parquet_file(tpath), source=str(tpath))
     run_id = _run_id(root, transitions)
     traces = None
     if (root / RUN_TRACES).is_file():
-        traces = validate_traces(pq.read_table(root / RUN_TRACES), source=str(root / RUN_TRACES))
+        traces = validate_traces(
+            read_parquet_file(root / RUN_TRACES), source=str(root / RUN_TRACES)
+        )
         _check_single_run(traces, run_id, root / RUN_TRACES)
     annotations = None
     if (root / RUN_ANNOTATIONS).is_file():
@@ -116,6 +118,14 @@ def read_run_dir(path: str | Path) -> RunTables:
     return RunTables(
         run_id, root, canonical(transitions, "transitions"), _maybe(traces), annotations
     )
+
+
+def read_parquet_file(path: Path) -> pa.Table:
+    """The table in `path`; a truncated or non-parquet file is a HubError naming it."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise HubError(f"{path}: not a readable parquet file ({exc})") from None
 
 
 def _maybe(traces: pa.Table | None) -> pa.Table | None:

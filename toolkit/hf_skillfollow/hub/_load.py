@@ -25,6 +25,7 @@ from hf_skillfollow.hub._layout import (
     HubError,
     is_repo_folder,
     is_run_dir,
+    read_parquet_file,
 )
 from hf_skillfollow.locations import is_hub_id
 from hf_skillfollow.schema import (
@@ -95,9 +96,7 @@ def _load_path(path: Path, config: Config) -> pa.Table:
 
 
 def _read_parquet(file: Path, config: Config) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    return _validate(pq.read_table(file), config, str(file))
+    return _validate(read_parquet_file(file), config, str(file))
 
 
 def config_files(root: Path, config: Config) -> list[Path]:

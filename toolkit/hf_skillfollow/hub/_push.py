@@ -82,17 +82,21 @@ def build_repo(
     repo_id: str | None = None,
     license: str = "cc-by-4.0",
     space: str | None = None,
+    token: str | None = None,
 ) -> PushResult:
     """Write (or extend) a results repo folder from run directories; uploads nothing.
 
     Concurrent calls on one folder (several processes of a sharded sweep) serialise on a
-    lock file inside it, so each reads what the previous one wrote and both land.
+    lock file inside it, so each reads what the previous one wrote and both land. Like the
+    real upload, it refuses to write a file holding the Hub token (`token`, else HF_TOKEN or
+    the cached login), so a dry run shows what a push would do.
     """
     folder = LocalRepoFolder(Path(out_dir))
     runs = _read_runs(run_dirs)
     name = repo_id or folder.root.name
     with folder.locked():
         prepared = _prepare(runs, folder, name, license, space)
+        refuse_token_in(prepared.files, token)
         folder.write(prepared.files)
     return _result(name, folder.name, True, prepared)
 
@@ -117,7 +121,9 @@ def push_runs(
     if space is not None:
         _check_repo_id(space, flag="--space", kind="Space")
     if dry_run_dir is not None:
-        return build_repo(run_dirs, dry_run_dir, repo_id=repo_id, license=license, space=space)
+        return build_repo(
+            run_dirs, dry_run_dir, repo_id=repo_id, license=license, space=space, token=token
+        )
     runs = _read_runs(run_dirs)
     with scrubbed(token):
         api = api if api is not None else _hf_api(token)

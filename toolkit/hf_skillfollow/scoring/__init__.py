@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
-from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring._extract import extract_boxed, extract_code
 from hf_skillfollow.scoring._verdict import Verdict
 
+# Executors are imported where used: every sandboxed harness imports this package, and
+# concurrent.futures.process (with multiprocessing) would cost each of them ~0.1 s of CPU.
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from hf_skillfollow.tasks import Task
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "extract_boxed",
     "extract_code",
     "score_answer",
+    "score_answer_async",
     "score_many",
     "score_solution",
 ]
@@ -63,7 +65,10 @@ def score_many(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
+    scope = CancelScope()
 
     def one(pair: tuple[Task, str]) -> Verdict:
         task, text = pair
@@ -71,25 +76,56 @@ def score_many(
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
-            verdict = score_solution(task, extract_code(text or "") if extract else text)
+            with scope.active():
+                verdict = score_solution(task, extract_code(text or "") if extract else text)
         if progress is not None:
             progress(verdict)
         return verdict
 
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
-            return list(threads.map(one, pairs))
+            try:
+                return list(threads.map(one, pairs))
+            except BaseException:
+                # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
+                scope.cancel()
+                threads.shutdown(wait=False, cancel_futures=True)
+                raise
     finally:
         if math_pool is not None:
             math_pool.shutdown(cancel_futures=True)
 
 
+async def score_answer_async(task: Task, text: str) -> Verdict:
+    """``score_answer`` in a worker thread; cancelling the await kills its sandbox."""
+    import asyncio
+
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
+    scope = CancelScope()
+
+    def call() -> Verdict:
+        with scope.active():
+            return score_answer(task, text)
+
+    try:
+        return await asyncio.to_thread(call)
+    except asyncio.CancelledError:
+        scope.cancel()
+        raise
+
+
 def _is_math(task: Task) -> bool:
+    from hf_skillfollow.benchmarks import BENCHMARKS
+
     return BENCHMARKS[task.benchmark].scorer == "math"
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     # spawn: workers must not inherit this process's threads or locks
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
@@ -104,9 +140,11 @@ def _pool() -> ProcessPoolExecutor:
 
 
 def _math_via(pool: ProcessPoolExecutor, task: Task, text: str) -> Verdict:
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     from hf_skillfollow.scoring._math import score_math
 
-    future: Future[Verdict] = pool.submit(score_math, task, text or "")
+    future = pool.submit(score_math, task, text or "")
     try:
         return future.result(timeout=MATH_TIMEOUT_S)
     except FutureTimeout:
