@@ -27,6 +27,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "List, show, search and export skill pools.",
     ),
     "push": ("hf_skillfollow.cli._push", "push", "Publish run directories to a Hub dataset repo."),
+    "verify": (
+        "hf_skillfollow.cli._verify",
+        "verify",
+        "Re-score published answers and compare with the recorded bits.",
+    ),
     "leaderboard": (
         "hf_skillfollow.cli._leaderboard",
         "leaderboard",

@@ -34,14 +34,23 @@ def render_card(
     has_traces: bool,
     license: str = "cc-by-4.0",
     tool_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    verifications: pa.Table | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema."""
+    from hf_skillfollow.verify._card import rescoring_context
+
     runs = _run_rows(transitions)
     cells = cell_rows(transitions)
+    rescoring = rescoring_context(transitions, verifications)
     context = {
         "front_matter": front_matter(
-            repo_id, transitions.num_rows, has_traces=has_traces, license=license
+            repo_id,
+            transitions.num_rows,
+            has_traces=has_traces,
+            license=license,
+            has_verifications=verifications is not None,
         ),
+        "rescoring": rescoring,
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
         "n_rows": transitions.num_rows,
@@ -59,7 +68,9 @@ def render_card(
     return _environment().get_template(TEMPLATE).render(**context)
 
 
-def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -> str:
+def front_matter(
+    repo_id: str, n_rows: int, *, has_traces: bool, license: str, has_verifications: bool = False
+) -> str:
     configs: list[dict[str, Any]] = [
         {
             "config_name": "transitions",
@@ -72,6 +83,15 @@ def front_matter(repo_id: str, n_rows: int, *, has_traces: bool, license: str) -
             {
                 "config_name": "traces",
                 "data_files": [{"split": "train", "path": f"{TRACES_DIR}/*.parquet"}],
+            }
+        )
+    if has_verifications:
+        from hf_skillfollow.hub._verifications import REPO_DIR
+
+        configs.append(
+            {
+                "config_name": "verifications",
+                "data_files": [{"split": "train", "path": f"{REPO_DIR}/*.parquet"}],
             }
         )
     meta = {

@@ -62,7 +62,7 @@ def build_repo(
     folder = LocalRepoFolder(Path(out_dir))
     runs = _read_runs(run_dirs)
     name = repo_id or folder.root.name
-    plan, card = _plan_and_card(runs, folder, name, license)
+    plan, card = _plan_and_card(runs, folder, name, license, run_dirs)
     files = dict(plan.add)
     updated = card_changed(card, folder)
     if updated:
@@ -90,7 +90,7 @@ def push_runs(
         api = api if api is not None else _hf_api(token)
         api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
         state = HubRepo(api, repo_id)
-        plan, card = _plan_and_card(runs, state, repo_id, license)
+        plan, card = _plan_and_card(runs, state, repo_id, license, run_dirs)
         return _commit(api, state, plan, card, token)
 
 
@@ -122,9 +122,16 @@ def _commit(api: Any, state: HubRepo, plan: PushPlan, card: str, token: str | No
 
 
 def _plan_and_card(
-    runs: list[RunTables], state: RepoState, repo_id: str, license: str
+    runs: list[RunTables],
+    state: RepoState,
+    repo_id: str,
+    license: str,
+    paths: Sequence[str | Path] = (),
 ) -> tuple[PushPlan, str]:
+    from hf_skillfollow.hub._verifications import all_records, plan_records
+
     plan = plan_push(runs, state)
+    plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
     table = pa.concat_tables(all_transitions(plan, state))
     schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
     card = render_card(
@@ -133,15 +140,19 @@ def _plan_and_card(
         has_traces=has_traces(plan, state),
         license=license,
         tool_schemas=schemas,
+        verifications=all_records(plan, state),
     )
     return plan, card
 
 
 def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
+    from hf_skillfollow.hub._verifications import is_record_arg
+
     if not run_dirs:
         raise HubError("no run directories given")
+    runs = [p for p in run_dirs if not is_record_arg(p)]  # record files are planned apart
     with ThreadPoolExecutor(max_workers=4) as pool:  # parquet reads release the GIL
-        return list(pool.map(read_run_dir, run_dirs))
+        return list(pool.map(read_run_dir, runs))
 
 
 def _manifest_tool_schemas(runs: list[RunTables]) -> dict[str, dict[str, Any]]:

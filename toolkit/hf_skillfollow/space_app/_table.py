@@ -18,6 +18,7 @@ DISAGREE_MARK = "⚠ disagree"
 #: (header, source column, kind) in display order; kind: text, int, pct, p.
 COMPACT: tuple[tuple[str, str, str], ...] = (
     ("Sign", "_flag", "text"),
+    ("Re-scored", "rescored", "text"),
     ("Model", "model", "text"),
     ("Benchmark", "benchmark", "text"),
     ("Partition", "partition", "text"),
@@ -59,6 +60,7 @@ class Filters:
     show_nonreportable: bool = False
     sort_by: str = "RAE"
     descending: bool = True
+    rescored_only: bool = False
 
 
 def apply_filters(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
@@ -98,6 +100,8 @@ def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
     ):
         if values:
             mask &= cells[column].isin(values).to_numpy()
+    if f.rescored_only:
+        mask &= cells["_rescored"].to_numpy(dtype=bool)
     query = f.model_query.strip().lower()
     if query:
         mask &= cells["_model_lc"].str.contains(query, regex=False).to_numpy()

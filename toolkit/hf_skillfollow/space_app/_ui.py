@@ -10,7 +10,7 @@ import orjson
 import pandas as pd
 from gradio.components.plot import PlotData
 
-from hf_skillfollow.space_app import _drill, _plots
+from hf_skillfollow.space_app import _drill, _plots, _verification
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._about import ABOUT_MD
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board
@@ -71,7 +71,7 @@ def build_app(board: Board) -> gr.Blocks:
             with gr.Tab("Cell drill-down", id="drill"):
                 drill = _drill_tab(first[5])
             with gr.Tab("About", id="about"):
-                gr.Markdown(ABOUT_MD, elem_id="sf-about")
+                gr.Markdown(ABOUT_MD + _verification.ABOUT_MD, elem_id="sf-about")
         _wire(
             board,
             controls,
@@ -131,6 +131,7 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
             list(T.SORTABLE), value="RAE", label="Sort by", elem_id="sf-f-sort"
         )
         c["descending"] = gr.Checkbox(True, label="Descending", elem_id="sf-f-desc")
+        c["rescored_only"] = gr.Checkbox(False, label="Re-scored only", elem_id="sf-f-rescored")
     return c
 
 
@@ -141,6 +142,7 @@ def _drill_tab(cell_choices: list[tuple[str, str]]) -> dict[str, gr.components.C
         )
     }
     d["header"] = gr.Markdown(_drill.NO_CELL, elem_id="sf-drill-header")
+    d["rescored"] = gr.Markdown(elem_id="sf-rescored")
     with gr.Row():
         d["matrices"] = gr.Markdown(elem_id="sf-matrices")
         d["decomposition"] = gr.Markdown(elem_id="sf-decomposition")
@@ -188,6 +190,7 @@ def _wire(
             "all_columns",
             "sort_by",
             "descending",
+            "rescored_only",
         )
     ]
 
@@ -202,10 +205,12 @@ def _wire(
         all_columns,
         sort_by,
         descending,
+        rescored_only=False,
     ):
         f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending
-        )
+            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
+            rescored_only,
+        )  # fmt: skip
         summary, frame, p1, p2, p3, cells = _refresh(
             board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
         )
@@ -222,10 +227,12 @@ def _wire(
         all_columns,
         sort_by,
         descending,
+        rescored_only=False,
     ):
         f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending
-        )
+            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
+            rescored_only,
+        )  # fmt: skip
         _, _, frame, picks = _table_view(
             board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
         )
@@ -242,10 +249,12 @@ def _wire(
         all_columns,
         sort_by,
         descending,
+        rescored_only=False,
     ):
         f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending
-        )
+            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
+            rescored_only,
+        )  # fmt: skip
         filtered = T.apply_filters(board.cells(bool(runs)), f)
         path = Path(tempfile.mkdtemp(prefix="skillfollow-")) / "skillfollow_leaderboard.csv"
         T.csv_frame(filtered, f.min_cond).to_csv(path, index=False)
@@ -272,14 +281,18 @@ def _wire(
     table.select(_on_select, c["runs"], [d["cell"], tabs], api_name=False)
     drill_outputs = [d["header"], d["matrices"], d["decomposition"], d["flips"], d["task"]]
     d["cell"].change(lambda key: _show_cell(board, key), d["cell"], drill_outputs, api_name="cell")
+    d["cell"].change(
+        lambda key: _show_rescoring(board, key), d["cell"], d["rescored"], api_name="rescored"
+    )
     d["task"].change(
         lambda key: _show_traces(board, key), d["task"], [d["se"], d["sd"]], api_name="traces"
     )
 
 
 def _filters(
-    benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending
-) -> T.Filters:
+    benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
+    rescored_only=False,
+) -> T.Filters:  # fmt: skip
     return T.Filters(
         benchmarks=T.as_tuple(benchmarks),
         partitions=T.as_tuple(partitions),
@@ -289,6 +302,7 @@ def _filters(
         show_nonreportable=bool(nonreportable),
         sort_by=sort_by or "RAE",
         descending=bool(descending),
+        rescored_only=bool(rescored_only),
     )
 
 
@@ -357,6 +371,14 @@ def _show_cell(board: Board, key: str | None):
         _drill.flips_frame(rows),
         gr.Dropdown(choices=tasks, value=tasks[0][1] if tasks else None),
     )
+
+
+def _show_rescoring(board: Board, key: str | None) -> str:
+    cell, per_run = _drill.find_cell(board, key)
+    if cell is None:
+        return ""
+    run_id = str(cell["run_id"]) if per_run else None
+    return _verification.drill_markdown(board.rescoring, str(cell["cell_id"]), run_id)
 
 
 def _show_traces(board: Board, key: str | None):
