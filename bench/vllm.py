@@ -38,8 +38,13 @@ from hf_skillfollow.config import RunConfig  # noqa: E402
 from hf_skillfollow.runner import PairOutcome, execute, plan_new_run  # noqa: E402
 
 DEFAULT_MODEL = Path.home() / ".cache/hf-skillfollow/smollm2-135m-hf"
+#: The shared benchmark data: SKILLFOLLOW_DATA_DIR, else ../shared/data beside the repository.
 DEFAULT_TASKS = (
-    Path(os.environ.get("SKILLFOLLOW_DATA_DIR", "/work/shared/data")) / "mbppplus-v0.1.0.jsonl"
+    Path(
+        os.environ.get("SKILLFOLLOW_DATA_DIR")
+        or Path(__file__).resolve().parents[2] / "shared" / "data"
+    )
+    / "mbppplus-v0.1.0.jsonl"
 )
 
 

@@ -1,7 +1,7 @@
 """Run directories with hand-chosen paired outcomes, for the hub tests.
 
 Counts are fixed here by the tests, and the expected headline numbers below are computed by
-hand from them (DESIGN §2 formulas), never by the code under test.
+hand from them (the formulas of docs/design.md, "Metrics"), never by the code under test.
 """
 
 from __future__ import annotations

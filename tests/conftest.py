@@ -16,18 +16,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _data_dir() -> Path:
-    env = os.environ.get("SKILLFOLLOW_DATA_DIR")
-    candidates = (
-        [Path(env)] if env else [REPO.parent / "shared" / "data", Path("/work/shared/data")]
-    )
-    for path in candidates:
-        if (path / "mbppplus-v0.1.0.jsonl").is_file():
-            return path
-    return candidates[0]
-
-
-DATA_DIR = _data_dir()
+DATA_DIR = Path(os.environ.get("SKILLFOLLOW_DATA_DIR") or REPO.parent / "shared" / "data")
 os.environ.setdefault("SKILLFOLLOW_DATA_DIR", str(DATA_DIR))
 os.environ.setdefault("SKILLFOLLOW_MBPP_FILE", str(DATA_DIR / "mbppplus-v0.1.0.jsonl"))
 os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"))
@@ -37,7 +26,9 @@ os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"
 def data_dir() -> Path:
     if not (DATA_DIR / "mbppplus-v0.1.0.jsonl").is_file():
         pytest.fail(
-            f"benchmark data not found in {DATA_DIR}; set SKILLFOLLOW_DATA_DIR to the shared data folder"
+            f"benchmark data not found: {DATA_DIR / 'mbppplus-v0.1.0.jsonl'} is missing; set "
+            "SKILLFOLLOW_DATA_DIR to the folder holding the shared benchmark files "
+            "(default: ../shared/data beside the repository)"
         )
     return DATA_DIR
 

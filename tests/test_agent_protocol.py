@@ -1,4 +1,4 @@
-"""The SE/SD protocol rules of DESIGN §3, driven turn by turn.
+"""The SE/SD protocol rules (docs/design.md, "Protocol"), driven turn by turn.
 
 `ScriptedModelDouble` stands in for the model: no real model available here can be made to
 emit parallel calls, invalid arguments or a fourth call on demand, and these rules are about
@@ -14,7 +14,7 @@ import json
 import pytest
 
 from hf_skillfollow.agent import NOT_EXECUTED, Decoding, SkillTool, parse_arguments, run_sd, run_se
-from hf_skillfollow.backends._base import ChatResult, ToolCall
+from hf_skillfollow.backends._base import ChatRequest, ChatResult, ToolCall
 from hf_skillfollow.prompts import system_prompt
 from hf_skillfollow.retrieval import make_retriever
 from hf_skillfollow.skills import load_pool
@@ -30,16 +30,14 @@ class ScriptedModelDouble:
     def __init__(self, turns: list[ChatResult]) -> None:
         self.turns, self.requests = list(turns), []
 
-    async def chat(
-        self, messages, *, tools, tool_choice, seed, temperature, max_tokens
-    ) -> ChatResult:
+    async def chat(self, request: ChatRequest) -> ChatResult:
         self.requests.append(
             {
-                "messages": [dict(m) for m in messages],
-                "tools": tools,
-                "tool_choice": tool_choice,
-                "seed": seed,
-                "temperature": temperature,
+                "messages": [dict(m) for m in request.messages],
+                "tools": request.tools,
+                "tool_choice": request.tool_choice,
+                "seed": request.seed,
+                "temperature": request.temperature,
             }
         )
         return self.turns.pop(0)

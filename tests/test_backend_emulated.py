@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from hf_skillfollow.backends._base import ChatRequest
 from hf_skillfollow.backends._emulated import (
     EmulatedToolsBackend,
     describe_tools,
@@ -154,12 +155,14 @@ def test_wrapper_over_http_sends_no_tools_and_parses_the_reply() -> None:
         try:
             wrapped = EmulatedToolsBackend(backend)
             return await wrapped.chat(
-                messages,
-                tools=[SEARCH_TOOL],
-                tool_choice={"type": "function", "function": {"name": "search_skills"}},
-                seed=3,
-                temperature=0.7,
-                max_tokens=64,
+                ChatRequest(
+                    messages,
+                    seed=3,
+                    temperature=0.7,
+                    max_tokens=64,
+                    tools=[SEARCH_TOOL],
+                    tool_choice={"type": "function", "function": {"name": "search_skills"}},
+                )
             )
         finally:
             await backend.aclose()
@@ -176,3 +179,19 @@ def test_wrapper_over_http_sends_no_tools_and_parses_the_reply() -> None:
     assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
         ("call_0_0", "search_skills", {"query": "gcd"})
     ]
+
+
+def test_wrappers_expose_the_inner_backends_batching_and_usage() -> None:
+    """A wrapper never forwards attributes by hand: a batching backend stays batching."""
+    from hf_skillfollow.backends._vllm_server import StrictToolsBackend
+
+    class BatchingDouble:
+        name, model, batched = "double", "m", True
+        usage = object()
+
+    inner = BatchingDouble()
+    for wrapped in (EmulatedToolsBackend(inner), StrictToolsBackend(inner)):  # type: ignore[arg-type]
+        assert wrapped.batched is True and wrapped.usage is inner.usage
+        assert wrapped.model == "m"
+    assert EmulatedToolsBackend(inner).name == "double"
+    assert StrictToolsBackend(inner).name == "vllm-server"  # type: ignore[arg-type]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hf_skillfollow.backends._base import BackendStartupError, ChatRequest
 from hf_skillfollow.backends._local import LocalBackend, open_local_backend, resolve_gguf
-from hf_skillfollow.backends._server import BackendStartupError
 from hf_skillfollow.config import RunConfig
 from hf_skillfollow.prompts import system_prompt, tool_schema
 
@@ -38,19 +38,21 @@ def _port_closed(base_url: str) -> bool:
 
 async def _smoke(backend: LocalBackend) -> dict:
     plain = await backend.chat(
-        [{"role": "user", "content": "Say hello in one short sentence."}],
-        tools=None,
-        tool_choice=None,
-        seed=1,
-        temperature=0.0,
-        max_tokens=16,
+        ChatRequest(
+            [{"role": "user", "content": "Say hello in one short sentence."}],
+            seed=1,
+            temperature=0.0,
+            max_tokens=16,
+        )
     )
     se = [
         {"role": "system", "content": system_prompt("coding", skill_enabled=True)},
         {"role": "user", "content": TASK},
     ]
     forced = await backend.chat(
-        se, tools=[tool_schema()], tool_choice=FORCE, seed=1, temperature=0.7, max_tokens=512
+        ChatRequest(
+            se, seed=1, temperature=0.7, max_tokens=512, tools=[tool_schema()], tool_choice=FORCE
+        )
     )
     call = forced.tool_calls[0] if forced.tool_calls else None
     history = se + [
@@ -74,7 +76,14 @@ async def _smoke(backend: LocalBackend) -> dict:
         },
     ]
     answer = await backend.chat(
-        history, tools=[tool_schema()], tool_choice="auto", seed=1, temperature=0.0, max_tokens=24
+        ChatRequest(
+            history,
+            seed=1,
+            temperature=0.0,
+            max_tokens=24,
+            tools=[tool_schema()],
+            tool_choice="auto",
+        )
     )
     return {"plain": plain, "forced": forced, "answer": answer}
 

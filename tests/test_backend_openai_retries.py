@@ -18,13 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from hf_skillfollow.backends._base import BackendStartupError, ChatRequest
 from hf_skillfollow.backends._openai import (
     OpenAIBackend,
     RetryPolicy,
     parse_retry_after,
     resolve_api_key,
 )
-from hf_skillfollow.backends._server import BackendStartupError, free_port
+from hf_skillfollow.backends._server import free_port
 from hf_skillfollow.config import RunConfig
 
 FAST_BACKOFF = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
@@ -146,12 +147,14 @@ def make_backend(url: str, *, timeout: float = 5.0, concurrency: int = 4) -> Ope
 async def one_chat(backend: OpenAIBackend, messages: list | None = None, **kw: object):
     try:
         return await backend.chat(
-            messages or [{"role": "user", "content": "hi"}],
-            tools=kw.get("tools"),
-            tool_choice=kw.get("tool_choice"),
-            seed=1,
-            temperature=0.0,
-            max_tokens=8,
+            ChatRequest(
+                messages or [{"role": "user", "content": "hi"}],
+                seed=1,
+                temperature=0.0,
+                max_tokens=8,
+                tools=kw.get("tools"),  # type: ignore[arg-type]
+                tool_choice=kw.get("tool_choice"),  # type: ignore[arg-type]
+            )
         )
     finally:
         await backend.aclose()
@@ -211,12 +214,9 @@ def test_provider_double_sees_bounded_concurrency() -> None:
         try:
             calls = [
                 backend.chat(
-                    [{"role": "user", "content": str(i)}],
-                    tools=None,
-                    tool_choice=None,
-                    seed=i,
-                    temperature=0.0,
-                    max_tokens=4,
+                    ChatRequest(
+                        [{"role": "user", "content": str(i)}], seed=i, temperature=0.0, max_tokens=4
+                    )
                 )
                 for i in range(9)
             ]

@@ -9,6 +9,7 @@ import yaml
 
 from hf_skillfollow.hub import build_repo
 from hf_skillfollow.hub._card import MAX_CARD_CELLS, render_card, size_category
+from hf_skillfollow.hub._stats import run_stats
 from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA, transitions_from_rows
 from tests._fixtures_hub import (
     CELL_A,
@@ -171,7 +172,7 @@ def test_card_states_the_caveat_and_how_to_load_and_cite(tmp_path: Path) -> None
 
 def test_markdown_special_characters_are_escaped() -> None:
     rows = outcome_rows(CELL_B, run_id="r", model="evil|model\nname")
-    card = render_card(transitions_from_rows(rows), repo_id="org/x", has_traces=False)
+    card = render_card(run_stats(transitions_from_rows(rows)), repo_id="org/x", has_traces=False)
     assert "| evil\\|model name |" in card
 
 
@@ -181,12 +182,17 @@ def test_long_repos_list_a_bounded_number_of_cells() -> None:
         rows += outcome_rows(
             {(True, False, True): 1}, run_id=f"r{i}", cell_id=f"c{i:04d}", model=f"m{i:04d}"
         )
-    card = render_card(transitions_from_rows(rows), repo_id="org/x", has_traces=False)
+    card = render_card(run_stats(transitions_from_rows(rows)), repo_id="org/x", has_traces=False)
     assert len(_table(card, CELL_HEADER)) == MAX_CARD_CELLS
     assert (
         "3 more cell(s) are not listed here; `hf-skillfollow report org/x` shows all of them."
         in card
     )
+    assert "cells" in card and "**203** cell(s)" in card
+    listed = [r["model"] for r in _table(card, CELL_HEADER)]
+    assert listed == [
+        f"m{i:04d}" for i in range(MAX_CARD_CELLS)
+    ]  # the first cells by the card's order
 
 
 def test_size_categories() -> None:

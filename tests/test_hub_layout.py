@@ -44,6 +44,7 @@ def test_build_repo_writes_the_layout(tmp_path: Path) -> None:
         "data/transitions/run-a0.parquet",
         "data/transitions/run-a1.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/runs.parquet",
     ]
     assert result.added["data/transitions/run-a0.parquet"] == 12
     assert result.added["data/traces/run-b0.parquet"] == 40
@@ -87,6 +88,24 @@ def test_load_repo_folder_through_load_dataset_equals_the_runs(tmp_path: Path) -
     assert traces.schema.equals(TRACES_SCHEMA)
     assert _sorted_rows(transitions) == _run_rows(runs, "transitions.parquet")
     assert _sorted_rows(traces) == _run_rows(runs, "traces.parquet")
+
+
+def test_datasets_load_dataset_reads_the_folder_like_the_toolkit(tmp_path: Path) -> None:
+    """Users call `datasets.load_dataset`; the counts file beside the rows must not confuse it."""
+    import datasets
+
+    runs = two_cell_runs(tmp_path / "runs")
+    build_repo(runs, tmp_path / "repo", repo_id="org/name")
+    cache = str(tmp_path / "hf-cache")
+    for config in ("transitions", "traces"):
+        ds = datasets.load_dataset(str(tmp_path / "repo"), config, split="train", cache_dir=cache)
+        assert _sorted_rows_list(ds.to_list()) == _run_rows(runs, f"{config}.parquet")
+    default = datasets.load_dataset(str(tmp_path / "repo"), split="train", cache_dir=cache)
+    assert default.num_rows == 40  # the default config is transitions
+
+
+def _sorted_rows_list(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r["run_id"], r["task_id"], r.get("arm", "")))
 
 
 def test_load_run_dir_reads_its_parquet(tmp_path: Path) -> None:

@@ -113,6 +113,7 @@ def test_first_push_creates_repo_and_adds_exactly_the_run_files_and_card(tmp_pat
         "data/transitions/run-a0.parquet",
         "data/transitions/run-a1.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/runs.parquet",
     ]
     assert result.commit_url and result.commit_url.endswith("/commit/" + api.head)
     assert [c["repo_type"] for n, c in api.calls if n != "create_repo"] == ["dataset"] * (
@@ -150,9 +151,10 @@ def test_new_run_appends_only_its_files_and_the_card_covers_all_rows(tmp_path: P
         "README.md",
         "data/traces/run-b0.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/runs.parquet",
     ]
     for path, data in first_files.items():  # published data never rewritten
-        if path != "README.md":
+        if path not in ("README.md", "stats/runs.parquet"):
             assert api.files[path] == data
     card = api.files["README.md"].decode()
     assert "**40** paired task outcomes from **3** run(s)" in card

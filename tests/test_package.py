@@ -36,6 +36,11 @@ def test_import_package_and_cli_group_load_nothing_heavy() -> None:
     assert _loaded_after("import hf_skillfollow, hf_skillfollow.cli") == []
 
 
+def test_validating_a_config_imports_no_backend_or_retriever() -> None:
+    probe = "from hf_skillfollow.config import RunConfig\nRunConfig(backend='vllm', retriever='pyserini')"
+    assert _loaded_after(probe) == []
+
+
 def test_cli_help_lists_commands_without_importing_them() -> None:
     probe = "from click.testing import CliRunner\nfrom hf_skillfollow.cli import cli\nr = CliRunner().invoke(cli, ['--help'])\nassert r.exit_code == 0, r.output\nassert all(c in r.output for c in ('run', 'score', 'report', 'skills', 'push', 'leaderboard'))"
     assert _loaded_after(probe) == []

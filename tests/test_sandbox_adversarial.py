@@ -39,8 +39,8 @@ def task(data_dir: Path) -> Task:
 
 @pytest.fixture
 def target() -> Iterator[Path]:
-    """A world-writable directory on the real filesystem (not /tmp, which the sandbox replaces):
-    only the sandbox's read-only mounts stand between a program and this directory."""
+    """A world-writable directory on the real filesystem, in the checkout (not /tmp, which the
+    sandbox replaces): the sandbox's minimal root does not contain it at all."""
     path = REPO / f".sandbox-target-{uuid.uuid4().hex[:8]}"
     path.mkdir()
     path.chmod(0o777)
@@ -61,6 +61,14 @@ def _processes_of(uid: int | None) -> list[int]:
         if int(uid_line.split()[1]) == uid:
             pids.append(int(status.parent.name))
     return pids
+
+
+#: what a program gets when it writes to the host: the path is not in its root at all
+_UNREACHABLE = ("No such file or directory", "Read-only file system")
+
+
+def _unreachable(reason: str) -> bool:
+    return any(text in reason for text in _UNREACHABLE)
 
 
 def _score(task: Task, program: str) -> Verdict:
@@ -98,7 +106,7 @@ def test_forked_spinning_children_die_with_the_program(task: Task) -> None:
 def test_writing_outside_the_scratch_dir_fails(task: Task, target: Path, tmp_path: Path) -> None:
     program = f"open({str(target / 'pwned.txt')!r}, 'w').write('x')\n" + SOLUTION
     verdict = _score(task, program)
-    assert not verdict.passed and "Read-only file system" in verdict.reason
+    assert not verdict.passed and _unreachable(verdict.reason), verdict.reason
     assert not (target / "pwned.txt").exists()
     # Host /tmp paths are not reachable either: the sandbox has its own empty /tmp.
     program = (
@@ -116,7 +124,7 @@ def test_low_level_writes_and_scratch_writes_stay_inside(task: Task, target: Pat
         f"fd = os.open({str(target / 'raw.txt')!r}, os.O_WRONLY | os.O_CREAT)\n" + SOLUTION
     )
     verdict = _score(task, program)
-    assert not verdict.passed and "Read-only file system" in verdict.reason
+    assert not verdict.passed and _unreachable(verdict.reason), verdict.reason
     assert not (target / "raw.txt").exists()
 
 
@@ -126,7 +134,7 @@ def test_deleting_files_fails(task: Task, target: Path) -> None:
         f"import shutil\nshutil.rmtree({str(target)!r})\n",
     ):
         verdict = _score(task, attack + SOLUTION)
-        assert not verdict.passed and "Read-only file system" in verdict.reason
+        assert not verdict.passed and _unreachable(verdict.reason), verdict.reason
         assert (target / "precious.txt").read_text() == "keep me"
 
 

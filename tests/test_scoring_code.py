@@ -139,13 +139,52 @@ def test_score_many_keeps_order_and_mixes_verdicts(mbpp: dict[str, Task]) -> Non
     assert sorted(seen) == sorted(ids)
 
 
-def test_original_humaneval_is_scored_with_its_check_function(data_dir: Path) -> None:
-    tasks = {t.task_id: t for t in load_tasks("humanevalplus", data_dir / "humaneval.jsonl.gz")[0]}
-    task = tasks["HumanEval/0"]
-    assert score_solution(task, task.prompt + task.problem["canonical_solution"]).passed
-    broken = task.prompt + "    return False\n"
-    verdict = score_solution(task, broken)
-    assert not verdict.passed and "AssertionError" in verdict.reason
+@pytest.fixture(scope="module")
+def humaneval(data_dir: Path) -> dict[str, Task]:
+    path = data_dir / "HumanEvalPlus-v0.1.10.jsonl.gz"
+    return {t.task_id: t for t in load_tasks("humanevalplus", path)[0]}
+
+
+def test_humanevalplus_canonical_passes_and_wrong_programs_fail(
+    humaneval: dict[str, Task],
+) -> None:
+    task = humaneval["HumanEval/0"]  # has_close_elements
+    p = task.problem
+    ok = score_solution(task, _canonical(task))
+    assert ok.passed, ok.reason
+    assert ok.reason == (
+        f"passed all {len(p['base_input'])} base + {len(p['plus_input'])} plus inputs"
+    )
+    wrong = score_solution(task, task.prompt + "    return False\n")
+    assert not wrong.passed and wrong.reason.startswith("base input #")
+    # HumanEval/2 (truncate_number) has atol 1e-6: a float off by less passes, more fails
+    t2 = humaneval["HumanEval/2"]
+    assert t2.problem["atol"] > 0
+    near = t2.prompt + "    return number % 1.0 + 1e-9\n"
+    assert score_solution(t2, near).passed
+    assert not score_solution(t2, t2.prompt + "    return number % 1.0 + 1e-3\n").passed
+
+
+def test_humanevalplus_find_zero_accepts_any_root(humaneval: dict[str, Task]) -> None:
+    """EvalPlus's special oracle for HumanEval/32: any x with |poly(x)| <= atol passes."""
+    task = humaneval["HumanEval/32"]
+    # the canonical Newton iteration run to a tighter tolerance: about half of its roots
+    # then differ in their last digits from the expected ones, all within the oracle's atol
+    tighter = task.prompt + task.problem["canonical_solution"].replace("1e-5", "1e-9")
+    assert tighter != _canonical(task)
+    assert score_solution(task, _canonical(task)).passed
+    verdict = score_solution(task, tighter)
+    assert verdict.passed, verdict.reason
+    assert not score_solution(task, task.prompt + "    return 0.0\n").passed
+
+
+def test_rows_without_inputs_are_not_scored(humaneval: dict[str, Task]) -> None:
+    """The original HumanEval's check() would run inside the program's process (forgeable):
+    such rows are refused at load time, and a task without inputs is never scored."""
+    task = humaneval["HumanEval/0"]
+    bare = Task(task.benchmark, task.task_id, task.prompt, task.entry_point, problem={})
+    verdict = score_solution(bare, _canonical(task))
+    assert not verdict.passed and verdict.reason.startswith("cannot score: the task has no")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

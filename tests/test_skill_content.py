@@ -1,4 +1,4 @@
-"""Skill-content controls (DESIGN §3): what the model reads for each condition."""
+"""Skill-content controls (docs/design.md, "Protocol"): what the model reads for each condition."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shipped skill pools (DESIGN §4) are well-formed and their code actually runs.
+"""The shipped skill pools (docs/design.md, "Skills") are well-formed and their code actually runs.
 
 Convention for every SKILL.md in ``skills/coding`` and ``skills/math``: concatenating
 all ```` ```python ```` fenced blocks of the file, in order, yields one program that

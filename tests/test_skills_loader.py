@@ -1,4 +1,4 @@
-"""Skill pool loading and validation (DESIGN §4, issue 2 item 3)."""
+"""Skill pool loading and validation (docs/design.md, "Skills", issue 2 item 3)."""
 
 from __future__ import annotations
 
@@ -173,3 +173,60 @@ def test_merged_pool_holds_both_and_rejects_duplicates(tmp_path: Path) -> None:
         merged_pool([load_pool("coding"), load_pool(tmp_path)])
     with pytest.raises(SkillPoolError, match="no pools"):
         merged_pool([])
+
+
+def _billion_laughs(levels: int = 9) -> str:
+    lines = ['lol0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, levels + 1):
+        lines.append(f"lol{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]")
+    return "\n".join(lines) + f"\nname: *l{levels}\n"
+
+
+def test_yaml_alias_bomb_is_refused_quickly_with_a_short_message(tmp_path: Path) -> None:
+    """9 levels of 9 aliases describe 9**10 strings; loading must neither expand nor print them.
+
+    Run in a child with 1 GiB of address space and a hard timeout, so a regression fails the
+    test instead of exhausting the machine.
+    """
+    import resource
+    import subprocess
+    import sys
+
+    path = write_skill(
+        tmp_path, "bomb", f"---\n{_billion_laughs()}description: d\ntype: utility\n---\nbody\n"
+    )
+    code = (
+        "import sys\nfrom hf_skillfollow.skills import load_pool, SkillPoolError\n"
+        f"try:\n    load_pool({str(tmp_path)!r})\nexcept SkillPoolError as exc:\n"
+        "    print(exc)\n    sys.exit(0)\nsys.exit(3)\n"
+    )
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, preexec_fn=limit
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    message = proc.stdout.strip()
+    assert message.startswith(f"{path}: front matter:") and "alias" in message
+    assert len(message) < 300 and "\n" not in message
+
+
+def test_huge_front_matter_and_huge_values_give_bounded_messages(tmp_path: Path) -> None:
+    big = write_skill(
+        tmp_path / "a",
+        "big",
+        f"---\nname: x\ndescription: {'y' * 70_000}\ntype: utility\n---\nbody\n",
+    )
+    with pytest.raises(SkillPoolError) as info:
+        load_pool(tmp_path / "a")
+    assert str(info.value).startswith(f"{big}: front matter:") and len(str(info.value)) < 300
+
+    items = ", ".join(str(i) for i in range(5_000))
+    wide = write_skill(
+        tmp_path / "b", "wide", f"---\nname: x\ndescription: [{items}]\ntype: utility\n---\nbody\n"
+    )
+    with pytest.raises(SkillPoolError) as info:
+        load_pool(tmp_path / "b")
+    assert str(info.value).startswith(f"{wide}: field 'description'") and len(str(info.value)) < 400

@@ -1,7 +1,7 @@
 """The leaderboard app driven through gradio_client against a real server process.
 
 The fixture has hand-chosen paired counts; every expected value below is worked out by hand
-from those counts (DESIGN §2), never by the code under test.
+from those counts (docs/design.md, "Metrics"), never by the code under test.
 
 Cell A (model-alpha, mbppplus, normal), two runs pooled:
   run a1: S_call a,b,c,d = 3,6,1,2 (n_cond 12); S_skip a,b,c,d = 10,2,4,12 (n_skip 28)

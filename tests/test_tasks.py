@@ -56,15 +56,35 @@ def test_environment_variable_and_flag_precedence(
     assert len(load_tasks("mbppplus", data_dir / "mbppplus-v0.1.0.jsonl")[0]) == 399
 
 
-def test_original_humaneval_is_accepted_with_base_tests_only(data_dir: Path) -> None:
-    path = data_dir / "humaneval.jsonl.gz"
+def test_humanevalplus_from_local_file_through_evalplus(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = data_dir / "HumanEvalPlus-v0.1.10.jsonl.gz"
     tasks, version = load_tasks("humanevalplus", path)
     with gzip.open(path, "rt") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
     assert len(tasks) == len(rows) == 164
-    assert "base-tests-only" in version
-    assert tasks[0].task_id == "HumanEval/0" and tasks[-1].task_id == "HumanEval/163"
-    assert "def check(candidate)" in tasks[0].problem["test"]
+    assert [t.task_id for t in tasks] == [f"HumanEval/{i}" for i in range(164)]
+    assert hashlib.md5(path.read_bytes()).hexdigest()[:12] in version
+    assert version.startswith("humanevalplus@file:HumanEvalPlus-v0.1.10.jsonl.gz")
+    by_id = {r["task_id"]: r for r in rows}
+    for task in tasks[:10]:
+        row = by_id[task.task_id]
+        assert task.prompt == row["prompt"] and task.entry_point == row["entry_point"]
+        assert task.problem["base_input"] == row["base_input"]
+        assert task.problem["plus_input"] == row["plus_input"]
+        assert task.domain == "coding"
+    # the environment variable is the other way to point at a local file
+    monkeypatch.setenv("SKILLFOLLOW_HUMANEVAL_FILE", str(path))
+    assert load_tasks("humanevalplus")[1] == version
+
+
+def test_original_humaneval_is_refused_with_a_pointer_to_humanevalplus(data_dir: Path) -> None:
+    with pytest.raises(TaskLoadError) as info:
+        load_tasks("humanevalplus", data_dir / "humaneval.jsonl.gz")
+    message = str(info.value)
+    assert "humaneval.jsonl.gz" in message and "original HumanEval" in message
+    assert "HumanEval+" in message and "\n" not in message
 
 
 def test_math500_from_local_file_through_datasets(data_dir: Path) -> None:

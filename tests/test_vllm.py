@@ -22,8 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hf_skillfollow.backends._base import ChatResult
-from hf_skillfollow.backends._server import BackendStartupError
+from hf_skillfollow.backends._base import BackendStartupError, ChatResult
 from hf_skillfollow.backends._vllm import (
     LockstepBatcher,
     cpu_engine_options,

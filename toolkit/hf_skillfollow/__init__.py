@@ -6,9 +6,7 @@ The public surface is re-exported lazily so that `import hf_skillfollow` stays l
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
-
+from hf_skillfollow._lazy import lazy_exports
 from hf_skillfollow._version import __version__
 
 _EXPORTS: dict[str, str] = {
@@ -30,13 +28,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *sorted(_EXPORTS)]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hf_skillfollow' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

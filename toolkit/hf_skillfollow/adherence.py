@@ -1,8 +1,10 @@
-"""Adherence proxy (DESIGN §2 stage diagnostics): did the SE answer use a retrieved skill?
+"""Adherence proxy: did the SE answer use a retrieved skill?
 
 Lexical/structural only: a function or variable name defined in a returned skill's code, or
 the skill's own name as an identifier, appears in the answer. It over- and under-counts
 (common names, paraphrased use); it is a diagnostic, never an outcome.
+
+See docs/design.md, "Metrics": stage diagnostics.
 """
 
 from __future__ import annotations

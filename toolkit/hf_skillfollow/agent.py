@@ -1,4 +1,7 @@
-"""The SE/SD agent protocol (DESIGN §3): one conversation per arm, identical except the tool."""
+"""The SE/SD agent protocol: one conversation per arm, identical except the tool.
+
+See docs/design.md, "Protocol".
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow.backends._base import ChatRequest
 from hf_skillfollow.prompts import (
     FINAL_ANSWER_REQUEST,
     SKILL_TYPES,
@@ -55,6 +59,17 @@ class Decoding:
     seed: int
     temperature: float
     max_tokens: int
+
+    def request(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+    ) -> ChatRequest:
+        """One turn of an arm with these settings."""
+        return ChatRequest(
+            messages, self.seed, self.temperature, self.max_tokens, tools, tool_choice
+        )
 
 
 class SkillTool:
@@ -122,9 +137,7 @@ async def run_sd(backend: ChatBackend, domain: str, prompt: str, decoding: Decod
             {"role": "user", "content": prompt},
         ],
     )
-    result = await backend.chat(
-        arm.messages, tools=None, tool_choice=None, **_decoding_kwargs(decoding)
-    )
+    result = await backend.chat(decoding.request(arm.messages))
     arm.add_usage(result)
     arm.messages.append(_assistant_message(result))
     arm.error = result.error
@@ -157,10 +170,7 @@ async def run_se(
         if not calls_left:
             arm.messages.append({"role": "user", "content": FINAL_ANSWER_REQUEST})
         result = await backend.chat(
-            arm.messages,
-            tools=tools,
-            tool_choice=_tool_choice(arm.n_calls, calls_left, forced),
-            **_decoding_kwargs(decoding),
+            decoding.request(arm.messages, tools, _tool_choice(arm.n_calls, calls_left, forced))
         )
         arm.add_usage(result)
         if result.error or not (calls_left and result.tool_calls):
@@ -207,11 +217,3 @@ def _tool_choice(n_calls: int, calls_left: bool, forced: bool) -> str | dict[str
     if forced and n_calls == 0:
         return {"type": "function", "function": {"name": TOOL_NAME}}
     return "auto"
-
-
-def _decoding_kwargs(decoding: Decoding) -> dict[str, Any]:
-    return {
-        "seed": decoding.seed,
-        "temperature": decoding.temperature,
-        "max_tokens": decoding.max_tokens,
-    }

@@ -1,45 +1,34 @@
-"""Typed, validated run configuration and the stable cell id (DESIGN §3, §5)."""
+"""Typed, validated run configuration and the stable cell id.
+
+See docs/design.md, "Protocol" and "Published data".
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Benchmark = Literal["mbppplus", "humanevalplus", "math500"]
+from hf_skillfollow.benchmarks import benchmark_spec
+from hf_skillfollow.registries import BACKENDS, RETRIEVERS
+
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
 
-BENCHMARK_DOMAIN: dict[str, str] = {
-    "mbppplus": "coding",
-    "humanevalplus": "coding",
-    "math500": "math",
-}
-
-#: Fields that are a run's own identity, not part of the protocol: excluded from `cell_id`.
-#: `limit` is not among them: a smoke run on the first N tasks is a different task set and
-#: must not pool with the full partition.
-RUN_IDENTITY_FIELDS = frozenset(
-    {
-        "run_id",
-        "seed",
-        "repeats",
-        "output_dir",
-        "concurrency",
-        "request_timeout",
-        "api_key_env",
-        "base_url",
-        "tasks_file",
-        "n_threads",
-        "server_port",
-    }
-)
-
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _run_field(default: Any, **kwargs: Any) -> Any:
+    """A setting of the run itself (seed, plumbing), not of the protocol: outside the cell id.
+
+    `limit` is not one: a smoke run on the first N tasks is a different task set and must not
+    pool with the full partition.
+    """
+    return Field(default, json_schema_extra={"role": "run"}, **kwargs)
 
 
 class RunConfig(BaseModel):
@@ -54,10 +43,10 @@ class RunConfig(BaseModel):
     backend: str = Field(
         "local", description="Backend registry name: local, openai, vllm, vllm-server."
     )
-    base_url: str | None = Field(
+    base_url: str | None = _run_field(
         None, description="OpenAI-compatible endpoint for the `openai` backend."
     )
-    api_key_env: str = Field(
+    api_key_env: str = _run_field(
         "OPENAI_API_KEY", description="Environment variable holding the API key (never stored)."
     )
     tool_mode: ToolMode = Field(
@@ -75,8 +64,10 @@ class RunConfig(BaseModel):
         default_factory=dict, description="Extra engine options passed through to vLLM."
     )
 
-    benchmark: Benchmark = Field("mbppplus", description="Benchmark name.")
-    tasks_file: Path | None = Field(
+    benchmark: str = Field(
+        "mbppplus", description="Benchmark name (declared in `hf_skillfollow.benchmarks`)."
+    )
+    tasks_file: Path | None = _run_field(
         None, description="Local benchmark file overriding the official source."
     )
     partition_seed: int = Field(42, description="Seed of the documented partition sampler.")
@@ -104,37 +95,34 @@ class RunConfig(BaseModel):
         0.7, ge=0.0, le=2.0, description="Sampling temperature, same for both arms."
     )
     max_tokens: int = Field(8192, ge=1, description="Maximum output tokens per model turn.")
-    seed: int = Field(0, description="Seed of this run (shared by SE and SD of every task).")
-    repeats: int = Field(
+    seed: int = _run_field(0, description="Seed of this run (shared by SE and SD of every task).")
+    repeats: int = _run_field(
         1, ge=1, description="Independent reruns of the cell; repeat r uses seed + r."
     )
 
-    concurrency: int = Field(4, ge=1, description="Concurrent pairs in flight.")
-    request_timeout: float = Field(600.0, gt=0, description="Per-request timeout in seconds.")
-    n_threads: int | None = Field(
+    concurrency: int = _run_field(4, ge=1, description="Concurrent pairs in flight.")
+    request_timeout: float = _run_field(600.0, gt=0, description="Per-request timeout in seconds.")
+    n_threads: int | None = _run_field(
         None, description="CPU threads for the embedded llama.cpp server."
     )
-    server_port: int | None = Field(
+    server_port: int | None = _run_field(
         None, description="Port for a server the toolkit launches (default: a free port)."
     )
 
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, v: str) -> str:
-        from hf_skillfollow.backends import BACKENDS
+        return BACKENDS.check(v)
 
-        if v not in BACKENDS:
-            raise ValueError(f"unknown backend {v!r}; choose one of {sorted(BACKENDS)}")
-        return v
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, v: str) -> str:
+        return benchmark_spec(v).name
 
     @field_validator("retriever")
     @classmethod
     def _known_retriever(cls, v: str) -> str:
-        from hf_skillfollow.retrieval import RETRIEVERS
-
-        if v not in RETRIEVERS:
-            raise ValueError(f"unknown retriever {v!r}; choose one of {sorted(RETRIEVERS)}")
-        return v
+        return RETRIEVERS.check(v)
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RunConfig:
@@ -144,12 +132,20 @@ class RunConfig(BaseModel):
 
     @property
     def domain(self) -> str:
-        return BENCHMARK_DOMAIN[self.benchmark]
+        return benchmark_spec(self.benchmark).domain
 
     def protocol_dict(self) -> dict[str, object]:
         """The settings that define the cell (everything except the run's own identity)."""
         data = self.model_dump(mode="json")
         return {k: v for k, v in sorted(data.items()) if k not in RUN_IDENTITY_FIELDS}
+
+
+#: Settings that are a run's own identity, not part of the protocol: excluded from `cell_id`.
+RUN_IDENTITY_FIELDS = frozenset(
+    name
+    for name, info in RunConfig.model_fields.items()
+    if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("role") == "run"
+)
 
 
 def stable_hash(obj: object, length: int = 16) -> str:

@@ -1,4 +1,4 @@
-"""System prompts and the `search_skills` tool schema (DESIGN §3).
+"""System prompts and the `search_skills` tool schema (docs/design.md, "Protocol").
 
 SE and SD prompts differ only by the two tool sentences; everything here is hashed into the
 cell id so that a prompt change starts a new cell.

@@ -10,6 +10,8 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow import formatting as fmt
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -83,14 +85,8 @@ def _label(row: dict[str, Any], columns: list[str]) -> str:
     return " · ".join(str(row[c]) for c in columns)
 
 
-def _pp(value: Any, signed: bool = True) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:+.1f}" if signed else f"{value:.1f}"
-
-
 def _with_ci(row: dict[str, Any], name: str) -> str:
-    return f"{_pp(row[name])} [{_pp(row[name + '_ci_low'])}, {_pp(row[name + '_ci_high'])}]"
+    return fmt.with_interval(row[name], row[name + "_ci_low"], row[name + "_ci_high"])
 
 
 def _rae_text(row: dict[str, Any]) -> str:
@@ -100,11 +96,7 @@ def _rae_text(row: dict[str, Any]) -> str:
 
 
 def _skip_text(row: dict[str, Any]) -> str:
-    return "— (n_skip = 0)" if row["n_skip"] == 0 else _pp(row["delta_skip"])
-
-
-def _p_text(p: Any) -> str:
-    return "—" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.3g}"
+    return fmt.undefined("n_skip = 0") if row["n_skip"] == 0 else fmt.pp(row["delta_skip"])
 
 
 def _flags(row: dict[str, Any]) -> str:
@@ -126,9 +118,9 @@ def _display_rows(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     for row in cells.to_dict("records"):
         rows.append([
             _label(row, labels), str(row["n_runs"]), str(row["n_pairs"]),
-            f"{_pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
-            f"{row['b_cond']}/{row['c_cond']} · {_p_text(row['mcnemar_p'])}", _skip_text(row),
-            _with_ci(row, "oae"), _pp(row["agg_lift"]), _pp(row["delta_select"]), _flags(row),
+            f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
+            f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
+            _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
         ])  # fmt: skip
     return header, rows
 
@@ -292,12 +284,6 @@ def _repeat_records(
     return out
 
 
-def _mean_sd_text(mean: Any, sd: Any, signed: bool = True) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "—"
-    return f"{_pp(mean, signed)} ± {_pp(sd, signed=False)}"
-
-
 def _repeat_rows(cells: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     labels = _label_columns(cells)
     header = [
@@ -312,9 +298,9 @@ def _repeat_rows(cells: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str],
             continue
         rows.append([
             _label(cell, labels), str(rep["n_runs"]),
-            _mean_sd_text(rep["oae_run_mean"], rep["oae_run_sd"]),
-            f"{_mean_sd_text(rep['rae_run_mean'], rep['rae_run_sd'])} ({rep['n_runs_rae']})",
-            _mean_sd_text(rep["coverage_run_mean"], rep["coverage_run_sd"], signed=False),
+            fmt.mean_sd(rep["oae_run_mean"], rep["oae_run_sd"]),
+            f"{fmt.mean_sd(rep['rae_run_mean'], rep['rae_run_sd'])} ({rep['n_runs_rae']})",
+            fmt.mean_sd(rep["coverage_run_mean"], rep["coverage_run_sd"], signed=False),
             str(rep["n_tasks_repeated"]), str(rep["n_confidently_degraded"]), str(rep["n_possibly_degraded"]),
             str(rep["n_no_change"]), str(rep["n_possibly_improved"]), str(rep["n_confidently_improved"]),
         ])  # fmt: skip

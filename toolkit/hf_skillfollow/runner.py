@@ -13,10 +13,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._redact import is_redacted, redact_url, scrub, url_secrets
 from hf_skillfollow._version import __version__
 from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
 from hf_skillfollow.scoring._version import SCORER_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
@@ -38,6 +41,20 @@ _VERSIONED_PACKAGES = (
     "pyarrow",
 )
 
+#: Settings that may change when a run is resumed: where and how fast the model is reached,
+#: never what is asked or how answers are sampled and scored. `tasks_file` may move: the
+#: benchmark content is still checked against the manifest's version. Any other flag given
+#: with --resume must equal the manifest's value (docs/runs.md, "Resuming").
+RESUME_NEUTRAL_FIELDS = frozenset(
+    {"concurrency", "request_timeout", "n_threads", "api_key_env", "base_url", "tasks_file"}
+)
+#: RunConfig fields whose `run` flag is not `--` + the field name with dashes.
+_FLAG = {"n_threads": "--threads", "skills_dir": "--skills", "engine_options": "--engine-option"}
+
+
+def flag_name(field: str) -> str:
+    return _FLAG.get(field, "--" + field.replace("_", "-"))
+
 
 @dataclass
 class PairOutcome:
@@ -57,6 +74,8 @@ class RunPlan:
     manifest: dict[str, Any]
     tasks: list[Task]
     pool: SkillPool
+    #: what resume repaired or changed, one line each, for the user
+    notes: tuple[str, ...] = ()
 
     @property
     def pending(self) -> list[Task]:
@@ -107,7 +126,10 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
         "repeat_index": repeat_index,
         "created_at": now.isoformat(timespec="seconds"),
         "schema_version": SCHEMA_VERSION,
-        "config": run_config.model_dump(mode="json"),
+        "config": {
+            **run_config.model_dump(mode="json"),
+            "base_url": redact_url(run_config.base_url),  # credentials stay in memory only
+        },
         "task_ids": [t.task_id for t in tasks],
         "benchmark_version": version,
         "skill_pool": config.skill_pool or pool.name,
@@ -123,11 +145,17 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
     return RunPlan(run_config, store, manifest, tasks, pool)
 
 
-def plan_resume(run_dir: Path) -> RunPlan:
-    """Reopen an interrupted run: same config and task list, finished pairs kept."""
+def plan_resume(
+    run_dir: Path, given: dict[str, Any] | None = None, *, set_aside: bool = False
+) -> RunPlan:
+    """Reopen an interrupted run: same config and task list, finished pairs kept.
+
+    `given` holds the settings passed again on the command line: each must equal the
+    manifest's, except RESUME_NEUTRAL_FIELDS, which replace it for this session.
+    """
     store = RunStore(run_dir)
     manifest = store.read_manifest()
-    config = RunConfig(**manifest["config"])
+    config = _resume_config(run_dir, manifest["config"], given or {})
     pool = resolve_pool(config)
     if pool.content_hash != manifest["skill_pool_hash"]:
         raise RunDirError(
@@ -142,8 +170,38 @@ def plan_resume(run_dir: Path) -> RunPlan:
         raise RunDirError(
             f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})"
         )
-    store.repair_tail()
-    return RunPlan(config, store, manifest, [by_id[i] for i in manifest["task_ids"]], pool)
+    notes = store.recover(set_aside=set_aside, run_id=manifest["run_id"])
+    tasks = [by_id[i] for i in manifest["task_ids"]]
+    return RunPlan(config, store, manifest, tasks, pool, tuple(notes))
+
+
+def _resume_config(run_dir: Path, recorded: dict[str, Any], given: dict[str, Any]) -> RunConfig:
+    from pydantic import ValidationError
+
+    try:
+        config = RunConfig(**{**recorded, **given})
+    except ValidationError as exc:
+        problems = "; ".join(f"{flag_name(str(e['loc'][0]))}: {e['msg']}" for e in exc.errors())
+        raise RunDirError(f"{run_dir}: {problems}") from None
+    now = config.model_dump(mode="json")
+    differing = [
+        f"{flag_name(k)} {now[k]!r} (run: {recorded.get(k)!r})"
+        for k in given
+        if k not in RESUME_NEUTRAL_FIELDS and now[k] != recorded.get(k)
+    ]
+    if differing:
+        allowed = ", ".join(sorted(flag_name(f) for f in RESUME_NEUTRAL_FIELDS))
+        raise RunDirError(
+            f"{run_dir}: --resume keeps the run's recorded settings, and these flags differ from "
+            f"its manifest: {'; '.join(differing)}. Drop them, or start a new run (only {allowed} "
+            "may change on resume)"
+        )
+    if is_redacted(config.base_url):
+        raise RunDirError(
+            f"{run_dir}: the run's --base-url carried credentials, which were not stored "
+            f"({config.base_url}); pass --base-url again with them"
+        )
+    return config
 
 
 async def execute(
@@ -161,23 +219,23 @@ async def execute(
         max(1, len(pending)) if getattr(backend, "batched", False) else config.concurrency
     )
 
+    secrets = url_secrets(config.base_url)
+
     async def one(task: Task) -> None:
         async with gate:
             record = await run_pair(plan, backend, retriever, task)
-        plan.store.append_record(record)
+        plan.store.append_record(scrub(record.as_dict(), secrets))
         if on_pair:
-            t = record["transition"]
-            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record["traces"])
+            t = record.transition
+            tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record.traces)
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
     await asyncio.gather(*(one(t) for t in pending))
 
 
-async def run_pair(
-    plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task
-) -> dict[str, Any]:
+async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> PairRecord:
     """Both arms of one task with the same seed and decoding, then both scored."""
-    from hf_skillfollow.scoring import score_answer
+    from hf_skillfollow.scoring import score_answer_async
 
     config = plan.config
     decoding = Decoding(
@@ -199,15 +257,15 @@ async def run_pair(
         run_sd(backend, config.domain, task.prompt, decoding),
     )
     se_verdict, sd_verdict = await asyncio.gather(
-        asyncio.to_thread(score_answer, task, se.final_answer),
-        asyncio.to_thread(score_answer, task, sd.final_answer),
+        score_answer_async(task, se.final_answer),
+        score_answer_async(task, sd.final_answer),
     )
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
 
 
 def build_record(
     plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any
-) -> dict[str, Any]:
+) -> PairRecord:
     from hf_skillfollow.adherence import adheres
 
     se_extracted = se_verdict.details.get("extracted", "")
@@ -228,38 +286,14 @@ def build_record(
     traces = [
         _trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))
     ]
-    return {"task_id": task.task_id, "transition": transition, "traces": traces}
+    return PairRecord(task.task_id, transition, traces)
 
 
 def identity_columns(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The identity columns of every transitions row of this run (schema v1)."""
-    c = manifest["config"]
-    return {
-        "schema_version": manifest["schema_version"],
-        "run_id": manifest["run_id"],
-        "cell_id": manifest["cell_id"],
-        "repeat_index": manifest["repeat_index"],
-        "created_at": manifest["created_at"],
-        "model": published_model_name(c["model"]),
-        "backend": c["backend"],
-        "tool_mode": c["tool_mode"],
-        "retrieval_policy": c["retrieval_policy"],
-        "benchmark": c["benchmark"],
-        "benchmark_version": manifest["benchmark_version"],
-        "partition_seed": c["partition_seed"],
-        "partition_size": c["partition_size"],
-        "skill_pool": manifest["skill_pool"],
-        "skill_pool_hash": manifest["skill_pool_hash"],
-        "condition": c["condition"],
-        "retriever": c["retriever"],
-        "top_k": c["top_k"],
-        "max_calls": c["max_calls"],
-        "temperature": c["temperature"],
-        "max_tokens": c["max_tokens"],
-        "seed": c["seed"],
-        "prompts_hash": manifest["prompts_hash"],
-        "toolkit_version": manifest["versions"]["hf-skillfollow"],
-    }
+    """The identity columns of every transitions row of this run (each column's declared source)."""
+    values = identity_values(manifest)
+    values["model"] = published_model_name(values["model"])
+    return values
 
 
 def published_model_name(model: str) -> str:

@@ -1,7 +1,10 @@
-"""Transitions and traces schema v1 (DESIGN §5): one explicit pyarrow schema each.
+"""Transitions and traces schema v1: one explicit pyarrow schema each.
 
-Every writer (run store, hub push) and every reader (report, hub load, Space) goes through
-these two schemas, so a published parquet file never carries inferred types.
+Both are built from the column declaration in `hf_skillfollow.columns`. Every writer (run
+store, hub push) and every reader (report, hub load, Space) goes through these two schemas,
+so a published parquet file never carries inferred types.
+
+See docs/design.md, "Published data".
 """
 
 from __future__ import annotations
@@ -10,58 +13,10 @@ from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 
+from hf_skillfollow import columns
+from hf_skillfollow.columns import Column
+
 SCHEMA_VERSION = 1
-
-#: Columns that identify a run and its cell; repeated on every row of that run.
-IDENTITY_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("schema_version", pa.int32(), nullable=False),
-    pa.field("run_id", pa.string(), nullable=False),
-    pa.field("cell_id", pa.string(), nullable=False),
-    pa.field("repeat_index", pa.int32(), nullable=False),
-    pa.field("created_at", pa.string(), nullable=False),
-    pa.field("model", pa.string(), nullable=False),
-    pa.field("backend", pa.string(), nullable=False),
-    pa.field("tool_mode", pa.string(), nullable=False),
-    pa.field("retrieval_policy", pa.string(), nullable=False),
-    pa.field("benchmark", pa.string(), nullable=False),
-    pa.field("benchmark_version", pa.string(), nullable=False),
-    pa.field("partition_seed", pa.int64(), nullable=False),
-    pa.field("partition_size", pa.int64(), nullable=False),
-    pa.field("skill_pool", pa.string(), nullable=False),
-    pa.field("skill_pool_hash", pa.string(), nullable=False),
-    pa.field("condition", pa.string(), nullable=False),
-    pa.field("retriever", pa.string(), nullable=False),
-    pa.field("top_k", pa.int32(), nullable=False),
-    pa.field("max_calls", pa.int32(), nullable=False),
-    pa.field("temperature", pa.float64(), nullable=False),
-    pa.field("max_tokens", pa.int32(), nullable=False),
-    pa.field("seed", pa.int64(), nullable=False),
-    pa.field("prompts_hash", pa.string(), nullable=False),
-    pa.field("toolkit_version", pa.string(), nullable=False),
-)
-
-#: Per-task paired outcome columns.
-OUTCOME_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("task_id", pa.string(), nullable=False),
-    pa.field("se_correct", pa.bool_(), nullable=False),
-    pa.field("sd_correct", pa.bool_(), nullable=False),
-    pa.field("invoked", pa.bool_(), nullable=False),
-    pa.field("returned", pa.bool_(), nullable=False),
-    pa.field("n_calls", pa.int32(), nullable=False),
-    pa.field("queries", pa.list_(pa.string()), nullable=False),
-    pa.field("skills_returned", pa.list_(pa.string()), nullable=False),
-    pa.field("se_error", pa.string(), nullable=True),
-    pa.field("sd_error", pa.string(), nullable=True),
-    pa.field("adherence", pa.bool_(), nullable=True),
-)
-
-TRANSITIONS_SCHEMA = pa.schema(
-    list(IDENTITY_FIELDS) + list(OUTCOME_FIELDS),
-    metadata={
-        b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(),
-        b"config": b"transitions",
-    },
-)
 
 MESSAGE_TYPE = pa.struct(
     [
@@ -73,35 +28,40 @@ MESSAGE_TYPE = pa.struct(
     ]
 )
 
-TRACES_SCHEMA = pa.schema(
-    [
-        pa.field("schema_version", pa.int32(), nullable=False),
-        pa.field("run_id", pa.string(), nullable=False),
-        pa.field("cell_id", pa.string(), nullable=False),
-        pa.field("task_id", pa.string(), nullable=False),
-        pa.field("arm", pa.string(), nullable=False),  # "se" or "sd"
-        pa.field("messages", pa.list_(MESSAGE_TYPE), nullable=False),
-        pa.field("final_answer", pa.string(), nullable=False),
-        pa.field("extracted", pa.string(), nullable=False),
-        pa.field("correct", pa.bool_(), nullable=False),
-        pa.field("scorer_details", pa.string(), nullable=False),  # JSON text
-        pa.field("error", pa.string(), nullable=True),
-        pa.field("n_calls", pa.int32(), nullable=False),
-        pa.field("latency_s", pa.float64(), nullable=False),
-        pa.field("prompt_tokens", pa.int64(), nullable=False),
-        pa.field("completion_tokens", pa.int64(), nullable=False),
-    ],
-    metadata={b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(), b"config": b"traces"},
-)
+_TYPES: dict[str, pa.DataType] = {
+    "bool": pa.bool_(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "list<string>": pa.list_(pa.string()),
+    "list<message>": pa.list_(MESSAGE_TYPE),
+}
+
+
+def _field(column: Column) -> pa.Field:
+    return pa.field(column.name, _TYPES[column.type], nullable=column.nullable)
+
+
+def _schema(declared: tuple[Column, ...], config: str) -> pa.Schema:
+    return pa.schema(
+        [_field(c) for c in declared],
+        metadata={
+            b"skillfollow_schema_version": str(SCHEMA_VERSION).encode(),
+            b"config": config.encode(),
+        },
+    )
+
+
+TRANSITIONS_SCHEMA = _schema(columns.TRANSITIONS, "transitions")
+TRACES_SCHEMA = _schema(columns.TRACES, "traces")
+ANNOTATIONS_SCHEMA = _schema(columns.ANNOTATIONS, "annotations")
+VERIFICATIONS_SCHEMA = _schema(columns.VERIFICATIONS, "verifications")
+ANNOTATION_KEY = columns.ANNOTATION_KEY
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(TRANSITIONS_SCHEMA.names)
-IDENTITY_COLUMNS: tuple[str, ...] = tuple(f.name for f in IDENTITY_FIELDS)
-#: Identity columns that define a cell (a run's own identity excluded), for pooling and display.
-CELL_COLUMNS: tuple[str, ...] = tuple(
-    c
-    for c in IDENTITY_COLUMNS
-    if c not in {"schema_version", "run_id", "repeat_index", "created_at", "seed"}
-)
+IDENTITY_COLUMNS = columns.IDENTITY_COLUMNS
+CELL_COLUMNS = columns.CELL_COLUMNS
 TRACE_COLUMNS: tuple[str, ...] = tuple(TRACES_SCHEMA.names)
 
 
@@ -112,9 +72,10 @@ class SchemaError(ValueError):
 def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") -> pa.Table:
     """Check `table` against `schema` and return it cast to exactly that schema.
 
-    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns and a
-    wrong `schema_version` are reported by name. Compatible physical types (for example
-    int64 read back from JSON where int32 is declared, or large_string) are cast.
+    Missing columns, unknown columns, uncastable types, nulls in non-nullable columns, a
+    wrong `schema_version` and rows breaking a consistency rule (`_row_rules.RULES`) are
+    reported by name. Compatible physical types (for example int64 read back from JSON where
+    int32 is declared, or large_string) are cast.
     """
     have = set(table.column_names)
     missing = [n for n in schema.names if n not in have]
@@ -146,6 +107,9 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
         raise SchemaError(
             f"{source}: schema_version {sorted(versions)} is not supported (this toolkit reads v{SCHEMA_VERSION})"
         )
+    from hf_skillfollow._row_rules import check_rows
+
+    check_rows(out, (schema.metadata or {}).get(b"config", b"").decode(), source)
     return out
 
 
@@ -174,5 +138,33 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
     try:
         table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaError(f"{source}: {exc}") from None
+        column = _failing_column(rows, schema)
+        where = f"{source}: column {column!r}" if column else source
+        raise SchemaError(f"{where}: {exc}") from None
     return validate_table(table, schema, source)
+
+
+def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Table:
+    return validate_table(table, ANNOTATIONS_SCHEMA, source)
+
+
+def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, ANNOTATIONS_SCHEMA, source)
+
+
+def validate_verifications(table: pa.Table, source: str = "verifications") -> pa.Table:
+    return validate_table(table, VERIFICATIONS_SCHEMA, source)
+
+
+def verifications_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, VERIFICATIONS_SCHEMA, source)
+
+
+def _failing_column(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> str | None:
+    """The first column whose values do not convert (pyarrow's message does not name it)."""
+    for field in schema:
+        try:
+            pa.array([r.get(field.name) for r in rows], type=field.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return field.name
+    return None

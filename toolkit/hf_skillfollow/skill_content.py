@@ -1,4 +1,4 @@
-"""Skill-content controls (DESIGN §3): what a `search_skills` call hands back to the model.
+"""Skill-content controls: what a `search_skills` call hands back to the model.
 
 Each condition keeps the retrieval event identical and changes only the content, so a
 difference from `normal` is attributable to what the skills say:
@@ -15,6 +15,8 @@ difference from `normal` is attributable to what the skills say:
 - corrupted: the hits' SKILL.md with the body made deliberately wrong by `corrupt_text`
   (comparisons, signs, min/max, booleans and direction words swapped); deterministic.
 - metadata-only: each hit's name and description, no body.
+
+See docs/design.md, "Protocol".
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
-"""Skill pools: folders of `<skill>/SKILL.md` files with YAML front matter (DESIGN §4).
+"""Skill pools: folders of `<skill>/SKILL.md` files with YAML front matter.
 
 Loading is strict: every problem is a `SkillPoolError` naming the file and the field, because a
 silently skipped or half-parsed skill would change what the agent can retrieve without anyone
 noticing.
+
+See docs/design.md, "Skills".
 """
 
 from __future__ import annotations
 
 import hashlib
+import reprlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,13 @@ import yaml
 SKILL_TYPES: tuple[str, ...] = ("utility", "procedure", "guard")
 SKILL_FILE = "SKILL.md"
 _FENCE = "---"
+#: Front matter is a handful of short fields; a larger block is refused before YAML sees it.
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+#: Values quoted in error messages are cut to this size (a hostile value can be huge).
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlist = _SHORT.maxdict = 5
+_SHORT.maxlevel = 2
 
 
 class SkillPoolError(ValueError):
@@ -103,11 +113,41 @@ def _split_front_matter(text: str, path: Path) -> tuple[str, str]:
     raise SkillPoolError(f"{path}: front matter: no closing '---' line")
 
 
+class _AliasRefused(yaml.YAMLError):
+    pass
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases.
+
+    Aliases let a few hundred bytes describe an exponentially large value ("billion laughs");
+    plain front-matter fields never need them.
+    """
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            mark = event.start_mark
+            raise _AliasRefused(f"line {mark.line + 1} column {mark.column + 1}")
+        return super().compose_node(parent, index)
+
+
 def _parse_yaml(block: str, path: Path) -> dict[str, object]:
+    size = len(block.encode("utf-8"))
+    if size > MAX_FRONT_MATTER_BYTES:
+        raise SkillPoolError(
+            f"{path}: front matter: {size} bytes, more than the {MAX_FRONT_MATTER_BYTES} allowed"
+        )
     try:
-        data = yaml.safe_load(block)
+        data = yaml.load(block, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass
+    except _AliasRefused as exc:
+        raise SkillPoolError(
+            f"{path}: front matter: YAML anchors and aliases (&, *) are not allowed ({exc})"
+        ) from None
     except yaml.YAMLError as exc:
-        raise SkillPoolError(f"{path}: front matter: malformed YAML ({exc})") from None
+        reason = " ".join(str(exc).split())
+        reason = reason if len(reason) <= 300 else reason[:300] + "..."
+        raise SkillPoolError(f"{path}: front matter: malformed YAML ({reason})") from None
     if not isinstance(data, dict):
         raise SkillPoolError(
             f"{path}: front matter: expected a YAML mapping of fields, got {type(data).__name__}"
@@ -122,7 +162,9 @@ def _text_field(meta: dict[str, object], key: str, path: Path, *, required: bool
             raise SkillPoolError(f"{path}: field '{key}': missing")
         return ""
     if not isinstance(value, str) or (required and not value.strip()):
-        raise SkillPoolError(f"{path}: field '{key}': must be a non-empty string, got {value!r}")
+        raise SkillPoolError(
+            f"{path}: field '{key}': must be a non-empty string, got {_SHORT.repr(value)}"
+        )
     return value.strip()
 
 
@@ -131,7 +173,9 @@ def _tags(meta: dict[str, object], path: Path) -> tuple[str, ...]:
     if tags is None:
         return ()
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise SkillPoolError(f"{path}: field 'tags': must be a list of strings, got {tags!r}")
+        raise SkillPoolError(
+            f"{path}: field 'tags': must be a list of strings, got {_SHORT.repr(tags)}"
+        )
     return tuple(tags)
 
 
@@ -139,7 +183,7 @@ def _skill_type(meta: dict[str, object], path: Path) -> str:
     kind = _text_field(meta, "type", path, required=True)
     if kind not in SKILL_TYPES:
         raise SkillPoolError(
-            f"{path}: field 'type': unknown type {kind!r}; allowed: {'|'.join(SKILL_TYPES)}"
+            f"{path}: field 'type': unknown type {_SHORT.repr(kind)}; allowed: {'|'.join(SKILL_TYPES)}"
         )
     return kind
 
@@ -154,7 +198,9 @@ def load_skill(path: Path) -> Skill:
     meta = _parse_yaml(block, path)
     name = _text_field(meta, "name", path, required=True)
     if any(ch.isspace() for ch in name):
-        raise SkillPoolError(f"{path}: field 'name': must not contain whitespace, got {name!r}")
+        raise SkillPoolError(
+            f"{path}: field 'name': must not contain whitespace, got {_SHORT.repr(name)}"
+        )
     description = _text_field(meta, "description", path, required=True)
     if not body.strip():
         raise SkillPoolError(

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA, SchemaError, validate_transitions
+from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
-RUN_TRANSITIONS = "transitions.parquet"
-_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
-_LOCAL_SUFFIXES = (".parquet", *_JSONL_SUFFIXES)
+_JSONL_SUFFIXES = tuple(s for s in LOCAL_SUFFIXES if s != ".parquet")
 
 
 class SourceError(ValueError):
@@ -44,19 +44,16 @@ def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
     if path.is_file():
         return [(str(path), _read_file(path))]
     if path.is_dir():
-        return [(str(f), _read_file(f)) for f in _folder_files(path)]
-    if _looks_local(str(source)):
+        files = _folder_files(path)
+        parquet = [f for f in files if f.suffix == ".parquet"]
+        others = [(str(f), _read_file(f)) for f in files if f.suffix != ".parquet"]
+        return _read_parquet_files(path, parquet) + others
+    if not is_hub_id(source):
         raise SourceError(f"{source}: no such file or directory")
     # Hub ids are the hub package's job; imported only when one is given.
     from hf_skillfollow.hub import load_transitions
 
     return [(str(source), validate_transitions(load_transitions(str(source)), str(source)))]
-
-
-def _looks_local(text: str) -> bool:
-    return (
-        text.startswith((".", "/", "~")) or text.endswith(_LOCAL_SUFFIXES) or text.count("/") != 1
-    )
 
 
 def _folder_files(folder: Path) -> list[Path]:
@@ -95,15 +92,40 @@ def _read_file(path: Path) -> pa.Table:
     raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
 
 
+def _read_parquet_files(folder: Path, files: list[Path]) -> list[tuple[str, pa.Table]]:
+    """Many parquet files in one threaded scan (a repo of 10^4 runs is 10^4 files).
+
+    Any problem sends the files through `_read_file` one by one, so the error names the file.
+    """
+    if len(files) < 2:
+        return [(str(f), _read_file(f)) for f in files]
+    from hf_skillfollow.hub._load import read_parquet_files
+
+    try:
+        return [
+            (
+                str(folder),
+                validate_transitions(read_parquet_files(files, "transitions"), str(folder)),
+            )
+        ]
+    except (SchemaError, OSError):
+        return [(str(f), _read_file(f)) for f in files]
+
+
 def _read_jsonl(path: Path) -> pa.Table:
     rows: list[dict[str, object]] = []
     known = set(TRANSITIONS_SCHEMA.names)
-    with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise SchemaError(
+                    f"{path}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                    f"{exc.start + 1})"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(row, dict):

@@ -3,12 +3,14 @@
 Tasks come from the official sources: EvalPlus's own loaders for the code benchmarks (which
 honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
 ``HuggingFaceH4/MATH-500`` through ``datasets``. Each has a local-file override: the
-``tasks_file`` argument, else ``SKILLFOLLOW_MBPP_FILE`` / ``SKILLFOLLOW_HUMANEVAL_FILE`` /
-``SKILLFOLLOW_MATH500_FILE``.
+``tasks_file`` argument, else the benchmark's environment variable (``SKILLFOLLOW_MBPP_FILE``
+/ ``SKILLFOLLOW_HUMANEVAL_FILE`` / ``SKILLFOLLOW_MATH500_FILE``). Each benchmark's facts are
+declared once, in `hf_skillfollow.benchmarks`.
 
 The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
-``plus_input``) is accepted as a HumanEval override: it is scored with its own ``check``
-function (base tests only), and its version string says so.
+``plus_input``) is refused with a pointer to HumanEval+: its ``check`` function would have
+to run inside the untrusted program's process, where a program can forge its outcome, and
+HumanEval+ carries the same tests as ``base_input`` (see docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -22,16 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = ("mbppplus", "humanevalplus", "math500")
-
-#: benchmark -> environment variable naming a local file that replaces the official source
-FILE_ENV = {
-    "mbppplus": "SKILLFOLLOW_MBPP_FILE",
-    "humanevalplus": "SKILLFOLLOW_HUMANEVAL_FILE",
-    "math500": "SKILLFOLLOW_MATH500_FILE",
-}
-
-MATH500_HUB_ID = "HuggingFaceH4/MATH-500"
+from hf_skillfollow.benchmarks import BENCHMARKS, BenchmarkSpec, benchmark_spec
 
 
 class TaskLoadError(ValueError):
@@ -55,7 +48,7 @@ class Task:
 
     @property
     def domain(self) -> str:
-        return "math" if self.benchmark == "math500" else "coding"
+        return BENCHMARKS[self.benchmark].domain
 
 
 def task_sort_key(task_id: str) -> tuple[Any, ...]:
@@ -69,19 +62,80 @@ def load_tasks(
     benchmark: str, tasks_file: str | os.PathLike[str] | None = None
 ) -> tuple[list[Task], str]:
     """All tasks of ``benchmark`` in natural id order, and a benchmark version string."""
-    if benchmark not in BENCHMARKS:
-        raise TaskLoadError(
-            f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}"
-        )
-    path = tasks_file or os.environ.get(FILE_ENV[benchmark]) or None
+    try:
+        spec = benchmark_spec(benchmark)
+    except ValueError as exc:
+        raise TaskLoadError(str(exc)) from None
+    path = tasks_file or os.environ.get(spec.file_env) or None
+    source = "--tasks-file" if tasks_file else spec.file_env
     if path is not None and not Path(path).is_file():
-        source = "--tasks-file" if tasks_file else FILE_ENV[benchmark]
         raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
-    if benchmark == "math500":
-        tasks, version = _load_math500(None if path is None else str(path))
-    else:
-        tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    if path is not None:
+        _check_first_row(benchmark, str(path), source)  # before a loader fails obscurely
+    try:
+        if spec.loader == "hub":
+            tasks, version = _load_math500(spec, None if path is None else str(path))
+        else:
+            tasks, version = _load_evalplus(benchmark, None if path is None else str(path))
+    except TaskLoadError as exc:
+        if path is None:  # the official download failed: say how to work offline
+            raise TaskLoadError(f"{exc}; {_offline_hint(spec)}") from exc
+        raise
+    _check_ids(benchmark, [t.task_id for t in tasks], f"{source} {path}" if path else None)
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
+
+
+def _offline_hint(spec: BenchmarkSpec) -> str:
+    return (
+        f"without network access, point at a local copy of the benchmark with --tasks-file FILE "
+        f"or the environment variable {spec.file_env}=FILE"
+    )
+
+
+def benchmark_of_id(task_id: object) -> str | None:
+    """The benchmark whose official id form `task_id` has, if any."""
+    if not isinstance(task_id, str):
+        return None
+    return next(
+        (b.name for b in BENCHMARKS.values() if b.id_form and re.fullmatch(b.id_form, task_id)),
+        None,
+    )
+
+
+def _mismatch(benchmark: str, task_id: str, owner: str, where: str) -> TaskLoadError:
+    return TaskLoadError(
+        f"{where}: task id {task_id!r} belongs to {owner}, not {benchmark}; "
+        f"pass --benchmark {owner}, or a {benchmark} file"
+    )
+
+
+def _check_first_row(benchmark: str, path: str, source: str) -> None:
+    import gzip
+    import json
+
+    where = f"{source} {path}"
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            line = next((ln for ln in fh if ln.strip()), b"")
+        first = json.loads(line.decode("utf-8")) if line else {}
+    except (UnicodeDecodeError, EOFError, OSError) as exc:
+        raise TaskLoadError(f"{where}: not a (gzipped) UTF-8 JSON-lines file ({exc})") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise TaskLoadError(f"{where}: first record is not valid JSON ({exc})") from None
+    if not isinstance(first, dict):
+        raise TaskLoadError(f"{where}: first record is not a JSON object")
+    for spec in BENCHMARKS.values():
+        task_id = first.get(spec.id_field)
+        if spec.name != benchmark and benchmark_of_id(task_id) == spec.name:
+            raise _mismatch(benchmark, task_id, spec.name, f"{where}: first record")
+
+
+def _check_ids(benchmark: str, ids: list[str], where: str | None) -> None:
+    for task_id in ids:
+        owner = benchmark_of_id(task_id)
+        if owner is not None and owner != benchmark:
+            raise _mismatch(benchmark, task_id, owner, where or f"the official {benchmark} source")
 
 
 def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
@@ -105,7 +159,7 @@ def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
 
 def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
     if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path):
-        return _load_original_humaneval(path)
+        raise _refuse_original_humaneval(path)
     try:
         problems, digest, release = _evalplus_problems(benchmark, path)
     except (OSError, KeyError, AssertionError, ValueError) as exc:
@@ -121,7 +175,7 @@ def _evalplus_problems(
 ) -> tuple[dict[str, dict[str, Any]], str, str]:
     from evalplus.data import humaneval, mbpp
 
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
             return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
     with _override(humaneval, "HUMANEVAL_OVERRIDE_PATH", path):
@@ -154,7 +208,7 @@ def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
 
 def _code_task(benchmark: str, problem: dict[str, Any]) -> Task:
     prompt = problem["prompt"]
-    if benchmark == "mbppplus":
+    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         prompt = _mbpp_prompt(problem)
     return Task(
         benchmark, problem["task_id"], prompt, entry_point=problem["entry_point"], problem=problem
@@ -181,50 +235,33 @@ def _is_original_humaneval(path: str) -> bool:
     return "test" in first and "base_input" not in first
 
 
-def _load_original_humaneval(path: str) -> tuple[list[Task], str]:
-    from evalplus.data.utils import stream_jsonl
-
-    tasks = []
-    for i, row in enumerate(stream_jsonl(path), start=1):
-        missing = [
-            k
-            for k in ("task_id", "prompt", "entry_point", "canonical_solution", "test")
-            if k not in row
-        ]
-        if missing:
-            raise TaskLoadError(f"{path}: line {i} lacks field(s) {', '.join(missing)}")
-        tasks.append(
-            Task(
-                "humanevalplus",
-                row["task_id"],
-                row["prompt"],
-                entry_point=row["entry_point"],
-                problem=row,
-            )
-        )
-    digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
-    return tasks, f"humanevalplus@file:{Path(path).name}+base-tests-only+md5.{digest[:12]}"
+def _refuse_original_humaneval(path: str) -> TaskLoadError:
+    return TaskLoadError(
+        f"{path}: this is the original HumanEval file (check() tests, no base_input); its "
+        "tests would run inside the untrusted program, so it is not scored. Use the HumanEval+ "
+        "release (e.g. HumanEvalPlus-v0.1.10.jsonl.gz, whose base inputs are these tests), "
+        "or leave --tasks-file / SKILLFOLLOW_HUMANEVAL_FILE unset for the official source"
+    )
 
 
 # --- MATH-500 through datasets ---------------------------------------------------------------
 
 
-def _load_math500(path: str | None) -> tuple[list[Task], str]:
+def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], str]:
     import datasets
 
+    hub_id = str(spec.hub_id)
     try:
         if path is None:
-            rows = datasets.load_dataset(MATH500_HUB_ID, split="test")
-            version = f"math500@hub:{MATH500_HUB_ID}+fp.{rows._fingerprint[:12]}"
+            rows = datasets.load_dataset(hub_id, split="test")
+            version = f"math500@hub:{hub_id}+fp.{rows._fingerprint[:12]}"
         else:
             rows = datasets.load_dataset("json", data_files=path, split="train")
             digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
             version = f"math500@file:{Path(path).name}+md5.{digest[:12]}"
     except Exception as exc:  # datasets raises many types (network, schema, file)
-        raise TaskLoadError(f"cannot load math500 from {path or MATH500_HUB_ID}: {exc}") from exc
-    return [
-        _math_task(row, path or MATH500_HUB_ID, i) for i, row in enumerate(rows, start=1)
-    ], version
+        raise TaskLoadError(f"cannot load math500 from {path or hub_id}: {exc}") from exc
+    return [_math_task(row, path or hub_id, i) for i, row in enumerate(rows, start=1)], version
 
 
 def _math_task(row: dict[str, Any], source: str, line: int) -> Task:

@@ -1,4 +1,5 @@
-"""The chat interface every backend implements (OpenAI chat-completions semantics)."""
+"""The chat interface every backend implements (OpenAI chat-completions semantics), the base
+for backends that wrap another one, and the error a backend raises when it cannot start."""
 
 from __future__ import annotations
 
@@ -6,6 +7,26 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Message = dict[str, Any]  # OpenAI chat message: role, content, optional tool_calls / tool_call_id
+
+
+class BackendStartupError(RuntimeError):
+    """A backend cannot start or cannot reach its endpoint; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One model turn: the conversation so far, the decoding, and the tools offered.
+
+    `tool_choice` follows the chat-completions API: None/"auto", "none", "required" or
+    ``{"type": "function", "function": {"name": ...}}`` to force one tool.
+    """
+
+    messages: list[Message]
+    seed: int
+    temperature: float
+    max_tokens: int
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -37,13 +58,25 @@ class ChatBackend(Protocol):
     name: str
     model: str
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult: ...
+    async def chat(self, request: ChatRequest) -> ChatResult: ...
+
+
+class BackendWrapper:
+    """Base of a backend that adapts another one's requests or results (emulated tools, strict
+    tool schemas, a local server's prompt format).
+
+    Attributes the wrapper does not set itself — `name`, `model`, `batched`, `usage`, … — are
+    the inner backend's, so a wrapper never forwards them by hand and a batching backend stays
+    batching however it is wrapped. `chat` passes through unless overridden.
+    """
+
+    def __init__(self, inner: ChatBackend) -> None:
+        self.inner = inner
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        return await self.inner.chat(request)

@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
-from hf_skillfollow.backends._base import ChatBackend, ChatResult, Message, ToolCall
+from hf_skillfollow.backends._base import (
+    BackendWrapper,
+    ChatRequest,
+    ChatResult,
+    Message,
+    ToolCall,
+)
 
 _CALL_RE = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _NAME_RE = re.compile(r'"name"\s*:\s*"([^"]*)"')
@@ -136,42 +143,22 @@ def parse_tool_calls(text: str, *, id_prefix: str = "call") -> tuple[str, list[T
     return _CALL_RE.sub("", text).strip(), calls
 
 
-class EmulatedToolsBackend:
+class EmulatedToolsBackend(BackendWrapper):
     """Wraps any ChatBackend; the inner backend never receives `tools`."""
 
-    def __init__(self, inner: ChatBackend) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.model = inner.model
-        # A batching inner backend must still get the whole partition in flight.
-        self.batched = getattr(inner, "batched", False)
-
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        prompt = history_as_text(messages)
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        tools, tool_choice = request.tools, request.tool_choice
+        prompt = history_as_text(request.messages)
         use_tools = bool(tools) and tool_choice != "none"
         if use_tools:
             assert tools is not None
             prompt = with_system_text(prompt, tool_prompt(tools, tool_choice))
         result = await self.inner.chat(
-            prompt,
-            tools=None,
-            tool_choice=None,
-            seed=seed,
-            temperature=temperature,
-            max_tokens=max_tokens,
+            replace(request, messages=prompt, tools=None, tool_choice=None)
         )
         if not use_tools or result.error:
             return result
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
+        turn = sum(1 for m in request.messages if m.get("role") == "assistant")
         content, calls = parse_tool_calls(result.content, id_prefix=f"call_{turn}")
         result.content, result.tool_calls = content, calls
         if calls:

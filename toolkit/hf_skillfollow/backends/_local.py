@@ -31,7 +31,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_skillfollow.backends._base import ChatResult, Message
+from hf_skillfollow.backends._base import (
+    BackendStartupError,
+    BackendWrapper,
+    ChatRequest,
+    ChatResult,
+)
 from hf_skillfollow.backends._emulated import (
     forced_tool_name,
     history_as_text,
@@ -39,7 +44,7 @@ from hf_skillfollow.backends._emulated import (
     with_system_text,
 )
 from hf_skillfollow.backends._openai import OpenAIBackend, sanitize_messages
-from hf_skillfollow.backends._server import BackendStartupError, free_port, launched_server
+from hf_skillfollow.backends._server import free_port, launched_server
 
 if TYPE_CHECKING:
     from hf_skillfollow.config import RunConfig
@@ -117,7 +122,8 @@ def capped_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class LocalServerInfo:
-    """What was launched; recorded in run manifests."""
+    """What was launched. `n_ctx` bounds each request's `max_tokens`; the rest describes the
+    server to whoever holds the backend (it is not written to the run manifest)."""
 
     gguf: str
     n_ctx: int
@@ -127,54 +133,37 @@ class LocalServerInfo:
     pid: int
 
 
-class LocalBackend:
-    """ChatBackend over the embedded server (see the module docstring for the tool protocol)."""
+class LocalBackend(BackendWrapper):
+    """ChatBackend over the embedded server (see the module docstring for the tool protocol);
+    `model` and `usage` are the inner OpenAI client's."""
 
     name = "local"
+    inner: OpenAIBackend
 
     def __init__(self, inner: OpenAIBackend, info: LocalServerInfo) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.info = info
-        self.model = inner.model
-        self.usage = inner.usage
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        return await self.inner.send(
-            self.request(messages, tools, tool_choice, seed, temperature, max_tokens)
-        )
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        return await self.inner.send(self.body(request))
 
-    def request(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> dict[str, Any]:
+    def body(self, request: ChatRequest) -> dict[str, Any]:
         """The chat-completions body for one turn."""
-        text = history_as_text(messages)
+        tools, tool_choice = request.tools, request.tool_choice
+        text = history_as_text(request.messages)
         body: dict[str, Any] = {
             "model": self.model,
-            "seed": seed,
-            "temperature": temperature,
-            "max_tokens": min(max_tokens, self.info.n_ctx),  # the server trims to the room left
+            "seed": request.seed,
+            "temperature": request.temperature,
+            # the server trims to the room left
+            "max_tokens": min(request.max_tokens, self.info.n_ctx),
         }
         forced = forced_tool_name(tool_choice, tools or [])
         if forced and tools:
             text = with_system_text(text, tool_prompt(tools, tool_choice))
             body["tools"] = [capped_tool(t) for t in tools]
             body["tool_choice"] = {"type": "function", "function": {"name": forced}}
-            body["max_tokens"] = min(max_tokens, FORCED_CALL_MAX_TOKENS)
+            body["max_tokens"] = min(request.max_tokens, FORCED_CALL_MAX_TOKENS)
         body["messages"] = sanitize_messages(text)
         return body
 

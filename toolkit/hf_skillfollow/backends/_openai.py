@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter, vLLM, llama.cpp, Ollama).
 
 The client's own retries are off (`max_retries=0`): this module retries transient failures
-itself so that the policy (DESIGN §3: 3 retries, exponential backoff with jitter, honouring
-`Retry-After`) is the same for every provider and is tested against a real HTTP server.
+itself so that the policy (3 retries, exponential backoff with jitter, honouring `Retry-After`;
+docs/design.md, "Protocol") is the same for every provider and is tested against a real HTTP
+server.
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from hf_skillfollow.backends._base import ChatResult, Message, ToolCall
-from hf_skillfollow.backends._server import BackendStartupError, is_loopback_url
+from hf_skillfollow.backends._base import (
+    BackendStartupError,
+    ChatRequest,
+    ChatResult,
+    Message,
+    ToolCall,
+)
+from hf_skillfollow.backends._server import is_loopback_url
 
 if TYPE_CHECKING:
     from hf_skillfollow.config import RunConfig
@@ -174,28 +181,19 @@ class OpenAIBackend:
                 f"cannot reach the model endpoint {self.base_url}/models: {_describe(exc)}"
             ) from exc
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        request: dict[str, Any] = {
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        body: dict[str, Any] = {
             "model": self.model,
-            "messages": sanitize_messages(messages),
-            "seed": seed,
-            "temperature": temperature,
-            "max_tokens": max_tokens,
+            "messages": sanitize_messages(request.messages),
+            "seed": request.seed,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
         }
-        if tools:
-            request["tools"] = tools
-            if tool_choice is not None:
-                request["tool_choice"] = tool_choice
-        return await self.send(request)
+        if request.tools:
+            body["tools"] = request.tools
+            if request.tool_choice is not None:
+                body["tool_choice"] = request.tool_choice
+        return await self.send(body)
 
     async def send(self, request: dict[str, Any]) -> ChatResult:
         """POST one chat-completions request with the retry policy; never raises for provider

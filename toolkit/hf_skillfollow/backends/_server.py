@@ -24,12 +24,10 @@ from urllib.parse import urlparse
 
 import httpx
 
+from hf_skillfollow.backends._base import BackendStartupError
+
 _STOP_GRACE_S = 10.0
 _POLL_S = 0.25
-
-
-class BackendStartupError(RuntimeError):
-    """A backend cannot start or cannot reach its endpoint; the message is meant for the user."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -20,11 +20,16 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from hf_skillfollow.backends._base import ChatResult, Message, ToolCall
-from hf_skillfollow.backends._server import BackendStartupError
+from hf_skillfollow.backends._base import (
+    BackendStartupError,
+    ChatRequest,
+    ChatResult,
+    Message,
+    ToolCall,
+)
 
 if TYPE_CHECKING:
     from hf_skillfollow.config import RunConfig
@@ -90,24 +95,14 @@ class LockstepBatcher(Generic[Req, Res]):
                 await asyncio.sleep(0)
 
 
-@dataclass(frozen=True)
-class _Request:
-    messages: list[Message]
-    tools: list[dict[str, Any]] | None
-    tool_choice: str | dict[str, Any] | None
-    seed: int
-    temperature: float
-    max_tokens: int
-
-    @property
-    def forced_tool(self) -> dict[str, Any] | None:
-        """The function definition a forced `tool_choice` names ("required": the first tool)."""
-        if not self.tools:
-            return None
-        if isinstance(self.tool_choice, dict):
-            name = self.tool_choice.get("function", {}).get("name")
-            return next((t["function"] for t in self.tools if t["function"]["name"] == name), None)
-        return self.tools[0]["function"] if self.tool_choice == "required" else None
+def forced_tool(request: ChatRequest) -> dict[str, Any] | None:
+    """The function definition a forced `tool_choice` names ("required": the first tool)."""
+    if not request.tools:
+        return None
+    if isinstance(request.tool_choice, dict):
+        name = request.tool_choice.get("function", {}).get("name")
+        return next((t["function"] for t in request.tools if t["function"]["name"] == name), None)
+    return request.tools[0]["function"] if request.tool_choice == "required" else None
 
 
 def template_messages(messages: list[Message]) -> list[Message]:
@@ -150,7 +145,7 @@ class VLLMBackend:
         self._max_model_len = int(llm.llm_engine.model_config.max_model_len)
         self._defaults = _generation_defaults(llm)
         self._parser = _make_tool_parser(parser_class, self._tokenizer) if parser_class else None
-        self._batcher: LockstepBatcher[_Request, ChatResult] = LockstepBatcher(
+        self._batcher: LockstepBatcher[ChatRequest, ChatResult] = LockstepBatcher(
             self._run_batch,
             lambda exc: ChatResult(
                 content="", error=f"vLLM batch failed: {type(exc).__name__}: {exc}"
@@ -162,22 +157,12 @@ class VLLMBackend:
         """Requests per `generate` call so far (for benchmarks and tests)."""
         return self._batcher.batch_sizes
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        request = _Request(
-            list(messages), tools or None, tool_choice, seed, temperature, max_tokens
-        )
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        # The batch runs later: keep this turn's messages as they are now.
+        request = replace(request, messages=list(request.messages), tools=request.tools or None)
         return await self._batcher.submit(request)
 
-    def _run_batch(self, requests: list[_Request]) -> list[ChatResult]:
+    def _run_batch(self, requests: list[ChatRequest]) -> list[ChatResult]:
         start = time.monotonic()
         prepared = [self._prepare_or_error(r) for r in requests]
         ready = [p for p in prepared if not isinstance(p, ChatResult)]
@@ -196,7 +181,7 @@ class VLLMBackend:
             )
         return results
 
-    def _prepare_or_error(self, request: _Request) -> tuple[dict[str, Any], Any] | ChatResult:
+    def _prepare_or_error(self, request: ChatRequest) -> tuple[dict[str, Any], Any] | ChatResult:
         # One conversation the template or the sampler rejects must not fail the whole batch.
         try:
             return self._prepare(request)
@@ -205,7 +190,7 @@ class VLLMBackend:
                 content="", error=f"vLLM request rejected: {type(exc).__name__}: {exc}"
             )
 
-    def _prepare(self, request: _Request) -> tuple[dict[str, Any], Any] | ChatResult:
+    def _prepare(self, request: ChatRequest) -> tuple[dict[str, Any], Any] | ChatResult:
         """(prompt, sampling params), or an error result when the prompt cannot fit."""
         text = self._tokenizer.apply_chat_template(
             template_messages(request.messages),
@@ -224,14 +209,14 @@ class VLLMBackend:
             )
         return {"prompt_token_ids": ids}, self._params(request, min(request.max_tokens, room))
 
-    def _params(self, request: _Request, max_tokens: int) -> Any:
+    def _params(self, request: ChatRequest, max_tokens: int) -> Any:
         options: dict[str, Any] = {
             **self._defaults,
             "temperature": request.temperature,
             "max_tokens": max_tokens,
             "seed": request.seed,
         }
-        forced = request.forced_tool
+        forced = forced_tool(request)
         if forced is not None:
             options.update(_json_constraint(forced.get("parameters") or {"type": "object"}))
         elif self._parser is not None and request.tools and request.tool_choice != "none":
@@ -239,7 +224,7 @@ class VLLMBackend:
             options["skip_special_tokens"] = False
         return self._sampling_params(**options)
 
-    def _to_result(self, request: _Request, output: Any, latency: float) -> ChatResult:
+    def _to_result(self, request: ChatRequest, output: Any, latency: float) -> ChatResult:
         completion = output.outputs[0]
         result = ChatResult(
             content=completion.text,
@@ -249,7 +234,7 @@ class VLLMBackend:
             finish_reason=completion.finish_reason,
         )
         turn = sum(1 for m in request.messages if m.get("role") == "assistant")
-        forced = request.forced_tool
+        forced = forced_tool(request)
         if forced is not None:
             result.content, result.tool_calls = (
                 "",
@@ -329,7 +314,7 @@ def _make_tool_parser(parser_class: Any, tokenizer: Any) -> Any:
 
 
 def _parse_tool_calls(
-    parser: Any, request: _Request, text: str, turn: int
+    parser: Any, request: ChatRequest, text: str, turn: int
 ) -> tuple[str, list[ToolCall]]:
     chat_request = _chat_request_class()(
         model="-",

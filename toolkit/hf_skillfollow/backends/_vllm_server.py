@@ -12,14 +12,19 @@ import contextlib
 import importlib.util
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from hf_skillfollow.backends._base import ChatResult, Message
-from hf_skillfollow.backends._server import BackendStartupError, free_port, launched_server
+from hf_skillfollow.backends._base import (
+    BackendStartupError,
+    BackendWrapper,
+    ChatRequest,
+    ChatResult,
+)
+from hf_skillfollow.backends._server import free_port, launched_server
 from hf_skillfollow.backends._vllm import cpu_engine_options, require_tool_parser
 
 if TYPE_CHECKING:
-    from hf_skillfollow.backends._openai import OpenAIBackend
     from hf_skillfollow.config import RunConfig
 
 _HOST = "127.0.0.1"
@@ -56,33 +61,18 @@ def _option_flags(key: str, value: object) -> list[str]:
     return [flag, str(value)]
 
 
-class StrictToolsBackend:
+class StrictToolsBackend(BackendWrapper):
     """Marks tool definitions `"strict": true` when `tool_choice` forces a call: measured with
     vLLM 0.32, a forced call's arguments were only well formed with it."""
 
-    def __init__(self, inner: OpenAIBackend) -> None:
-        self.inner, self.name, self.model = inner, "vllm-server", inner.model
+    name = "vllm-server"
 
-    async def chat(
-        self,
-        messages: list[Message],
-        *,
-        tools: list[dict[str, Any]] | None,
-        tool_choice: str | dict[str, Any] | None,
-        seed: int,
-        temperature: float,
-        max_tokens: int,
-    ) -> ChatResult:
-        if tools and (isinstance(tool_choice, dict) or tool_choice == "required"):
-            tools = [{**t, "function": {**t["function"], "strict": True}} for t in tools]
-        return await self.inner.chat(
-            messages,
-            tools=tools,
-            tool_choice=tool_choice,
-            seed=seed,
-            temperature=temperature,
-            max_tokens=max_tokens,
-        )
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        tools, choice = request.tools, request.tool_choice
+        if tools and (isinstance(choice, dict) or choice == "required"):
+            strict = [{**t, "function": {**t["function"], "strict": True}} for t in tools]
+            request = replace(request, tools=strict)
+        return await self.inner.chat(request)
 
 
 def _check_vllm_installed() -> None:

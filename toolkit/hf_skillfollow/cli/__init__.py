@@ -2,42 +2,32 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-
 import click
 
+from hf_skillfollow._lazy import LazyRegistry
 from hf_skillfollow._version import __version__
 
-#: subcommand -> (module, attribute, one-line help)
-_COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("hf_skillfollow.cli._run", "run", "Run a paired SE/SD evaluation against a model."),
-    "score": (
-        "hf_skillfollow.cli._score",
-        "score",
-        "Score EvalPlus-format samples in the sandbox.",
+#: subcommand -> ("module:attr", one-line help)
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("hf_skillfollow.cli._run:run", "Run a paired SE/SD evaluation against a model."),
+    "score": ("hf_skillfollow.cli._score:score", "Score EvalPlus-format samples in the sandbox."),
+    "report": ("hf_skillfollow.cli._report:report", "Compute the paired metrics from transitions."),
+    "skills": ("hf_skillfollow.cli._skills:skills", "List, show, search and export skill pools."),
+    "annotate": (
+        "hf_skillfollow.cli._annotate:annotate",
+        "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
     ),
-    "report": (
-        "hf_skillfollow.cli._report",
-        "report",
-        "Compute the paired metrics from transitions.",
-    ),
-    "skills": (
-        "hf_skillfollow.cli._skills",
-        "skills",
-        "List, show, search and export skill pools.",
-    ),
-    "push": ("hf_skillfollow.cli._push", "push", "Publish run directories to a Hub dataset repo."),
+    "push": ("hf_skillfollow.cli._push:push", "Publish run directories to a Hub dataset repo."),
     "verify": (
-        "hf_skillfollow.cli._verify",
-        "verify",
+        "hf_skillfollow.cli._verify:verify",
         "Re-score published answers and compare with the recorded bits.",
     ),
     "leaderboard": (
-        "hf_skillfollow.cli._leaderboard",
-        "leaderboard",
+        "hf_skillfollow.cli._leaderboard:leaderboard",
         "Launch the leaderboard app locally.",
     ),
 }
+_LOADERS = LazyRegistry("command", {name: target for name, (target, _) in _COMMANDS.items()})
 
 
 class _LazyGroup(click.Group):
@@ -45,16 +35,12 @@ class _LazyGroup(click.Group):
         return sorted(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        spec = _COMMANDS.get(cmd_name)
-        if spec is None:
-            return None
-        module, attr, _ = spec
-        return getattr(import_module(module), attr)
+        return _LOADERS.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Help must not import every subcommand (and its dependencies) just to list them.
         with formatter.section("Commands"):
-            formatter.write_dl([(name, spec[2]) for name, spec in sorted(_COMMANDS.items())])
+            formatter.write_dl([(name, spec[1]) for name, spec in sorted(_COMMANDS.items())])
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

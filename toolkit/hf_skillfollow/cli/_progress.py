@@ -39,3 +39,27 @@ def pair_progress(total: int) -> Iterator[Callable[[PairOutcome], None]]:
             progress.update(bar, advance=1, **counts)
 
         yield on_pair
+
+
+@contextmanager
+def unit_progress(total: int, noun: str) -> Iterator[Callable[[bool], None]]:
+    """Yield a callback to call once per finished unit, with True when it failed."""
+    progress = Progress(
+        TextColumn(f"[bold]{noun}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+    )
+    with progress:
+        bar = progress.add_task(noun, total=total, failed=0)
+        failed = 0
+
+        def on_done(is_failure: bool) -> None:
+            nonlocal failed
+            failed += int(is_failure)
+            progress.update(bar, advance=1, failed=failed)
+
+        yield on_done

@@ -34,6 +34,12 @@ import click
     help="Write the repo folder into DIR (extending what is there) and upload nothing.",
 )
 @click.option(
+    "--space",
+    default=None,
+    metavar="ORG/NAME",
+    help="Leaderboard Space the card links to (kept on later pushes until another is named).",
+)
+@click.option(
     "--license",
     "license_",
     default="cc-by-4.0",
@@ -46,6 +52,7 @@ def push(
     private: bool,
     token: str | None,
     dry_run_dir: Path | None,
+    space: str | None,
     license_: str,
 ) -> None:
     """Publish RUN_DIR(s) as new parquet files plus a regenerated card, in one commit.
@@ -64,6 +71,7 @@ def push(
             token=token,
             dry_run_dir=dry_run_dir,
             license=license_,
+            space=space,
         )
     except (HubError, SchemaError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -79,6 +87,8 @@ def summary_lines(result) -> list[str]:  # noqa: ANN001 - PushResult, imported l
         lines.append(f"  {verb} {path} ({rows} rows)")
     for path in sorted(result.skipped):
         lines.append(f"  already published, identical: {path}")
+    if result.stats_updated:
+        lines.append(f"  {verb} stats/runs.parquet (per-run counts the card is computed from)")
     lines.append(
         f"  {verb} README.md (card regenerated from all rows)"
         if result.card_updated
@@ -86,6 +96,8 @@ def summary_lines(result) -> list[str]:  # noqa: ANN001 - PushResult, imported l
     )
     if not result.changed:
         lines.append("  nothing new to add")
+    if result.attempts > 1:
+        lines.append(f"  committed on attempt {result.attempts} (other pushes landed first)")
     if result.commit_url:
         lines.append(f"  commit: {result.commit_url}")
     return lines

@@ -14,7 +14,7 @@ def _parse_group_by(
 ) -> list[str] | None:
     if value is None:
         return None
-    from hf_skillfollow.schema import IDENTITY_COLUMNS
+    from hf_skillfollow.columns import IDENTITY_COLUMNS
 
     columns = [c.strip() for c in value.split(",") if c.strip()]
     unknown = [c for c in columns if c not in IDENTITY_COLUMNS]
@@ -63,6 +63,15 @@ def _parse_group_by(
                    "n_confidently_improved, n_tasks_repeated, and \"tasks\": one object per task with "
                    "task_id, k, se_successes, sd_successes, se_rate, sd_rate, diff, diff_ci_low, "
                    "diff_ci_high, task_class, task_reason); CSV gains the per-cell columns.")  # fmt: skip
+@click.option("--annotations", "with_annotations", is_flag=True, default=False,
+              help="Add stage diagnostics and the annotation labels per cell: label counts over helpful "
+                   "and harmful flips, reconciliation with b_cond/c_cond, RAE per label group (these "
+                   "describe, never redefine, RAE). Annotations are read from the SOURCES and --annotations-from.")  # fmt: skip
+@click.option("--annotations-from", "annotation_paths", multiple=True, type=click.Path(path_type=Path),
+              help="Also read annotations from this folder or annotations.parquet (repeatable).")  # fmt: skip
+@click.option("--correlate", nargs=2, metavar="BENCH_A BENCH_B", default=None,
+              help="Correlate aggregate lift, OAE and RAE across cells that differ only by benchmark "
+                   "(kept when n_cond >= --min-cond on both), with partial r controlling SD accuracy.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of standard output.")  # fmt: skip
 def report(
@@ -74,6 +83,9 @@ def report(
     group_by: list[str] | None,
     pool_runs: bool,
     with_repeats: bool,
+    with_annotations: bool,
+    annotation_paths: tuple[Path, ...],
+    correlate: tuple[str, str] | None,
     output: Path | None,
 ) -> None:
     """Compute the paired metrics per cell from SOURCE(s).
@@ -109,9 +121,50 @@ def report(
         notes += f" {n_repeated} cell(s) pool several runs: add --repeats for run-to-run variation and per-task intervals."
     # Files get a wide table; a terminal or pipe follows its width (COLUMNS when set).
     width = 200 if output is not None else None
-    text = render(cells, fmt, width=width, notes=notes, repeats=repeats)
+    if correlate:
+        text = _correlation_text(cells, correlate, min_cond, fmt, width)
+    else:
+        text = render(cells, fmt, width=width, notes=notes, repeats=repeats)
+    if with_annotations and not correlate:
+        text = _with_annotations(
+            text, table, cells, sources, annotation_paths, group_by, pool_runs, fmt, width
+        )
     if output is None:
         click.echo(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
         click.echo(f"wrote {len(cells)} cell(s) to {output}", err=True)
+
+
+def _correlation_text(
+    cells, benches: tuple[str, str], min_cond: int, fmt: str, width: int | None
+) -> str:  # noqa: ANN001
+    from hf_skillfollow.diagnostics_report import render_correlation
+    from hf_skillfollow.metrics._correlate import correlate
+
+    try:
+        result = correlate(cells, *benches, min_cond=min_cond)
+    except ImportError as exc:
+        raise click.ClickException(
+            f"--correlate needs pingouin ({exc}); pip install pingouin"
+        ) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    return render_correlation(result, fmt, width)
+
+
+def _with_annotations(
+    text: str, table, cells, sources, paths, group_by, pool_runs, fmt, width
+) -> str:  # noqa: ANN001
+    from hf_skillfollow.annotate._read import read_annotations
+    from hf_skillfollow.diagnostics_report import render_annotations
+    from hf_skillfollow.metrics._diagnostics import annotation_summary, stage_diagnostics
+    from hf_skillfollow.metrics._pooling import group_columns
+
+    try:
+        annotations = read_annotations(*sources, *paths)
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    keys = list(group_columns(group_by, pool_runs))
+    summary = annotation_summary(table.to_pandas(), annotations.to_pandas(), keys)
+    return render_annotations(text, cells, stage_diagnostics(cells), summary, keys, fmt, width)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
+
+from hf_skillfollow.benchmarks import BENCHMARK_NAMES
+from hf_skillfollow.config import Condition, RetrievalPolicy, ToolMode
+from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
 # make the README's main job take hours, so the local backend's defaults are smaller (recorded
@@ -29,6 +33,19 @@ def _engine_options(values: tuple[str, ...]) -> dict[str, Any]:
         except json.JSONDecodeError:
             options[key] = raw
     return options
+
+
+def _given(params: dict[str, Any]) -> dict[str, Any]:
+    """The settings typed on the command line (not defaults), as RunConfig fields."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = {
+        k: v for k, v in params.items() if ctx.get_parameter_source(k) != ParameterSource.DEFAULT
+    }
+    if "engine_option" in given:
+        given["engine_options"] = _engine_options(given.pop("engine_option"))
+    return given
 
 
 def _build_config(params: dict[str, Any]):
@@ -58,26 +75,24 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+    type=click.Choice(list(BACKENDS)),
     help="Default: local without --model, openai with it.",
 )
 @click.option("--base-url", help="OpenAI-compatible endpoint (openai backend).")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
 @click.option(
     "--tool-mode",
-    type=click.Choice(["native", "emulated"]),
+    type=click.Choice(get_args(ToolMode)),
     help="How the tool reaches the model [native].",
 )
 @click.option(
     "--retrieval-policy",
-    type=click.Choice(["auto", "forced"]),
+    type=click.Choice(get_args(RetrievalPolicy)),
     help="forced: SE's first turn must search (not for published comparisons) [auto].",
 )
 @click.option("--tool-parser", help="vLLM tool-call parser, e.g. hermes.")
 @click.option("--engine-option", multiple=True, help="vLLM engine option KEY=VALUE (repeatable).")
-@click.option(
-    "--benchmark", type=click.Choice(["mbppplus", "humanevalplus", "math500"]), help="[mbppplus]"
-)
+@click.option("--benchmark", type=click.Choice(BENCHMARK_NAMES), help="[mbppplus]")
 @click.option(
     "--tasks-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -85,7 +100,11 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
-@click.option("--limit", type=int, help="Only the first N tasks of the partition.")
+@click.option(
+    "--limit",
+    type=int,
+    help="Only the first N tasks of the partition (a smoke run: part of the cell id, never pooled with the full partition).",
+)
 @click.option(
     "--skills",
     "skills_dir",
@@ -97,10 +116,10 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option(
     "--condition",
-    type=click.Choice(["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]),
+    type=click.Choice(get_args(Condition)),
     help="[normal]",
 )
-@click.option("--retriever", type=click.Choice(["bm25s", "pyserini"]), help="[bm25s]")
+@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s]")
 @click.option("--top-k", type=int, help="[3]")
 @click.option("--max-calls", type=int, help="[3]")
 @click.option("--temperature", type=float, help="[0.7]")
@@ -121,7 +140,13 @@ def _build_config(params: dict[str, Any]):
     "--resume",
     "resume_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Continue an interrupted run directory.",
+    help="Continue an interrupted run directory (flags other than --concurrency, "
+    "--request-timeout, --threads, --base-url, --api-key-env, --tasks-file must match the run).",
+)
+@click.option(
+    "--set-aside-bad-records",
+    is_flag=True,
+    help="With --resume: move bad lines of records.jsonl to records.rejected and rerun their tasks.",
 )
 @click.option("--report/--no-report", default=True, help="Print the report at the end.")
 @click.option(
@@ -132,31 +157,52 @@ def _build_config(params: dict[str, Any]):
     help="Bootstrap resamples for the final report.",
 )
 def run(
-    output_dir: Path, resume_dir: Path | None, report: bool, resamples: int, **params: Any
+    output_dir: Path,
+    resume_dir: Path | None,
+    set_aside_bad_records: bool,
+    report: bool,
+    resamples: int,
+    **params: Any,
 ) -> None:
     """Run every task skill-enabled (SE) and skill-disabled (SD), score both, record the pairs."""
+    from hf_skillfollow._redact import scrub, url_secrets
     from hf_skillfollow.runner import plan_new_run, plan_resume
 
+    secrets = url_secrets(params.get("base_url"))
+    if set_aside_bad_records and resume_dir is None:
+        raise click.UsageError("--set-aside-bad-records: only with --resume RUN_DIR")
     try:
         if resume_dir is not None:
-            plans = [plan_resume(resume_dir)]
+            if _given({"output_dir": output_dir}):
+                raise click.UsageError(
+                    "--output-dir: not used with --resume (the run stays in RUN_DIR)"
+                )
+            plans = [plan_resume(resume_dir, _given(params), set_aside=set_aside_bad_records)]
         else:
             config = _build_config(params)
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]
     except (ValueError, FileNotFoundError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(scrub(str(exc), secrets)) from None
+    for note in plans[0].notes:
+        click.echo(note, err=True)
     from hf_skillfollow.backends._server import BackendStartupError
 
     try:
         asyncio.run(_run_all(plans))
     except BackendStartupError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(scrub(str(exc), secrets)) from None
     except (ConnectionError, RuntimeError, OSError) as exc:
         raise click.ClickException(
-            f"{exc} (finished pairs are saved; continue with --resume {plans[0].store.root})"
+            scrub(
+                f"{exc} (finished pairs are saved; continue with --resume {plans[0].store.root})",
+                secrets,
+            )
         ) from None
     for plan in plans:
-        n_rows, _ = plan.store.write_tables()
+        try:
+            n_rows, _ = plan.store.write_tables()
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
         click.echo(f"wrote {n_rows} transitions to {plan.store.root}")
     if report:
         _print_report([p.store.root for p in plans], resamples)

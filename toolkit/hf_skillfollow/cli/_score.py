@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from hf_skillfollow.benchmarks import BENCHMARK_NAMES, BENCHMARKS
+
 
 def read_samples(path: Path, problems: dict[str, Any]) -> list[tuple[Any, str]]:
     """(task, text) per sample line. ``completion`` is appended to the task's EvalPlus prompt."""
     pairs = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
-            pairs.append(_sample(path, n, line, problems))
+            pairs.append(_sample(path, n, _text_line(path, n, raw), problems))
     if not pairs:
         raise click.ClickException(f"{path}: no samples")
     return pairs
+
+
+def _text_line(path: Path, n: int, raw: bytes) -> str:
+    if b"\0" in raw:
+        raise click.ClickException(
+            f"{path}: line {n}: binary data (NUL byte); --samples takes a UTF-8 JSON-lines file"
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{path}: line {n}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+            f"{exc.start + 1}); --samples takes a UTF-8 JSON-lines file"
+        ) from None
 
 
 def _sample(path: Path, n: int, line: str, problems: dict[str, Any]) -> tuple[Any, str]:
@@ -34,40 +48,45 @@ def _sample(path: Path, n: int, line: str, problems: dict[str, Any]) -> tuple[An
         raise click.ClickException(f"{where}: field 'task_id' (a string) is missing")
     task = problems.get(row["task_id"])
     if task is None:
-        raise click.ClickException(f"{where}: task_id {row['task_id']!r} is not in the benchmark")
+        from hf_skillfollow.tasks import benchmark_of_id
+
+        owner = benchmark_of_id(row["task_id"])
+        ours = {t.benchmark for t in problems.values()}
+        hint = (
+            f" (it is a {owner} id: pass --benchmark {owner})"
+            if owner and owner not in ours
+            else ""
+        )
+        raise click.ClickException(
+            f"{where}: task_id {row['task_id']!r} is not in the benchmark{hint}"
+        )
     for field in ("solution", "completion"):
         if field in row:
             if not isinstance(row[field], str):
                 raise click.ClickException(f"{where}: field {field!r} must be a string")
-            if field == "completion" and task.domain == "coding":
+            if field == "completion" and BENCHMARKS[task.benchmark].scorer == "code":
                 return task, task.problem["prompt"] + row[field]
             return task, row[field]
     raise click.ClickException(f"{where}: needs a 'solution' or a 'completion' field")
 
 
 def write_verdicts(path: Path, verdicts: list[Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        for v in verdicts:
-            fh.write(
-                json.dumps(
-                    {
-                        "task_id": v.task_id,
-                        "passed": v.passed,
-                        "reason": v.reason,
-                        "details": v.details,
-                    }
-                )
-                + "\n"
-            )
-    os.replace(tmp, path)
+    from hf_skillfollow.store import atomic_write_bytes
+
+    lines = (
+        json.dumps(
+            {"task_id": v.task_id, "passed": v.passed, "reason": v.reason, "details": v.details}
+        )
+        + "\n"
+        for v in verdicts
+    )
+    atomic_write_bytes(path, "".join(lines).encode("utf-8"))
 
 
 @click.command("score")
 @click.option(
     "--benchmark",
-    type=click.Choice(["mbppplus", "humanevalplus", "math500"]),
+    type=click.Choice(BENCHMARK_NAMES),
     default="mbppplus",
     show_default=True,
 )

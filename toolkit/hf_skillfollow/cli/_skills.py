@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.registries import RETRIEVERS
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.skills import SkillPool, SkillPoolError, collection_documents, load_pool
 
@@ -102,7 +103,7 @@ def show_cmd(pool: str, name: str) -> None:
 )
 @click.option(
     "--retriever",
-    type=click.Choice(["bm25s", "pyserini"]),
+    type=click.Choice(list(RETRIEVERS)),
     default="bm25s",
     show_default=True,
     help="Retrieval backend.",

@@ -1,7 +1,8 @@
-"""Render the dataset card (README.md) of a results repo from all of its transitions rows.
+"""Render the dataset card (README.md) of a results repo from the counts of all its rows.
 
-The card is a pure function of the rows (plus the repo id and licence), so it is identical
-on every push that does not add data, and nobody needs to edit it by hand.
+The card is a pure function of the rows (through their per-run counts, `_stats.py`, plus the
+repo id and licence), so it is identical on every push that does not add data, and nobody
+needs to edit it by hand.
 """
 
 from __future__ import annotations
@@ -14,8 +15,14 @@ import yaml
 
 from hf_skillfollow._version import __version__
 from hf_skillfollow.hub._columns import schema_rows
-from hf_skillfollow.hub._layout import TRACES_DIR, TRANSITIONS_DIR
-from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA
+from hf_skillfollow.hub._layout import ANNOTATIONS_DIR, TRACES_DIR, TRANSITIONS_DIR
+from hf_skillfollow.hub._stats import STATS_PATH
+from hf_skillfollow.schema import (
+    ANNOTATIONS_SCHEMA,
+    CELL_COLUMNS,
+    TRACES_SCHEMA,
+    TRANSITIONS_SCHEMA,
+)
 
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
@@ -25,43 +32,58 @@ _PROTOCOL_COLUMNS = (
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
 _RUN_COLUMNS = ("cell_id", "seed", *_PROTOCOL_COLUMNS)
+_OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")
 
 
 def render_card(
-    transitions: pa.Table,
+    stats: pa.Table,
     *,
     repo_id: str,
     has_traces: bool,
     license: str = "cc-by-4.0",
     tool_schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    space: str | None = None,
+    annotations: pa.Table | None = None,
     verifications: pa.Table | None = None,
 ) -> str:
-    """The full README.md text: YAML header, description, protocol, cells, loading, schema."""
+    """The full README.md text: YAML header, description, protocol, cells, loading, schema.
+
+    `stats` are the per-(run, cell) counts of `hf_skillfollow.hub._stats.run_stats`: every
+    number on the card is a function of them, so the card never needs the rows themselves.
+    """
+    from hf_skillfollow.hub._card_annotations import annotation_rows
     from hf_skillfollow.verify._card import rescoring_context
 
-    runs = _run_rows(transitions)
-    cells = cell_rows(transitions)
-    rescoring = rescoring_context(transitions, verifications)
+    runs = _run_rows(stats)
+    cells, n_cells = cell_rows(stats)
+    n_rows = _n_rows(stats)
+    has_annotations = annotations is not None and annotations.num_rows > 0
     context = {
         "front_matter": front_matter(
             repo_id,
-            transitions.num_rows,
+            n_rows,
             has_traces=has_traces,
             license=license,
+            has_annotations=has_annotations,
             has_verifications=verifications is not None,
         ),
-        "rescoring": rescoring,
+        "rescoring": rescoring_context(stats, verifications),
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
-        "n_rows": transitions.num_rows,
+        "n_rows": n_rows,
         "n_runs": len(runs),
-        "n_cells": len(cells),
-        "cells": cells[:MAX_CARD_CELLS],
-        "cells_left_out": max(0, len(cells) - MAX_CARD_CELLS),
+        "n_cells": n_cells,
+        "cells": cells,
+        "cells_left_out": max(0, n_cells - len(cells)),
         "protocols": protocol_rows(runs, tool_schemas or {}),
         "has_traces": has_traces,
+        "space": space,
+        "stats_path": STATS_PATH,
         "transitions_schema": schema_rows(TRANSITIONS_SCHEMA),
         "traces_schema": schema_rows(TRACES_SCHEMA),
+        "has_annotations": has_annotations,
+        "annotations": annotation_rows(stats, annotations) if has_annotations else [],
+        "annotations_schema": schema_rows(ANNOTATIONS_SCHEMA),
         "toolkit_version": __version__,
         "license": license,
     }
@@ -69,7 +91,13 @@ def render_card(
 
 
 def front_matter(
-    repo_id: str, n_rows: int, *, has_traces: bool, license: str, has_verifications: bool = False
+    repo_id: str,
+    n_rows: int,
+    *,
+    has_traces: bool,
+    license: str,
+    has_annotations: bool = False,
+    has_verifications: bool = False,
 ) -> str:
     configs: list[dict[str, Any]] = [
         {
@@ -83,6 +111,13 @@ def front_matter(
             {
                 "config_name": "traces",
                 "data_files": [{"split": "train", "path": f"{TRACES_DIR}/*.parquet"}],
+            }
+        )
+    if has_annotations:
+        configs.append(
+            {
+                "config_name": "annotations",
+                "data_files": [{"split": "train", "path": f"{ANNOTATIONS_DIR}/*.parquet"}],
             }
         )
     if has_verifications:
@@ -132,26 +167,61 @@ def _pretty_name(repo_id: str) -> str:
     return f"skillfollow results: {repo_id}"
 
 
-def _run_rows(transitions: pa.Table) -> list[dict[str, Any]]:
+def _n_rows(stats: pa.Table) -> int:
+    import pyarrow.compute as pc
+
+    return sum(int(pc.sum(stats.column(c)).as_py() or 0) for c in _OUTCOME_COUNTS)
+
+
+def _run_rows(stats: pa.Table) -> list[dict[str, Any]]:
     """One dict per run with its protocol columns (constant within a run)."""
-    grouped = transitions.group_by("run_id", use_threads=False).aggregate(
-        [(c, "first") for c in _RUN_COLUMNS]
-    )
-    rows = [
-        {c: row[f"{c}_first"] for c in _RUN_COLUMNS} | {"run_id": row["run_id"]}
-        for row in grouped.to_pylist()
-    ]
-    return sorted(rows, key=lambda r: (r["cell_id"], r["run_id"]))
+    first: dict[str, dict[str, Any]] = {}
+    for row in stats.select(["run_id", *_RUN_COLUMNS]).to_pylist():
+        first.setdefault(row["run_id"], row)
+    return sorted(first.values(), key=lambda r: (r["cell_id"], r["run_id"]))
 
 
-def cell_rows(transitions: pa.Table) -> list[dict[str, Any]]:
-    """Display rows of the cells table: headline numbers computed from the rows."""
+def cell_rows(stats: pa.Table) -> tuple[list[dict[str, Any]], int]:
+    """The card's cells table (its first MAX_CARD_CELLS rows) and the number of cells.
+
+    Metrics are computed only for the cells listed: the order depends on identity columns
+    alone, so a repo of 10,000 cells costs 200 cells' bootstrap, not 10,000.
+    """
     from hf_skillfollow.hub._numbers import cell_display, compute_cell_metrics
 
-    rows = [cell_display(m) for m in compute_cell_metrics(transitions)]
-    return sorted(
-        rows, key=lambda r: (r["benchmark"], r["model"], r["pool"], r["partition"], r["cell_id"])
-    )
+    if stats.num_rows == 0:
+        return [], 0
+    codes, first = _cell_codes(stats)
+    identity = stats.select(list(CELL_COLUMNS)).take(first).to_pylist()
+    order = sorted(range(len(identity)), key=lambda i: _display_key(identity[i]))
+    listed = order[:MAX_CARD_CELLS]
+    if len(listed) < len(identity):
+        import pyarrow.compute as pc
+
+        keep = pc.is_in(pa.array(codes), pa.array(sorted(listed), pa.int64()))
+        stats = stats.filter(keep)
+    rows = [cell_display(m) for m in compute_cell_metrics(stats)]
+    return sorted(rows, key=_display_order), len(identity)
+
+
+def _cell_codes(stats: pa.Table) -> tuple[Any, Any]:
+    """Cell number of each stats row (in order of first appearance) and each cell's first row."""
+    import numpy as np
+
+    frame = stats.select(list(CELL_COLUMNS)).to_pandas()
+    codes = frame.groupby(list(CELL_COLUMNS), sort=False, dropna=False).ngroup().to_numpy()
+    _, first = np.unique(codes, return_index=True)
+    return codes.astype(np.int64), first
+
+
+def _display_key(m: Mapping[str, Any]) -> tuple[Any, ...]:
+    from hf_skillfollow.hub._numbers import cell_display_key
+
+    return cell_display_key(m)
+
+
+def _display_order(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (row["benchmark"], row["model"], row["pool"], row["partition"], row["cell_id"])
 
 
 def protocol_rows(

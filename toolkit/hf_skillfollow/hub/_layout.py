@@ -18,26 +18,36 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hf_skillfollow.schema import (
+    ANNOTATIONS_SCHEMA,
     TRACES_SCHEMA,
     TRANSITIONS_SCHEMA,
     SchemaError,
+    validate_annotations,
     validate_traces,
     validate_transitions,
 )
+from hf_skillfollow.store import ANNOTATIONS as RUN_ANNOTATIONS
+from hf_skillfollow.store import MANIFEST
+from hf_skillfollow.store import TRACES as RUN_TRACES
+from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
 CARD_PATH = "README.md"
 TRANSITIONS_DIR = "data/transitions"
 TRACES_DIR = "data/traces"
-MANIFEST = "manifest.json"
-RUN_TRANSITIONS = "transitions.parquet"
-RUN_TRACES = "traces.parquet"
+ANNOTATIONS_DIR = "data/annotations"
 
 # Transitions rows are small (~1 KB): large groups keep the footer small and scans fast.
 # Trace rows hold whole conversations, so smaller groups bound the memory of one batch.
-_ROW_GROUP_ROWS = {"transitions": 100_000, "traces": 1_000}
+_ROW_GROUP_ROWS = {"transitions": 100_000, "traces": 1_000, "annotations": 100_000}
 _SORT_KEYS = {
     "transitions": [("repeat_index", "ascending"), ("task_id", "ascending")],
     "traces": [("task_id", "ascending"), ("arm", "ascending")],
+    "annotations": [("annotator", "ascending"), ("task_id", "ascending")],
+}
+_SCHEMAS = {
+    "transitions": (TRANSITIONS_SCHEMA, validate_transitions),
+    "traces": (TRACES_SCHEMA, validate_traces),
+    "annotations": (ANNOTATIONS_SCHEMA, validate_annotations),
 }
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -54,6 +64,7 @@ class RunTables:
     source: Path
     transitions: pa.Table
     traces: pa.Table | None
+    annotations: pa.Table | None = None  # RUN_DIR/annotations.parquet (`hf-skillfollow annotate`)
 
 
 def transitions_path(run_id: str) -> str:
@@ -62,6 +73,13 @@ def transitions_path(run_id: str) -> str:
 
 def traces_path(run_id: str) -> str:
     return f"{TRACES_DIR}/{run_id}.parquet"
+
+
+def annotations_path(run_id: str, annotator: str) -> str:
+    """One file per run and annotator, so a later annotator adds a file instead of a rewrite."""
+    from hf_skillfollow.config import stable_hash
+
+    return f"{ANNOTATIONS_DIR}/{run_id}-{stable_hash(annotator, length=10)}.parquet"
 
 
 def is_run_dir(path: Path) -> bool:
@@ -82,13 +100,32 @@ def read_run_dir(path: str | Path) -> RunTables:
         raise HubError(
             f"{root}: no {RUN_TRANSITIONS}; finish the run (or resume it) before pushing"
         )
-    transitions = validate_transitions(pq.read_table(tpath), source=str(tpath))
+    transitions = validate_transitions(read_parquet_file(tpath), source=str(tpath))
     run_id = _run_id(root, transitions)
     traces = None
     if (root / RUN_TRACES).is_file():
-        traces = validate_traces(pq.read_table(root / RUN_TRACES), source=str(root / RUN_TRACES))
+        traces = validate_traces(
+            read_parquet_file(root / RUN_TRACES), source=str(root / RUN_TRACES)
+        )
         _check_single_run(traces, run_id, root / RUN_TRACES)
-    return RunTables(run_id, root, canonical(transitions, "transitions"), _maybe(traces))
+    annotations = None
+    if (root / RUN_ANNOTATIONS).is_file():
+        path = root / RUN_ANNOTATIONS
+        annotations = canonical(
+            validate_annotations(pq.read_table(path), source=str(path)), "annotations"
+        )
+        _check_single_run(annotations, run_id, path)
+    return RunTables(
+        run_id, root, canonical(transitions, "transitions"), _maybe(traces), annotations
+    )
+
+
+def read_parquet_file(path: Path) -> pa.Table:
+    """The table in `path`; a truncated or non-parquet file is a HubError naming it."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise HubError(f"{path}: not a readable parquet file ({exc})") from None
 
 
 def _maybe(traces: pa.Table | None) -> pa.Table | None:
@@ -141,8 +178,8 @@ def canonical(table: pa.Table, config: str) -> pa.Table:
 
 
 def parquet_bytes(table: pa.Table, config: str) -> bytes:
-    """Deterministic parquet for `config` ('transitions' or 'traces') with its explicit schema."""
-    schema = TRANSITIONS_SCHEMA if config == "transitions" else TRACES_SCHEMA
+    """Deterministic parquet for `config` (transitions, traces, annotations) with its schema."""
+    schema = _SCHEMAS[config][0]
     if not table.schema.equals(schema, check_metadata=False):
         raise SchemaError(f"{config}: table does not have the {config} schema")
     sink = io.BytesIO()
@@ -160,8 +197,7 @@ def parquet_bytes(table: pa.Table, config: str) -> bytes:
 
 def read_parquet_bytes(data: bytes, config: str, source: str) -> pa.Table:
     table = pq.read_table(pa.BufferReader(data))
-    check = validate_transitions if config == "transitions" else validate_traces
-    return canonical(check(table, source=source), config)
+    return canonical(_SCHEMAS[config][1](table, source=source), config)
 
 
 def sha256(data: bytes) -> str:

@@ -1,28 +1,51 @@
 """Load the `transitions` / `traces` of a results repo (Hub id or local folder) or a run dir.
 
-Repos go through `datasets.load_dataset(source, config)`, exactly what a user would call, so
-the toolkit reads what the Hub serves; run directories are read from their parquet files.
+A repo's config is the parquet files under `data/<config>/` (what its card declares, and what
+`datasets.load_dataset(repo, config)` reads). The toolkit reads those files itself, all at
+once with pyarrow's threaded dataset reader: `load_dataset` first converts every file into
+its own Arrow cache, which made a cold load of 12,500 runs slower than reading the same rows
+from one JSONL file (bench/hub.py). Hub repos are fetched with `snapshot_download` (the files
+land in the huggingface_hub cache, so a second load is offline-fast). Users keep calling
+`datasets.load_dataset` on the same repos (tests/test_hub_read_path_olah.py).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
+    CARD_PATH,
+    RUN_ANNOTATIONS,
     RUN_TRACES,
     RUN_TRANSITIONS,
     HubError,
     is_repo_folder,
     is_run_dir,
+    read_parquet_file,
 )
-from hf_skillfollow.schema import SchemaError, validate_traces, validate_transitions
+from hf_skillfollow.locations import is_hub_id
+from hf_skillfollow.schema import (
+    SchemaError,
+    validate_annotations,
+    validate_traces,
+    validate_transitions,
+)
 
-Config = Literal["transitions", "traces"]
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+Config = Literal["transitions", "traces", "annotations"]
+_RUN_FILES = {
+    "transitions": RUN_TRANSITIONS,
+    "traces": RUN_TRACES,
+    "annotations": RUN_ANNOTATIONS,
+}
+_CHECKS = {
+    "transitions": validate_transitions,
+    "traces": validate_traces,
+    "annotations": validate_annotations,
+}
 
 
 def load_transitions(source: str | Path) -> pa.Table:
@@ -35,26 +58,35 @@ def load_traces(source: str | Path) -> pa.Table:
     return _load(source, "traces")
 
 
+def load_annotations(source: str | Path) -> pa.Table | None:
+    """Validated annotations from a Hub repo id, a repo folder or a run directory; None when
+    the source has none (an `annotations` config is optional)."""
+    try:
+        return _load(source, "annotations")
+    except HubError as exc:
+        if "has no 'annotations' config" in str(exc) or "has no annotations.parquet" in str(exc):
+            return None
+        raise
+
+
 def _load(source: str | Path, config: Config) -> pa.Table:
     path = Path(source)
     if path.exists():
         return _load_path(path, config)
     text = str(source)
-    if _REPO_ID.match(text):
-        return _validate(_load_dataset(text, config), config, text)
+    if is_hub_id(text):
+        return _validate(_load_hub(text, config), config, text)
     raise HubError(f"{text}: no such file or directory, and not a Hub dataset repo id (ORG/NAME)")
 
 
 def _load_path(path: Path, config: Config) -> pa.Table:
     if is_run_dir(path):
-        file = path / (RUN_TRANSITIONS if config == "transitions" else RUN_TRACES)
+        file = path / _RUN_FILES[config]
         if not file.is_file():
             raise HubError(f"{path}: run directory has no {file.name}")
         return _read_parquet(file, config)
     if is_repo_folder(path):
-        return _validate(
-            _load_dataset(str(path), config, cache_dir=_local_cache_dir(path)), config, str(path)
-        )
+        return _validate(read_config_files(path, config, str(path)), config, str(path))
     if path.is_file() and path.suffix == ".parquet":
         return _read_parquet(path, config)
     raise HubError(
@@ -64,54 +96,113 @@ def _load_path(path: Path, config: Config) -> pa.Table:
 
 
 def _read_parquet(file: Path, config: Config) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    return _validate(pq.read_table(file), config, str(file))
+    return _validate(read_parquet_file(file), config, str(file))
 
 
-def _local_cache_dir(path: Path) -> str:
-    """A datasets cache folder keyed by the folder's files (names, sizes, mtimes).
+def config_files(root: Path, config: Config) -> list[Path]:
+    """The parquet files the card of `root` declares for `config`, in name order."""
+    files: set[Path] = set()
+    for pattern in declared_patterns(root, config):
+        files.update(p for p in root.glob(pattern) if p.is_file() and p.suffix == ".parquet")
+    return sorted(files)
 
-    For a local folder whose README declares `configs`, datasets keys its cache on the
-    config patterns and the folder's base name only, so a changed file or another folder
-    with the same name would be served stale rows from the cache.
-    """
-    import hashlib
 
-    import datasets
+def declared_patterns(root: Path, config: Config) -> list[str]:
+    """`data_files` paths of `config` in the README's `configs` (what `load_dataset` reads)."""
+    import yaml
 
-    digest = hashlib.sha256(str(path.resolve()).encode())
-    for file in sorted(p for p in path.rglob("*") if p.is_file() and ".git" not in p.parts):
-        stat = file.stat()
-        digest.update(
-            f"{file.relative_to(path).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
+    card = root / CARD_PATH
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    if not text.startswith("---"):
+        return []
+    try:
+        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+    except yaml.YAMLError:
+        return []
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    for entry in configs if isinstance(configs, list) else []:
+        if isinstance(entry, dict) and entry.get("config_name") == config:
+            return _paths(entry.get("data_files"))
+    return []
+
+
+def _paths(data_files: object) -> list[str]:
+    if isinstance(data_files, str):
+        return [data_files]
+    if isinstance(data_files, dict):
+        return _paths(data_files.get("path"))
+    if isinstance(data_files, list):
+        return [p for item in data_files for p in _paths(item)]
+    return []
+
+
+def read_config_files(root: Path, config: Config, source: str) -> pa.Table:
+    """Every row of `config` in the repo folder `root`, read in one threaded pass."""
+    files = config_files(root, config)
+    if not files:
+        raise HubError(
+            f"{source}: not a skillfollow results repo: it has no {config!r} config "
+            "(a results repo's README declares 'transitions' and 'traces' over data/<config>/*.parquet)"
         )
-    return str(
-        Path(datasets.config.HF_DATASETS_CACHE) / "skillfollow-local" / digest.hexdigest()[:24]
-    )
+    return read_parquet_files(files, config)
 
 
-def _load_dataset(source: str, config: Config, cache_dir: str | None = None) -> pa.Table:
-    import datasets
+def read_parquet_files(files: Sequence[Path], config: Config) -> pa.Table:
+    """Rows of many parquet files as one table (the schema check is the caller's `_validate`).
+
+    One dataset scan instead of a loop of `read_table`: footers and row groups of thousands
+    of small files are read by pyarrow's thread pool, outside the GIL. Files are unified to
+    the first file's schema, so a foreign file fails the schema check by column name.
+    """
+    import pyarrow.dataset as ds
 
     try:
-        ds = datasets.load_dataset(source, config, split="train", cache_dir=cache_dir)
-    except ValueError as exc:
-        if "BuilderConfig" in str(exc) or "config" in str(exc).lower():
-            raise HubError(
-                f"{source}: not a skillfollow results repo: it has no {config!r} config "
-                f"(a results repo's README declares 'transitions' and 'traces'; {exc})"
-            ) from None
-        raise
-    except FileNotFoundError as exc:  # DatasetNotFoundError derives from it
-        raise HubError(
-            f"{source}: no such local path, and no accessible Hub dataset with that id ({exc})"
+        return ds.dataset([str(f) for f in files], format="parquet").to_table(use_threads=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(
+            f"not a skillfollow results repo or run (schema v1): {config} files under "
+            f"{files[0].parent}: {exc}"
         ) from None
-    return ds.data.table
+
+
+def _load_hub(repo_id: str, config: Config) -> pa.Table:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    def fetch(patterns: list[str]) -> Path:
+        return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns))
+
+    try:
+        # The usual layout in one round; a card declaring other paths costs a second one.
+        folder = fetch([CARD_PATH, f"data/{config}/*.parquet"])
+        patterns = declared_patterns(folder, config)
+        if patterns and patterns != [f"data/{config}/*.parquet"]:
+            folder = fetch(patterns)
+    except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
+        raise HubError(
+            f"{repo_id}: no such local path, and no accessible Hub dataset with that id "
+            f"({_first_line(exc)})"
+        ) from None
+    except HfHubHTTPError as exc:
+        raise HubError(f"{repo_id}: the Hub refused the download ({_first_line(exc)})") from None
+    except OSError as exc:  # offline without a cached copy, unreachable endpoint
+        raise HubError(
+            f"{repo_id}: cannot download its {config} files ({_first_line(exc)})"
+        ) from None
+    return read_config_files(folder, config, repo_id)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _validate(table: pa.Table, config: Config, source: str) -> pa.Table:
-    check = validate_transitions if config == "transitions" else validate_traces
+    check = _CHECKS[config]
     try:
         return check(table, source=f"{source} [{config}]")
     except SchemaError as exc:

@@ -7,16 +7,20 @@ from typing import Any
 
 import pyarrow as pa
 
+from hf_skillfollow.formatting import UNDEFINED as NA
+from hf_skillfollow.formatting import count as _int
+from hf_skillfollow.formatting import pp as _pp
+from hf_skillfollow.formatting import with_interval as _with_interval
+
 #: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
 CARD_BOOTSTRAP_SEED = 0
-NA = "n/a"
 
 
-def compute_cell_metrics(transitions: pa.Table) -> list[dict[str, Any]]:
+def compute_cell_metrics(stats: pa.Table) -> list[dict[str, Any]]:
     """One metrics record per cell (identity columns included), runs pooled by summing counts."""
-    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.metrics import compute_cells_from_counts
 
-    return _records(compute_cells(transitions, seed=CARD_BOOTSTRAP_SEED))
+    return _records(compute_cells_from_counts(stats, seed=CARD_BOOTSTRAP_SEED))
 
 
 def _records(result: Any) -> list[dict[str, Any]]:
@@ -32,18 +36,30 @@ def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
 
 
+def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
+    """The card's sort key of a cell, from its identity columns alone."""
+    return (
+        f"{m['benchmark']} {m['benchmark_version']}".strip(),
+        m["model"],
+        f"{m['skill_pool']} / {m['condition']}",
+        f"seed {m['partition_seed']}, {m['partition_size']} tasks",
+        m["cell_id"],
+    )
+
+
 def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
     """One row of the card's cells table."""
+    benchmark, model, pool, partition, cell_id = cell_display_key(m)
     return {
-        "cell_id": m["cell_id"],
-        "model": m["model"],
-        "benchmark": f"{m['benchmark']} {m['benchmark_version']}".strip(),
-        "partition": f"seed {m['partition_seed']}, {m['partition_size']} tasks",
-        "pool": f"{m['skill_pool']} / {m['condition']}",
+        "cell_id": cell_id,
+        "model": model,
+        "benchmark": benchmark,
+        "partition": partition,
+        "pool": pool,
         "runs": _int(m.get("n_runs")),
         "n": _int(m.get("n_pairs")),
         "n_cond": _int(m.get("n_cond")),
-        "coverage": NA if m.get("coverage") is None else f"{float(m['coverage']):.1f}",
+        "coverage": _pp(m.get("coverage"), signed=False),
         "rae": _with_interval(m.get("rae"), m.get("rae_ci_low"), m.get("rae_ci_high")),
         "oae": _with_interval(m.get("oae"), m.get("oae_ci_low"), m.get("oae_ci_high")),
         "delta_skip": _pp(m.get("delta_skip")),
@@ -53,25 +69,9 @@ def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _int(value: Any) -> str:
-    return NA if value is None else str(int(value))
-
-
-def _pp(value: Any) -> str:
-    return NA if value is None else f"{float(value):+.1f}"
-
-
-def _with_interval(value: Any, low: Any, high: Any) -> str:
-    if value is None:
-        return NA
-    if low is None or high is None:
-        return _pp(value)
-    return f"{_pp(value)} [{_pp(low)}, {_pp(high)}]"
-
-
 def _flag(m: Mapping[str, Any]) -> str:
     if not m.get("reportable") or m.get("agg_lift") is None or m.get("rae") is None:
-        return NA  # excluded from disagreement counts (DESIGN §2)
+        return NA  # excluded from disagreement counts (docs/design.md, "Metrics")
     return "**yes**" if m.get("sign_disagree") else "no"
 
 
@@ -100,10 +100,8 @@ def _json_type(spec: Mapping[str, Any]) -> str:
 def known_tool_schemas() -> dict[str, dict[str, Any]]:
     """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
     try:
-        from hf_skillfollow.config import BENCHMARK_DOMAIN
+        from hf_skillfollow.benchmarks import DOMAINS
         from hf_skillfollow.prompts import prompts_hash, tool_schema
     except ImportError:
         return {}
-    return {
-        prompts_hash(domain): tool_schema() for domain in sorted(set(BENCHMARK_DOMAIN.values()))
-    }
+    return {prompts_hash(domain): tool_schema() for domain in DOMAINS}

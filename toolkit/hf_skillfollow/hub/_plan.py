@@ -14,16 +14,24 @@ from typing import Protocol
 import pyarrow as pa
 
 from hf_skillfollow.hub._layout import (
-    CARD_PATH,
+    ANNOTATIONS_DIR,
     TRACES_DIR,
-    TRANSITIONS_DIR,
     HubError,
     RunTables,
+    annotations_path,
     parquet_bytes,
     read_parquet_bytes,
     sha256,
     traces_path,
     transitions_path,
+)
+from hf_skillfollow.hub._stats import (
+    STATS_PATH,
+    merge_stats,
+    published_run_ids,
+    read_stats,
+    reconcile,
+    run_stats,
 )
 
 
@@ -44,6 +52,7 @@ class PushPlan:
     add: dict[str, bytes] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     new_transitions: dict[str, pa.Table] = field(default_factory=dict)
+    new_annotations: dict[str, pa.Table] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
 
 
@@ -66,6 +75,8 @@ def plan_push(runs: Sequence[RunTables], state: RepoState) -> PushPlan:
             plan.rows[path] = table.num_rows
             if config == "transitions":
                 plan.new_transitions[path] = table
+            elif config == "annotations":
+                plan.new_annotations[path] = table
     return plan
 
 
@@ -73,6 +84,13 @@ def _run_files(run: RunTables) -> Iterable[tuple[str, str, pa.Table]]:
     yield "transitions", transitions_path(run.run_id), run.transitions
     if run.traces is not None:
         yield "traces", traces_path(run.run_id), run.traces
+    if run.annotations is not None:
+        import pyarrow.compute as pc
+
+        column = run.annotations.column("annotator")
+        for annotator in sorted(set(column.to_pylist())):
+            part = run.annotations.filter(pc.equal(column, annotator))
+            yield "annotations", annotations_path(run.run_id, annotator), part
 
 
 def _check_same(
@@ -96,21 +114,36 @@ def _check_same(
     )
 
 
-def all_transitions(plan: PushPlan, state: RepoState) -> list[pa.Table]:
-    """Every transitions table the repo will hold after the push (published + new)."""
-    published = sorted(p for p in state.paths() if _is_data(p, TRANSITIONS_DIR))
+def repo_stats(plan: PushPlan, state: RepoState) -> pa.Table:
+    """Counts of every run the repo holds after the push, read from the published stats file.
+
+    Published transitions are read only for runs the stats file lacks (a repo written before
+    the file existed, or a run added by hand), so a push costs what it adds, not the repo size.
+    """
+    paths = state.paths()
+    published = read_stats(state.read(STATS_PATH)) if STATS_PATH in paths else None
+    old = reconcile(published, published_run_ids(paths), state.read, state.name)
+    new = [run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions)]
+    return merge_stats([old, *new])
+
+
+def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
+    """Every annotations row the repo will hold after the push (published + new), or None.
+    Annotation files are small (one row per annotated flip), so the card reads them all."""
+    published = sorted(p for p in state.paths() if _is_data(p, ANNOTATIONS_DIR))
     tables = [
-        read_parquet_bytes(state.read(p), "transitions", f"{state.name}:{p}") for p in published
+        read_parquet_bytes(state.read(p), "annotations", f"{state.name}:{p}") for p in published
     ]
-    return tables + [plan.new_transitions[p] for p in sorted(plan.new_transitions)]
+    tables += [plan.new_annotations[p] for p in sorted(plan.new_annotations)]
+    return pa.concat_tables(tables) if tables else None
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:
     return any(_is_data(p, TRACES_DIR) for p in state.paths() | set(plan.add))
 
 
-def card_changed(card: str, state: RepoState) -> bool:
-    return CARD_PATH not in state.paths() or state.read(CARD_PATH) != card.encode()
+def published(path: str, state: RepoState) -> bytes | None:
+    return state.read(path) if path in state.paths() else None
 
 
 def _is_data(path: str, folder: str) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,20 +20,48 @@ class LocalRepoFolder:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.name = str(root)
+        self._paths: set[str] | None = None  # listed once per locked round, reset by write()
 
     def paths(self) -> set[str]:
+        if self._paths is None:
+            self._paths = self._list()
+        return set(self._paths)
+
+    def _list(self) -> set[str]:
         if not self.root.is_dir():
             return set()
-        return {
-            p.relative_to(self.root).as_posix()
-            for p in self.root.rglob("*")
-            if p.is_file() and ".git" not in p.parts
-        }
+        out: set[str] = set()
+        # os.walk, not Path.rglob: a repo of 10^4 runs is listed on every push.
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            rel = os.path.relpath(dirpath, self.root)
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            out.update(prefix + f for f in filenames)
+        return out
 
     def read(self, path: str) -> bytes:
         return (self.root / path).read_bytes()
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Exclusive lock of the folder for one read-plan-write round (other processes wait).
+
+        flock on the directory itself: no lock file lands in the repo, and the kernel drops
+        the lock when a killed push's descriptor closes.
+        """
+        import fcntl
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._paths = None  # another process may have written while we waited
+            yield
+        finally:
+            os.close(fd)
+
     def write(self, files: dict[str, bytes]) -> None:
+        self._paths = None
         # Data files first and the card last, each via rename: an interrupted write leaves
         # no half file, and the card never describes rows that are not there yet.
         for path, data in sorted(files.items(), key=lambda item: item[0] == CARD_PATH):
@@ -51,15 +81,18 @@ class HubRepo:
         self.name = f"hf://datasets/{repo_id}"
         self.head = _head_sha(api, repo_id)
         self._paths = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=self.head))
+        self._read: dict[str, bytes] = {}
 
     def paths(self) -> set[str]:
         return set(self._paths)
 
     def read(self, path: str) -> bytes:
-        local = self.api.hf_hub_download(
-            repo_id=self.repo_id, filename=path, repo_type=REPO_TYPE, revision=self.head
-        )
-        return Path(local).read_bytes()
+        if path not in self._read:
+            local = self.api.hf_hub_download(
+                repo_id=self.repo_id, filename=path, repo_type=REPO_TYPE, revision=self.head
+            )
+            self._read[path] = Path(local).read_bytes()
+        return self._read[path]
 
 
 def _head_sha(api: Any, repo_id: str) -> str | None:

@@ -41,7 +41,35 @@ def scrubbed(token: str | None) -> Iterator[None]:
 
 
 def refuse_token_in(files: dict[str, bytes], token: str | None) -> None:
-    for t in effective_tokens(token):
-        for path, data in files.items():
-            if t.encode() in data:
-                raise HubError(f"refusing to upload {path}: it contains the Hub token")
+    """Refuse (HubError) if any file holds a Hub token, in its bytes or, for parquet, in any
+    string value: compressed pages need not show the token's bytes."""
+    tokens = effective_tokens(token)
+    if not tokens:
+        return
+    for path, data in files.items():
+        texts = [data] if not path.endswith(".parquet") else [data, *_parquet_strings(data)]
+        if any(t.encode() in text for t in tokens for text in texts):
+            raise HubError(f"refusing to upload {path}: it contains the Hub token")
+
+
+def _parquet_strings(data: bytes) -> Iterator[bytes]:
+    """Every string column's values (nested lists and structs included), joined per column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def strings(array: pa.Array) -> Iterator[pa.Array]:
+        if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+            yield from strings(array.flatten())
+        elif pa.types.is_struct(array.type):
+            for i in range(array.type.num_fields):
+                yield from strings(array.field(i))
+        elif pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            yield array
+        elif pa.types.is_dictionary(array.type):
+            yield from strings(array.dictionary)
+
+    table = pq.read_table(pa.BufferReader(data))
+    for column in table.columns:
+        for chunk in column.chunks:
+            for array in strings(chunk):
+                yield "\x00".join(v for v in array.to_pylist() if v is not None).encode()

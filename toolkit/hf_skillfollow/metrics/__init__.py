@@ -1,4 +1,7 @@
-"""Paired SE/SD metrics (DESIGN §2): pure computation over transitions rows, no I/O."""
+"""Paired SE/SD metrics: pure computation over transitions rows, no I/O.
+
+See docs/design.md, "Metrics".
+"""
 
 from hf_skillfollow.metrics._bootstrap import (
     SCHEME_VERSION,
@@ -17,8 +20,11 @@ from hf_skillfollow.metrics._effects import (
     share,
 )
 from hf_skillfollow.metrics._leaderboard import (
+    COUNT_COLUMNS,
     METRIC_COLUMNS,
+    cell_counts,
     compute_cells,
+    compute_cells_from_counts,
     disagreement_sensitivity,
 )
 from hf_skillfollow.metrics._mcnemar import mcnemar_exact
@@ -34,14 +40,17 @@ from hf_skillfollow.metrics._repeats import (
 )
 
 __all__ = [
+    "COUNT_COLUMNS",
     "METRIC_COLUMNS",
     "SCHEME_VERSION",
     "TASK_CLASSES",
     "CellCounts",
     "Effect",
     "accuracy_gap",
+    "cell_counts",
     "classify",
     "compute_cells",
+    "compute_cells_from_counts",
     "count_cells",
     "delta_skip",
     "diff_cdf",

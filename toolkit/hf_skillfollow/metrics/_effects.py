@@ -1,4 +1,4 @@
-"""The paired effects of DESIGN §2 in percentage points, vectorised over cells.
+"""The paired effects (docs/design.md, "Metrics") in percentage points, vectorised over cells.
 
 Every function takes count arrays and returns an `Effect`: float values with NaN where the
 quantity is undefined, and a reason string there (None where defined). Nothing divides by

@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from hf_skillfollow.columns import METRIC_INPUTS
+
 #: Outcome columns every transitions input must carry for the paired metrics.
-REQUIRED_OUTCOMES: tuple[str, ...] = ("se_correct", "sd_correct", "invoked", "returned")
+REQUIRED_OUTCOMES: tuple[str, ...] = METRIC_INPUTS
 
 
 def column_names(data: Any) -> list[str]:
@@ -54,6 +56,13 @@ def nullable_bool_column(data: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     known = series.notna().to_numpy()
     values = series.where(known, False).astype(bool).to_numpy()
     return values, known
+
+
+def int_column(data: Any, name: str) -> np.ndarray:
+    """A non-nullable integer column as int64."""
+    if _is_arrow(data):
+        return data.column(name).to_numpy().astype(np.int64, copy=False)
+    return data[name].to_numpy(dtype=np.int64)
 
 
 def factorize(data: Any, name: str) -> tuple[np.ndarray, int]:

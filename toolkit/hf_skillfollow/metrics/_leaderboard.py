@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 ADHERENCE_UNKNOWN = "adherence not recorded for some retrieval-invoked task(s)"
+#: The per-cell counts every metric is a function of (the fields of CellCounts).
+COUNT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CellCounts))
 
 #: Metric columns, in output order, after the group's identity columns.
 METRIC_COLUMNS: tuple[str, ...] = (
@@ -44,7 +47,6 @@ def compute_cells(
     Rows of config-identical runs are pooled by summing counts (``pool_runs=False`` keeps
     each run apart). Rates are in percentage points; undefined ones are NaN with a reason.
     """
-    import pandas as pd
 
     if int(min_cond) < 0:
         raise ValueError(f"min_cond must be >= 0, got {min_cond}")
@@ -53,16 +55,93 @@ def compute_cells(
     _frame.require_columns(data, _frame.REQUIRED_OUTCOMES, "outcome")
     groups = _pooling.make_groups(data, keys)
     counts = _count(data, groups)
-    metrics = _metrics(counts, groups.n_runs, resamples=resamples, seed=seed, confidence=confidence)
+    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
+    return _cells_frame(
+        identity,
+        counts,
+        groups.n_runs,
+        min_cond=min_cond,
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def cell_counts(data: Any, *, group_by: Sequence[str] | None = None) -> pd.DataFrame:
+    """Outcome counts per (cell, run): the group's identity columns, `run_id` and COUNT_COLUMNS.
+
+    These counts are sufficient for every metric: `compute_cells_from_counts` over them (or
+    over any concatenation of them) equals `compute_cells` over the rows they came from.
+    """
+    import pandas as pd
+
+    keys = _pooling.group_columns(group_by, pool_runs=False)
+    _frame.require_columns(data, keys, "identity")
+    _frame.require_columns(data, _frame.REQUIRED_OUTCOMES, "outcome")
+    groups = _pooling.make_groups(data, keys)
+    counts = _count(data, groups)
+    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
+    return pd.DataFrame({**identity, **{c: getattr(counts, c) for c in COUNT_COLUMNS}})
+
+
+def compute_cells_from_counts(
+    counts: Any,
+    *,
+    group_by: Sequence[str] | None = None,
+    pool_runs: bool = True,
+    min_cond: int = 10,
+    resamples: int = 20_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """`compute_cells` from `cell_counts` rows (a pandas DataFrame or pyarrow Table).
+
+    Counts are summed per cell and runs counted by distinct `run_id`, then the same metrics.
+    """
+    if int(min_cond) < 0:
+        raise ValueError(f"min_cond must be >= 0, got {min_cond}")
+    keys = _pooling.group_columns(group_by, pool_runs)
+    _frame.require_columns(counts, (*keys, "run_id"), "identity")
+    _frame.require_columns(counts, COUNT_COLUMNS, "count")
+    groups = _pooling.make_groups(counts, keys)
+    summed = []
+    for name in COUNT_COLUMNS:
+        total = np.zeros(groups.n_groups, dtype=np.int64)
+        np.add.at(total, groups.codes, _frame.int_column(counts, name))
+        summed.append(total)
+    cell = CellCounts(*summed)
+    n_runs = groups.n_runs
+    identity = {k: _frame.take(counts, k, groups.first_row) for k in keys}
+    return _cells_frame(
+        identity,
+        cell,
+        n_runs,
+        min_cond=min_cond,
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def _cells_frame(
+    identity: dict[str, list[Any]],
+    counts: CellCounts,
+    n_runs: np.ndarray,
+    *,
+    min_cond: int,
+    **boot: Any,
+) -> pd.DataFrame:
+    import pandas as pd
+
+    metrics = _metrics(counts, n_runs, **boot)
     metrics["reportable"] = counts.n_cond >= int(min_cond)
     rae, lift = metrics["rae"], metrics["agg_lift"]
     with np.errstate(invalid="ignore"):
         metrics["sign_disagree"] = (
             metrics["reportable"] & ~np.isnan(lift) & ~np.isnan(rae) & (lift * rae < 0)
         )
-    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
     frame = pd.DataFrame({**identity, **{c: metrics[c] for c in METRIC_COLUMNS}})
-    return frame.sort_values(list(keys), kind="stable", ignore_index=True)
+    return frame.sort_values(list(identity), kind="stable", ignore_index=True)
 
 
 def _count(data: Any, groups: _pooling.Groups) -> CellCounts:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from hf_skillfollow.columns import CELL_COLUMNS, IDENTITY_COLUMNS
 from hf_skillfollow.metrics import _frame
 
 #: Above this the mixed-radix key could overflow int64, so it is renumbered first.
@@ -27,8 +28,6 @@ class Groups:
 
 
 def group_columns(group_by: Sequence[str] | None, pool_runs: bool) -> tuple[str, ...]:
-    from hf_skillfollow.schema import CELL_COLUMNS, IDENTITY_COLUMNS
-
     if group_by is None:
         keys = tuple(CELL_COLUMNS)
     else:

@@ -1,4 +1,4 @@
-"""Repeat statistics for cells that pool several runs (DESIGN §2, last paragraph).
+"""Repeat statistics for cells that pool several runs (docs/design.md, "Metrics": repeats).
 
 Pooled counts give a cell's effect; these say how stable it is across config-identical
 repeats (same cell, different run_id/seed):

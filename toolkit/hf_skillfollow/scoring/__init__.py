@@ -14,6 +14,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
+from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring._extract import extract_boxed, extract_code
 from hf_skillfollow.scoring._verdict import Verdict
 
@@ -25,6 +26,7 @@ __all__ = [
     "extract_boxed",
     "extract_code",
     "score_answer",
+    "score_answer_async",
     "score_many",
     "score_solution",
 ]
@@ -37,7 +39,7 @@ _shared_pool: ProcessPoolExecutor | None = None
 
 def score_answer(task: Task, text: str) -> Verdict:
     """Score a model's final answer text (code is extracted from it first). Thread-safe."""
-    if task.domain == "math":
+    if _is_math(task):
         return _math_via(_pool(), task, text)
     return score_solution(task, extract_code(text or ""))
 
@@ -65,15 +67,19 @@ def score_many(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    math_pool = _new_pool(workers) if any(t.domain == "math" for t, _ in pairs) else None
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
+    math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
+    scope = CancelScope()
 
     def one(item: tuple[int, tuple[Task, str]]) -> Verdict:
         i, (task, text) = item
-        if task.domain == "math":
+        if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
-            verdict = score_solution(task, extract_code(text or "") if extract else text)
+            with scope.active():
+                verdict = score_solution(task, extract_code(text or "") if extract else text)
         if on_result is not None:
             on_result(i, verdict)
         if progress is not None:
@@ -82,10 +88,39 @@ def score_many(
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
-            return list(threads.map(one, enumerate(pairs)))
+            try:
+                return list(threads.map(one, enumerate(pairs)))
+            except BaseException:
+                # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
+                scope.cancel()
+                threads.shutdown(wait=False, cancel_futures=True)
+                raise
     finally:
         if math_pool is not None:
             math_pool.shutdown(cancel_futures=True)
+
+
+async def score_answer_async(task: Task, text: str) -> Verdict:
+    """``score_answer`` in a worker thread; cancelling the await kills its sandbox."""
+    import asyncio
+
+    from hf_skillfollow.scoring._sandbox import CancelScope
+
+    scope = CancelScope()
+
+    def call() -> Verdict:
+        with scope.active():
+            return score_answer(task, text)
+
+    try:
+        return await asyncio.to_thread(call)
+    except asyncio.CancelledError:
+        scope.cancel()
+        raise
+
+
+def _is_math(task: Task) -> bool:
+    return BENCHMARKS[task.benchmark].scorer == "math"
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:

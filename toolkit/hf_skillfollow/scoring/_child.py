@@ -11,7 +11,9 @@ Nothing it sends is trusted: the judge compares every output itself.
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import time
 from typing import Any, NoReturn
 
 from hf_skillfollow.scoring import _confine, _wire
@@ -23,15 +25,22 @@ class CpuTimeout(BaseException):
     """RLIMIT_CPU's soft limit (SIGXCPU) was reached."""
 
 
+def cpu_exhausted() -> bool:
+    """Whether this process has really used up its RLIMIT_CPU soft limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_CPU)
+    return soft != resource.RLIM_INFINITY and time.process_time() >= soft - 0.05
+
+
 def on_sigxcpu(signum: int, frame: Any) -> None:
-    raise CpuTimeout()
+    # The kernel sends SIGXCPU at the soft limit; a SIGXCPU from another process (the
+    # program signalling the judge) is ignored rather than taken for a timeout.
+    if cpu_exhausted():
+        raise CpuTimeout()
 
 
 def describe(exc: BaseException) -> str:
     """A short text for an exception the program raised; never raises itself."""
     try:
-        if isinstance(exc, CpuTimeout):
-            return "timeout: CPU time budget exceeded"
         name = type(exc).__name__
         text = str(exc)
         return (f"{name}: {text}" if text else name)[:_REASON_CHARS]
@@ -49,8 +58,15 @@ def _isolate(pipe: int, req: dict[str, Any]) -> None:
     _confine.set_dumpable(True)  # the judge is the one that must not be inspectable
 
 
-def _send(pipe: int, message: tuple[str, Any]) -> None:
-    _wire.write_all(pipe, _wire.section(_wire.dumps(message)))
+def _send(pipe: int, tag: bytes, body: bytes = b"") -> None:
+    _wire.write_all(pipe, _wire.message(tag, body))
+
+
+def _send_error(pipe: int, exc: BaseException) -> None:
+    if isinstance(exc, CpuTimeout):  # the judge checks this claim against our CPU usage
+        _send(pipe, _wire.TIMEOUT_CLAIM)
+    else:
+        _send(pipe, _wire.ERR, describe(exc).encode("utf-8", "replace"))
 
 
 def load_entry_point(code: str, entry_point: str) -> Any:
@@ -64,15 +80,15 @@ def load_entry_point(code: str, entry_point: str) -> Any:
 
 def _encode(req: dict[str, Any], out: Any) -> bytes:
     """The message for one output. EvalPlus's not-None tasks only look at ``out is not
-    None`` (unless it is a bool); its set tasks accept any iterable, so one that does not
-    pickle (a generator) is sent as its elements."""
+    None`` (unless it is a bool); its set tasks accept any iterable, so one that is not
+    plain data (a generator) is sent as its elements."""
     if req.get("output_not_none") and not isinstance(out, bool):
-        return _wire.dumps(("notnone", out is not None))
+        return _wire.message(_wire.NOT_NONE, b"\x01" if out is not None else b"\x00")
     try:
-        return _wire.dumps(("ok", out))
+        return _wire.message(_wire.OK, _wire.dumps(out))
     except BaseException as exc:
         if req.get("output_set_eq"):
-            return _wire.dumps(("items", list(out)))
+            return _wire.message(_wire.ITEMS, _wire.dumps(list(out)))
         raise TypeError(
             f"output of type {type.__repr__(type(out))} cannot be checked outside the "
             f"program (it is not plain data): {describe(exc)}"
@@ -84,33 +100,26 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
     try:
         fn = load_entry_point(req["code"], req["entry_point"])
     except BaseException as exc:
-        _send(pipe, ("err", describe(exc)))
+        _send_error(pipe, exc)
         return False
-    _send(pipe, ("ok", None))
+    _send(pipe, _wire.LOADED)
     for inp in inputs:
         try:
             blob = _encode(req, fn(*inp))
         except BaseException as exc:
-            _send(pipe, ("err", describe(exc)))
+            _send_error(pipe, exc)
             return False
-        _wire.write_all(pipe, _wire.section(blob))
+        _wire.write_all(pipe, blob)
     return True
 
 
 def serve(req: dict[str, Any], inputs: dict[str, Any], pipe: int) -> NoReturn:
-    """Run the program on the task's inputs (``candidate``) or as a whole (``program``)."""
+    """Run the program on the task's base inputs, then (if all ran) on its plus inputs."""
     try:
         _isolate(pipe, req)
-        if req["mode"] == "program":
-            try:
-                exec(compile(req["code"], "<program>", "exec"), {"__name__": "__sandbox__"})
-                _send(pipe, ("ok", None))
-            except BaseException as exc:
-                _send(pipe, ("err", describe(exc)))
-        else:
-            for stage in ("base", "plus"):
-                if not _stage(req, inputs[f"{stage}_input"], pipe):
-                    break
+        for stage in ("base", "plus"):
+            if not _stage(req, inputs[f"{stage}_input"], pipe):
+                break
     except BaseException:  # the judge sees the missing messages and fails the program
         pass
     # Skip interpreter shutdown: the program's atexit hooks and finalizers do not run.

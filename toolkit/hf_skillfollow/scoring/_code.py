@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
 from hf_skillfollow.scoring._wire import section
 
 #: bump when the harness or the payload layout changes: old cache entries are then ignored
 HARNESS_VERSION = "2"
-_DATASET = {"mbppplus": "mbpp", "humanevalplus": "humaneval"}
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -59,7 +59,15 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     if not program.strip():
         return Verdict(task.task_id, False, "no code in the answer", {"extracted": program})
     if "base_input" not in task.problem:
-        return _score_with_check(task, program, budget)
+        # The original HumanEval's check() would have to run inside the program's process,
+        # where the program can subvert it: only input/expected-output tasks are scored.
+        return Verdict(
+            task.task_id,
+            False,
+            "cannot score: the task has no base_input (original HumanEval rows are not scored; "
+            "use HumanEval+)",
+            {"extracted": program},
+        )
     try:
         payload_path, header = ensure_expected(task, budget)
     except ReferenceFailure as exc:
@@ -73,26 +81,16 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     return _verdict(task, program, outcome, limits)
 
 
-def _score_with_check(task: Any, program: str, budget: CodeBudget) -> Verdict:
-    # Original HumanEval rows carry a `check(candidate)` test instead of inputs.
-    p = task.problem
-    code = f"{program}\n\n{p['test']}\n\ncheck({p['entry_point']})\n"
-    limits = _sandbox.SandboxLimits(
-        cpu_s=max(budget.cpu_floor_s, 10.0), memory_bytes=budget.memory_bytes
-    )
-    outcome = _sandbox.run({"mode": "program", "code": code}, limits)
-    return _verdict(task, program, outcome, limits)
-
-
 def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
     p = task.problem
     from hf_skillfollow.scoring._oracle import special_oracle
 
-    mbpp = task.benchmark == "mbppplus"
+    dataset = BENCHMARKS[task.benchmark].evalplus_dataset
+    mbpp = dataset == "mbpp"
     oracle = special_oracle()
     return {
         "mode": mode,
-        "dataset": _DATASET[task.benchmark],
+        "dataset": dataset,
         "entry_point": p["entry_point"],
         "atol": p.get("atol", 0) or 0,
         "code": code,

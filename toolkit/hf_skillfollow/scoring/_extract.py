@@ -1,4 +1,7 @@
-"""Answer extraction (DESIGN §3): code blocks for programs, the last ``\\boxed{}`` for math."""
+"""Answer extraction: code blocks for programs, the last ``\\boxed{}`` for math.
+
+See docs/design.md, "Protocol".
+"""
 
 from __future__ import annotations
 

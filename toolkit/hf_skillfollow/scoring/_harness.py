@@ -23,15 +23,17 @@ import sys
 import time
 from typing import Any
 
-from hf_skillfollow.scoring import _child, _confine, _judge, _wire
+from hf_skillfollow.scoring import _child, _confine, _judge, _rootfs, _seccomp, _wire
 
 _INPUTS_LIMIT = 1 << 34
 
 
 def _confine_self(req: dict[str, Any]) -> None:
     limits = _confine.Limits(**{**req["limits"], "cpu_s": _own_cpu_budget(req)})
-    if req["isolation"] != "none":
-        _confine.make_filesystem_private(req.get("uid"), req["hide"], req["expose"])
+    namespaces = req["isolation"] != "none"
+    if namespaces:
+        spec = _rootfs.RootSpec(**{k: tuple(map(_tuple, v)) for k, v in req["root"].items()})
+        _rootfs.enter(spec, req.get("uid"), limits.scratch_bytes)
         if not _confine.network_is_down():
             raise _confine.ConfineError("network namespace not in effect")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -43,7 +45,13 @@ def _confine_self(req: dict[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _confine.set_limits(limits)
     _confine.drop_privileges(req.get("uid"), limits.nproc)
+    if namespaces:
+        _seccomp.install()
     _confine.set_dumpable(False)
+
+
+def _tuple(item: Any) -> Any:
+    return tuple(item) if isinstance(item, list) else item
 
 
 def _own_cpu_budget(req: dict[str, Any]) -> float:
@@ -94,6 +102,7 @@ def main() -> None:
     req = json.loads(sys.stdin.buffer.read())
     out = req["out_fd"]
     try:
+        _confine.die_with_scorer(req["lifeline_fd"], req["isolation"] != "none")
         inputs: dict[str, Any] = {}
         if req.get("data_fd") is not None:
             inputs = pickle.loads(_wire.read_section(req["data_fd"], _INPUTS_LIMIT))

@@ -3,8 +3,10 @@
 Runs in the confined harness, which is not dumpable, so the program (same uid, no
 capabilities) can neither ptrace it nor read its memory or descriptors. The expected outputs
 are read from the data file only after the fork: the program's process never has them. Every
-comparison (EvalPlus's, special oracles, ``atol``) happens here, on outputs unpickled as plain
-data, and only this process writes the verdict.
+comparison (EvalPlus's, special oracles, ``atol``) happens here, on outputs decoded by
+``_wire.decode`` (bounded, plain data only), and only this process writes the verdict.
+Reasons are the judge's own: a timeout is reported only when the program's process really
+used up its CPU budget, whatever the program printed, raised or signalled.
 """
 
 from __future__ import annotations
@@ -18,9 +20,27 @@ from typing import Any
 
 from hf_skillfollow.scoring import _child, _wire
 
+#: a message that is not an output (stage loaded, error text, flag) is at most this long
+_SMALL = 64 * 1024
+
 
 class _NotNone:
     """Stands for a non-bool output of EvalPlus's not-None tasks that was not None."""
+
+
+class _Items:
+    """The elements of a non-plain-data iterable output of a set-comparison task."""
+
+    def __init__(self, elements: list[Any]) -> None:
+        self.elements = elements
+
+
+class Expected:
+    """The expected outputs of one stage: ``_wire.dumps`` bytes and the values they encode."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+        self.blobs = [_wire.dumps(v) for v in values]
 
 
 def judge(req: dict[str, Any], inputs: dict[str, Any], data_fd: int | None) -> dict[str, Any]:
@@ -30,11 +50,8 @@ def judge(req: dict[str, Any], inputs: dict[str, Any], data_fd: int | None) -> d
         os.close(read_fd)
         _child.serve(req, inputs, write_fd)
     os.close(write_fd)
-    max_bytes = max(64 << 20, req["limits"]["memory_bytes"] // 4)
-    inbox = _wire.Inbox(read_fd, pid, max_bytes)
+    inbox = _wire.Inbox(read_fd, pid)
     try:
-        if req["mode"] == "program":
-            return _judge_program(req, inbox)
         assert data_fd is not None
         expected = pickle.loads(_wire.read_rest(data_fd))  # trusted: our own reference run
         os.close(data_fd)
@@ -51,24 +68,12 @@ def _fail(stage: str | None, index: int | None, reason: str) -> dict[str, Any]:
     return {"passed": False, "stage": stage, "index": index, "reason": reason}
 
 
-def _judge_program(req: dict[str, Any], inbox: _wire.Inbox) -> dict[str, Any]:
-    try:
-        message = inbox.next()
-    except _wire.WireError as exc:
-        return _fail(None, None, str(exc))
-    if message is None:
-        return _fail(None, None, _ended(req, inbox))
-    tag, value = message
-    if tag == "ok":
-        return {"passed": True, "reason": "program ran to completion"}
-    return _fail(None, None, _text(value))
-
-
 def _judge_candidate(
     req: dict[str, Any], inputs: dict[str, Any], expected: dict[str, Any], inbox: _wire.Inbox
 ) -> dict[str, Any]:
     for stage in ("base", "plus"):
-        failure = _judge_stage(req, stage, inputs[f"{stage}_input"], expected[stage], inbox)
+        outputs = Expected(expected[stage])
+        failure = _judge_stage(req, stage, inputs[f"{stage}_input"], outputs, inbox)
         if failure is not None:
             return failure
     counts = f"{len(inputs['base_input'])} base + {len(inputs['plus_input'])} plus inputs"
@@ -76,20 +81,21 @@ def _judge_candidate(
 
 
 def _judge_stage(
-    req: dict[str, Any], stage: str, inputs: list[Any], expected: list[Any], inbox: _wire.Inbox
+    req: dict[str, Any], stage: str, inputs: list[Any], expected: Expected, inbox: _wire.Inbox
 ) -> dict[str, Any] | None:
     """EvalPlus's per-input loop (``unsafe_execute``), with outputs from the program's process."""
     from hf_skillfollow.scoring import _oracle
 
-    loaded = _receive(req, inbox)
-    if loaded[0] != "ok":
-        return _fail(stage, None, f"{stage}: program failed to load: {loaded[1]}")
+    tag, value = _receive(req, inbox, None)
+    if tag != _wire.LOADED:
+        return _fail(stage, None, f"{stage}: program failed to load: {value}")
     atol = req["atol"]
-    for i, (inp, exp) in enumerate(zip(inputs, expected, strict=True)):
-        tag, out = _receive(req, inbox)
-        if tag != "ok":
+    for i, inp in enumerate(inputs):
+        tag, out = _receive(req, inbox, expected.blobs[i])
+        if tag != _wire.OK:
             return _fail(stage, i, f"{stage} input #{i}: {out}")
         try:
+            exp = expected.values[i]
             if isinstance(out, _Items):
                 assert set(out.elements) == set(exp)
             else:
@@ -106,35 +112,67 @@ def _judge_stage(
     return None
 
 
-class _Items:
-    """The elements of an unpicklable iterable output of a set-comparison task."""
-
-    def __init__(self, elements: Any) -> None:
-        self.elements = elements
-
-
-def _receive(req: dict[str, Any], inbox: _wire.Inbox) -> tuple[str, Any]:
-    """("ok", output) or ("fail", reason) for the next message; never trusts the sender."""
+def _receive(req: dict[str, Any], inbox: _wire.Inbox, blob: bytes | None) -> tuple[bytes, Any]:
+    """(tag, value) for the next message: ``OK`` and the output, ``LOADED``, or ``ERR`` and
+    the reason the judge gives. ``blob`` is the expected output's bytes (None: no output is
+    due), which bounds what the program may send. Never trusts the sender."""
+    limit = _SMALL if blob is None else max(1 << 20, 64 * len(blob))
     try:
-        message = inbox.next()
+        message = inbox.next(limit)
     except _wire.WireError as exc:
-        return "fail", f"output not accepted: {exc}"
+        return _wire.ERR, f"malformed output message: {exc}"
     if message is None:
-        return "fail", _ended(req, inbox)
-    tag, value = message
-    if tag == "ok":
-        return "ok", value
-    if tag == "notnone" and req.get("output_not_none") and type(value) is bool:
-        return "ok", _NotNone() if value else None
-    if tag == "items" and req.get("output_set_eq") and type(value) is list:
-        return "ok", _Items(value)
-    if tag == "err":
-        return "fail", _text(value)
-    return "fail", f"output not accepted: unexpected message {tag[:40]!r}"
+        return _wire.ERR, _ended(req, inbox)
+    tag, body = message
+    if tag == _wire.LOADED and blob is None and not body:
+        return tag, None
+    if tag == _wire.ERR:
+        return tag, "raised " + body.decode("utf-8", "replace")[:300]
+    if tag == _wire.TIMEOUT_CLAIM:
+        return _wire.ERR, _timeout_claim(req, inbox)
+    if blob is None:
+        return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
+    if tag == _wire.NOT_NONE and req.get("output_not_none") and body in (b"\x00", b"\x01"):
+        return _wire.OK, _NotNone() if body == b"\x01" else None
+    if tag == _wire.ITEMS and req.get("output_set_eq"):
+        items = _decode(body, blob)
+        if items[0] == _wire.OK and type(items[1]) is not list:
+            return _wire.ERR, "malformed output message: elements are not a list"
+        return (items[0], _Items(items[1])) if items[0] == _wire.OK else items
+    if tag != _wire.OK:
+        return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
+    if body == blob:  # the very bytes of the expected output: decode them as our own
+        return _wire.OK, pickle.loads(blob)
+    return _decode(body, blob)
 
 
-def _text(value: Any) -> str:
-    return value[:300] if type(value) is str else "error"
+def _decode(body: bytes, blob: bytes) -> tuple[bytes, Any]:
+    try:
+        return _wire.OK, _wire.decode(body, max_elements=max(1 << 16, 8 * len(blob)))
+    except _wire.NotComparable as exc:
+        return _wire.ERR, f"wrong output ({exc})"
+    except _wire.WireError as exc:
+        return _wire.ERR, f"malformed output message: {exc}"
+
+
+def _timeout_claim(req: dict[str, Any], inbox: _wire.Inbox) -> str:
+    """The program's process says its CPU budget ran out: check that against its usage."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(inbox.pid, signal.SIGKILL)
+    exit_ = inbox.reap(block=True)
+    cpu_s = req["limits"]["cpu_s"]
+    used = _cpu_used(exit_)
+    if used is not None and used >= cpu_s:
+        return f"timeout: CPU time budget of {cpu_s:.1f} s exceeded"
+    spent = "unknown" if used is None else f"{used:.2f} s"
+    return (
+        f"raised the scorer's CpuTimeout itself, with its CPU budget not used up "
+        f"({spent} of {cpu_s:.1f} s)"
+    )
+
+
+def _cpu_used(exit_: tuple[int, Any] | None) -> float | None:
+    return None if exit_ is None else exit_[1].ru_utime + exit_[1].ru_stime
 
 
 def _ended(req: dict[str, Any], inbox: _wire.Inbox) -> str:
@@ -150,10 +188,9 @@ def _ended(req: dict[str, Any], inbox: _wire.Inbox) -> str:
     exit_ = inbox.reap(block=True)
     if exit_ is None:
         return "the program's process vanished"
-    status, usage = exit_
     cpu_s = req["limits"]["cpu_s"]
-    if usage.ru_utime + usage.ru_stime >= cpu_s or (
-        os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU
-    ):
+    used = _cpu_used(exit_)
+    # CPU usage decides, not the signal: the program can send itself SIGXCPU or SIGKILL.
+    if used is not None and used >= cpu_s:
         return f"timeout: CPU time budget of {cpu_s:.1f} s exceeded"
-    return f"the program ended its process (exit status {os.waitstatus_to_exitcode(status)})"
+    return f"the program ended its process (exit status {os.waitstatus_to_exitcode(exit_[0])})"

@@ -5,12 +5,18 @@ hf_skillfollow.scoring._harness`` started with ``subprocess`` (never forked from
 holding expected outputs), with a minimal environment. As root the child then drops to a
 fresh unprivileged uid; otherwise ``--user --map-root-user`` is added. Where namespaces are
 unavailable the run degrades to rlimits only and says so (``isolation: none``) in the result.
+
+Lifetime: each harness holds the read end of a *lifeline* pipe whose write end only this
+process holds, so it exits (taking its PID namespace along) when this process dies, however
+it dies. Runs started inside a ``CancelScope`` are killed when the scope is cancelled (an
+interrupted ``score`` or ``run``) and raise ``Cancelled`` instead of returning a verdict.
 See docs/sandbox.md.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import json
 import os
@@ -18,17 +24,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
 import hf_skillfollow
-from hf_skillfollow.scoring._confine import TMPFS_TARGETS
 
 _NS_FLAGS = ["--mount", "--net", "--ipc", "--pid", "--mount-proc", "--fork", "--kill-child"]
 _UID_BASE, _UID_SPAN = 200_000, 100_000
@@ -104,27 +110,68 @@ def _child_env() -> dict[str, str]:
     }
 
 
+#: shared libraries that extension modules load; bound read-only (or re-created as links)
+_SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/lib", "/lib64", "/lib32")
+_SYSTEM_FILES = ("/etc/ld.so.cache",)
+#: caches that may hold benchmark data or expected outputs, hidden wherever they are exposed
+_CACHE_ENV = ("HF_HOME", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
+_CACHE_ENV += ("XDG_CACHE_HOME", "XDG_DATA_HOME")
+
+
 @cache
-def _visibility() -> dict[str, list[str]]:
-    """Home directories to hide from programs, and the interpreter and toolkit paths to keep
-    inside them or inside the directories that get a fresh tmpfs (a checkout or venv in /tmp)."""
-    hide = sorted(
-        {
-            os.path.realpath(p)
-            for p in ("/root", os.path.expanduser("~"))
-            if os.path.isdir(p) and p != "/"
-        }
+def _exposed() -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Directories, files and links of the minimal root: where this interpreter imports from
+    (at the paths it uses), the toolkit's ``scoring`` package, and the shared libraries."""
+    prefixes = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {p for p in sys.path if p and any(_within(os.path.abspath(p), q) for q in prefixes)}
+    paths.add(str(Path(__file__).resolve().parent))
+    links = []
+    for path in _SYSTEM_LIBS:
+        if os.path.islink(path):
+            links.append((path, os.readlink(path)))
+        else:
+            paths.add(path)
+    dirs = sorted({os.path.abspath(p) for p in paths if os.path.isdir(p)})
+    # only the top-most of nested directories: a bind already shows what lies below it
+    top = tuple(d for d in dirs if not any(d != e and _within(d, e) for e in dirs))
+    files = tuple(
+        f for f in _SYSTEM_FILES if os.path.isfile(f) and not any(_within(f, d) for d in top)
     )
-    paths = {
-        os.path.realpath(p)
-        for p in [*sys.path, _child_env()["PYTHONPATH"]]
-        if p and os.path.isdir(p)
-    }
-    covered = [*hide, *TMPFS_TARGETS]
-    inside = sorted(p for p in paths if any(p.startswith(c + "/") for c in covered))
-    # keep only the top-most of nested paths
-    expose = [p for p in inside if not any(p != q and p.startswith(q + "/") for q in inside)]
-    return {"hide": hide, "expose": expose}
+    return top, files, tuple(links)
+
+
+def _within(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def _hidden(exposed: tuple[str, ...]) -> tuple[str, ...]:
+    """Known homes of expected outputs and benchmark data that lie inside an exposed
+    directory, at their path inside the sandbox (read afresh: tests and users move them)."""
+    from hf_skillfollow.scoring._code import cache_dir
+
+    cache = cache_dir()
+    known = [str(cache), str(cache.parent)]
+    known += [
+        v
+        for k, v in os.environ.items()
+        if v and k.startswith("SKILLFOLLOW_") and k.endswith(("_DIR", "_FILE"))
+    ]
+    known += [os.environ[k] for k in _CACHE_ENV if os.environ.get(k)]
+    hidden = set()
+    for path in known:
+        real = os.path.realpath(path)
+        for directory in exposed:
+            base = os.path.realpath(directory)
+            if _within(real, base):
+                hidden.add(directory + real[len(base) :])
+    return tuple(sorted(hidden))
+
+
+def root_spec() -> dict[str, Any]:
+    """The minimal root of a run (``_rootfs.RootSpec`` as JSON)."""
+    dirs, files, links = _exposed()
+    return {"expose": dirs, "files": files, "links": links, "hide": _hidden(dirs)}
 
 
 def _command(mode: str) -> list[str]:
@@ -163,11 +210,11 @@ def run(
                 k: getattr(limits, k) for k in ("cpu_s", "memory_bytes", "file_bytes", "nproc")
             },
             "out_fd": out.fileno(),
-            **_visibility(),
+            "root": root_spec() if mode != "none" else None,
             "data_fd": data.fileno() if data is not None else None,
         }
         returncode, wall_killed, cpu_used = _spawn(
-            _command(mode), json.dumps(full).encode(), fds, limits.wall(), scratch
+            _command(mode), full, fds, limits.wall(), scratch
         )
         out.seek(0)
         result = _parse(out.readline(64 * 1024), returncode, wall_killed, cpu_used, limits)
@@ -178,20 +225,45 @@ def run(
 
 
 def _spawn(
-    cmd: list[str], stdin: bytes, fds: list[int], wall: float, cwd: str
+    cmd: list[str], request: dict[str, Any], fds: list[int], wall: float, cwd: str
 ) -> tuple[int, bool, float]:
     """Exit code, whether the wall-clock backstop fired, and CPU seconds used (wait4 rusage,
     which includes the namespace init that ``unshare`` waited for)."""
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        pass_fds=fds,
-        env=_child_env(),
-        cwd=cwd,
-        start_new_session=True,
-    )
+    scope = _scope.get()
+    if scope is not None and scope.cancelled:
+        raise Cancelled("the scorer is stopping")
+    # The lifeline's write end is not inheritable and never passed on: only this process
+    # holds it, so it closes exactly when this process ends or the run is over.
+    lifeline, keep_alive = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            pass_fds=[*fds, lifeline],
+            env=_child_env(),
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(keep_alive)
+        raise
+    finally:
+        os.close(lifeline)
+    try:
+        with _registered(proc, scope):
+            returncode, fired, cpu = _wait(
+                proc, json.dumps({**request, "lifeline_fd": lifeline}).encode(), wall
+            )
+    finally:
+        os.close(keep_alive)
+    if scope is not None and scope.cancelled:
+        raise Cancelled("the scorer is stopping")
+    return returncode, fired, cpu
+
+
+def _wait(proc: subprocess.Popen[bytes], stdin: bytes, wall: float) -> tuple[int, bool, float]:
     fired = threading.Event()
     timer = threading.Timer(wall, lambda: (fired.set(), _kill_group(proc)))
     timer.start()
@@ -208,6 +280,56 @@ def _spawn(
     _await_group_exit(proc.pid)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen consistent
     return proc.returncode, fired.is_set(), usage.ru_utime + usage.ru_stime
+
+
+class Cancelled(Exception):
+    """The run's scope was cancelled: its sandbox was killed and it has no verdict."""
+
+
+class CancelScope:
+    """Runs started while the scope is active (in any thread that entered it) are killed
+    together by ``cancel()``; later runs in it do not start."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        token = _scope.set(self)
+        try:
+            yield
+        finally:
+            _scope.reset(token)
+
+    def cancel(self) -> None:
+        with _live_lock:
+            self.cancelled = True
+            procs = [proc for proc, scope in _live.items() if scope is self]
+        for proc in procs:
+            _kill_group(proc)
+
+
+_scope: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
+    "sandbox_scope", default=None
+)
+_live: dict[subprocess.Popen[bytes], CancelScope | None] = {}
+_live_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _registered(proc: subprocess.Popen[bytes], scope: CancelScope | None) -> Iterator[None]:
+    # Registered under the lock that cancel() takes: a run is either seen by the cancel's
+    # sweep or sees the cancellation itself.
+    with _live_lock:
+        _live[proc] = scope
+        cancelled = scope is not None and scope.cancelled
+    if cancelled:
+        _kill_group(proc)
+    try:
+        yield
+    finally:
+        with _live_lock:
+            del _live[proc]
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

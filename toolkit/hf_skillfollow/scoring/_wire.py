@@ -1,74 +1,57 @@
-"""Bytes between the sandbox's processes: length-prefixed sections and messages.
+"""Bytes between the sandbox's processes: length-prefixed sections and tagged messages.
 
-The program's process (``_child``) pickles its outputs; the harness that judges them
-(``_judge``) unpickles them with ``load_untrusted``, whose ``find_class`` admits only plain
-data types (builtins, ``collections``, ``decimal``, ``fractions``, numpy arrays and scalars),
-so a crafted pickle cannot run code in the judge. Message sizes are bounded before any
-byte of the body is read.
+An output crosses from the program's process (``_child``) to the judge (``_judge``) as a
+pickle written by ``dumps`` (protocol 5, *fast mode*: no memo, so no shared or cyclic
+references) and is read back by ``decode``, which is not ``pickle.loads`` but a small,
+iterative interpreter of exactly the opcodes ``dumps`` emits for plain data. It bounds what
+the program can make the judge do: message size (checked while reading, never allocated
+ahead), element count, nesting depth, and it builds only plain data from validated
+arguments (builtins, ``collections``, ``Decimal``, ``Fraction``, numpy arrays and scalars,
+dict views). No class lookup, no memo, no call with an argument it did not check. See
+docs/sandbox.md.
+
+Because ``dumps`` is deterministic, the judge can compare an output's bytes with the
+bytes of the expected output (written by the same function) and decode only on a mismatch.
 """
 
 from __future__ import annotations
 
 import collections
+import decimal
 import errno
-import importlib
+import fractions
 import io
+import math
 import os
 import pickle
 import select
 import struct
+import sys
+from collections.abc import Callable
 from typing import Any
 
 _HEADER = struct.Struct("<Q")
 _CHUNK = 1 << 20
 _POLL_MS = 200
 
-_BUILTINS = (
-    "set frozenset complex slice range bytearray bytes list tuple dict int float str bool Ellipsis"
-)
-_NUMPY = {
-    "numpy": ("ndarray", "dtype"),
-    "numpy._core.multiarray": ("_reconstruct", "scalar"),
-    "numpy.core.multiarray": ("_reconstruct", "scalar"),
-    "numpy._core.numeric": ("_frombuffer",),
-    "numpy.core.numeric": ("_frombuffer",),
-}
-_ALLOWED = (
-    {("builtins", name) for name in _BUILTINS.split()}
-    | {("collections", n) for n in ("OrderedDict", "defaultdict", "Counter", "deque")}
-    | {("decimal", "Decimal"), ("fractions", "Fraction")}
-    | {(module, name) for module, names in _NUMPY.items() for name in names}
-    | {(__name__, n) for n in ("dict_keys", "dict_values", "dict_items")}
-)
+#: deepest nesting of containers ``decode`` accepts (the judge's comparisons recurse in C)
+MAX_DEPTH = 200
+
+# message tags (first byte of a message body)
+OK, ITEMS, ERR, TIMEOUT_CLAIM, NOT_NONE, LOADED = b"O", b"I", b"E", b"T", b"N", b"L"
 
 
 class WireError(Exception):
     """The other process sent something that is not a valid message."""
 
 
-class _PlainDataUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED:
-            raise WireError(
-                f"{module}.{name} is not plain data (allowed: builtins, collections, "
-                "decimal, fractions and numpy values)"
-            )
-        return getattr(importlib.import_module(module), name)
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise WireError("persistent references are not allowed")
+class NotComparable(WireError):
+    """A well-formed output that EvalPlus's comparison could only fail on (or blow up in)."""
 
 
-def load_untrusted(blob: bytes) -> Any:
-    try:
-        return _PlainDataUnpickler(io.BytesIO(blob)).load()
-    except WireError:
-        raise
-    except Exception as exc:  # a malformed pickle: say what broke, not where
-        raise WireError(f"malformed output: {type(exc).__name__}: {exc}"[:300]) from None
+# --- encoding (either side) -----------------------------------------------------------------
 
 
-# Dict views cannot be pickled; these rebuild equal views (set-like ``==`` included).
 def dict_keys(keys: list[Any]) -> Any:
     return dict.fromkeys(keys).keys()
 
@@ -79,6 +62,29 @@ def dict_values(values: list[Any]) -> Any:
 
 def dict_items(items: list[tuple[Any, Any]]) -> Any:
     return dict(items).items()
+
+
+# numpy values travel as (dtype string, shape, raw bytes); ``decode`` validates before these
+# run, trusted bytes (expected outputs) go through ``pickle.loads``.
+def ndarray(dtype: str, shape: tuple[int, ...], data: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(data, np.dtype(dtype)).reshape(shape).copy()
+
+
+def object_array(shape: tuple[int, ...], items: list[Any]) -> Any:
+    import numpy as np
+
+    array = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        array[i] = item
+    return array.reshape(shape)
+
+
+def numpy_scalar(dtype: str, data: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(data, np.dtype(dtype))[0]
 
 
 def _reduce_defaultdict(d: collections.defaultdict[Any, Any]) -> tuple[Any, ...]:
@@ -94,16 +100,377 @@ _DISPATCH = {
 }
 
 
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj: Any) -> Any:
+        # numpy values as (dtype string, shape, raw bytes): one validated layout to decode,
+        # instead of numpy's own reduce (``_reconstruct`` + ``__setstate__``).
+        np = sys.modules.get("numpy")
+        if np is None:
+            return NotImplemented
+        if type(obj) is np.ndarray:
+            if obj.dtype.hasobject:
+                if obj.dtype != np.dtype(object):
+                    return NotImplemented
+                return object_array, (obj.shape, obj.ravel().tolist())
+            if obj.dtype.fields is not None or obj.dtype.subdtype is not None:
+                return NotImplemented
+            return ndarray, (obj.dtype.str, obj.shape, obj.tobytes())
+        if isinstance(obj, np.generic) and type(obj).__module__ == "numpy":
+            if obj.dtype.hasobject or obj.dtype.fields is not None:
+                return NotImplemented
+            return numpy_scalar, (obj.dtype.str, obj.tobytes())
+        return NotImplemented
+
+
 def dumps(obj: Any) -> bytes:
+    """Deterministic bytes for a plain-data value (raises for anything else)."""
     buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler = _Pickler(buf, protocol=5)
     pickler.dispatch_table = _DISPATCH
+    pickler.fast = True  # no memo: shared references are written out, cycles raise
     pickler.dump(obj)
     return buf.getvalue()
 
 
+# --- decoding (the judge) ------------------------------------------------------------------
+
+
+def _complex(re: Any, im: Any) -> complex:
+    if type(re) not in (float, int) or type(im) not in (float, int):
+        raise WireError("complex() of non-numbers")
+    return complex(re, im)
+
+
+def _fraction(num: Any, den: Any) -> fractions.Fraction:
+    if type(num) is not int or type(den) is not int or den == 0:
+        raise WireError("Fraction of non-integers")
+    return fractions.Fraction(num, den)
+
+
+def _decimal(text: Any) -> decimal.Decimal:
+    if type(text) is not str:
+        raise WireError("Decimal of a non-string")
+    return decimal.Decimal(text)
+
+
+def _counter(mapping: Any) -> collections.Counter[Any]:
+    if type(mapping) is not dict:
+        raise WireError("Counter of a non-dict")
+    return collections.Counter(mapping)
+
+
+def _ordered_dict(*args: Any) -> collections.OrderedDict[Any, Any]:
+    if args:
+        raise WireError("OrderedDict with arguments")
+    return collections.OrderedDict()
+
+
+def _defaultdict(*args: Any) -> collections.defaultdict[Any, Any]:
+    if args != (None,):
+        raise WireError("defaultdict with a factory")
+    return collections.defaultdict()
+
+
+def _deque(items: Any = (), maxlen: Any = None) -> collections.deque[Any]:
+    if type(items) not in (list, tuple) or not (
+        maxlen is None or (type(maxlen) is int and maxlen >= 0)
+    ):
+        raise WireError("deque of a non-sequence")
+    return collections.deque(items, maxlen)
+
+
+def _view(kind: Callable[[list[Any]], Any]) -> Callable[[Any], Any]:
+    def build(items: Any) -> Any:
+        if type(items) is not list:
+            raise WireError("dict view of a non-list")
+        return kind(items)
+
+    return build
+
+
+def _dtype(np: Any, spec: Any) -> Any:
+    if type(spec) is not str or len(spec) > 32:
+        raise WireError("bad numpy dtype")
+    dtype = np.dtype(spec)
+    if dtype.kind not in "biufcSUmM" or dtype.fields is not None or dtype.itemsize == 0:
+        raise WireError(f"numpy dtype {spec!r} is not plain data")
+    return dtype
+
+
+def _shape(shape: Any) -> int:
+    if type(shape) is not tuple or len(shape) > 32:
+        raise WireError("bad numpy shape")
+    if not all(type(n) is int and n >= 0 for n in shape):
+        raise WireError("bad numpy shape")
+    return math.prod(shape)
+
+
+def _not_comparable(size: int) -> NotComparable:
+    # EvalPlus evaluates `out == exp` (elementwise for arrays) and then its truth value, which
+    # numpy refuses for more than one element; refusing here also keeps a small array from
+    # broadcasting against a large expected output into gigabytes.
+    return NotComparable(
+        f"an ndarray of {size} elements has no truth value, so it can equal nothing"
+    )
+
+
+def _ndarray(spec: Any, shape: Any, data: Any) -> Any:
+    import numpy as np
+
+    dtype, size = _dtype(np, spec), _shape(shape)
+    if type(data) is not bytes or size * dtype.itemsize != len(data):
+        raise WireError("numpy array data does not match its shape")
+    if size > 1:
+        raise _not_comparable(size)
+    return ndarray(spec, shape, data)
+
+
+def _object_array(shape: Any, items: Any) -> Any:
+    size = _shape(shape)
+    if type(items) is not list or len(items) != size:
+        raise WireError("numpy array items do not match its shape")
+    if size > 1:
+        raise _not_comparable(size)
+    return object_array(shape, items)
+
+
+def _numpy_scalar(spec: Any, data: Any) -> Any:
+    import numpy as np
+
+    dtype = _dtype(np, spec)
+    if type(data) is not bytes or len(data) != dtype.itemsize:
+        raise WireError("numpy scalar data does not match its dtype")
+    return numpy_scalar(spec, data)
+
+
+_BUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("builtins", "complex"): _complex,
+    ("collections", "Counter"): _counter,
+    ("collections", "OrderedDict"): _ordered_dict,
+    ("collections", "defaultdict"): _defaultdict,
+    ("collections", "deque"): _deque,
+    ("decimal", "Decimal"): _decimal,
+    ("fractions", "Fraction"): _fraction,
+    (__name__, "dict_keys"): _view(dict_keys),
+    (__name__, "dict_values"): _view(dict_values),
+    (__name__, "dict_items"): _view(dict_items),
+    (__name__, "ndarray"): _ndarray,
+    (__name__, "object_array"): _object_array,
+    (__name__, "numpy_scalar"): _numpy_scalar,
+}
+_CONSTANTS = {("builtins", "Ellipsis"): Ellipsis}
+
+
+class _Builder:
+    """A constructor named by STACK_GLOBAL; only REDUCE can use it."""
+
+    __slots__ = ("name", "build")
+
+    def __init__(self, name: tuple[str, str], build: Callable[..., Any]) -> None:
+        self.name, self.build = name, build
+
+
+_MAPPINGS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def decode(data: bytes, max_elements: int) -> Any:
+    """The value ``dumps`` wrote, from untrusted bytes; raises WireError for anything else.
+
+    Work and memory are linear in ``len(data)``; at most ``max_elements`` objects are built
+    and containers nest at most ``MAX_DEPTH`` deep.
+    """
+    try:
+        return _Decoder(data, max_elements).run()
+    except WireError:
+        raise
+    except RecursionError:
+        raise WireError(f"nesting deeper than {MAX_DEPTH}") from None
+    except MemoryError:
+        raise WireError("output too large to decode") from None
+    except Exception as exc:  # a builder refused its (checked) arguments: say what broke
+        raise WireError(f"{type(exc).__name__}: {exc}"[:200]) from None
+
+
+class _Decoder:
+    def __init__(self, data: bytes, max_elements: int) -> None:
+        self.data, self.pos, self.budget = data, 0, max_elements
+        self.stack: list[Any] = []
+        self.depths: list[int] = []  # nesting depth of each stack item (0 for atoms)
+        self.marks: list[int] = []
+
+    def _take(self, n: int) -> bytes:
+        end = self.pos + n
+        if n < 0 or end > len(self.data):
+            raise WireError("truncated")
+        chunk = self.data[self.pos : end]
+        self.pos = end
+        return chunk
+
+    def _size(self, fmt: str) -> int:
+        return int(struct.unpack(fmt, self._take(struct.calcsize(fmt)))[0])
+
+    def _push(self, value: Any, depth: int = 0) -> None:
+        self.budget -= 1
+        if self.budget < 0:
+            raise WireError("too many elements")
+        if depth > MAX_DEPTH:
+            raise WireError(f"nesting deeper than {MAX_DEPTH}")
+        self.stack.append(value)
+        self.depths.append(depth)
+
+    def _pop_mark(self) -> tuple[list[Any], int]:
+        if not self.marks:
+            raise WireError("no MARK")
+        at = self.marks.pop()
+        items, depths = self.stack[at:], self.depths[at:]
+        del self.stack[at:], self.depths[at:]
+        return items, max(depths, default=-1) + 1
+
+    def _pop(self) -> tuple[Any, int]:
+        if len(self.stack) <= (self.marks[-1] if self.marks else 0):
+            raise WireError("stack underflow")
+        return self.stack.pop(), self.depths.pop()
+
+    def _container(self, kinds: tuple[type, ...]) -> Any:
+        floor = self.marks[-1] if self.marks else 0
+        if len(self.stack) <= floor or type(self.stack[-1]) not in kinds:
+            raise WireError("items added to something that is not a container")
+        return self.stack[-1]
+
+    def _deepen(self, depth: int) -> None:
+        if depth > self.depths[-1]:
+            if depth > MAX_DEPTH:
+                raise WireError(f"nesting deeper than {MAX_DEPTH}")
+            self.depths[-1] = depth
+
+    def run(self) -> Any:  # one branch per opcode, flat on purpose
+        data, stack = self.data, self.stack
+        while True:
+            if self.pos >= len(data):
+                raise WireError("truncated")
+            op = data[self.pos]
+            self.pos += 1
+            if op == 0x4B:  # BININT1
+                self._push(self._take(1)[0])
+            elif op == 0x4D:  # BININT2
+                self._push(self._size("<H"))
+            elif op == 0x4A:  # BININT
+                self._push(self._size("<i"))
+            elif op == 0x8A:  # LONG1
+                self._push(int.from_bytes(self._take(self._take(1)[0]), "little", signed=True))
+            elif op == 0x8B:  # LONG4
+                self._push(int.from_bytes(self._take(self._size("<i")), "little", signed=True))
+            elif op == 0x47:  # BINFLOAT
+                self._push(struct.unpack(">d", self._take(8))[0])
+            elif op in (0x8C, 0x58, 0x8D):  # SHORT_BINUNICODE, BINUNICODE, BINUNICODE8
+                n = self._take(1)[0] if op == 0x8C else self._size("<I" if op == 0x58 else "<Q")
+                self._push(str(self._take(n), "utf-8", "surrogatepass"))
+            elif op in (0x43, 0x42, 0x8E, 0x96):  # SHORT_BINBYTES, BINBYTES, BINBYTES8, BYTEARRAY8
+                n = self._take(1)[0] if op == 0x43 else self._size("<I" if op == 0x42 else "<Q")
+                raw = self._take(n)
+                self._push(bytearray(raw) if op == 0x96 else raw)
+            elif op == 0x4E:  # NONE
+                self._push(None)
+            elif op in (0x88, 0x89):  # NEWTRUE, NEWFALSE
+                self._push(op == 0x88)
+            elif op == 0x28:  # MARK
+                if len(self.marks) >= MAX_DEPTH:
+                    raise WireError(f"nesting deeper than {MAX_DEPTH}")
+                self.marks.append(len(stack))
+            elif op == 0x29:  # EMPTY_TUPLE
+                self._push((), 1)
+            elif op in (0x85, 0x86, 0x87):  # TUPLE1..3
+                n = op - 0x84
+                if len(stack) - n < (self.marks[-1] if self.marks else 0):
+                    raise WireError("stack underflow")
+                items, depth = stack[-n:], max(self.depths[-n:]) + 1
+                del stack[-n:], self.depths[-n:]
+                self._push(tuple(items), depth)
+            elif op == 0x74:  # TUPLE
+                items, depth = self._pop_mark()
+                self._push(tuple(items), depth)
+            elif op == 0x91:  # FROZENSET
+                items, depth = self._pop_mark()
+                self._push(frozenset(items), depth)
+            elif op == 0x5D:  # EMPTY_LIST
+                self._push([], 1)
+            elif op == 0x7D:  # EMPTY_DICT
+                self._push({}, 1)
+            elif op == 0x8F:  # EMPTY_SET
+                self._push(set(), 1)
+            elif op == 0x61:  # APPEND
+                item, depth = self._pop()
+                target = self._container((list, collections.deque))
+                target.append(item)
+                self._deepen(depth + 1)
+            elif op == 0x65:  # APPENDS
+                items, depth = self._pop_mark()
+                self._container((list, collections.deque)).extend(items)
+                self._deepen(depth)
+            elif op == 0x73:  # SETITEM
+                value, dv = self._pop()
+                key, dk = self._pop()
+                self._container(_MAPPINGS)[key] = value
+                self._deepen(max(dk, dv) + 1)
+            elif op == 0x75:  # SETITEMS
+                items, depth = self._pop_mark()
+                if len(items) % 2:
+                    raise WireError("odd SETITEMS")
+                target = self._container(_MAPPINGS)
+                for i in range(0, len(items), 2):
+                    target[items[i]] = items[i + 1]
+                self._deepen(depth)
+            elif op == 0x90:  # ADDITEMS
+                items, depth = self._pop_mark()
+                self._container((set,)).update(items)
+                self._deepen(depth)
+            elif op == 0x93:  # STACK_GLOBAL
+                name, _ = self._pop()
+                module, _ = self._pop()
+                key = (module, name)
+                if key in _CONSTANTS:
+                    self._push(_CONSTANTS[key])
+                elif key in _BUILDERS:
+                    self._push(_Builder(key, _BUILDERS[key]))
+                else:
+                    raise WireError(f"{str(module)[:60]}.{str(name)[:60]} is not plain data")
+            elif op in (0x52, 0x81):  # REDUCE, NEWOBJ (the same, for these constructors)
+                args, depth = self._pop()
+                builder, _ = self._pop()
+                if type(builder) is not _Builder or type(args) is not tuple:
+                    raise WireError("REDUCE of something that is not an allowed constructor")
+                try:
+                    value = builder.build(*args)
+                except (TypeError, ValueError, ArithmeticError) as exc:
+                    where = ".".join(builder.name)
+                    raise WireError(f"{where} of bad arguments ({exc})"[:200]) from None
+                self._push(value, depth)
+            elif op == 0x95:  # FRAME (a read-ahead hint)
+                if self._size("<Q") > len(data) - self.pos:
+                    raise WireError("truncated")
+            elif op == 0x80:  # PROTO
+                if self.pos != 1 or self._take(1)[0] > pickle.HIGHEST_PROTOCOL:
+                    raise WireError("bad protocol header")
+            elif op == 0x2E:  # STOP
+                if len(stack) != 1 or self.marks or self.pos != len(data):
+                    raise WireError("not exactly one value")
+                value = stack[0]
+                if type(value) is _Builder:
+                    raise WireError("a constructor is not a value")
+                return value
+            else:
+                raise WireError(f"opcode {op:#04x} is not allowed")
+
+
+# --- framing ----------------------------------------------------------------------------------
+
+
 def section(blob: bytes) -> bytes:
     return _HEADER.pack(len(blob)) + blob
+
+
+def message(tag: bytes, body: bytes = b"") -> bytes:
+    return _HEADER.pack(len(body) + 1) + tag + body
 
 
 def write_all(fd: int, blob: bytes) -> None:
@@ -146,40 +513,40 @@ class Inbox:
     process it started still holds the pipe open.
     """
 
-    def __init__(self, fd: int, pid: int, max_bytes: int) -> None:
+    def __init__(self, fd: int, pid: int) -> None:
         os.set_blocking(fd, False)
-        self.fd, self.pid, self.max_bytes = fd, pid, max_bytes
+        self.fd, self.pid = fd, pid
         self.exit: tuple[int, Any] | None = None  # (wait status, rusage) once reaped
 
-    def next(self) -> tuple[str, Any] | None:
+    def next(self, limit: int) -> tuple[bytes, bytes] | None:
+        """(tag, body) of the next message, whose size must not exceed ``limit`` bytes."""
         header = self._take(_HEADER.size, at_boundary=True)
         if header is None:
             return None
         (size,) = _HEADER.unpack(header)
-        if size > self.max_bytes:
-            raise WireError(f"an output of {size} bytes exceeds the {self.max_bytes}-byte limit")
+        if size == 0 or size - 1 > limit:
+            raise WireError(f"a message of {size} bytes exceeds the {limit}-byte limit")
         body = self._take(size, at_boundary=False)
         if body is None:
-            raise WireError("the program's process ended in the middle of an output")
-        message = load_untrusted(body)
-        if not (isinstance(message, tuple) and len(message) == 2 and type(message[0]) is str):
-            raise WireError("malformed message")
-        return message
+            raise WireError("the program's process ended in the middle of a message")
+        return body[:1], body[1:]
 
     def _take(self, size: int, at_boundary: bool) -> bytes | None:
-        buf = bytearray(size)
-        view, got = memoryview(buf), 0
+        # Grows with what arrives: a header announcing gigabytes allocates nothing ahead.
+        chunks: list[bytes] = []
+        got = 0
         while got < size:
             try:
-                n = os.readv(self.fd, [view[got:]])
+                chunk = os.read(self.fd, min(size - got, _CHUNK))
             except BlockingIOError:
                 if not self._wait_readable():
                     return None if at_boundary and got == 0 else self._truncated(got, size)
                 continue
-            if n == 0:
+            if not chunk:
                 return None if at_boundary and got == 0 else self._truncated(got, size)
-            got += n
-        return bytes(buf)
+            chunks.append(chunk)
+            got += len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _truncated(self, got: int, size: int) -> None:
         raise WireError(f"message truncated after {got} of {size} bytes")

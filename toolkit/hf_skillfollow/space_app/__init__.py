@@ -7,8 +7,7 @@ gradio, pandas and pyarrow, so this package only re-exports lazily.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from hf_skillfollow._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "build_app": "hf_skillfollow.space_app._ui",
@@ -22,8 +21,4 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hf_skillfollow.space_app' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

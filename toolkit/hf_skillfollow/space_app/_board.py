@@ -21,7 +21,7 @@ from hf_skillfollow.space_app._sources import load_sources, resolve_sources
 from hf_skillfollow.space_app._traces import TraceStore
 from hf_skillfollow.space_app._verification import Rescoring, load_rescoring, with_rescored
 
-#: Bootstrap resamples for the board's intervals. DESIGN's default is 20,000; measured on
+#: Bootstrap resamples for the board's intervals. The protocol's default is 20,000; measured on
 #: 2 cores it fits the first-render budget (see bench/space.py), so the Space keeps it.
 DEFAULT_RESAMPLES = 20_000
 THRESHOLDS: tuple[int, ...] = (5, 10, 15, 20)

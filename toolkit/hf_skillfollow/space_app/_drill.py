@@ -20,7 +20,13 @@ def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
     per_run = "|" in key
     cells = board.cells(runs_separately=per_run)
     hit = cells[cells["_key"] == key]
-    return (hit.iloc[0], per_run) if len(hit) else (None, per_run)
+    if not len(hit):
+        return None, per_run
+    from hf_skillfollow.space_app._annotations import cell_markdown
+
+    cell = hit.iloc[0].copy()
+    cell["_annotations"] = cell_markdown(board, cell)  # shown under the decomposition
+    return cell, per_run
 
 
 def header_markdown(cell: pd.Series) -> str:
@@ -47,7 +53,7 @@ def header_markdown(cell: pd.Series) -> str:
 
 
 def matrix_markdown(cell: pd.Series) -> str:
-    """Both paired outcome matrices, with the DESIGN's a/b/c/d layout."""
+    """Both paired outcome matrices, with the a/b/c/d layout of docs/design.md."""
     return "\n\n".join(
         [
             _matrix(
@@ -73,8 +79,10 @@ def decomposition_markdown(cell: pd.Series) -> str:
     n, n_cond = int(cell["n_pairs"]), int(cell["n_cond"])
     oae, rae, skip = (_num(cell[c]) for c in ("oae", "rae", "delta_skip"))
     cov = n_cond / n if n else math.nan
+    annotations = str(cell.get("_annotations") or "")
     if math.isnan(rae):
-        return f"**Decomposition.** RAE is undefined (n_cond = 0), so OAE = Δskip = {_fmt(oae)} pp."
+        text = f"**Decomposition.** RAE is undefined (n_cond = 0), so OAE = Δskip = {_fmt(oae)} pp."
+        return "\n\n".join(p for p in (text, annotations) if p)
     skip_term = (1 - cov) * skip if not math.isnan(skip) else 0.0
     skip_text = (
         f"(1 − {cov:.4f}) × ({_fmt(skip)})"
@@ -82,12 +90,13 @@ def decomposition_markdown(cell: pd.Series) -> str:
         else "0 (Δskip omitted: n_skip = 0)"
     )
     total = cov * rae + skip_term
-    return (
+    text = (
         "**Decomposition.** OAE = coverage·RAE + (1 − coverage)·Δskip\n\n"
         f"{_fmt(oae)} = {cov:.4f} × ({_fmt(rae)}) + {skip_text} = {_fmt(cov * rae)} {_signed(skip_term)} = **{_fmt(total)}** pp\n\n"
         f"RAE {_fmt(rae)} pp, 95% CI [{_fmt(_num(cell['rae_ci_low']))}, {_fmt(_num(cell['rae_ci_high']))}], "
         f"McNemar p = {_num(cell['mcnemar_p']):.3g} · OAE 95% CI [{_fmt(_num(cell['oae_ci_low']))}, {_fmt(_num(cell['oae_ci_high']))}]"
     )
+    return "\n\n".join(p for p in (text, annotations) if p)
 
 
 def flips_frame(rows: pd.DataFrame) -> pd.DataFrame:

@@ -8,7 +8,6 @@ names the source, and the remaining sources still load.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,12 +15,13 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from hf_skillfollow.locations import is_hub_id
+
 ENV_SOURCES = "SKILLFOLLOW_SOURCES"
 ENV_DISCOVER = "SKILLFOLLOW_DISCOVER"
 DISCOVERY_TAG = "skillfollow"
 # huggingface_hub retries an unreachable Hub for ~25 s; a Space must render before that.
 DISCOVERY_TIMEOUT_S = 8.0
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 @dataclass
@@ -93,7 +93,7 @@ def discover_hub_sources(env: Mapping[str, str]) -> tuple[list[str], str | None]
 
 
 def is_local(source: str) -> bool:
-    return Path(source).expanduser().exists() or not _REPO_ID.match(source)
+    return not is_hub_id(source)
 
 
 def load_sources(sources: Sequence[str]) -> Loaded:

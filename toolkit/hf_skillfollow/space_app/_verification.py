@@ -93,14 +93,13 @@ def _records_of(source: str) -> list[pa.Table]:
 def _hub_records(repo_id: str) -> list[pa.Table]:
     import datasets
 
-    from hf_skillfollow.schema import validate_table
-    from hf_skillfollow.verify._record import VERIFICATIONS_SCHEMA
+    from hf_skillfollow.schema import validate_verifications
 
     try:
         ds = datasets.load_dataset(repo_id, "verifications", split="train")
     except ValueError:  # the repo declares no `verifications` config: nothing re-scored
         return []
-    return [validate_table(ds.data.table, VERIFICATIONS_SCHEMA, f"{repo_id} [verifications]")]
+    return [validate_verifications(ds.data.table, f"{repo_id} [verifications]")]
 
 
 def with_rescored(cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool) -> pd.DataFrame:

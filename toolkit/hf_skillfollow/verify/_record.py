@@ -15,36 +15,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hf_skillfollow.schema import (
+    SCHEMA_VERSION,
+    VERIFICATIONS_SCHEMA,
+    validate_verifications,
+    verifications_from_rows,
+)
 from hf_skillfollow.verify._core import Verification
 
-RECORD_SCHEMA_VERSION = 1
 RECORD_DIR = "verifications"  # inside a run directory
-REPO_DIR = "data/verifications"  # inside a results repo
-
-VERIFICATIONS_SCHEMA = pa.schema(
-    [
-        pa.field("schema_version", pa.int32(), nullable=False),
-        pa.field("verification_id", pa.string(), nullable=False),
-        pa.field("verified_at", pa.string(), nullable=False),
-        pa.field("verified_by", pa.string(), nullable=False),
-        pa.field("machine", pa.string(), nullable=False),
-        pa.field("toolkit_version", pa.string(), nullable=False),
-        pa.field("scorer_version", pa.string(), nullable=False),
-        pa.field("benchmark", pa.string(), nullable=False),
-        pa.field("benchmark_version", pa.string(), nullable=False),
-        pa.field("benchmark_release", pa.string(), nullable=False),
-        pa.field("run_id", pa.string(), nullable=False),
-        pa.field("cell_id", pa.string(), nullable=False),
-        pa.field("task_id", pa.string(), nullable=False),
-        pa.field("se_recorded", pa.bool_(), nullable=False),
-        pa.field("se_rescored", pa.bool_(), nullable=False),
-        pa.field("sd_recorded", pa.bool_(), nullable=False),
-        pa.field("sd_rescored", pa.bool_(), nullable=False),
-        pa.field("se_reason", pa.string(), nullable=False),
-        pa.field("sd_reason", pa.string(), nullable=False),
-    ],
-    metadata={b"skillfollow_schema_version": b"1", b"config": b"verifications"},
-)
 
 
 def record_tables(v: Verification) -> dict[str, pa.Table]:
@@ -53,7 +32,7 @@ def record_tables(v: Verification) -> dict[str, pa.Table]:
     for r in sorted(v.checked, key=lambda r: (r.run_id, r.task_id)):
         by_run.setdefault(r.run_id, []).append(
             {
-                "schema_version": RECORD_SCHEMA_VERSION,
+                "schema_version": SCHEMA_VERSION,
                 "verification_id": v.verification_id,
                 "verified_at": v.verified_at,
                 "verified_by": v.verified_by,
@@ -70,7 +49,8 @@ def record_tables(v: Verification) -> dict[str, pa.Table]:
             }
         )  # fmt: skip
     return {
-        run: pa.Table.from_pylist(rows, schema=VERIFICATIONS_SCHEMA) for run, rows in by_run.items()
+        run: verifications_from_rows(rows, f"verification {v.verification_id}")
+        for run, rows in by_run.items()
     }
 
 
@@ -99,10 +79,8 @@ def write_records(v: Verification, folder_of_run: dict[str, Path]) -> list[Path]
 
 def read_record(data: bytes | Path, source: str) -> pa.Table:
     """A record file validated against the verifications schema."""
-    from hf_skillfollow.schema import validate_table
-
     table = pq.read_table(pa.BufferReader(data) if isinstance(data, bytes) else data)
-    return validate_table(table, VERIFICATIONS_SCHEMA, source)
+    return validate_verifications(table, source)
 
 
 def is_record_file(path: Path) -> bool:

@@ -14,9 +14,11 @@ import pyarrow.compute as pc
 
 from hf_skillfollow.verify._render import mark
 
-_RECORD_COLUMNS = ("run_id", "task_id", "se_rescored", "sd_rescored", "se_reason", "sd_reason",
-                   "verification_id", "verified_by", "verified_at", "toolkit_version",
-                   "scorer_version", "benchmark_release")  # fmt: skip
+_RECORD_COLUMNS = ("run_id", "task_id", "cell_id", "se_recorded", "sd_recorded", "se_rescored",
+                   "sd_rescored", "se_reason", "sd_reason", "verification_id", "verified_by",
+                   "verified_at", "toolkit_version", "scorer_version", "benchmark_release")  # fmt: skip
+#: Record columns that the published rows themselves hold (their values now win).
+_PUBLISHED = ("cell_id", "se_recorded", "sd_recorded")
 
 
 def latest_records(records: pa.Table) -> pa.Table:
@@ -40,7 +42,8 @@ def row_status(transitions: pa.Table, records: pa.Table | None) -> pa.Table:
         return rows.append_column("checked", pa.array([False] * n)).append_column(
             "agrees", pa.nulls(n, pa.bool_())
         )
-    joined = rows.join(latest_records(records), ["run_id", "task_id"], join_type="left outer")
+    latest = latest_records(records).drop_columns(list(_PUBLISHED))
+    joined = rows.join(latest, ["run_id", "task_id"], join_type="left outer")
     checked = pc.is_valid(joined["se_rescored"])
     agrees = pc.and_(
         pc.equal(joined["se_rescored"], joined["se_correct"]),

@@ -1,0 +1,240 @@
+"""A push costs what it adds: the card comes from published per-run counts, and races land.
+
+Every card checked here is compared with a full recomputation from all rows of the repo
+(`compute_cells` over the loaded transitions, the path `report` takes), never with numbers
+produced by the incremental path itself. Writes to huggingface.co go through the recording
+`HfApi` double of test_hub_push_double.py (the Hub cannot be reached from here).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from hf_skillfollow.hub import build_repo, push_runs
+from hf_skillfollow.hub._card import MAX_CARD_CELLS, render_card
+from hf_skillfollow.hub._numbers import CARD_BOOTSTRAP_SEED, cell_display
+from hf_skillfollow.hub._stats import STATS_PATH, run_stats
+from hf_skillfollow.metrics import compute_cells
+from hf_skillfollow.schema import transitions_from_rows
+from tests._fixtures_hub import CELL_A, CELL_B, outcome_rows, two_cell_runs, write_run_dir
+from tests.test_hub_card import CELL_HEADER, _table
+from tests.test_hub_push_double import RecordingHfApiDouble
+
+CELL_C = {(True, False, True): 3, (False, False, True): 9, (True, True, False): 4}
+
+
+def _all_rows(files: dict[str, bytes]):
+    import pyarrow as pa
+
+    tables = [
+        pq.read_table(pa.BufferReader(data))
+        for path, data in sorted(files.items())
+        if path.startswith("data/transitions/")
+    ]
+    return pa.concat_tables(tables)
+
+
+def _expected_cells(transitions) -> list[dict[str, str]]:
+    """The card's cell rows recomputed from every row with compute_cells."""
+    cells = compute_cells(transitions, seed=CARD_BOOTSTRAP_SEED)
+    rows = [cell_display(m) for m in cells.to_dict("records")]
+    rows = sorted(rows, key=lambda r: (r["benchmark"], r["model"], r["pool"], r["partition"]))
+    return [
+        {
+            "model": r["model"], "benchmark": r["benchmark"], "partition": r["partition"],
+            "pool / condition": r["pool"], "runs": r["runs"], "n": r["n"], "n_cond": r["n_cond"],
+            "coverage": r["coverage"], "RAE [95% CI]": r["rae"], "OAE [95% CI]": r["oae"],
+            "Δskip": r["delta_skip"], "agg lift": r["agg_lift"],
+            "sign disagreement": r["sign_disagree"], "reportable": r["reportable"],
+        }
+        for r in rows
+    ]  # fmt: skip
+
+
+def _check_card(card: str, transitions, *, repo_id: str = "org/results") -> None:
+    assert _table(card, CELL_HEADER) == _expected_cells(transitions)
+    n_runs = len(set(transitions.column("run_id").to_pylist()))
+    assert f"**{transitions.num_rows}** paired task outcomes from **{n_runs}** run(s)" in card
+    # ...and the whole text equals the card rendered from counts of every row at once.
+    full = render_card(run_stats(transitions), repo_id=repo_id, has_traces=True)
+    assert _strip_tools(card) == _strip_tools(full)
+
+
+def _strip_tools(card: str) -> str:
+    # The protocol table's tool column depends on the manifests pushed, not on the rows.
+    return "\n".join(line for line in card.splitlines() if not line.startswith("| `"))
+
+
+def _more_runs(root: Path) -> list[Path]:
+    c = {"cell_id": "cellC0000000000", "model": "org/model-c", "skill_pool": "coding"}
+    b = {"cell_id": "cellB0000000000", "model": "org/model-b", "skill_pool": "coding",
+         "condition": "filler"}  # fmt: skip
+    return [
+        write_run_dir(root, "run-c0", CELL_C, **c),
+        write_run_dir(root, "run-b1", CELL_B, repeat_index=1, seed=1, **b),  # pools with run-b0
+    ]
+
+
+def test_pushing_a_run_reads_only_the_card_and_the_counts(tmp_path: Path) -> None:
+    api = RecordingHfApiDouble(tmp_path)
+    push_runs(two_cell_runs(tmp_path / "runs"), "org/results", api=api)
+    api.calls.clear()
+    push_runs(_more_runs(tmp_path / "more"), "org/results", api=api)
+    downloaded = sorted(c["filename"] for n, c in api.calls if n == "hf_hub_download")
+    assert downloaded == ["README.md", STATS_PATH]
+    _check_card(api.files["README.md"].decode(), _all_rows(api.files))
+
+
+def test_card_after_several_folder_pushes_equals_a_full_recomputation(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    runs = two_cell_runs(tmp_path / "runs") + _more_runs(tmp_path / "more")
+    for run in runs:  # one push per run, as shards of a sweep would
+        build_repo([run], repo, repo_id="org/results")
+    transitions = _all_rows(
+        {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    )
+    assert transitions.num_rows == 20 + 20 + 20 + 16
+    _check_card((repo / "README.md").read_text(), transitions)
+    assert "org/model-b" in (repo / "README.md").read_text()
+    cells = {r["model"]: r for r in _table((repo / "README.md").read_text(), CELL_HEADER)}
+    assert cells["org/model-b"]["runs"] == "2" and cells["org/model-b"]["n"] == "40"
+
+
+def test_missing_or_stale_counts_are_rebuilt_from_the_rows(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    build_repo(two_cell_runs(tmp_path / "runs"), repo, repo_id="org/results")
+    (repo / STATS_PATH).unlink()  # a repo published before the counts file existed
+    (repo / "data/transitions/run-b0.parquet").unlink()  # a run removed by hand
+    (repo / "data/traces/run-b0.parquet").unlink()
+    result = build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
+    assert result.stats_updated and result.card_updated
+    transitions = _all_rows(
+        {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    )
+    assert sorted(set(transitions.column("run_id").to_pylist())) == ["run-a0", "run-a1", "run-c0"]
+    _check_card((repo / "README.md").read_text(), transitions)
+    stats = pq.read_table(repo / STATS_PATH)
+    assert sorted(stats.column("run_id").to_pylist()) == ["run-a0", "run-a1", "run-c0"]
+
+
+def test_card_lists_only_computed_cells_yet_counts_them_all() -> None:
+    rows = []
+    for i in range(MAX_CARD_CELLS + 5):
+        rows += outcome_rows(CELL_A, run_id=f"r{i}", cell_id=f"c{i:04d}", model=f"m{i:04d}")
+    transitions = transitions_from_rows(rows)
+    card = render_card(run_stats(transitions), repo_id="org/x", has_traces=False)
+    assert _table(card, CELL_HEADER) == _expected_cells(transitions)[:MAX_CARD_CELLS]
+    assert f"**{MAX_CARD_CELLS + 5}** cell(s)" in card
+
+
+class ConflictingHfApiDouble(RecordingHfApiDouble):
+    """The recording double, plus the Hub's answer to a stale `parent_commit`.
+
+    huggingface.co refuses a commit whose parent_commit is no longer the branch head with
+    HTTP 412 Precondition Failed (raised by huggingface_hub as HfHubHTTPError). Before the
+    first commit lands, `interloper` runs: another machine's push into the same repo.
+    """
+
+    def __init__(self, tmp: Path, interloper: Any = None) -> None:
+        super().__init__(tmp)
+        self.interloper = interloper
+        self.refused = 0
+
+    def create_commit(self, repo_id: str, operations: list[Any], **kwargs: Any):
+        if self.interloper is not None:
+            other, self.interloper = self.interloper, None
+            other()
+        if kwargs["parent_commit"] != self.head:
+            self.refused += 1
+            raise _precondition_failed(repo_id)
+        return super().create_commit(repo_id, operations, **kwargs)
+
+
+def _precondition_failed(repo_id: str) -> Exception:
+    import importlib
+
+    from huggingface_hub import errors
+
+    # huggingface_hub's own HTTP client (httpx or its fork), whichever this version uses.
+    http = importlib.import_module(errors.Response.__module__.split(".")[0])
+    url = f"https://huggingface.co/api/datasets/{repo_id}/commit/main"
+    response = http.Response(412, request=http.Request("POST", url))
+    return errors.HfHubHTTPError(
+        f"412 Client Error: Precondition Failed for url: {url}", response=response
+    )
+
+
+def test_a_push_that_loses_the_race_rereads_and_lands(tmp_path: Path) -> None:
+    first, second = two_cell_runs(tmp_path / "runs"), _more_runs(tmp_path / "more")
+    api = ConflictingHfApiDouble(tmp_path)
+    api.interloper = lambda: push_runs(first, "org/results", api=api)
+    result = push_runs(second, "org/results", api=api)
+    assert api.refused == 1 and result.attempts == 2
+    assert len(api.commits) == 2  # the interloper's commit, then ours on top of it
+    assert sorted(p for p in api.files if p.startswith("data/transitions/")) == [
+        f"data/transitions/{r}.parquet" for r in ("run-a0", "run-a1", "run-b0", "run-b1", "run-c0")
+    ]
+    _check_card(api.files["README.md"].decode(), _all_rows(api.files))
+
+
+def test_a_push_racing_the_same_runs_adds_nothing_the_second_time(tmp_path: Path) -> None:
+    runs = two_cell_runs(tmp_path / "runs")
+    api = ConflictingHfApiDouble(tmp_path)
+    api.interloper = lambda: push_runs(runs, "org/results", api=api)
+    result = push_runs(runs, "org/results", api=api)
+    assert api.refused == 1 and len(api.commits) == 1
+    assert not result.changed and len(result.skipped) == 6
+
+
+_PUSHER = """
+import sys
+from hf_skillfollow.hub import build_repo
+start = sys.stdin.readline()  # both processes start together when the parent writes a line
+for run in sys.argv[2:]:
+    build_repo([run], sys.argv[1], repo_id="org/results")
+"""
+
+
+def test_two_processes_pushing_into_one_folder_both_land(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    runs_a = two_cell_runs(tmp_path / "runs")
+    runs_b = _more_runs(tmp_path / "more")
+    toolkit = str(Path(__file__).resolve().parents[1] / "toolkit")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([toolkit, os.environ.get("PYTHONPATH", "")]))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _PUSHER, str(repo), *map(str, runs)],
+            stdin=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for runs in (runs_a, runs_b)
+    ]
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.close()
+    assert [proc.wait(timeout=300) for proc in procs] == [0, 0]
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    transitions = _all_rows(files)
+    assert sorted(set(transitions.column("run_id").to_pylist())) == [
+        "run-a0", "run-a1", "run-b0", "run-b1", "run-c0",
+    ]  # fmt: skip
+    _check_card((repo / "README.md").read_text(), transitions)
+
+
+@pytest.mark.parametrize("space", ["org/board"])
+def test_card_links_the_space_and_keeps_the_link(tmp_path: Path, space: str) -> None:
+    repo = tmp_path / "repo"
+    runs = two_cell_runs(tmp_path / "runs")
+    build_repo(runs[:1], repo, repo_id="org/results", space=space)
+    link = f"[{space}](https://huggingface.co/spaces/{space})"
+    assert link in (repo / "README.md").read_text()
+    build_repo(runs[1:], repo, repo_id="org/results")  # a later push without --space
+    assert link in (repo / "README.md").read_text()

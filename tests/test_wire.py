@@ -1,0 +1,220 @@
+"""The judge's decoder of untrusted output bytes (``scoring._wire``), without a sandbox.
+
+Honest values round-trip with their exact types; hostile byte strings (deep nesting, huge
+claimed sizes, constructors that allocate, memo tricks) are refused with a reason that says
+what was wrong, using memory and time linear in the bytes received.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import fractions
+import math
+import os
+import pickle
+import struct
+
+import numpy as np
+import pytest
+
+from hf_skillfollow.scoring import _wire
+from hf_skillfollow.scoring._wire import NotComparable, WireError, decode, dumps
+
+_HONEST = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    255,
+    65535,
+    -(2**31),
+    2**31,
+    10**40,
+    -(10**400),
+    1.5,
+    -0.0,
+    math.inf,
+    -math.inf,
+    "",
+    "héllo\U0001f600",
+    "x" * 70_000,
+    b"\x00\xff",
+    bytearray(b"abc"),
+    (),
+    (1,),
+    (1, 2),
+    (1, 2, 3),
+    (1, 2, 3, 4),
+    [],
+    [1, [2, [3, []]]],
+    {"a": 1, 2: [3]},
+    {1, 2, 3},
+    frozenset({(1, 2), "x"}),
+    set(),
+    frozenset(),
+    complex(1, -2),
+    collections.Counter("mississippi"),
+    collections.OrderedDict([("b", 1), ("a", 2)]),
+    collections.deque([1, 2, 3], maxlen=5),
+    collections.deque(),
+    decimal.Decimal("1.10"),
+    fractions.Fraction(3, 4),
+    {"k": 1}.keys(),
+    {"k": [1]}.items(),
+    Ellipsis,
+    list(range(5000)),
+    [(i, str(i)) for i in range(3000)],
+    np.float64(1.5),
+    np.int32(-7),
+    np.bool_(True),
+    np.array([2.5]),
+    np.array(7),
+    np.array([], dtype=np.int64),
+]
+
+
+def _same(a: object, b: object) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if isinstance(a, type({}.keys()) | type({}.items())):
+        return list(a) == list(b)
+    if isinstance(a, collections.deque):
+        return a == b and a.maxlen == b.maxlen
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a.items()) == list(b.items())
+    if isinstance(a, float) and a == 0:
+        return math.copysign(1, a) == math.copysign(1, b)
+    return bool(a == b)
+
+
+@pytest.mark.parametrize("value", _HONEST, ids=lambda v: type(v).__name__)
+def test_honest_values_round_trip_with_their_types(value: object) -> None:
+    assert _same(decode(dumps(value), max_elements=1 << 20), value)
+
+
+def test_nan_and_defaultdict_and_values_view() -> None:
+    assert math.isnan(decode(dumps(float("nan")), 10))
+    d = collections.defaultdict(lambda: 0, {"a": 1})  # the lambda factory is dropped
+    back = decode(dumps(d), 10)
+    assert type(back) is collections.defaultdict and back == {"a": 1}
+    assert list(decode(dumps({1: "v"}.values()), 10)) == ["v"]
+
+
+def test_dumps_is_deterministic_and_shares_nothing() -> None:
+    inner = [1, 2]
+    shared = [inner, inner]
+    assert dumps(shared) == dumps([[1, 2], [1, 2]])
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(ValueError):
+        dumps(looped)
+
+
+def test_larger_numpy_arrays_are_refused_as_never_equal() -> None:
+    with pytest.raises(NotComparable, match="ndarray of 3 elements"):
+        decode(dumps(np.array([1.0, 2.0, 3.0])), 100)
+
+
+def _pickle(body: bytes) -> bytes:
+    return b"\x80\x05" + body + b"."
+
+
+def _global(module: str, name: str) -> bytes:
+    return b"".join(b"\x8c" + bytes([len(s)]) + s.encode() for s in (module, name)) + b"\x93"
+
+
+@pytest.mark.parametrize(
+    "blob,reason",
+    [
+        # 10^6-deep tuple inside a frozenset: pickle.loads hashes it and overflows the C stack
+        (_pickle(b"(" + b")" + b"\x85" * 10**6 + b"\x91"), "nesting deeper than 200"),
+        (_pickle(b"]" * 300 + b"a" * 299), "nesting deeper than 200"),
+        (_pickle(b"(" * 10**6), "nesting deeper than 200"),
+        (_pickle(b"]" * 100_000), "too many elements"),
+        # set(range(10**9)) from a few bytes
+        (
+            _pickle(
+                _global("builtins", "set")
+                + _global("builtins", "range")
+                + b"J\x00\xca\x9a\x3b\x85R\x85R"
+            ),
+            "builtins.set is not plain data",
+        ),
+        (
+            _pickle(_global("builtins", "bytearray") + b"J\x00\xca\x9a\x3b\x85R"),
+            "builtins.bytearray is not plain data",
+        ),
+        (_pickle(_global("os", "system") + b"\x8c\x02id\x85R"), "os.system is not plain data"),
+        # a memo slot at index 2**28 makes pickle.loads allocate and zero 2 GiB
+        (_pickle(b"N\x72" + struct.pack("<I", 1 << 28)), "opcode 0x72 is not allowed"),
+        (_pickle(b"\x8c\x05hello\x94h\x00"), "opcode 0x94 is not allowed"),
+        (_pickle(b"B" + struct.pack("<I", 1 << 31) + b"x"), "truncated"),
+        (
+            _pickle(_global("numpy", "ndarray") + b"K\x01\x85R"),
+            "numpy.ndarray is not plain data",
+        ),
+        (
+            _pickle(
+                _global(_wire.__name__, "ndarray")
+                + b"\x8c\x03<f8"
+                + b"J\x00\xca\x9a\x3b\x85"
+                + b"C\x00\x87R"
+            ),
+            "does not match its shape",
+        ),
+        (
+            _pickle(
+                _global(_wire.__name__, "ndarray")
+                + b"\x8c\x02|O"
+                + b"K\x01\x85"
+                + b"C\x08"
+                + b"\x00" * 8
+                + b"\x87R"
+            ),
+            "not plain data",
+        ),
+        (_pickle(_global("fractions", "Fraction") + b"\x8c\x051e999\x85R"), "Fraction"),
+        (b"\x80\x05N.trailing", "not exactly one value"),
+        (b"\x80\x05NN.", "not exactly one value"),
+        (b"", "truncated"),
+        (b"\x80\x05]N", "truncated"),
+    ],
+)
+def test_hostile_bytes_are_refused_with_a_reason(blob: bytes, reason: str) -> None:
+    with pytest.raises(WireError, match=reason):
+        decode(blob, max_elements=1 << 16)
+
+
+def test_unpickling_the_deep_frozenset_crashes_pickle_itself() -> None:
+    """Why the judge does not use ``pickle.loads`` on program bytes: this is the message of
+    the first hostile case, and the stock unpickler dies of it (in a child process here)."""
+    blob = _pickle(b"(" + b")" + b"\x85" * 10**6 + b"\x91")
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child dies or exits
+        try:
+            pickle.loads(blob)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 11  # SIGSEGV
+
+
+def test_announced_sizes_allocate_nothing_ahead() -> None:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover
+        os.close(read_fd)
+        os.write(write_fd, struct.pack("<Q", 1 << 40) + b"O")
+        os._exit(0)
+    os.close(write_fd)
+    inbox = _wire.Inbox(read_fd, pid)
+    with pytest.raises(WireError, match="exceeds the 1024-byte limit"):
+        inbox.next(1024)
+    inbox.reap(block=True)
+    os.close(read_fd)

@@ -1,0 +1,132 @@
+"""Ask a chat backend for one label per unit: forced structured call, validated, retried.
+
+The label arrives as the arguments of a forced `record_annotation` call, so each backend
+constrains it the way the runner's forced `search_skills` call is constrained: OpenAI-compatible
+servers get `tool_choice` plus a `strict` schema, the embedded llama.cpp server turns the schema
+into a grammar, vLLM uses structured outputs. Output that still fails validation is retried
+with the next seed; after the last attempt the unit is recorded as a failure with its reason.
+No label is ever inferred from invalid output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow.annotate._labels import parse_label
+from hf_skillfollow.annotate._request import TOOL_NAME, build_request, prompt_hash
+from hf_skillfollow.backends._base import ChatRequest
+from hf_skillfollow.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from hf_skillfollow.annotate._store import AnnotationStore
+    from hf_skillfollow.annotate._units import Unit
+    from hf_skillfollow.backends._base import ChatBackend, ChatResult
+
+
+@dataclass(frozen=True)
+class AnnotatorSettings:
+    """How the annotator model is asked."""
+
+    model: str  # the name recorded in the data (a local path is published by its file name)
+    backend: str
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0
+    max_attempts: int = 3
+
+    @property
+    def prompt_hash(self) -> str:
+        return prompt_hash()
+
+    @property
+    def annotator(self) -> str:
+        """The annotator part of the key: model plus the hash of the instructions."""
+        return f"{self.model}@{self.prompt_hash}"
+
+
+def reply_text(result: ChatResult) -> str:
+    """The JSON the model produced: the forced call's arguments, else the plain content
+    (servers that answer a forced call in text)."""
+    for call in result.tool_calls:
+        if call.name == TOOL_NAME:
+            return call.arguments
+    return result.content
+
+
+async def annotate_unit(
+    backend: ChatBackend, unit: Unit, settings: AnnotatorSettings
+) -> dict[str, Any]:
+    """One annotations row for `unit` (a label, or a recorded failure)."""
+    request = build_request(unit.view)
+    problems: list[str] = []
+    raw: str | None = None
+    label = rationale = None
+    attempts = 0
+    for attempt in range(settings.max_attempts):
+        attempts = attempt + 1
+        result = await backend.chat(
+            ChatRequest(
+                messages=request["messages"],
+                seed=settings.seed + attempt,
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                tools=request["tools"],
+                tool_choice=request["tool_choice"],
+            )
+        )
+        if result.error:
+            problems.append(f"attempt {attempts}: backend error: {result.error}")
+            continue
+        raw = reply_text(result)
+        try:
+            label, rationale = parse_label(raw)
+            break
+        except ValueError as exc:
+            problems.append(f"attempt {attempts}: invalid output: {exc}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": unit.run_id,
+        "cell_id": unit.cell_id,
+        "task_id": unit.task_id,
+        "repeat_index": unit.repeat_index,
+        "annotator": settings.annotator,
+        "annotator_model": settings.model,
+        "annotator_backend": settings.backend,
+        "prompt_hash": settings.prompt_hash,
+        "flip": unit.flip,
+        "label": label,
+        "rationale": rationale,
+        "failure": None if label is not None else "; ".join(problems),
+        "attempts": attempts,
+        "raw_output": raw,
+        "annotated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+async def annotate_all(
+    units: Sequence[Unit],
+    backend: ChatBackend,
+    settings: AnnotatorSettings,
+    store_of: Callable[[Unit], AnnotationStore],
+    *,
+    concurrency: int,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Annotate `units` with bounded concurrency; each row is stored as soon as it exists."""
+    # A batching backend (in-process vLLM) advances every open request in one step.
+    gate = asyncio.Semaphore(
+        max(1, len(units)) if getattr(backend, "batched", False) else concurrency
+    )
+
+    async def one(unit: Unit) -> None:
+        async with gate:
+            row = await annotate_unit(backend, unit, settings)
+        store_of(unit).append(row)
+        if on_row:
+            on_row(row)
+
+    await asyncio.gather(*(one(u) for u in units))

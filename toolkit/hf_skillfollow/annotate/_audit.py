@@ -1,0 +1,148 @@
+"""Human audit sheets: a stratified, seeded sample of LLM-labelled units written as one CSV
+per human annotator (blinded fields, empty label/confidence columns), and reading them back.
+
+The LLM's labels stay out of the sheets; they go into a separate key file that
+`annotate agreement` reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.annotate._labels import LABELS
+from hf_skillfollow.annotate._units import Unit
+
+KEY_FILE = "audit-key.csv"
+SHEET_COLUMNS = ("unit_id", "task_prompt", "queries", "skills_returned", "tool_results",
+                 "se_answer", "label", "confidence")  # fmt: skip
+KEY_COLUMNS = ("unit_id", "run_id", "task_id", "repeat_index", "flip", "annotator", "llm_label")
+CONFIDENCE = ("low", "medium", "high")
+
+INSTRUCTIONS = (
+    "Audit sheet for hf-skillfollow annotations. Each row is one attempt by an assistant that could "
+    "search a skill library: the task, its searches, the skills it got back and its final answer. "
+    "You are not told whether the answer was correct; please do not try to find out. "
+    "In 'label' write exactly one of: " + " | ".join(LABELS) + ". "
+    "appropriate adherence = uses a retrieved skill that fits; ignored/independent = solves it its own "
+    "way, no visible trace of the skills; misapplied/overapplied = follows a skill that does not fit; "
+    "format/interface failure = the answer does not have the expected form; unclear = none of these. "
+    "In 'confidence' write " + ", ".join(CONFIDENCE) + ". Work alone; do not compare sheets."
+)
+
+
+class AuditError(ValueError):
+    """A sheet or key file is missing, malformed or holds an unknown label."""
+
+
+def stratified_sample(rows: Sequence[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    """Up to `n` labelled rows spread evenly over (label, flip) strata; a stratum smaller than
+    its share gives the rest to the others. Seeded, so the same inputs give the same sample."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    strata: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: (r["run_id"], r["task_id"])):
+        if row["label"] is not None:
+            strata.setdefault((row["label"], row["flip"]), []).append(row)
+    for members in strata.values():
+        rng.shuffle(members)  # type: ignore[arg-type]
+    taken = {k: 0 for k in strata}
+    left = min(n, sum(len(m) for m in strata.values()))
+    while left:
+        open_ = [k for k in sorted(strata) if taken[k] < len(strata[k])]
+        share = max(1, left // len(open_))
+        for k in open_:
+            step = min(share, len(strata[k]) - taken[k], left)
+            taken[k] += step
+            left -= step
+            if not left:
+                break
+    return [row for k in sorted(strata) for row in strata[k][: taken[k]]]
+
+
+def unit_id(row: dict[str, Any]) -> str:
+    return f"{row['run_id']}|{row['task_id']}"
+
+
+def sheet_rows(sample: Sequence[dict[str, Any]], units: dict[str, Unit]) -> list[dict[str, str]]:
+    """The blinded fields of each sampled unit, as the LLM saw them."""
+    out = []
+    for row in sample:
+        view = units[unit_id(row)].view
+        out.append(
+            {
+                "unit_id": unit_id(row),
+                "task_prompt": view.task_prompt,
+                "queries": "\n".join(view.queries),
+                "skills_returned": ", ".join(view.skill_names),
+                "tool_results": "\n\n---\n\n".join(view.tool_results),
+                "se_answer": view.se_answer,
+                "label": "",
+                "confidence": "",
+            }
+        )
+    return out
+
+
+def write_sheets(
+    out_dir: Path, rows: list[dict[str, str]], key: list[dict[str, Any]], humans: int, seed: int
+) -> list[Path]:
+    """audit-<i>.csv per human (each in its own seeded order) plus the key file."""
+    import numpy as np
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(1, humans + 1):
+        order = np.random.default_rng([seed, i]).permutation(len(rows))
+        path = out_dir / f"audit-{i}.csv"
+        buf = io.StringIO()
+        buf.write(f"# {INSTRUCTIONS}\n")
+        writer = csv.DictWriter(buf, fieldnames=list(SHEET_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows[j] for j in order)
+        path.write_text(buf.getvalue(), encoding="utf-8")
+        paths.append(path)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(KEY_COLUMNS))
+    writer.writeheader()
+    writer.writerows(key)
+    (out_dir / KEY_FILE).write_text(buf.getvalue(), encoding="utf-8")
+    return paths
+
+
+def _read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise AuditError(f"{path}: no such file")
+    text = path.read_text(encoding="utf-8-sig")
+    lines = text.splitlines(keepends=True)
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    reader = csv.DictReader(io.StringIO("".join(lines)))
+    missing = [c for c in required if c not in (reader.fieldnames or [])]
+    if missing:
+        raise AuditError(f"{path}: missing column(s) {missing}")
+    return list(reader)
+
+
+def read_sheet(path: Path) -> dict[str, str]:
+    """unit id -> label of one filled sheet; blank labels are left out (not yet labelled)."""
+    out: dict[str, str] = {}
+    for number, row in enumerate(_read_csv(path, ("unit_id", "label")), start=2):
+        label = (row["label"] or "").strip()
+        if not label:
+            continue
+        if label not in LABELS:
+            raise AuditError(
+                f"{path}: row {number} (unit {row['unit_id']}): label {label!r} is not one of {list(LABELS)}"
+            )
+        out[row["unit_id"]] = label
+    return out
+
+
+def read_key(path: Path) -> dict[str, str]:
+    """unit id -> the LLM's label, from the key file."""
+    return {r["unit_id"]: r["llm_label"] for r in _read_csv(path, KEY_COLUMNS)}

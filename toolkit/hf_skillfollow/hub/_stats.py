@@ -1,0 +1,109 @@
+"""Per-run outcome counts published beside the rows, so a push never re-reads old runs.
+
+`stats/runs.parquet` holds one row per (run, cell) with the cell's identity columns, the
+run's seed and the 2x2 counts of `hf_skillfollow.metrics.cell_counts`. Counts are sufficient
+for every number on the card (metrics are functions of summed counts), so the card rendered
+from this file equals the card rendered from every row (tests/test_hub_incremental.py).
+
+The file is a cache of the rows, never a source of truth: on every push it is reconciled with
+the repo listing (runs whose transitions file is gone are dropped, runs without a stats row
+are counted from their file), and the Space and `report` never read it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hf_skillfollow.hub._layout import TRANSITIONS_DIR, read_parquet_bytes, transitions_path
+from hf_skillfollow.schema import CELL_COLUMNS, TRANSITIONS_SCHEMA
+
+STATS_PATH = "stats/runs.parquet"
+
+
+def _stats_schema() -> pa.Schema:
+    from hf_skillfollow.metrics import COUNT_COLUMNS
+
+    identity = [TRANSITIONS_SCHEMA.field(c) for c in ("run_id", "seed", *CELL_COLUMNS)]
+    return pa.schema(identity + [pa.field(c, pa.int64(), nullable=False) for c in COUNT_COLUMNS])
+
+
+def run_stats(transitions: pa.Table) -> pa.Table:
+    """Counts per (run, cell) of `transitions`, sorted by run id (deterministic bytes)."""
+    from hf_skillfollow.metrics import cell_counts
+
+    schema = _stats_schema()
+    if transitions.num_rows == 0:
+        return schema.empty_table()
+    frame = cell_counts(transitions)
+    seeds = transitions.group_by("run_id", use_threads=False).aggregate([("seed", "first")])
+    seed_of = dict(zip(seeds["run_id"].to_pylist(), seeds["seed_first"].to_pylist(), strict=True))
+    frame["seed"] = frame["run_id"].map(seed_of)
+    table = pa.Table.from_pandas(frame[schema.names], schema=schema, preserve_index=False)
+    return _sorted(table)
+
+
+def merge_stats(parts: Iterable[pa.Table]) -> pa.Table:
+    tables = [t for t in parts if t.num_rows]
+    if not tables:
+        return _stats_schema().empty_table()
+    return _sorted(pa.concat_tables(tables))
+
+
+def _sorted(table: pa.Table) -> pa.Table:
+    return table.sort_by([("run_id", "ascending"), ("cell_id", "ascending")]).combine_chunks()
+
+
+def stats_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", compression_level=3, write_statistics=False)
+    return sink.getvalue()
+
+
+def read_stats(data: bytes) -> pa.Table | None:
+    """The published stats, or None when they are unreadable or of another layout (recount)."""
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowInvalid, OSError):
+        return None
+    schema = _stats_schema()
+    if not set(schema.names) <= set(table.column_names):
+        return None
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def published_run_ids(paths: Iterable[str]) -> set[str]:
+    """Run ids with a transitions file in the listing."""
+    prefix = TRANSITIONS_DIR + "/"
+    return {
+        p[len(prefix) : -len(".parquet")]
+        for p in paths
+        if p.startswith(prefix) and p.endswith(".parquet") and "/" not in p[len(prefix) :]
+    }
+
+
+def reconcile(
+    published: pa.Table | None, listed: set[str], read: Callable[[str], bytes], source: str
+) -> pa.Table:
+    """Published stats of the runs still listed, plus counts of listed runs they lack."""
+    import pyarrow.compute as pc
+
+    kept = _stats_schema().empty_table() if published is None else published
+    kept = kept.filter(pc.is_in(kept.column("run_id"), pa.array(sorted(listed), pa.string())))
+    missing = sorted(listed - set(kept.column("run_id").to_pylist()))
+
+    def recount(run_id: str) -> pa.Table:
+        path = transitions_path(run_id)
+        return run_stats(read_parquet_bytes(read(path), "transitions", f"{source}:{path}"))
+
+    # Only a repo published before this file existed has many; downloads overlap.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        recounted = list(pool.map(recount, missing))
+    return merge_stats([kept, *recounted])

@@ -1,0 +1,191 @@
+"""The sandbox's minimal root filesystem, built in the harness's private mount namespace.
+
+A fresh tmpfs becomes ``/`` (``pivot_root``); the host's tree is detached, so nothing of it
+is reachable by any path, ``..`` or ``/proc/self/mountinfo``. Inside, read-only:
+
+- the interpreter's import directories (standard library, ``lib-dynload``, site-packages)
+  and the toolkit's ``scoring`` package, each at its host path so that already-imported
+  modules keep resolving their lazy imports;
+- the shared libraries (``/usr/lib``, ``/lib*``) and ``/etc/ld.so.cache``, which extension
+  modules need;
+- ``/dev/{null,zero,full,random,urandom}`` and the ``/dev/fd`` links; ``/proc`` of the
+  sandbox's own PID namespace;
+- writable: a private tmpfs at ``/tmp`` (holding the scratch dir) and at ``/dev/shm``.
+
+Anything named in ``hide`` that lies inside an exposed directory (the expected-output cache,
+benchmark data, Hugging Face caches) is covered by an empty read-only tmpfs. See
+docs/sandbox.md for the table of what a program can see.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+from dataclasses import dataclass
+
+from hf_skillfollow.scoring._confine import (
+    KEEP_FLAGS,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    ConfineError,
+    libc,
+    mount,
+)
+
+_MS_PRIVATE, _MNT_DETACH = 1 << 18, 2
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+#: where the new root is assembled: a tmpfs mounted over this (always present) directory
+_STAGE = "/tmp"
+DEVICES = ("null", "zero", "full", "random", "urandom")
+_DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1"}
+_DEV_LINKS["stderr"] = "/proc/self/fd/2"
+SCRATCH = "/tmp/sandbox"
+#: the program's writable tmpfs mounts
+_WRITABLE = ("/tmp", "/dev/shm")
+
+
+@dataclass(frozen=True)
+class RootSpec:
+    """What the new root holds, as absolute host paths (see ``_sandbox.root_spec``)."""
+
+    expose: tuple[str, ...]  # directories, bound read-only at the same path
+    files: tuple[str, ...]  # single files, bound read-only at the same path
+    links: tuple[tuple[str, str], ...]  # (path, target) symlinks such as /lib -> usr/lib
+    hide: tuple[str, ...]  # covered by an empty read-only tmpfs where exposed
+
+
+def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> str:
+    """Make the minimal root this process's ``/`` and ``cwd`` its scratch dir, owned by
+    ``uid`` (None: the current user). Needs CAP_SYS_ADMIN in the mount namespace."""
+    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
+    # Hold every source before the stage tmpfs covers /tmp (a venv may live there).
+    held = {
+        path: os.open(path, os.O_PATH | os.O_CLOEXEC)
+        for path in (*spec.expose, *spec.files, "/proc", *(f"/dev/{d}" for d in DEVICES))
+        if os.path.lexists(path)
+    }
+    try:
+        mount("tmpfs", _STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        _populate(spec, held, uid, tmp_bytes)
+    finally:
+        for fd in held.values():
+            os.close(fd)
+    _pivot(_STAGE)
+    os.chdir(SCRATCH)
+    return SCRATCH
+
+
+def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: int) -> None:
+    new = _STAGE
+    writable = f"size={tmp_bytes},mode=1777"
+    _mkdir(new + "/tmp")
+    mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, writable)
+    os.mkdir(new + SCRATCH, 0o700)
+    if uid is not None:
+        os.chown(new + SCRATCH, uid, uid)
+    _mkdir(new + "/dev")
+    mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
+    for device in DEVICES:
+        if f"/dev/{device}" in held:
+            _bind(held[f"/dev/{device}"], new + f"/dev/{device}", directory=False)
+    for name, target in _DEV_LINKS.items():
+        os.symlink(target, f"{new}/dev/{name}")
+    os.mkdir(new + "/dev/shm")
+    mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, writable)
+    _mkdir(new + "/proc")
+    _bind(held["/proc"], new + "/proc", directory=True)
+    for path in (*spec.expose, *spec.files):
+        _shield(new, path)
+    for path in spec.expose:
+        if path in held:
+            _bind(held[path], new + path, directory=True)
+    for path in spec.files:
+        if path in held:
+            _bind(held[path], new + path, directory=False)
+    for path in spec.hide:
+        _cover(new, path, spec.expose)
+    for path, target in spec.links:
+        if not os.path.lexists(new + path):
+            os.symlink(target, new + path)
+    _all_read_only(new)
+
+
+def _shield(new: str, path: str) -> None:
+    """An exposed path inside a writable tmpfs (a venv or checkout under /tmp) gets a
+    read-only tmpfs at its first component there: otherwise the program could rename the
+    directories above the bind and plant modules where the judge imports from."""
+    for root in _WRITABLE:
+        if path.startswith(root + "/"):
+            top = f"{new}{root}/{path[len(root) + 1 :].split('/')[0]}"
+            if not os.path.ismount(top):
+                _mkdir(top)
+                mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+
+
+def _mkdir(path: str) -> None:
+    # Only ever creates directories on the stage tmpfs: no exposed tree is bound above them yet
+    # (``_sandbox`` orders ``expose`` so that no path lies inside another).
+    os.makedirs(path, mode=0o755, exist_ok=True)
+
+
+def _bind(fd: int, target: str, directory: bool) -> None:
+    if directory:
+        _mkdir(target)
+    else:
+        _mkdir(os.path.dirname(target))
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+    mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
+
+
+def _cover(new: str, path: str, exposed: tuple[str, ...]) -> None:
+    """Cover ``path`` (a directory or file inside an exposed tree) with emptiness."""
+    inside = [e for e in exposed if path == e or path.startswith(e.rstrip("/") + "/")]
+    if not inside or not os.path.lexists(new + path):
+        return
+    if os.path.isdir(new + path):
+        mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0")
+    else:
+        mount(new + "/dev/null", new + path, None, MS_BIND, None)
+
+
+def _all_read_only(new: str) -> None:
+    """Remount every mount of the new root read-only except the writable tmpfs themselves
+    (not what is mounted inside them) and /proc,
+    keeping the flags a user namespace locks (nosuid, nodev, noexec, atime)."""
+    writable = tuple(new + p for p in _WRITABLE)
+    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+        points = [
+            re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            for line in fh
+        ]
+    for point in dict.fromkeys(points):
+        if not (point == new or point.startswith(new + "/")):
+            continue
+        if point in writable or point == new + "/proc" or point.startswith(new + "/proc/"):
+            continue
+        try:
+            flags = os.statvfs(point).f_flag
+        except OSError:  # a host mount the stage covers: not part of the new root
+            continue
+        keep = sum(ms for st, ms in KEEP_FLAGS.items() if flags & st)
+        mount("none", point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, None)
+
+
+def _pivot(new_root: str) -> None:
+    """``new_root`` becomes ``/``; the old root is stacked on it by ``pivot_root(".", ".")``
+    and detached, so no path leads back to the host."""
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise ConfineError(f"pivot_root: unsupported architecture {os.uname().machine!r}")
+    os.chdir(new_root)
+    if libc().syscall(number, b".", b".") != 0:
+        raise ConfineError(f"pivot_root: {os.strerror(ctypes.get_errno())}")
+    if libc().umount2(b".", _MNT_DETACH) != 0:
+        raise ConfineError(f"umount old root: {os.strerror(ctypes.get_errno())}")
+    os.chdir("/")
