@@ -1,15 +1,20 @@
-"""Benchmark the leaderboard app: start-up to first full render, and filter-change latency.
+"""Benchmark the leaderboard against a bare Gradio app, side by side in one run.
 
-Data: 1,000,000 synthetic transition rows (12,500 cells x 80 tasks, one run per cell) written
-as one parquet file in the transitions schema. Figures printed:
+For each data size (default: 39 cells = 3,120 rows, and 12,500 cells = 1,000,000 rows; 80
+tasks per cell, one run per cell) this writes synthetic transitions rows as one parquet file,
+then alternates, --repeats times each:
 
-- in-process: source loading, compute_cells (bootstrap), board build, one filter change;
-- end to end: `hf-skillfollow leaderboard FILE` started as a process, a headless Chromium
-  (Debian's, via Playwright) loads the page; time from process start until the table rows
-  and all three plots are drawn; then the latency of a filter change seen in the browser
-  and through gradio_client.
+- ours: `hf-skillfollow leaderboard FILE` started as a process;
+- bare: `bench/space_bare.py`, a plain `gr.Dataframe` of the same precomputed cells showing as
+  many rows as the board first shows, started the same way;
 
-Usage: python bench/space.py [--cells 12500] [--tasks 80] [--resamples 20000] [--no-browser]
+and a headless Chromium (Debian's, via Playwright, already open) loads each page. Printed:
+medians of the first complete render (process start until the table rows, and for ours the
+three plots, are drawn) and of a filter change seen in the browser (min n_cond radio clicked
+until every output is redrawn), with the ratios ours/bare. In-process figures (loading,
+compute_cells, build, one filter) come first.
+
+Usage: python bench/space.py [--cells 39 12500] [--tasks 80] [--resamples 20000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -111,72 +116,141 @@ def make_table(n_cells: int, n_tasks: int, seed: int = 0) -> pa.Table:
     )
 
 
+BARE_APP = Path(__file__).with_name("space_bare.py")
+#: Cell columns the bare table shows (as many as the board's compact table).
+BARE_COLUMNS = (
+    "model", "benchmark", "skill_pool", "condition", "partition_seed", "n_runs", "n_cond",
+    "n_pairs", "rae", "rae_ci_low", "rae_ci_high", "agg_lift", "delta_select", "mcnemar_p",
+    "oae", "delta_skip", "b_cond", "c_cond",
+)  # fmt: skip
+THRESHOLD_CLICKS = ("5", "15", "20", "10") * 2
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def in_process(path: Path, resamples: int) -> None:
+def in_process(path: Path, resamples: int) -> tuple[int, Path]:
+    """Timings of the board's stages; returns the first view's row count and the bare app's cells."""
     from hf_skillfollow.space_app import _table as T
     from hf_skillfollow.space_app._board import load_board
-    from hf_skillfollow.space_app._ui import _refresh, build_app
+    from hf_skillfollow.space_app._ui import build_app, render_view
 
-    t0 = time.perf_counter()
     board = load_board([str(path)], resamples=resamples, discover=False)
     t1 = time.perf_counter()
     build_app(board)
     t2 = time.perf_counter()
-    print(f"in-process  load sources     {board.timings['load_s']:7.3f} s")
+    print(f"  in-process  load sources   {board.timings['load_s']:7.3f} s")
     print(
-        f"in-process  compute_cells    {board.timings['metrics_s']:7.3f} s  ({len(board.pooled):,} cells, {resamples:,} resamples)"
+        f"  in-process  compute_cells  {board.timings['metrics_s']:7.3f} s  ({len(board.pooled):,} cells, {resamples:,} resamples)"
     )
-    print(f"in-process  build app        {t2 - t1:7.3f} s  (incl. first table + 3 plots)")
-    print(f"in-process  total to app     {t2 - t0:7.3f} s")
+    print(f"  in-process  build app      {t2 - t1:7.3f} s  (first table and 3 plots rendered)")
+    benchmarks = sorted(board.pooled["benchmark"].astype(str).unique())
     filters = [
-        T.Filters(benchmarks=("mbppplus",)),
+        T.Filters(benchmarks=(benchmarks[0],)),
         T.Filters(model_query="model-1"),
         T.Filters(min_cond=20, show_nonreportable=True),
-        T.Filters(pools=("coding / filler",), sort_by="Agg lift"),
+        T.Filters(sort="lift:asc"),
         T.Filters(show_nonreportable=True, min_cond=5),
     ]
     times = []
     for f in filters * 3:
         s = time.perf_counter()
-        _refresh(board, f, runs_separately=False, all_columns=False)
+        render_view(board, T.ViewState(f))
         times.append(time.perf_counter() - s)
     print(
-        f"in-process  filter change    median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
+        f"  in-process  filter change  median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
     )
+    filtered = T.apply_filters(board.pooled, T.Filters())
+    rows = min(len(filtered), T.MAX_TABLE_ROWS)
+    bare = path.with_name("cells.parquet")
+    board.pooled[list(BARE_COLUMNS)].to_parquet(bare)
+    return rows, bare
 
 
-def end_to_end(path: Path, resamples: int, browser: bool) -> None:
+def _start(cmd: list[str], env: dict[str, str]) -> tuple[subprocess.Popen, float]:
+    t0 = time.perf_counter()
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), t0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class App:
+    """How to start one of the two apps and what to wait for in its page."""
+
+    def __init__(self, name: str, cmd, ready_js: str, click: str, changed_js: str) -> None:
+        self.name, self.cmd, self.ready_js, self.click, self.changed_js = (
+            name, cmd, ready_js, click, changed_js,
+        )  # fmt: skip
+
+
+def ours(path: Path, resamples: int) -> App:
+    return App(
+        "ours",
+        lambda port: [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", str(path),
+                      "--port", str(port), "--no-discover", "--resamples", str(resamples)],
+        "() => document.querySelectorAll('#sf-table tbody tr').length > 0"
+        " && document.querySelectorAll('#sf-plots svg').length === 3",
+        "#sf-f-mincond label",
+        # every output of the event replaced: the summary, the table and the plots
+        "() => ['#sf-summary .sf-summary', '#sf-table table', '#sf-plots .sf-plots']"
+        ".every(s => { const e = document.querySelector(s); return e && !e.__old; })",
+    )  # fmt: skip
+
+
+def bare(cells: Path, rows: int) -> App:
+    return App(
+        "bare",
+        lambda port: [sys.executable, str(BARE_APP), str(cells), "--port", str(port),
+                      "--rows", str(rows)],
+        "() => document.querySelectorAll('#bare-table [role=row], #bare-table tbody tr').length > 1",
+        "#bare-t label",
+        "() => { const e = document.querySelector('#bare-table'); return e && e.innerText !== e.__oldText; }",
+    )  # fmt: skip
+
+
+MARK_OURS = (
+    "() => ['#sf-summary .sf-summary', '#sf-table table', '#sf-plots .sf-plots']"
+    ".forEach(s => { const e = document.querySelector(s); if (e) e.__old = true; })"
+)
+MARK_BARE = "() => { const e = document.querySelector('#bare-table'); e.__oldText = e.innerText; }"
+
+
+def measure(ctx, app: App, resamples: int) -> tuple[float, list[float]]:
+    """(seconds from process start to complete render, filter latencies in seconds)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = dict(os.environ, SKILLFOLLOW_RESAMPLES=str(resamples), GRADIO_ANALYTICS_ENABLED="False")
-    cmd = [
-        sys.executable,
-        "-m",
-        "hf_skillfollow.cli",
-        "leaderboard",
-        str(path),
-        "--port",
-        str(port),
-        "--no-discover",
-    ]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, SKILLFOLLOW_RESAMPLES=str(resamples), GRADIO_ANALYTICS_ENABLED="False",
+               HF_HUB_OFFLINE="1")  # fmt: skip
+    proc, t0 = _start(app.cmd(port), env)
     try:
-        ctx = _browser() if browser else None
         _wait_http(url, proc)
-        t_http = time.perf_counter() - t0
-        print(f"end-to-end  server answering {t_http:7.3f} s after process start")
-        if ctx is not None:
-            _browser_figures(ctx, url, t0)
-        _client_figures(url)
+        page = ctx.new_page()
+        page.goto(url)
+        page.wait_for_function(app.ready_js, timeout=300_000, polling="raf")
+        render = time.perf_counter() - t0
+        page.wait_for_timeout(300)
+        times = []
+        mark = MARK_OURS if app.name == "ours" else MARK_BARE
+        for threshold in THRESHOLD_CLICKS:
+            page.evaluate(mark)
+            s = time.perf_counter()
+            page.locator(app.click, has_text=threshold).first.click()
+            page.wait_for_function(app.changed_js, timeout=120_000, polling="raf")
+            times.append(time.perf_counter() - s)
+        page.close()
+        return render, times
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        _stop(proc)
 
 
 def _browser():
@@ -188,101 +262,102 @@ def _browser():
         executable_path=CHROMIUM,
         args=CHROMIUM_ARGS,
         headless=True,
-        viewport={"width": 1400, "height": 1000},
+        viewport={"width": 1440, "height": 1000},
     )
-    return ctx
+    return pw, ctx
 
 
 def _wait_http(url: str, proc: subprocess.Popen) -> None:
     deadline = time.perf_counter() + 600
     while time.perf_counter() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"leaderboard process exited with {proc.returncode}")
+            raise SystemExit(f"app process exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=1):
                 return
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.02)
     raise SystemExit("server did not answer within 600 s")
 
 
-def _browser_figures(ctx, url: str, t0: float) -> None:
-    page = ctx.new_page()
-    page.goto(url)
-    rows = page.locator("#sf-table .virtual-body [role=row]")
-    rows.first.wait_for(timeout=120_000)
-    for plot in ("sf-plot-lift-rae", "sf-plot-coverage-rae", "sf-plot-select-lift"):
-        page.locator(f"#{plot} .main-svg").first.wait_for(timeout=120_000)
-    print(
-        f"end-to-end  first full render {time.perf_counter() - t0:6.3f} s after process start (table rows + 3 plots in Chromium)"
-    )
-    summary = page.locator("#sf-summary")
-    times = []
-    for threshold in ("5", "15", "20", "10") * 2:
-        before = summary.inner_text()
-        s = time.perf_counter()
-        page.locator("#sf-f-mincond label", has_text=threshold).first.click()
-        page.wait_for_function(
-            "([sel, old]) => document.querySelector(sel).innerText !== old",
-            arg=["#sf-summary", before],
-            timeout=120_000,
-        )
-        times.append(time.perf_counter() - s)
-    print(
-        f"end-to-end  filter in browser median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
-        " (click min n_cond → summary redrawn)"
-    )
-    body = "#sf-table .virtual-body"
-    times = []
-    for _ in range(6):
-        before = page.locator(body).inner_text()
-        s = time.perf_counter()
-        page.locator("#sf-f-desc input").first.click()
-        page.wait_for_function(
-            "([sel, old]) => document.querySelector(sel).innerText !== old",
-            arg=[body, before],
-            timeout=120_000,
-        )
-        times.append(time.perf_counter() - s)
-    print(
-        f"end-to-end  sort in browser   median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
-        " (toggle Descending → table rows redrawn; plots not re-sent)"
-    )
-    ctx.close()
+def side_by_side(
+    ctx, apps: list[App], repeats: int, resamples: int
+) -> dict[str, tuple[float, float]]:
+    renders: dict[str, list[float]] = {a.name: [] for a in apps}
+    filters: dict[str, list[float]] = {a.name: [] for a in apps}
+    for _ in range(repeats):
+        for app in apps:  # alternate, so load on the machine hits both alike
+            render, times = measure(ctx, app, resamples)
+            renders[app.name].append(render)
+            filters[app.name].append(statistics.median(times))
+    return {
+        name: (statistics.median(renders[name]), statistics.median(filters[name]))
+        for name in renders
+    }
 
 
-def _client_figures(url: str) -> None:
-    from gradio_client import Client
-
-    client = Client(url, verbose=False)
-    times = []
-    for bench in (["mbppplus"], ["math500"], [], ["humanevalplus"]) * 2:
-        s = time.perf_counter()
-        client.predict(
-            bench, [], [], "", "10", False, False, False, "RAE", True, api_name="/refresh"
+def run_size(n_cells: int, args: argparse.Namespace, ctx) -> tuple[str, ...] | None:
+    rows = n_cells * args.tasks
+    print(f"data: {n_cells:,} cells x {args.tasks} tasks = {rows:,} rows")
+    with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
+        path = Path(tmp) / "transitions.parquet"
+        pq.write_table(make_table(n_cells, args.tasks), path)
+        shown, cells = in_process(path, args.resamples)
+        if ctx is None:
+            return None
+        result = side_by_side(
+            ctx, [ours(path, args.resamples), bare(cells, shown)], args.repeats, args.resamples
         )
-        times.append(time.perf_counter() - s)
-    print(
-        f"end-to-end  filter via gradio_client median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
-    )
+    (o_r, o_f), (b_r, b_f) = result["ours"], result["bare"]
+    return (
+        f"{n_cells:,} cells ({rows:,} rows), {shown} rows shown",
+        f"{o_r:.2f} s", f"{b_r:.2f} s", f"{o_r / b_r:.2f}x (target <= 1.3x)",
+        f"{1000 * o_f:.0f} ms", f"{1000 * b_f:.0f} ms", f"{o_f / b_f:.2f}x (target <= 1.5x)",
+    )  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cells", type=int, default=12_500)
-    ap.add_argument("--tasks", type=int, default=80)
-    ap.add_argument("--resamples", type=int, default=20_000)
-    ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument(
+        "--cells", type=int, nargs="+", default=[39, 12_500],
+        help="data sizes to measure, in cells (each cell has --tasks rows) [39 12500]",
+    )  # fmt: skip
+    ap.add_argument("--tasks", type=int, default=80, help="paired tasks per cell [80]")
+    ap.add_argument(
+        "--resamples", type=int, default=20_000, help="bootstrap resamples per interval [20000]"
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="starts of each app per size; medians shown [3]"
+    )
+    ap.add_argument(
+        "--no-browser", action="store_true", help="only the in-process figures (no Chromium)"
+    )
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
-        path = Path(tmp) / "transitions.parquet"
-        s = time.perf_counter()
-        pq.write_table(make_table(args.cells, args.tasks), path)
-        print(
-            f"data        {args.cells * args.tasks:,} rows ({args.cells:,} cells x {args.tasks} tasks) written in {time.perf_counter() - s:.1f} s"
-        )
-        in_process(path, args.resamples)
-        end_to_end(path, args.resamples, browser=not args.no_browser)
+    if min(args.cells) < 1 or args.tasks < 1 or args.repeats < 1 or args.resamples < 1:
+        ap.error("--cells, --tasks, --repeats and --resamples must be positive")
+    pw, ctx = (None, None) if args.no_browser else _browser()
+    try:
+        table = [run_size(n, args, ctx) for n in args.cells]
+    finally:
+        if ctx is not None:
+            ctx.close()
+            pw.stop()
+    if args.no_browser:
+        return
+    header = (
+        "data",
+        "ours: render",
+        "bare: render",
+        "ratio",
+        "ours: filter",
+        "bare: filter",
+        "ratio",
+    )
+    print(f"\nmedians of {args.repeats} starts per app, alternating; render = process start to"
+          " rows (+3 plots for ours) drawn in Chromium; filter = median of 8 threshold clicks")  # fmt: skip
+    print(" | ".join(header))
+    for row in table:
+        print(" | ".join(row or ()))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,9 @@ local folders) plus every Hub dataset tagged `skillfollow` (SKILLFOLLOW_DISCOVER
 discovery off). SKILLFOLLOW_RESAMPLES sets the bootstrap resamples (default 20,000).
 """
 
-from hf_skillfollow.space_app._launch import CSS, make_demo
+from hf_skillfollow.space_app._launch import make_demo
 
 demo = make_demo()
 
 if __name__ == "__main__":
-    demo.launch(css=CSS, footer_links=["api", "gradio"])
+    demo.launch()  # the board's CSS, page script and CSV route are its launch defaults

@@ -16,19 +16,32 @@ Cell B (model-beta, humanevalplus, normal), one run:
 Cell C (model-gamma, mbppplus, filler), one run:
   S_call 1,1,3,1 (6); S_skip 1,0,1,18 (20); n = 26
   RAE = −33.33; agg lift = 2/6 − 1/20 = 28.33: disagreement, reportable only at n_cond ≥ 5
+Cell D (model-delta, mbppplus, random), one run that never retrieved a skill:
+  S_call 0,0,0,0; S_skip 5,3,1,11 (20); n = 20
+  RAE, McNemar p on S_call, agg lift and Δselect undefined; OAE = Δskip = 100·2/20 = 10
+Skills: every retrieval-invoked task returns prefix-sum; harmful (c) ones also binary-search,
+the others two-pointer-pair-sum. Per-skill tally of cell A (pooled), by hand:
+  binary-search: harmful 2, helpful 0, returned on 2 (the c_cond tasks)
+  prefix-sum: harmful 2, helpful 9, returned on 20 (every S_call task)
+  two-pointer-pair-sum: harmful 0, helpful 9, returned on 18 (the other S_call tasks)
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import parse_qs
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -44,7 +57,10 @@ RUNS = {
     "a2": ("cellA", "model-alpha", "mbppplus", "normal", (2, 3, 1, 2), (8, 1, 2, 9)),
     "b1": ("cellB", "model-beta", "humanevalplus", "normal", (2, 2, 6, 2), (2, 2, 2, 22)),
     "c1": ("cellC", "model-gamma", "mbppplus", "filler", (1, 1, 3, 1), (1, 0, 1, 18)),
+    "d1": ("cellD", "model-delta", "mbppplus", "random", (0, 0, 0, 0), (5, 3, 1, 11)),
 }
+HARMFUL_SKILLS = ["prefix-sum", "binary-search"]
+OTHER_SKILLS = ["prefix-sum", "two-pointer-pair-sum"]
 BAD_SCHEMA = "wrong_schema.parquet"
 EMPTY = "empty_run"
 MISSING = "no_such_folder"
@@ -74,7 +90,7 @@ def run_rows(run_id: str) -> list[dict]:
                         "task_id": f"Mbpp/{i}", "se_correct": se, "sd_correct": sd, "invoked": invoked,
                         "returned": invoked, "n_calls": int(invoked),
                         "queries": [f"query {run_id} {i}"] if invoked else [],
-                        "skills_returned": ["prefix-sum", "two-pointer-pair-sum"] if invoked else [],
+                        "skills_returned": (HARMFUL_SKILLS if kind == "c" else OTHER_SKILLS) if invoked else [],
                         "adherence": invoked and se,
                     }
                 )  # fmt: skip
@@ -124,7 +140,9 @@ def build_sources(root: Path) -> list[str]:
     # Task Mbpp/2 of run b1 is a helpful flip in S_call (rows 0-1 are "a", 2-3 are "b").
     traces = [
         _trace("b1", "Mbpp/2", "se", True, "def f(): return SE_ANSWER"),
-        _trace("b1", "Mbpp/2", "sd", False, "def f(): return SD_ANSWER"),
+        _trace(
+            "b1", "Mbpp/2", "sd", False, "def f(): return SD_ANSWER  # <script>alert(1)</script>"
+        ),
     ]
     pq.write_table(traces_from_rows(traces), runs / "b1" / "traces.parquet")
     pq.write_table(pa.table({"foo": [1, 2]}), root / BAD_SCHEMA)
@@ -192,119 +210,204 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
-def refresh(
-    client,
-    *,
-    benchmarks=(),
-    model="",
-    min_cond="10",
-    nonreportable=False,
-    runs=False,
-    sort_by="RAE",
-    descending=True,
-):
-    out = client.predict(
-        list(benchmarks),
-        [],
-        [],
-        model,
-        min_cond,
-        nonreportable,
-        runs,
-        False,
-        sort_by,
-        descending,
-        api_name="/refresh",
+class _Table(HTMLParser):
+    """Rows of the first <table> in a fragment as {header: text}, plus the row's data-* attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.headers: list[str] = []
+        self.rows: list[dict] = []
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+        self._attrs: dict = {}
+        self._depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._depth += 1
+        if self._depth != 1:
+            return
+        if tag == "tr":
+            self._row, self._attrs = [], dict(attrs)
+        elif tag in {"td", "th"}:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._depth -= 1
+        if self._depth != 1:
+            return
+        if tag in {"td", "th"} and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            if not self.headers:
+                self.headers = [h.rstrip(" ▲▼") for h in self._row]
+            else:
+                self.rows.append({**dict(zip(self.headers, self._row, strict=True)), **self._attrs})
+            self._row = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse_table(html: str) -> list[dict]:
+    parser = _Table()
+    parser.feed(html)
+    return parser.rows
+
+
+def refresh(client, *, benchmarks=(), model="", min_cond="10", show=(), sort="rae:desc"):
+    """The page's view through the named endpoint: summary HTML, table rows, plot points."""
+    summary, table, plots = client.predict(
+        list(benchmarks), [], [], model, min_cond, list(show), sort, api_name="/refresh"
     )
-    summary, table, p1, p2, p3, cells = out
-    table = table.get("value", table)
-    rows = [dict(zip(table["headers"], row, strict=True)) for row in table["data"]]
-    plots = [json.loads(p["plot"]) for p in (p1, p2, p3)]
-    return summary, rows, plots, cells
+    return summary, parse_table(table), plots
 
 
-def test_pooled_table_values_match_hand_counts(client):
-    summary, rows, _, _ = refresh(client)
-    assert [r["Model"] for r in rows] == [
-        "model-alpha",
-        "model-beta",
-    ]  # C is below n_cond 10; sorted by RAE desc
+def points(plots: str, caption: str) -> dict[str, tuple[float, float]]:
+    """{cell key: (x, y)} of the plot whose caption starts with `caption`."""
+    figure = next(f for f in plots.split("<figure")[1:] if f"<figcaption>{caption}" in f)
+    found = re.findall(r'data-sf-cell="([^"]+)" data-x="([^"]+)" data-y="([^"]+)"', figure)
+    return {k: (float(x), float(y)) for k, x, y in found}
+
+
+def cells_api(client, **kw) -> list[dict]:
+    return client.predict(
+        kw.get("benchmarks", []), [], [], kw.get("model", ""), kw.get("min_cond", 10),
+        kw.get("show", []), kw.get("sort", "rae:desc"), api_name="/cells",
+    )  # fmt: skip
+
+
+def test_pooled_values_match_hand_counts(client):
+    rows = cells_api(client)
+    assert [r["model"] for r in rows] == ["model-alpha", "model-beta"]  # C, D below n_cond 10
     a, b = rows
-    assert (a["Runs"], a["n"], a["n_cond"], a["b"], a["c"]) == (2, 68, 20, 9, 2)
-    assert a["RAE"] == pytest.approx(35.0)
-    assert a["OAE"] == pytest.approx(5.88, abs=0.005)
-    assert a["Coverage %"] == pytest.approx(29.41, abs=0.005)
-    assert a["Δskip"] == pytest.approx(-6.25)
-    assert a["Agg lift"] == pytest.approx(26.25)
-    assert a["Δselect"] == pytest.approx(-15.0)
-    assert a["McNemar p"] == pytest.approx(0.0654, abs=1e-4)
-    assert a["Sign"] == "" and a["Reportable"] == "yes"
-    assert (b["n"], b["n_cond"], b["b"], b["c"]) == (40, 12, 2, 6)
-    assert b["RAE"] == pytest.approx(-33.33, abs=0.005)
-    assert b["OAE"] == pytest.approx(-10.0)
-    assert b["Agg lift"] == pytest.approx(19.05, abs=0.005)
-    assert b["Sign"] == "⚠ disagree"
-    lo, hi = (float(x) for x in a["RAE 95% CI"].strip("[]").split(","))
+    assert (a["n_runs"], a["n_pairs"], a["n_cond"], a["b_cond"], a["c_cond"]) == (2, 68, 20, 9, 2)
+    assert a["rae"] == pytest.approx(35.0)
+    assert a["oae"] == pytest.approx(400 / 68)
+    assert a["coverage"] == pytest.approx(100 * 20 / 68)
+    assert a["delta_skip"] == pytest.approx(-6.25)
+    assert a["agg_lift"] == pytest.approx(26.25)
+    assert a["delta_select"] == pytest.approx(-15.0)
+    assert a["mcnemar_p"] == pytest.approx(134 / 2048)
+    assert a["reportable"] is True and a["sign_disagree"] is False
+    assert (b["n_pairs"], b["n_cond"], b["b_cond"], b["c_cond"]) == (40, 12, 2, 6)
+    assert b["rae"] == pytest.approx(-100 / 3)
+    assert b["agg_lift"] == pytest.approx(100 * (4 / 12 - 4 / 28))
+    assert b["sign_disagree"] is True
+    assert a["rae_ci_low"] < 35.0 < a["rae_ci_high"]
+
+
+def test_table_shows_key_columns_with_units_and_the_flag_beside_the_lift(client):
+    summary, rows, _ = refresh(client)
+    assert [r["Model"] for r in rows] == ["model-alpha", "model-beta"]
+    a, b = rows
+    headers = list(a)
+    rae, lift = headers.index("RAE pp [95% CI]"), headers.index("Agg lift pp")
+    assert lift == rae + 1  # the lift a flag disagrees with sits right beside RAE
+    assert a["RAE pp [95% CI]"].startswith("+35.0 [") and a["data-sf-cell"] == "cellA"
+    lo, hi = (float(x) for x in a["RAE pp [95% CI]"][7:-1].split(","))
     assert lo < 35.0 < hi
-    assert "**2** of 3 cells match" in summary and "**1** sign disagreement" in summary
+    assert a["RAE pp [95% CI]"].count(".") == 3  # value and both ends at one decimal
+    assert a["n_cond / n"] == "20 / 68 (29.4%)" and a["b / c"] == "9 / 2" and a["Runs"] == "2"
+    assert a["McNemar p"] == "0.0654" and a["Δselect pp"] == "-15.0" and a["Agg lift pp"] == "+26.2"
+    assert b["RAE pp [95% CI]"].startswith("-33.3 [")
+    assert b["Agg lift pp"] == "⚠ +19.0"  # 100·(4/12 − 4/28) = 19.05
+    assert b["Δselect pp"] == "+52.4"  # SD: 8/12 − 4/28
+    assert "<b>2</b> of 4 cells match" in summary and "<b>1</b> sign disagreement" in summary
+
+
+def test_undefined_values_say_why_in_the_cli_words(client):
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
+    _, rows, _ = refresh(client, show=["non-reportable cells"], min_cond="5")
+    assert [r["Model"] for r in rows] == ["model-alpha", "model-beta", "model-gamma", "model-delta"]
+    d = rows[-1]  # reportable first; among the rest the undefined RAE sorts last
+    assert d["RAE pp [95% CI]"] == NEVER_RETRIEVED  # the CLI's words
+    assert d["McNemar p"] == NEVER_RETRIEVED  # not p = 1 on zero discordant pairs
+    assert d["Agg lift pp"] == "n/a (retrieval on no task: S_ret is empty)"
+    assert d["Δselect pp"] == "n/a (retrieval on no task: S_ret is empty)"
+    assert d["OAE pp [95% CI]"].startswith("+10.0 [") and d["Δskip pp"] == "+10.0"
+    assert d["Reportable"] == "no n_cond < 5" and "sf-nonrep" in d["class"]
+
+
+def test_reportable_cells_sort_before_non_reportable_ones(client):
+    _, rows, _ = refresh(client, show=["non-reportable cells"], sort="rae:asc")
+    # ascending RAE would put C (−33.3) first; it is not reportable at 10, so it comes after A, B
+    assert [r["Model"] for r in rows] == ["model-beta", "model-alpha", "model-gamma", "model-delta"]
+    assert [r["Reportable"].split()[0] for r in rows] == ["yes", "yes", "no", "no"]
+    assert rows[2]["RAE pp [95% CI]"].startswith("-33.3*")
 
 
 def test_min_cond_threshold_changes_rows_and_disagreements(client):
-    summary, rows, _, _ = refresh(client, min_cond="5")
+    summary, rows, _ = refresh(client, min_cond="5")
     assert sorted(r["Model"] for r in rows) == ["model-alpha", "model-beta", "model-gamma"]
     gamma = next(r for r in rows if r["Model"] == "model-gamma")
-    assert gamma["Sign"] == "⚠ disagree" and gamma["n_cond"] == 6
-    assert "**2** sign disagreement" in summary
-    # sensitivity table: threshold | reportable | with agg lift | disagreements | share
-    assert "| 5 | 3 | 3 | 2 | 66.7% |" in summary
-    assert "| 10 | 2 | 2 | 1 | 50.0% |" in summary
-    assert "| 15 | 1 | 1 | 0 | 0.0% |" in summary
+    assert gamma["Agg lift pp"].startswith("⚠") and gamma["n_cond / n"].startswith("6 / 26")
+    assert "<b>2</b> sign disagreement" in summary
+    sens = [r for r in parse_table(summary.split("<details", 1)[1])]
+    by_t = {r["min n_cond"]: r for r in sens}
+    assert [by_t[t]["reportable cells"] for t in ("5", "10", "15", "20")] == ["3", "2", "1", "1"]
+    assert [by_t[t]["sign disagreements"] for t in ("5", "10", "15")] == ["2", "1", "0"]
+    assert by_t["5"]["share"] == "66.7%"
 
 
-def test_filters_benchmark_model_and_nonreportable(client):
-    _, rows, _, _ = refresh(client, benchmarks=["humanevalplus"])
+def test_filters_benchmark_model_and_sort(client):
+    _, rows, _ = refresh(client, benchmarks=["humanevalplus"])
     assert [r["Model"] for r in rows] == ["model-beta"]
-    _, rows, _, _ = refresh(client, model="GAM")
+    _, rows, _ = refresh(client, model="GAM")
     assert rows == []
-    _, rows, _, _ = refresh(client, model="GAM", nonreportable=True)
-    assert [(r["Model"], r["Reportable"]) for r in rows] == [("model-gamma", "no")]
-    _, rows, _, _ = refresh(client, sort_by="OAE", descending=False)
+    _, rows, _ = refresh(client, model="GAM", show=["non-reportable cells"])
+    assert [(r["Model"], r["Reportable"]) for r in rows] == [("model-gamma", "no n_cond < 10")]
+    _, rows, _ = refresh(client, sort="oae:asc")
     assert [r["Model"] for r in rows] == ["model-beta", "model-alpha"]
+    with pytest.raises(Exception, match="unknown column"):
+        refresh(client, sort="nonsense:asc")
+
+
+def test_sorted_header_shows_the_direction_and_the_next_click(client):
+    _, table, _ = client.predict([], [], [], "", "10", [], "oae:asc", api_name="/refresh")
+    oae = re.search(
+        r'<th[^>]*data-sf-sort="oae:(\w+)"[^>]*aria-sort="(\w+)"[^>]*>([^<]*)</th>', table
+    )
+    assert oae.groups() == ("desc", "ascending", "OAE pp [95% CI] ▲")
+    assert 'data-sf-sort="rae:desc" aria-sort="none"' in table
+    assert 'title="Retrieval-invoked actual-use effect, percentage points' in table
 
 
 def test_runs_separately_splits_pooled_cell(client):
-    _, rows, _, cells = refresh(client, runs=True, min_cond="5", nonreportable=True)
-    by_run = {r["run_id"]: r for r in rows}
-    assert set(by_run) == {"a1", "a2", "b1", "c1"}
-    assert by_run["a1"]["RAE"] == pytest.approx(100 * 5 / 12, abs=0.005)
-    assert by_run["a2"]["RAE"] == pytest.approx(100 * 2 / 8, abs=0.005)
-    assert by_run["a1"]["n"] == 40 and by_run["a2"]["n"] == 28
-    assert {c[1] for c in cells["choices"]} == {"cellA|a1", "cellA|a2", "cellB|b1", "cellC|c1"}
+    summary, rows, _ = refresh(
+        client, show=["runs separately", "non-reportable cells"], min_cond="5"
+    )
+    by_run = {r["data-sf-cell"]: r for r in rows}
+    assert set(by_run) == {"cellA|a1", "cellA|a2", "cellB|b1", "cellC|c1", "cellD|d1"}
+    assert by_run["cellA|a1"]["RAE pp [95% CI]"].startswith("+41.7 [")  # 100·5/12
+    assert by_run["cellA|a2"]["RAE pp [95% CI]"].startswith("+25.0 [")  # 100·2/8
+    assert by_run["cellA|a1"]["n_cond / n"].startswith("12 / 40")
+    assert "Runs" not in rows[0]  # the run id is shown instead of a count
+    assert "of 5 runs (4 cells) match" in summary  # runs are not called cells
 
 
-def test_plots_carry_the_cells_and_shaded_quadrants(client):
-    _, _, (lift_rae, coverage_rae, select_lift), _ = refresh(client)
-    traces = {t["name"]: t for t in lift_rae["data"]}
-    agree, disagree = traces["signs agree (1)"], traces["sign disagreement (1)"]
-    assert agree["x"] == pytest.approx([26.25]) and agree["y"] == pytest.approx([35.0])
-    assert disagree["x"] == pytest.approx([100 * (4 / 12 - 4 / 28)]) and disagree[
-        "y"
-    ] == pytest.approx([-100 / 3])
-    assert disagree["text"] == ["model-beta"] and disagree["customdata"] == ["cellB"]
-    assert "n_cond 12" in disagree["hovertext"][0] and "b/c invoked 2/6" in disagree["hovertext"][0]
-    rects = [s for s in lift_rae["layout"]["shapes"] if s["type"] == "rect"]
-    assert {(r["x0"] >= 0, r["y1"] <= 0) for r in rects} == {
-        (True, True),
-        (False, False),
-    }  # the two off-diagonal quadrants
-    assert lift_rae["layout"]["title"]["text"] == "Aggregate lift vs RAE"
-    cov = {t["name"]: t for t in coverage_rae["data"]}
-    assert cov["mbppplus (1)"]["x"] == pytest.approx([100 * 20 / 68])
-    sel = {t["name"]: t for t in select_lift["data"]}
-    assert sel["RAE > 0 (1)"]["x"] == pytest.approx([-15.0]) and sel["RAE > 0 (1)"][
-        "y"
-    ] == pytest.approx([26.25])
-    assert sel["RAE < 0 (1)"]["x"] == pytest.approx([100 * (8 / 12 - 4 / 28)])
+def test_plots_carry_the_cells_and_the_intervals(client):
+    _, _, plots = refresh(client)
+    lift_rae = points(plots, "Aggregate lift vs RAE")
+    assert lift_rae["cellA"] == pytest.approx((26.25, 35.0), abs=1e-3)
+    assert lift_rae["cellB"] == pytest.approx((100 * (4 / 12 - 4 / 28), -100 / 3), abs=1e-3)
+    assert points(plots, "Coverage vs RAE")["cellA"] == pytest.approx(
+        (100 * 20 / 68, 35.0), abs=1e-3
+    )
+    assert points(plots, "Selection gap vs aggregate lift")["cellA"] == pytest.approx(
+        (-15.0, 26.25), abs=1e-3
+    )
+    assert plots.count('class="sf-shade"') == 2  # the two disagreement quadrants
+    assert "sign disagreement ⚠ (1)" in plots and "signs agree (1)" in plots
+    hover = re.search(r'data-sf-cell="cellB"[^>]*><title>([^<]*)</title><line', plots)
+    assert hover and "model-beta · humanevalplus · coding / normal" in hover.group(1)
+    assert "b/c invoked 2/6" in hover.group(1)
+    _, _, one = refresh(client, benchmarks=["humanevalplus"])
+    assert "humanevalplus (1)" in one  # the legend stays with a single benchmark
 
 
 def test_plot_cap_keeps_every_disagreement_and_ignores_the_sort():
@@ -313,72 +416,82 @@ def test_plot_cap_keeps_every_disagreement_and_ignores_the_sort():
     import pandas as pd
 
     from hf_skillfollow.space_app import _plots
-    from hf_skillfollow.space_app._table import DISAGREE_MARK
 
     n = 3 * _plots.MAX_POINTS
     i = np.arange(n)
-    cells = pd.DataFrame(
-        {
-            "rae": i / n - 0.5,
-            "agg_lift": np.where(i % 10 == 0, 0.5 - i / n, i / n - 0.5),
-            "coverage": 50.0,
-            "delta_select": 1.0,
-            "benchmark": "mbppplus",
-            "model": [f"m{k}" for k in i],
-            "_flag": np.where(i % 10 == 0, DISAGREE_MARK, ""),
-            "_hover": "h",
-            "_key": [f"cell{k}" for k in i],
-        }
-    )
-    shuffled = cells.sample(frac=1.0, random_state=0)  # the table's sort order is arbitrary
-    fig = _plots.lift_vs_rae(shuffled)
-    traces = {t["name"].split(" (")[0]: t for t in fig["data"]}
-    flagged = traces["sign disagreement"]["customdata"]
-    assert sorted(flagged) == sorted(f"cell{k}" for k in range(0, n, 10))  # n / 10 of them
-    agree = traces["signs agree"]["customdata"]
-    assert len(flagged) + len(agree) == _plots.MAX_POINTS
-    assert agree[0] == "cell1" and agree[-1] == f"cell{n - 1}"  # spread over the whole range
-    assert f"{_plots.MAX_POINTS:,} of {n:,} cells" in fig["layout"]["title"]["text"]
-    assert _plots.lift_vs_rae(cells)["data"][0]["customdata"] == agree  # same points, any sort
+    cells = pd.DataFrame({"key": [f"cell{k}" for k in i]}, index=i)
+    flagged = i % 10 == 0
+    shuffled = np.random.default_rng(0).permutation(n)  # the table's sort order is arbitrary
+    keep, note = _plots.capped(cells.take(shuffled), flagged[shuffled])
+    kept = cells.take(shuffled).take(keep)["key"].tolist()
+    assert len(kept) == _plots.MAX_POINTS
+    assert set(f"cell{k}" for k in range(0, n, 10)) <= set(kept)  # every disagreement
+    assert kept[0] == "cell0" and kept[-1] == f"cell{n - 1}"  # spread over the whole range
+    assert f"{_plots.MAX_POINTS:,} of {n:,} cells" in note
+    again, _ = _plots.capped(cells, flagged)
+    assert cells.take(again)["key"].tolist() == kept  # same points, any sort
+
+
+def _drill(client, key):
+    header, matrices, decomposition, tally, flips, traces = client.predict(key, api_name="/cell")
+    return header, matrices, decomposition, tally, flips, traces
 
 
 def test_drill_down_matrices_decomposition_and_flips(client):
-    header, matrices, decomposition, flips, tasks = client.predict("cellA", api_name="/cell")
-    assert "model-alpha" in header
-    assert (
-        "a = 5" in matrices and "b = 9" in matrices and "c = 2" in matrices and "d = 4" in matrices
-    )
-    assert (
-        "a = 23" in matrices
-        and "b = 12" in matrices
-        and "c = 8" in matrices
-        and "d = 25" in matrices
-    )
+    header, matrices, decomposition, _, flips, _ = _drill(client, "cellA")
+    assert "model-alpha" in header and 'data-sf-open="cellA"' in header
+    for text in ("a = 5", "b = 9", "c = 2", "d = 4", "a = 23", "b = 12", "c = 8", "d = 25"):
+        assert text in matrices
     # 5.88 = (20/68)·35 + (48/68)·(−6.25) = 10.29 − 4.41
     assert (
         "5.88 = 0.2941 × (35.00) + (1 − 0.2941) × (-6.25) = 10.29 − 4.41 = **5.88** pp"
         in decomposition
     )
-    flips = flips.get("value", flips)
-    rows = [dict(zip(flips["headers"], r, strict=True)) for r in flips["data"]]
+    rows = parse_table(flips)
     assert len(rows) == 20  # b_all 12 + c_all 8
-    assert sum(r["flip"] == "helpful (b)" for r in rows) == 12
+    kinds = [r["data-flip"] for r in rows]
+    assert kinds == ["harmful"] * 8 + ["helpful"] * 12  # harmful flips first
     invoked = [r for r in rows if r["subset"] == "retrieval-invoked"]
     assert len(invoked) == 11  # b_cond 9 + c_cond 2
-    assert all(
-        r["skills_returned"] == "prefix-sum; two-pointer-pair-sum"
-        and r["queries"].startswith("query ")
-        for r in invoked
-    )
-    assert tasks["choices"][0][0].startswith("b ")
+    assert [r["skills returned"] for r in invoked[:2]] == ["prefix-sum; binary-search"] * 2
+    assert all(r["queries"].startswith("query ") for r in invoked)
+    assert 'data-sf-task="a1|Mbpp/' in flips and "<th>run</th>" in flips  # two runs pooled
+
+
+def test_harmful_flips_tallied_per_skill_by_hand(client):
+    _, _, _, tally, _, _ = _drill(client, "cellA")
+    rows = [
+        (r["skill"], r["harmful flips"], r["helpful flips"], r["returned on"])
+        for r in parse_table(tally)
+    ]
+    assert rows == [
+        ("binary-search", "2", "0", "2"),
+        ("prefix-sum", "2", "9", "20"),
+        ("two-pointer-pair-sum", "0", "9", "18"),
+    ]
+
+
+def test_never_retrieved_cell_says_so_in_the_drill_down(client):
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
+    _, _, decomposition, tally, _, _ = _drill(client, "cellD")
+    assert NEVER_RETRIEVED in decomposition and "OAE = Δskip = 10.00 pp" in decomposition
+    assert "No skill was returned" in tally
 
 
 def test_traces_side_by_side_and_missing_traces(client):
-    se, sd = client.predict("b1|Mbpp/2", api_name="/traces")
+    traces = client.predict("b1|Mbpp/2", api_name="/traces")
+    se, sd = traces.split('class="sf-trace sf-arm-se"')[1].split('class="sf-trace sf-arm-sd"')
     assert "SE arm — correct" in se and "SE_ANSWER" in se
     assert "SD arm — wrong" in sd and "SD_ANSWER" in sd
-    se, _ = client.predict("a1|Mbpp/0", api_name="/traces")
-    assert "Traces unavailable" in se and "no trace rows for run a1, task Mbpp/0" in se
+    assert "<details" in se and "system · 28 chars" in se  # the system prompt starts collapsed
+    traces = client.predict("a1|Mbpp/0", api_name="/traces")
+    assert "Traces unavailable" in traces and "no trace rows for run a1, task Mbpp/0" in traces
+
+
+def test_trace_text_is_escaped_not_rendered(client):
+    traces = client.predict("b1|Mbpp/2", api_name="/traces")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in traces and "<script" not in traces
 
 
 def test_bad_sources_are_named_in_a_visible_warning(app_url):
@@ -394,21 +507,29 @@ def test_bad_sources_are_named_in_a_visible_warning(app_url):
     assert MISSING in text and "no such file or folder" in text
 
 
-def test_csv_export_holds_all_filtered_rows(client):
-    path = client.predict(
-        [], [], [], "", "5", False, False, False, "RAE", True, api_name="/export_csv"
-    )
-    path = (
-        path.get("value", path) if isinstance(path, dict) else path
-    )  # a visibility update wraps the file
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+def test_csv_export_is_one_get_with_the_page_query(app_url):
+    query = "min_cond=5&sort=rae%3Adesc"
+    with urllib.request.urlopen(f"{app_url}export.csv?{query}", timeout=30) as response:
+        assert "attachment" in response.headers["Content-Disposition"]
+        rows = list(csv.DictReader(io.StringIO(response.read().decode("utf-8"))))
     # B and C tie on RAE (−33.33); the sort is stable over compute_cells' cell order
     assert [r["model"] for r in rows] == ["model-alpha", "model-beta", "model-gamma"]
     alpha = rows[0]
-    assert (
-        float(alpha["rae"]) == pytest.approx(35.0)
-        and int(alpha["b_cond"]) == 9
-        and alpha["sign_disagree"] == "False"
-    )
-    assert {r["min_cond"] for r in rows} == {"5"}
+    assert float(alpha["rae"]) == pytest.approx(35.0) and int(alpha["b_cond"]) == 9
+    assert alpha["sign_disagree"] == "False" and {r["min_cond"] for r in rows} == {"5"}
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        urllib.request.urlopen(f"{app_url}export.csv?min_cond=7", timeout=30)
+    assert bad.value.code == 400 and "min n_cond must be one of" in bad.value.read().decode()
+
+
+def test_url_query_round_trip():
+    from hf_skillfollow.space_app import _table as T
+
+    f = T.Filters(benchmarks=("mbppplus", "math 500"), model_query="org/Model a&b", min_cond=15,
+                  show_nonreportable=True, sort="lift:asc")  # fmt: skip
+    query = T.query_string(f, runs=True, all_columns=False)
+    state = T.state_from_query(parse_qs(query))
+    assert state == T.ViewState(f, runs=True, all_columns=False, cell=None)
+    assert T.query_string(T.Filters(), runs=False, all_columns=False) == ""  # defaults stay out
+    with pytest.raises(ValueError, match="sort: unknown column 'x'"):
+        T.state_from_query({"sort": ["x:asc"]})

@@ -316,26 +316,27 @@ def space(published, tmp_path_factory):
         proc.wait(timeout=30)
 
 
-def _refresh(client, rescored_only: bool) -> list[dict]:
-    out = client.predict([], [], [], "", "5", True, False, False, "RAE", True, rescored_only,
-                         api_name="/refresh")  # fmt: skip
-    table = out[1].get("value", out[1])
-    return [dict(zip(table["headers"], row, strict=True)) for row in table["data"]]
+def _cells(client, rescored_only: bool) -> list[dict]:
+    show = ["non-reportable cells"] + (["re-scored only"] if rescored_only else [])
+    return client.predict([], [], [], "", "5", show, "rae:desc", api_name="/cells")
 
 
 @pytest.mark.slow
 def test_space_marks_the_flipped_cell_and_lists_the_row(space, math_runs):
     client, (folder, run_id, target) = space
-    by_cell = {r["cell_id"]: r["Re-scored"] for r in _refresh(client, rescored_only=False)}
+    by_cell = {r["cell_id"]: r["rescored"] for r in _cells(client, rescored_only=False)}
     cells = [_rows(run)[0]["cell_id"] for run in math_runs]
     assert [by_cell[c] for c in cells] == ["✗ 7/8", "✓ 8/8", "not re-scored"]
-    assert sorted(r["cell_id"] for r in _refresh(client, rescored_only=True)) == sorted(cells[:2])
-    text = client.predict(cells[0], api_name="/rescored")
+    assert sorted(r["cell_id"] for r in _cells(client, rescored_only=True)) == sorted(cells[:2])
+    # the page's table shows the same marks
+    _, table, _ = client.predict([], [], [], "", "5", ["non-reportable cells"], "rae:desc",
+                                 api_name="/refresh")  # fmt: skip
+    assert "✗ 7/8" in table and "✓ 8/8" in table and "not re-scored" in table
+    header = client.predict(cells[0], api_name="/cell")[0]
     published_bit = "pass" if not target["se_correct"] else "fail"
     rescored_bit = "pass" if target["se_correct"] else "fail"
-    assert (
-        "✗ 7/8" in text
-        and f"| {target['task_id']} | {run_id} | SE | {published_bit} | {rescored_bit} |" in text
-    )
-    assert text.count("| SE |") + text.count("| SD |") == 1
-    assert "✓ 8/8" in client.predict(cells[1], api_name="/rescored")
+    row = f"<tr><td>{target['task_id']}</td><td>{run_id}</td><td>SE</td><td>{published_bit}</td><td>{rescored_bit}</td>"
+    assert "✗ 7/8" in header and row in header
+    assert header.count("<td>SE</td>") + header.count("<td>SD</td>") == 1
+    assert "✓ 8/8" in client.predict(cells[1], api_name="/cell")[0]
+    assert "not re-scored" in client.predict(cells[2], api_name="/cell")[0]

@@ -71,3 +71,21 @@ run-to-run variation (toggle "runs separately").
    discovers tagged datasets when it starts; the Space owner can also list repos in the
    `SKILLFOLLOW_SOURCES` variable. Browse locally with `hf-skillfollow leaderboard <repo or folder>`.
 """
+
+#: What a board with no rows shows instead of an empty table (a fresh Space, or every source failed).
+EMPTY_MD = """
+## No results to show yet
+
+This board recomputes every number from the `transitions` rows of skillfollow results
+datasets, and none could be loaded (the banner above says why, when a source failed).
+
+- **Space owner:** set the Space variable `SKILLFOLLOW_SOURCES` to one or more results
+  dataset repos, comma-separated (for example `my-org/skillfollow-results`), then restart
+  the Space. Datasets tagged `skillfollow` on the Hub are also picked up when the Hub is
+  reachable.
+- **Submitter:** run `hf-skillfollow run ...`, then `hf-skillfollow push runs/<run_id> --repo
+  <you>/<results-repo>`; the pushed dataset carries the `skillfollow` tag.
+- **Locally:** `hf-skillfollow leaderboard runs/` browses run folders on your machine.
+
+See the *About* tab for what the board measures.
+"""

@@ -157,7 +157,7 @@ def _empty_columns(pool_runs: bool) -> list[str]:
 
 
 def _decorate(cells: pd.DataFrame, pool_runs: bool) -> pd.DataFrame:
-    """Add display labels, hover text, a drill-down key and the flags at every n_cond threshold.
+    """Add display labels, a drill-down key and the flags at every n_cond threshold.
 
     Everything a filter change needs is derived here once, so that filtering is masking.
     """
@@ -183,9 +183,6 @@ def _decorate(cells: pd.DataFrame, pool_runs: bool) -> pd.DataFrame:
         if pool_runs
         else out["cell_id"].astype(str) + "|" + out["run_id"].astype(str)
     )
-    out["_hover"] = hover_text(out)
-    out["_rae_ci"] = _ci_text(out["rae_ci_low"], out["rae_ci_high"])
-    out["_oae_ci"] = _ci_text(out["oae_ci_low"], out["oae_ci_high"])
     n_cond = pd.to_numeric(out["n_cond"], errors="coerce").to_numpy(dtype=float)
     product = _floats(out["agg_lift"]) * _floats(out["rae"])
     for t in THRESHOLDS:
@@ -193,26 +190,6 @@ def _decorate(cells: pd.DataFrame, pool_runs: bool) -> pd.DataFrame:
         out[f"_rep_{t}"] = reportable
         out[f"_dis_{t}"] = reportable & (np.nan_to_num(product, nan=0.0) < 0)
     return _numpy_backed(out)
-
-
-def hover_text(cells: pd.DataFrame) -> np.ndarray:
-    """One hover line block per cell: identity, effects and the counts behind them."""
-    if cells.empty:
-        return np.array([], dtype=object)
-
-    def pct(column: str) -> np.ndarray:
-        return np.char.mod("%.1f", _floats(cells[column])).astype(object)
-
-    def count(column: str) -> np.ndarray:
-        return cells[column].astype(str).to_numpy(dtype=object)
-
-    return (
-        cells["label"].to_numpy(dtype=object)
-        + "<br>RAE " + pct("rae") + " [" + pct("rae_ci_low") + ", " + pct("rae_ci_high") + "] · OAE " + pct("oae")
-        + "<br>coverage " + pct("coverage") + "% · agg lift " + pct("agg_lift") + " · Δselect " + pct("delta_select")
-        + "<br>n " + count("n_pairs") + " · n_cond " + count("n_cond")
-        + " · b/c invoked " + count("b_cond") + "/" + count("c_cond") + " · all " + count("b_all") + "/" + count("c_all")
-    )  # fmt: skip
 
 
 def _numpy_backed(cells: pd.DataFrame) -> pd.DataFrame:
@@ -232,18 +209,6 @@ def _numpy_backed(cells: pd.DataFrame) -> pd.DataFrame:
             column = pd.Series(values, index=cells.index, dtype=values.dtype)
         out[name] = column
     return pd.DataFrame(out, index=cells.index)
-
-
-def _ci_text(low: pd.Series, high: pd.Series) -> np.ndarray:
-    lo, hi = _floats(low), _floats(high)
-    text = (
-        "["
-        + np.char.mod("%.1f", lo).astype(object)
-        + ", "
-        + np.char.mod("%.1f", hi).astype(object)
-        + "]"
-    )
-    return np.where(np.isnan(lo) | np.isnan(hi), "—", text)
 
 
 def _floats(column: pd.Series) -> np.ndarray:

@@ -1,16 +1,25 @@
-"""Cell drill-down: paired 2×2 matrices, the OAE decomposition, flipped tasks and their traces."""
+"""Cell drill-down: 2×2 matrices, the OAE decomposition, flipped tasks, a per-skill tally and traces.
+
+Everything here is HTML built from escaped text: task ids, queries, skill names and traces are
+data from submitters and models, never markup.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from html import escape
 
 import pandas as pd
 
+from hf_skillfollow import formatting as fmt
 from hf_skillfollow.space_app._board import Board
 
-FLIP_COLUMNS = ("flip", "task_id", "run_id", "subset", "n_calls", "skills_returned", "queries")
-NO_CELL = "Pick a cell (click a row in the leaderboard, or choose one above) to see its details."
+NO_CELL = "Pick a cell: click a row of the leaderboard or a point of a plot."
+HARMFUL, HELPFUL = "harmful (c)", "helpful (b)"
+#: Trace messages longer than this start collapsed (system prompts, returned SKILL.md texts).
+COLLAPSE_CHARS = 600
 
 
 def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
@@ -29,27 +38,23 @@ def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
     return cell, per_run
 
 
-def header_markdown(cell: pd.Series) -> str:
-    fields = [
-        "model",
-        "backend",
-        "benchmark",
-        "benchmark_version",
-        "partition",
-        "skill_pool",
-        "condition",
-        "retriever",
-        "top_k",
-        "max_calls",
-        "temperature",
-        "max_tokens",
-        "tool_mode",
-        "retrieval_policy",
-        "cell_id",
-    ]
-    fields += ["run_id"] if "run_id" in cell.index else ["n_runs"]
-    items = " · ".join(f"**{f}** `{cell[f]}`" for f in fields if f in cell.index)
-    return f"### {cell['label']}\n\n{items}"
+_HEADER_FIELDS = (
+    "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
+    "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
+    "retrieval_policy", "cell_id",
+)  # fmt: skip
+
+
+def header_html(cell: pd.Series, key: str) -> str:
+    """Title and identity of the cell; `data-sf-open` puts the cell into the page URL."""
+    fields = [*_HEADER_FIELDS, "run_id" if "run_id" in cell.index else "n_runs"]
+    items = " · ".join(
+        f"<b>{escape(f)}</b> <code>{escape(str(cell[f]))}</code>" for f in fields if f in cell.index
+    )
+    return (
+        f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
+        f"<h3>{escape(str(cell['label']))}</h3><p>{items}</p></div>"
+    )
 
 
 def matrix_markdown(cell: pd.Series) -> str:
@@ -76,12 +81,17 @@ def _matrix(cell: pd.Series, suffix: str, title: str) -> str:
 
 def decomposition_markdown(cell: pd.Series) -> str:
     """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers."""
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
     n, n_cond = int(cell["n_pairs"]), int(cell["n_cond"])
     oae, rae, skip = (_num(cell[c]) for c in ("oae", "rae", "delta_skip"))
     cov = n_cond / n if n else math.nan
     annotations = str(cell.get("_annotations") or "")
     if math.isnan(rae):
-        text = f"**Decomposition.** RAE is undefined (n_cond = 0), so OAE = Δskip = {_fmt(oae)} pp."
+        text = (
+            f"**Decomposition.** RAE is {NEVER_RETRIEVED} (n_cond = 0), "
+            f"so OAE = Δskip = {_fmt(oae)} pp."
+        )
         return "\n\n".join(p for p in (text, annotations) if p)
     skip_term = (1 - cov) * skip if not math.isnan(skip) else 0.0
     skip_text = (
@@ -99,89 +109,147 @@ def decomposition_markdown(cell: pd.Series) -> str:
     return "\n\n".join(p for p in (text, annotations) if p)
 
 
-def flips_frame(rows: pd.DataFrame) -> pd.DataFrame:
-    """Helpful (b) and harmful (c) tasks with what retrieval returned and the queries sent."""
+def flips(rows: pd.DataFrame) -> pd.DataFrame:
+    """Helpful (b) and harmful (c) tasks, harmful first, with what retrieval returned."""
+    columns = ["flip", "task_id", "run_id", "subset", "skills", "queries"]
     if rows.empty:
-        return pd.DataFrame(columns=list(FLIP_COLUMNS))
+        return pd.DataFrame(columns=columns)
     se, sd = rows["se_correct"].astype(bool), rows["sd_correct"].astype(bool)
-    flipped = rows[se != sd].copy()
-    flipped["flip"] = (flipped["se_correct"].astype(bool)).map(
-        {True: "helpful (b)", False: "harmful (c)"}
-    )
+    flipped = rows[se != sd]
     invoked = flipped["invoked"].astype(bool) & flipped["returned"].astype(bool)
-    flipped["subset"] = invoked.map({True: "retrieval-invoked", False: "skip"})
-    flipped["skills_returned"] = flipped["skills_returned"].map(_join("; "))
-    flipped["queries"] = flipped["queries"].map(_join(" | "))
-    ordered = flipped.sort_values(["flip", "subset", "task_id"], ascending=[False, True, True])
-    return ordered[list(FLIP_COLUMNS)].reset_index(drop=True)
-
-
-def task_choices(rows: pd.DataFrame) -> list[tuple[str, str]]:
-    """Tasks for the trace viewer, flipped ones first: (label, "run_id|task_id")."""
-    if rows.empty:
-        return []
-    se, sd = rows["se_correct"].astype(bool), rows["sd_correct"].astype(bool)
-    kind = [("b " if s else "c ") if s != d else "" for s, d in zip(se, sd, strict=True)]
-    order = sorted(
-        range(len(rows)), key=lambda i: (kind[i] == "", kind[i], str(rows["task_id"].iloc[i]))
+    out = pd.DataFrame(
+        {
+            "flip": flipped["se_correct"].astype(bool).map({True: HELPFUL, False: HARMFUL}),
+            "task_id": flipped["task_id"].astype(str),
+            "run_id": flipped["run_id"].astype(str),
+            "subset": invoked.map({True: "retrieval-invoked", False: "skip"}),
+            "skills": flipped["skills_returned"].map(_as_list),
+            "queries": flipped["queries"].map(_as_list),
+        }
     )
-    return [
-        (
-            f"{kind[i]}{rows['task_id'].iloc[i]} ({rows['run_id'].iloc[i]})".strip(),
-            f"{rows['run_id'].iloc[i]}|{rows['task_id'].iloc[i]}",
+    rank = (out["flip"] == HELPFUL).astype(int) * 2 + (out["subset"] == "skip").astype(int)
+    return out.assign(_rank=rank).sort_values(["_rank", "task_id", "run_id"]).drop(columns="_rank")
+
+
+def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per returned skill: harmful and helpful flips it was returned on, and tasks it reached."""
+    columns = ["skill", "harmful", "helpful", "returned_on"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    harmful, helpful, reached = Counter(), Counter(), Counter()
+    for skills, se, sd in zip(
+        rows["skills_returned"], rows["se_correct"], rows["sd_correct"], strict=True
+    ):
+        names = set(_as_list(skills))
+        reached.update(names)
+        if bool(se) != bool(sd):
+            (helpful if bool(se) else harmful).update(names)
+    table = pd.DataFrame(
+        [(s, harmful[s], helpful[s], reached[s]) for s in reached], columns=columns
+    )
+    return table.sort_values(
+        ["harmful", "helpful", "skill"], ascending=[False, True, True]
+    ).reset_index(drop=True)
+
+
+def flips_html(table: pd.DataFrame) -> str:
+    """The flipped tasks; each task id opens its SE/SD traces."""
+    if table.empty:
+        return '<p class="sf-empty">No flipped tasks in this cell.</p>'
+    runs = table["run_id"].nunique() > 1
+    head = "<th>flip</th><th>task</th>" + ("<th>run</th>" if runs else "")
+    head += "<th>subset</th><th>skills returned</th><th>queries</th>"
+    body = []
+    for r in table.to_dict("records"):
+        kind = "harmful" if r["flip"] == HARMFUL else "helpful"
+        task = f"{r['run_id']}|{r['task_id']}"
+        body.append(
+            f'<tr class="sf-{kind}" data-flip="{kind}">'
+            f"<td>{escape(r['flip'])}</td>"
+            f'<td><button class="sf-task" data-sf-task="{escape(task)}" title="Show the SE and SD traces">{escape(r["task_id"])}</button></td>'
+            + (f"<td>{escape(r['run_id'])}</td>" if runs else "")
+            + f"<td>{escape(r['subset'])}</td><td>{escape('; '.join(r['skills']))}</td>"
+            f'<td class="sf-wrap">{escape(" | ".join(r["queries"]))}</td></tr>'
         )
-        for i in order
-    ]
+    n_harm = int((table["flip"] == HARMFUL).sum())
+    return (
+        f"<p><b>{n_harm}</b> harmful and <b>{len(table) - n_harm}</b> helpful flips; click a task id for its traces.</p>"
+        f'<div class="sf-table-wrap"><table class="sf-table sf-flips"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
-def trace_markdown(row: dict | None, arm: str) -> str:
+def tally_html(table: pd.DataFrame) -> str:
+    if table.empty:
+        return '<p class="sf-empty">No skill was returned in this cell.</p>'
+    body = "".join(
+        f'<tr data-skill="{escape(str(r.skill))}"><td>{escape(str(r.skill))}</td>'
+        f'<td class="sf-num{" sf-bad" if r.harmful else ""}">{r.harmful}</td>'
+        f'<td class="sf-num">{r.helpful}</td><td class="sf-num">{r.returned_on}</td></tr>'
+        for r in table.itertuples(index=False)
+    )
+    return (
+        '<div class="sf-table-wrap"><table class="sf-table sf-tally"><thead><tr>'
+        '<th title="Skill returned by search_skills">skill</th>'
+        '<th title="Harmful flips (SD correct, SE wrong) on tasks where this skill was returned">harmful flips</th>'
+        '<th title="Helpful flips (SD wrong, SE correct) on tasks where this skill was returned">helpful flips</th>'
+        '<th title="Tasks where this skill was returned">returned on</th>'
+        f"</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+def traces_html(se: dict | None, sd: dict | None, task: str) -> str:
+    """SE and SD traces side by side; long messages collapsed, long lines wrapped."""
+    return (
+        f'<div class="sf-traces" data-sf-shown-task="{escape(task)}">'
+        f"{_trace(se, 'se')}{_trace(sd, 'sd')}</div>"
+    )
+
+
+def _trace(row: dict | None, arm: str) -> str:
     if row is None:
-        return f"_no {arm.upper()} trace_"
+        return f'<section class="sf-trace"><h4>{arm.upper()}: no trace</h4></section>'
     verdict = "correct" if row.get("correct") else "wrong"
-    lines = [
-        f"#### {arm.upper()} arm — {verdict}",
-        f"calls {row.get('n_calls')} · latency {row.get('latency_s', 0):.1f} s · tokens {row.get('prompt_tokens')}+{row.get('completion_tokens')}",
+    parts = [
+        f'<h4 class="sf-{verdict}">{arm.upper()} arm — {verdict}</h4>',
+        f'<p class="sf-sub">calls {row.get("n_calls")} · latency {_num(row.get("latency_s")):.1f} s · '
+        f"tokens {row.get('prompt_tokens')}+{row.get('completion_tokens')}</p>",
     ]
     if row.get("error"):
-        lines.append(f"**error:** `{row['error']}`")
+        parts.append(f"<p><b>error:</b> <code>{escape(str(row['error']))}</code></p>")
     for message in row.get("messages") or []:
-        lines.append(
-            f"**{message.get('role')}**" + (f" ({message['name']})" if message.get("name") else "")
-        )
-        lines.append(_fence(message.get("content") or ""))
+        role = str(message.get("role"))
+        name = f" ({message['name']})" if message.get("name") else ""
+        text = str(message.get("content") or "")
         if message.get("tool_calls"):
-            lines.append(_fence(_pretty_json(message["tool_calls"]), "json"))
-    lines += ["**extracted**", _fence(row.get("extracted") or "")]
-    return "\n\n".join(lines)
+            text += ("\n" if text else "") + _pretty_json(message["tool_calls"])
+        label = f"{role}{name}"
+        if len(text) > COLLAPSE_CHARS or role in {"system", "tool"}:
+            parts.append(
+                f'<details class="sf-msg sf-{escape(role)}"><summary>{escape(label)} · {len(text):,} chars</summary>'
+                f"<pre>{escape(text)}</pre></details>"
+            )
+        else:
+            parts.append(
+                f'<div class="sf-msg sf-{escape(role)}"><b>{escape(label)}</b><pre>{escape(text)}</pre></div>'
+            )
+    parts.append(
+        f'<div class="sf-msg"><b>extracted answer</b><pre>{escape(str(row.get("extracted") or ""))}</pre></div>'
+    )
+    return f'<section class="sf-trace sf-arm-{arm}">{"".join(parts)}</section>'
 
 
-def _fence(text: str, lang: str = "") -> str:
-    ticks = "`" * max(3, _longest_backtick_run(text) + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
+def _as_list(values: object) -> list[str]:
+    if values is None or (isinstance(values, float) and math.isnan(values)):
+        return []
+    return [str(v) for v in list(values)]  # type: ignore[call-overload]
 
 
-def _longest_backtick_run(text: str) -> int:
-    best = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        best = max(best, run)
-    return best
-
-
-def _pretty_json(text: str) -> str:
+def _pretty_json(text: object) -> str:
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        return json.dumps(json.loads(str(text)), indent=2, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(text)
-
-
-def _join(sep: str):
-    def join(values: object) -> str:
-        if values is None:
-            return ""
-        return sep.join(str(v) for v in list(values))
-
-    return join
 
 
 def _num(value: object) -> float:
@@ -196,4 +264,4 @@ def _signed(value: float) -> str:
 
 
 def _fmt(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:.2f}"
+    return fmt.UNDEFINED if math.isnan(value) else f"{value:.2f}"

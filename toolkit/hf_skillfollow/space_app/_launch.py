@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from hf_skillfollow.space_app._board import Board
 
 ENV_RESAMPLES = "SKILLFOLLOW_RESAMPLES"
-CSS = "#sf-warnings blockquote { border-left: 4px solid #d62728; background: #fff4f4; }"
 
 
 def resamples_from_env(default: int | None = None) -> int:
@@ -72,6 +71,5 @@ def launch(
     resamples: int | None = None,
 ) -> None:
     demo = make_demo(sources, discover=discover, resamples=resamples)
-    demo.launch(
-        server_name=host, server_port=port, share=share, css=CSS, footer_links=["api", "gradio"]
-    )
+    # The board's CSS, page script and CSV route travel with `demo.launch` (see _ui.BoardBlocks).
+    demo.launch(server_name=host, server_port=port, share=share)

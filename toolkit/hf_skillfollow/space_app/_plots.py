@@ -1,237 +1,290 @@
-"""The three interactive plots, as plain plotly JSON figures.
+"""The three scatter plots, drawn on the server as small inline SVG.
 
-Figures are built as dicts (serialised with orjson, numpy arrays as-is) rather than through
-`plotly.graph_objects`, whose validation of 10^4-point traces costs more than the whole
-filter budget; the browser's plotly.js reads the same JSON either way.
+A plotting library in the browser (plotly.js is ~3.5 MB) cost the board more start-up time
+than loading and computing every cell (bench/space.py). SVG drawn here is a few kilobytes,
+renders with the page, follows the theme (text and axes use `currentColor`), and every point
+is an element the page's click handler can open (`data-sf-cell`) with a native tooltip.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from html import escape
+
 import numpy as np
 import pandas as pd
 
-from hf_skillfollow.space_app._table import DISAGREE_MARK
+from hf_skillfollow.space_app._table import interval, pp
 
-#: Points per plot. Chromium on 2 cores needs seconds to redraw 3 x 12,500 hover-able points
-#: (bench/space.py), so larger selections plot a sample (see `capped`) and the title says so.
+#: Points per plot. Larger selections plot a sample (see `capped`) and the caption says so.
 MAX_POINTS = 500
-#: Above this many points labels are dropped (unreadable) and WebGL markers are used.
-LABEL_LIMIT = 40
-WEBGL_LIMIT = 3000
-_RED, _BLUE, _GREY, _GREEN = "#d62728", "#1f77b4", "#7f7f7f", "#2ca02c"
-_SHADE = "rgba(214, 39, 40, 0.10)"
+_W, _H = 440, 330
+_L, _R, _T, _B = 54, 12, 12, 46  # margins: room for tick labels and axis titles
+_PALETTE = 10  # colour classes sf-c0 .. sf-c9 in the page CSS
 
 
-def lift_vs_rae(cells: pd.DataFrame) -> dict:
-    """Aggregate lift (x) vs RAE (y); the two sign-disagreement quadrants are shaded."""
-    data, note = capped(_defined(cells, "agg_lift", "rae"))
-    flag = data["_flag"] == DISAGREE_MARK
-    traces = [
-        _scatter(data[~flag], "agg_lift", "rae", "signs agree", _BLUE),
-        _scatter(data[flag], "agg_lift", "rae", "sign disagreement", _RED),
-    ]
-    xr, yr = _range(data["agg_lift"]), _range(data["rae"])
-    layout = _layout(
+@dataclass(frozen=True)
+class Series:
+    name: str
+    color: int  # index into the palette classes
+    rows: pd.DataFrame
+
+
+def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
+    """Aggregate lift (x) vs RAE (y) with RAE intervals; disagreement quadrants shaded."""
+    data, flag, note = _prepare(cells, disagree, "agg_lift", "rae")
+    series = [Series("signs agree", 0, data[~flag]), Series("sign disagreement ⚠", 3, data[flag])]
+    return _figure(
         "Aggregate lift vs RAE" + note,
-        "aggregate lift (pp, SE run: retrieved − not retrieved)",
-        "RAE (pp, paired, retrieval-invoked)",
+        series,
+        x="agg_lift",
+        y="rae",
+        xtitle="aggregate lift (pp)",
+        ytitle="RAE (pp) with 95% CI",
+        error_bars=True,
+        shade=True,
+        symmetric=True,
     )
-    layout["shapes"] = [
-        _rect(0, xr[1], yr[0], 0),
-        _rect(xr[0], 0, 0, yr[1]),
-    ]
-    layout["annotations"] = [
-        _note(xr[1], yr[0], "agg lift says helps,<br>RAE says hurts", "right", "bottom"),
-        _note(xr[0], yr[1], "agg lift says hurts,<br>RAE says helps", "left", "top"),
-    ]
-    layout["xaxis"]["range"], layout["yaxis"]["range"] = xr, yr
-    return {"data": traces, "layout": layout}
 
 
-def coverage_vs_rae(cells: pd.DataFrame) -> dict:
+def coverage_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
     """Coverage (share of tasks with a returned skill) vs RAE, one colour per benchmark."""
-    data, note = capped(_defined(cells, "coverage", "rae"))
-    palette = [
-        _BLUE,
-        "#ff7f0e",
-        _GREEN,
-        "#9467bd",
-        "#8c564b",
-        "#e377c2",
-        _GREY,
-        "#bcbd22",
-        "#17becf",
-        _RED,
+    data, _, note = _prepare(cells, disagree, "coverage", "rae")
+    names = sorted(data["benchmark"].astype(str).unique())
+    series = [
+        Series(b, i % _PALETTE, data[data["benchmark"].astype(str) == b])
+        for i, b in enumerate(names)
     ]
-    traces = [
-        _scatter(data[data["benchmark"] == b], "coverage", "rae", str(b), palette[i % len(palette)])
-        for i, b in enumerate(sorted(data["benchmark"].astype(str).unique()))
-    ]
-    layout = _layout(
-        "Coverage vs RAE" + note, "coverage (% of tasks with a skill returned)", "RAE (pp)"
+    return _figure(
+        "Coverage vs RAE" + note,
+        series,
+        x="coverage",
+        y="rae",
+        xtitle="coverage (% of tasks with a skill)",
+        ytitle="RAE (pp) with 95% CI",
+        error_bars=True,
+        xrange=(0.0, 100.0),
     )
-    layout["xaxis"]["range"] = [-2, 102]
-    return {"data": traces, "layout": layout}
 
 
-def select_vs_lift(cells: pd.DataFrame) -> dict:
+def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
     """Selection gap Δselect (x) vs aggregate lift (y), coloured by the sign of RAE."""
-    data, note = capped(_defined(cells, "delta_select", "agg_lift"))
-    rae = pd.to_numeric(data["rae"], errors="coerce")
-    traces = [
-        _scatter(data[rae > 0], "delta_select", "agg_lift", "RAE > 0", _GREEN),
-        _scatter(data[rae < 0], "delta_select", "agg_lift", "RAE < 0", _RED),
-        _scatter(
-            data[~((rae > 0) | (rae < 0))],
-            "delta_select",
-            "agg_lift",
-            "RAE = 0 or undefined",
-            _GREY,
-        ),
+    data, _, note = _prepare(cells, disagree, "delta_select", "agg_lift")
+    rae = pd.to_numeric(data["rae"], errors="coerce").to_numpy(dtype=float)
+    series = [
+        Series("RAE > 0", 2, data[rae > 0]),
+        Series("RAE < 0", 3, data[rae < 0]),
+        Series("RAE = 0 or undefined", 7, data[~((rae > 0) | (rae < 0))]),
     ]
-    lo, hi = _range(pd.concat([data["delta_select"], data["agg_lift"]]))
-    traces.append(
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": [lo, hi],
-            "y": [lo, hi],
-            "name": "agg lift = Δselect",
-            "line": {"dash": "dot", "color": _GREY},
-            "hoverinfo": "skip",
-        }
-    )
-    layout = _layout(
+    return _figure(
         "Selection gap vs aggregate lift" + note,
-        "Δselect (pp, SD run: retrieved − not retrieved)",
-        "aggregate lift (pp)",
+        series,
+        x="delta_select",
+        y="agg_lift",
+        xtitle="Δselect (pp, SD run)",
+        ytitle="aggregate lift (pp)",
+        diagonal=True,
+        symmetric=True,
     )
-    layout["xaxis"]["range"] = layout["yaxis"]["range"] = [lo, hi]
-    return {"data": traces, "layout": layout}
 
 
-_PLOT_COLUMNS = (
-    "rae",
-    "agg_lift",
-    "coverage",
-    "delta_select",
-    "benchmark",
-    "model",
-    "_flag",
-    "_hover",
-    "_key",
-)
+def _prepare(
+    cells: pd.DataFrame, disagree: np.ndarray, x: str, y: str
+) -> tuple[pd.DataFrame, np.ndarray, str]:
+    xs, ys = _floats(cells[x]), _floats(cells[y])
+    ok = ~np.isnan(xs) & ~np.isnan(ys)
+    data, flag = cells[ok], np.asarray(disagree, dtype=bool)[ok]
+    keep, note = capped(data, flag)
+    return data.take(keep), flag[keep], note
 
 
-def _defined(cells: pd.DataFrame, x: str, y: str) -> pd.DataFrame:
-    """Rows where both coordinates exist, narrowed to what a trace needs (masking is per column)."""
-    narrow = cells[list(_PLOT_COLUMNS)]
-    xs = pd.to_numeric(narrow[x], errors="coerce").to_numpy(dtype=float)
-    ys = pd.to_numeric(narrow[y], errors="coerce").to_numpy(dtype=float)
-    return narrow[~np.isnan(xs) & ~np.isnan(ys)]
-
-
-def _scatter(data: pd.DataFrame, x: str, y: str, name: str, color: str) -> dict:
-    labelled = len(data) <= LABEL_LIMIT
-    return {
-        "type": "scattergl" if len(data) > WEBGL_LIMIT else "scatter",
-        "mode": "markers+text" if labelled else "markers",
-        "name": f"{name} ({len(data)})",
-        "x": _floats(data[x]),
-        "y": _floats(data[y]),
-        "text": data["model"].astype(str).tolist() if labelled else None,
-        "textposition": "top center",
-        "textfont": {"size": 10},
-        "hovertext": data["_hover"].to_numpy(dtype=object).tolist(),
-        "hoverinfo": "text",
-        "customdata": data["_key"].astype(str).tolist(),
-        "marker": {
-            "color": color,
-            "size": 9,
-            "opacity": 0.8,
-            "line": {"width": 0.5, "color": "white"},
-        },
-    }
-
-
-def _floats(column: pd.Series) -> np.ndarray:
-    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-
-
-def _range(values: pd.Series) -> list[float]:
-    v = pd.to_numeric(values, errors="coerce").dropna()
-    bound = max(10.0, float(v.abs().max()) * 1.15) if len(v) else 10.0
-    return [-bound, bound]
-
-
-def _rect(x0: float, x1: float, y0: float, y1: float) -> dict:
-    return {
-        "type": "rect",
-        "xref": "x",
-        "yref": "y",
-        "x0": x0,
-        "x1": x1,
-        "y0": y0,
-        "y1": y1,
-        "fillcolor": _SHADE,
-        "line": {"width": 0},
-        "layer": "below",
-    }
-
-
-def _note(x: float, y: float, text: str, xanchor: str, yanchor: str) -> dict:
-    return {
-        "x": x,
-        "y": y,
-        "text": text,
-        "showarrow": False,
-        "xanchor": xanchor,
-        "yanchor": yanchor,
-        "font": {"color": _RED, "size": 11},
-    }
-
-
-def capped(cells: pd.DataFrame, limit: int = MAX_POINTS) -> tuple[pd.DataFrame, str]:
-    """The cells to plot and a title suffix saying when only part of them is drawn.
+def capped(
+    cells: pd.DataFrame, flagged: np.ndarray, limit: int = MAX_POINTS
+) -> tuple[np.ndarray, str]:
+    """Positions to plot and a caption suffix saying when only part of the cells is drawn.
 
     Every sign disagreement is kept (up to `limit`), the rest is an even sample in board
-    order, so the points do not depend on the table's sort and a sort change needs no redraw.
+    order, so the points do not depend on the table's sort.
     """
-    if len(cells) <= limit:
-        return cells, ""
     order = np.argsort(cells.index.to_numpy(), kind="stable")
-    flagged = (cells["_flag"].to_numpy() == DISAGREE_MARK)[order]
+    if len(cells) <= limit:
+        return order, ""
+    flagged = np.asarray(flagged, dtype=bool)[order]
     keep = np.flatnonzero(flagged)[:limit]
     rest = np.flatnonzero(~flagged)
     room = limit - len(keep)
     if room > 0:
         keep = np.concatenate([keep, rest[np.linspace(0, len(rest) - 1, room).astype(int)]])
-    note = (
-        f"<br><sup>{limit:,} of {len(cells):,} cells: every sign disagreement kept, the rest "
-        "an even sample; narrow the filters to see all</sup>"
+    note = f" ({limit:,} of {len(cells):,} cells: every sign disagreement, the rest sampled)"
+    return order[np.sort(keep)], note
+
+
+def _figure(
+    title: str,
+    series: list[Series],
+    *,
+    x: str,
+    y: str,
+    xtitle: str,
+    ytitle: str,
+    error_bars: bool = False,
+    shade: bool = False,
+    diagonal: bool = False,
+    symmetric: bool = False,
+    xrange: tuple[float, float] | None = None,
+) -> str:
+    everything = pd.concat([s.rows for s in series]) if series else pd.DataFrame()
+    n = len(everything)
+    xs = _floats(everything[x]) if n else np.array([])
+    ys = _floats(everything[y]) if n else np.array([])
+    if error_bars and n:
+        ys = np.concatenate(
+            [ys, _floats(everything["rae_ci_low"]), _floats(everything["rae_ci_high"])]
+        )
+    xr = xrange or _extent(xs, symmetric)
+    yr = _extent(ys, symmetric)
+    if diagonal:
+        xr = yr = (min(xr[0], yr[0]), max(xr[1], yr[1]))
+    sx = _scale(xr, _L, _W - _R)
+    sy = _scale(yr, _H - _B, _T)
+    parts = [_axes(xr, yr, sx, sy, xtitle, ytitle)]
+    if shade:
+        x0, y0 = sx(0.0), sy(0.0)
+        parts.append(
+            f'<rect class="sf-shade" x="{x0:.1f}" y="{y0:.1f}" width="{_W - _R - x0:.1f}" height="{_H - _B - y0:.1f}"/>'
+            f'<rect class="sf-shade" x="{_L}" y="{_T}" width="{x0 - _L:.1f}" height="{y0 - _T:.1f}"/>'
+            f'<text class="sf-qnote" x="{_W - _R - 4}" y="{_H - _B - 6}" text-anchor="end">lift says helps, RAE says hurts</text>'
+            f'<text class="sf-qnote" x="{_L + 4}" y="{_T + 12}">lift says hurts, RAE says helps</text>'
+        )
+    if diagonal:
+        parts.append(
+            f'<line class="sf-diag" x1="{sx(xr[0]):.1f}" y1="{sy(xr[0]):.1f}" x2="{sx(xr[1]):.1f}" y2="{sy(xr[1]):.1f}">'
+            "<title>aggregate lift = Δselect</title></line>"
+        )
+    for s in series:
+        parts.append(_points(s, x, y, sx, sy, error_bars))
+    legend = "".join(
+        f'<span class="sf-key"><i class="sf-c{s.color}"></i>{escape(s.name)} ({len(s.rows)})</span>'
+        for s in series
     )
-    return cells.take(order[np.sort(keep)]), note
+    if diagonal:
+        legend += '<span class="sf-key"><i class="sf-dash"></i>lift = Δselect</span>'
+    empty = (
+        ""
+        if n
+        else '<text class="sf-nodata" x="50%" y="45%" text-anchor="middle">no cells with both values</text>'
+    )
+    return (
+        f'<figure class="sf-plot"><figcaption>{escape(title)}</figcaption>'
+        f'<svg viewBox="0 0 {_W} {_H}" role="img" aria-label="{escape(title)}">{"".join(parts)}{empty}</svg>'
+        f'<div class="sf-legend">{legend}</div></figure>'
+    )
 
 
-def _layout(title: str, xtitle: str, ytitle: str) -> dict:
-    return {
-        "title": {"text": title},
-        "xaxis": {
-            "title": {"text": xtitle},
-            "zeroline": True,
-            "zerolinecolor": "#999",
-            "gridcolor": "#eee",
-        },
-        "yaxis": {
-            "title": {"text": ytitle},
-            "zeroline": True,
-            "zerolinecolor": "#999",
-            "gridcolor": "#eee",
-        },
-        "hovermode": "closest",
-        "height": 460,
-        # room for the second title line `capped` adds
-        "margin": {"l": 60, "r": 20, "t": 80 if "<br>" in title else 50, "b": 60},
-        "legend": {"orientation": "h", "y": -0.2},
-        "plot_bgcolor": "white",
-    }
+def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
+    if s.rows.empty:
+        return ""
+    xs, ys = _floats(s.rows[x]), _floats(s.rows[y])
+    lows = _floats(s.rows["rae_ci_low"]) if error_bars else None
+    highs = _floats(s.rows["rae_ci_high"]) if error_bars else None
+    keys = s.rows["_key"].astype(str).to_numpy()
+    hovers = [hover_text(row) for row in s.rows.to_dict("records")]
+    out = [f'<g class="sf-c{s.color}">']
+    for i in range(len(xs)):
+        px, py = sx(xs[i]), sy(ys[i])
+        bar = ""
+        if (
+            lows is not None
+            and highs is not None
+            and not (math.isnan(lows[i]) or math.isnan(highs[i]))
+        ):
+            bar = f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{sy(lows[i]):.1f}" y2="{sy(highs[i]):.1f}"/>'
+        out.append(
+            f'<g class="sf-pt" data-sf-cell="{escape(keys[i])}" data-x="{xs[i]:.6g}" data-y="{ys[i]:.6g}">'
+            f"<title>{escape(hovers[i])}</title>{bar}"
+            f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4.5"/></g>'
+        )
+    out.append("</g>")
+    return "".join(out)
+
+
+def hover_text(row: dict) -> str:
+    """A point's tooltip (plain text, one fact per line): identity, effects and counts."""
+    return (
+        f"{row['label']}\n"
+        f"RAE {pp(row['rae'])} {interval(row['rae_ci_low'], row['rae_ci_high'])} pp · OAE {pp(row['oae'])} pp\n"
+        f"agg lift {pp(row['agg_lift'])} pp · Δselect {pp(row['delta_select'])} pp · "
+        f"coverage {pp(row['coverage'], signed=False)}%\n"
+        f"n {row['n_pairs']} · n_cond {row['n_cond']} · b/c invoked {row['b_cond']}/{row['c_cond']}\n"
+        "click to open the drill-down"
+    )
+
+
+def _axes(xr, yr, sx, sy, xtitle: str, ytitle: str) -> str:
+    out = ['<g class="sf-axes">']
+    for t in _ticks(*xr):
+        px = sx(t)
+        out.append(
+            f'<line class="sf-grid" x1="{px:.1f}" x2="{px:.1f}" y1="{_T}" y2="{_H - _B}"/>'
+            f'<text x="{px:.1f}" y="{_H - _B + 14}" text-anchor="middle">{_tick(t)}</text>'
+        )
+    for t in _ticks(*yr):
+        py = sy(t)
+        out.append(
+            f'<line class="sf-grid" x1="{_L}" x2="{_W - _R}" y1="{py:.1f}" y2="{py:.1f}"/>'
+            f'<text x="{_L - 5}" y="{py + 3.5:.1f}" text-anchor="end">{_tick(t)}</text>'
+        )
+    if xr[0] < 0 < xr[1]:
+        out.append(
+            f'<line class="sf-zero" x1="{sx(0):.1f}" x2="{sx(0):.1f}" y1="{_T}" y2="{_H - _B}"/>'
+        )
+    if yr[0] < 0 < yr[1]:
+        out.append(
+            f'<line class="sf-zero" x1="{_L}" x2="{_W - _R}" y1="{sy(0):.1f}" y2="{sy(0):.1f}"/>'
+        )
+    out.append(
+        f'<rect class="sf-frame" x="{_L}" y="{_T}" width="{_W - _L - _R}" height="{_H - _T - _B}"/>'
+        f'<text class="sf-title" x="{(_L + _W - _R) / 2:.0f}" y="{_H - 8}" text-anchor="middle">{escape(xtitle)}</text>'
+        f'<text class="sf-title" transform="translate(13 {(_T + _H - _B) / 2:.0f}) rotate(-90)" text-anchor="middle">{escape(ytitle)}</text>'
+        "</g>"
+    )
+    return "".join(out)
+
+
+def _extent(values: np.ndarray, symmetric: bool) -> tuple[float, float]:
+    v = values[~np.isnan(values)] if len(values) else values
+    if not len(v):
+        return (-10.0, 10.0)
+    lo, hi = float(v.min()), float(v.max())
+    if symmetric:
+        bound = max(10.0, max(abs(lo), abs(hi)) * 1.1)
+        return (-bound, bound)
+    pad = max(1.0, (hi - lo) * 0.08)
+    return (lo - pad, hi + pad)
+
+
+def _scale(domain: tuple[float, float], a: float, b: float):
+    lo, hi = domain
+    span = (hi - lo) or 1.0
+
+    def f(v: float) -> float:
+        return a + (float(v) - lo) / span * (b - a)
+
+    return f
+
+
+def _ticks(lo: float, hi: float, target: int = 5) -> list[float]:
+    raw = (hi - lo) / target
+    mag = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step) + 1)]
+
+
+def _tick(v: float) -> str:
+    return f"{v:.0f}".replace("-", "−") if abs(v - round(v)) < 1e-9 else f"{v:g}".replace("-", "−")
+
+
+def _floats(column: pd.Series) -> np.ndarray:
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)

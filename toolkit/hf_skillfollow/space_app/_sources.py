@@ -20,8 +20,9 @@ from hf_skillfollow.locations import is_hub_id
 ENV_SOURCES = "SKILLFOLLOW_SOURCES"
 ENV_DISCOVER = "SKILLFOLLOW_DISCOVER"
 DISCOVERY_TAG = "skillfollow"
-# huggingface_hub retries an unreachable Hub for ~25 s; a Space must render before that.
-DISCOVERY_TIMEOUT_S = 8.0
+# huggingface_hub retries an unreachable Hub for ~25 s. Discovery runs while gradio imports
+# (~2.5 s, see _launch), so waiting up to 3 s adds at most about half a second to the start.
+DISCOVERY_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -186,6 +187,8 @@ def _concat_unique(tables: list[pa.Table], out: Loaded) -> pa.Table | None:
     """One table; a run published in two sources (say a local folder and its Hub copy) counts once."""
     if not tables:
         return None
+    if len(tables) == 1:
+        return tables[0]
     seen: set[str] = set()
     kept: list[pa.Table] = []
     for source, table in zip(out.loaded, tables, strict=True):
@@ -200,7 +203,7 @@ def _concat_unique(tables: list[pa.Table], out: Loaded) -> pa.Table | None:
             table = table.filter(pc.invert(pc.is_in(table.column("run_id"), pa.array(sorted(dup)))))
         seen |= runs
         kept.append(table)
-    return pa.concat_tables(kept).combine_chunks()
+    return pa.concat_tables(kept)
 
 
 def _first_line(exc: BaseException, limit: int = 400) -> str:

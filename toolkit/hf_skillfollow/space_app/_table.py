@@ -1,53 +1,61 @@
-"""Filtering, sorting and formatting the precomputed cells for the leaderboard table."""
+"""Filtering, sorting and rendering the precomputed cells as the leaderboard's HTML table.
+
+The table is plain HTML rather than a `gr.Dataframe`: headers carry tooltips and units, the
+sort is one state (a header click sets it, the header shows it), undefined values say why,
+narrow screens hide the secondary columns, and a 200-row table costs the browser one
+`innerHTML` instead of a virtual grid's layout (bench/space.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import escape
+from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 
+from hf_skillfollow import formatting as fmt
+from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
-#: Rows sent to the browser, which re-serialises and lays out all of them on every filter
-#: change (bench/space.py); the summary gives the match count and the CSV holds every row.
+#: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
 MAX_TABLE_ROWS = 200
-DISAGREE_MARK = "⚠ disagree"
+DISAGREE_MARK = "⚠"
 
-#: (header, source column, kind) in display order; kind: text, int, pct, p.
-COMPACT: tuple[tuple[str, str, str], ...] = (
-    ("Sign", "_flag", "text"),
-    ("Re-scored", "rescored", "text"),
-    ("Model", "model", "text"),
-    ("Benchmark", "benchmark", "text"),
-    ("Partition", "partition", "text"),
-    ("Pool / condition", "pool_condition", "text"),
-    ("Runs", "n_runs", "int"),
-    ("n", "n_pairs", "int"),
-    ("n_cond", "n_cond", "int"),
-    ("Coverage %", "coverage", "pct"),
-    ("RAE", "rae", "pct"),
-    ("RAE 95% CI", "_rae_ci", "text"),
-    ("McNemar p", "mcnemar_p", "p"),
-    ("OAE", "oae", "pct"),
-    ("OAE 95% CI", "_oae_ci", "text"),
-    ("Δskip", "delta_skip", "pct"),
-    ("Agg lift", "agg_lift", "pct"),
-    ("Δselect", "delta_select", "pct"),
-    ("b", "b_cond", "int"),
-    ("c", "c_cond", "int"),
-    ("Reportable", "_reportable", "text"),
-    ("cell_id", "cell_id", "text"),
-)
-RUN_COLUMN = ("run_id", "run_id", "text")
-#: Sort choices shown in the UI: header -> source column.
-SORTABLE: dict[str, str] = {h: src for h, src, kind in COMPACT if kind != "text"} | {
-    "Model": "model",
-    "Benchmark": "benchmark",
-    "RAE 95% CI": "rae_ci_low",
-    "OAE 95% CI": "oae_ci_low",
-}
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: `source` is the cells column it shows and sorts by."""
+
+    key: str  # short id used in the sort state and the URL
+    header: str
+    tip: str  # header tooltip: definition and unit
+    source: str
+    numeric: bool = True
+    narrow: bool = False  # still shown on a phone-width screen
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("model", "Model", "Model id (with the run id when runs are shown separately)", "model", False, True),
+    Column("benchmark", "Benchmark", "Benchmark of the cell", "benchmark", False),
+    Column("pool", "Pool / condition", "Skill pool and its condition (normal, filler, ...)", "pool_condition", False),
+    Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
+    Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
+    Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),
+    Column("rae", "RAE pp [95% CI]", "Retrieval-invoked actual-use effect, percentage points: 100·(b−c)/n_cond over the tasks where a skill came back, with its 95% paired-bootstrap interval. * = not reportable at the chosen n_cond threshold", "rae", True, True),
+    Column("lift", "Agg lift pp", "Aggregate lift, percentage points: SE accuracy on retrieved − on non-retrieved tasks (selection-biased). ⚠ = its sign disagrees with RAE", "agg_lift", True, True),
+    Column("select", "Δselect pp", "Selection gap, percentage points: the same split in the SD run, where no skill exists — how much easier the retrieved tasks were anyway", "delta_select"),
+    Column("p", "McNemar p", "Exact two-sided McNemar p on the discordant pairs b, c of the retrieval-invoked tasks", "mcnemar_p"),
+    Column("oae", "OAE pp [95% CI]", "Overall skill-access effect, percentage points: 100·(b−c)/n over all tasks, with its 95% interval", "oae"),
+    Column("skip", "Δskip pp", "Paired effect on the tasks without a retrieved skill, percentage points", "delta_skip"),
+    Column("bc", "b / c", "Helpful (b) / harmful (c) flips among the retrieval-invoked tasks", "b_cond"),
+    Column("reportable", "Reportable", "n_cond at least the chosen threshold", "n_cond", False),
+    Column("rescored", "Re-scored", _verification.TIP, _verification.RESCORED, False),
+)  # fmt: skip
+COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
+DEFAULT_SORT = "rae:desc"
 
 
 @dataclass(frozen=True)
@@ -58,34 +66,51 @@ class Filters:
     model_query: str = ""
     min_cond: int = DEFAULT_MIN_COND
     show_nonreportable: bool = False
-    sort_by: str = "RAE"
-    descending: bool = True
+    sort: str = DEFAULT_SORT  # "<column key>:asc|desc"
     rescored_only: bool = False
+
+    @property
+    def sort_key(self) -> str:
+        return parse_sort(self.sort)[0]
+
+    @property
+    def descending(self) -> bool:
+        return parse_sort(self.sort)[1]
+
+
+def parse_sort(value: str | None) -> tuple[str, bool]:
+    """("rae", True) from "rae:desc"; an unknown column or direction is a clear error."""
+    key, _, direction = (value or DEFAULT_SORT).partition(":")
+    if key not in COLUMN_BY_KEY:
+        raise ValueError(f"sort: unknown column {key!r}; choose one of {sorted(COLUMN_BY_KEY)}")
+    if direction not in {"", "asc", "desc"}:
+        raise ValueError(f"sort: direction must be 'asc' or 'desc', got {direction!r}")
+    return key, direction != "asc"
 
 
 def apply_filters(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
-    """The filtered, sorted cells with `_flag`/`_reportable` set for the chosen threshold."""
+    """The filtered cells, reportable ones first, then by the chosen column (missing last)."""
     mask = _base_mask(cells, f)
+    reportable = cells[f"_rep_{f.min_cond}"].to_numpy(dtype=bool)
     if not f.show_nonreportable:
-        mask &= cells[f"_rep_{f.min_cond}"].to_numpy(dtype=bool)
+        mask &= reportable
     positions = np.flatnonzero(mask)
-    key = cells[SORTABLE.get(f.sort_by, "rae")].to_numpy()[positions]
-    out = cells.take(positions[_order(key, f.descending)])
-    out["_flag"] = np.where(out[f"_dis_{f.min_cond}"].to_numpy(dtype=bool), DISAGREE_MARK, "")
-    out["_reportable"] = np.where(out[f"_rep_{f.min_cond}"].to_numpy(dtype=bool), "yes", "no")
-    return out
+    key, descending = parse_sort(f.sort)
+    values = cells[COLUMN_BY_KEY[key].source].to_numpy()[positions]
+    order = _order(values, descending, first=~reportable[positions])
+    return cells.take(positions[order])
 
 
-def _order(key: np.ndarray, descending: bool) -> np.ndarray:
-    """Stable sort order with missing values last in either direction."""
+def _order(key: np.ndarray, descending: bool, first: np.ndarray) -> np.ndarray:
+    """Stable order: `first` False before True, then missing values last in either direction."""
     if key.dtype.kind in "biuf":
         values = key.astype(float)
         missing = np.isnan(values)
-        primary = -values if descending else values
-        return np.lexsort((np.where(missing, 0.0, primary), missing))
-    text = np.array(["" if v is None else str(v) for v in key], dtype=object)
-    order = np.argsort(text, kind="stable")
-    return order[::-1] if descending else order
+        primary = np.where(missing, 0.0, -values if descending else values)
+        return np.lexsort((primary, missing, first))
+    text = np.array(["" if v is None else str(v).lower() for v in key], dtype=object)
+    ranks = np.unique(text, return_inverse=True)[1]
+    return np.lexsort((-ranks if descending else ranks, first))
 
 
 def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
@@ -101,7 +126,7 @@ def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
         if values:
             mask &= cells[column].isin(values).to_numpy()
     if f.rescored_only:
-        mask &= cells["_rescored"].to_numpy(dtype=bool)
+        mask &= cells[_verification.RESCORED_FLAG].to_numpy(dtype=bool)
     query = f.model_query.strip().lower()
     if query:
         mask &= cells["_model_lc"].str.contains(query, regex=False).to_numpy()
@@ -125,21 +150,170 @@ def sensitivity(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
     )
 
 
-def display_frame(
-    filtered: pd.DataFrame, *, runs_separately: bool, all_columns: bool, limit: int = MAX_TABLE_ROWS
-) -> pd.DataFrame:
-    """Rename and round for the table; `all_columns` appends every raw metric and identity column."""
-    spec = list(COMPACT) + ([RUN_COLUMN] if runs_separately else [])
-    head = filtered.head(limit)
-    out = pd.DataFrame({header: _format(head[src], kind) for header, src, kind in spec})
-    if all_columns:
-        shown = {src for _, src, _ in spec}
-        for column in head.columns:
-            if column not in shown and not column.startswith("_") and column not in _NOT_IN_ALL:
-                out[column] = _format(
-                    head[column], "pct" if head[column].dtype.kind == "f" else "raw"
-                )
-    return out.reset_index(drop=True)
+# ---------------------------------------------------------------------------------------------
+# Text of one value
+
+
+def pp(value: object, *, signed: bool = True) -> str:
+    """Percentage points with one decimal, the same for values and interval ends."""
+    return fmt.pp(value, signed=signed)
+
+
+def interval(low: object, high: object) -> str:
+    if fmt.is_undefined(low) or fmt.is_undefined(high):
+        return ""
+    return f"[{fmt.pp(low)}, {fmt.pp(high)}]"
+
+
+def undefined_reason(row: pd.Series | dict, column: str) -> str | None:
+    """Why a value is undefined, in the words of `hf-skillfollow report`; None if defined."""
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
+    if column in {"rae", "mcnemar_p"} and int(row["n_cond"]) == 0:
+        return NEVER_RETRIEVED
+    if not fmt.is_undefined(row[column]):
+        return None
+    if column == "delta_skip" and int(row["n_skip"]) == 0:
+        return fmt.undefined("n_skip = 0")
+    reason = row.get(f"{column}_reason")
+    return fmt.undefined(reason if isinstance(reason, str) and reason else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def table_html(
+    filtered: pd.DataFrame,
+    f: Filters,
+    *,
+    runs_separately: bool,
+    all_columns: bool,
+    limit: int = MAX_TABLE_ROWS,
+) -> str:
+    """The table for the first `limit` filtered cells; rows carry their drill-down key."""
+    if filtered.empty:
+        return '<div class="sf-empty">No cells match these filters.</div>'
+    key, descending = parse_sort(f.sort)
+    columns = [c for c in COLUMNS if not (runs_separately and c.key == "runs")]
+    extra = _extra_columns(filtered) if all_columns else []
+    head = "".join(_th(c, key, descending) for c in columns) + "".join(
+        f'<th class="sf-x" title="{escape(c)}">{escape(c)}</th>' for c in extra
+    )
+    rows = []
+    threshold = f.min_cond
+    for row in filtered.head(limit).to_dict("records"):
+        reportable = bool(row[f"_rep_{threshold}"])
+        disagree = bool(row[f"_dis_{threshold}"])
+        cls = " ".join(
+            name for name, on in (("sf-nonrep", not reportable), ("sf-disagree", disagree)) if on
+        )
+        cells = "".join(
+            _td(c, row, reportable, disagree, threshold, runs_separately) for c in columns
+        )
+        cells += "".join(f'<td class="sf-x">{escape(_raw(row[c]))}</td>' for c in extra)
+        rows.append(
+            f'<tr class="{cls}" data-sf-cell="{escape(str(row["_key"]))}" tabindex="0" '
+            f'title="Open the drill-down of this cell">{cells}</tr>'
+        )
+    return (
+        f'<div class="sf-table-wrap{" sf-all" if all_columns else ""}"><table class="sf-table">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _th(c: Column, sort_key: str, descending: bool) -> str:
+    active = c.key == sort_key
+    # A click on the active column flips it; a new column starts high-to-low for numbers.
+    nxt = "asc" if (active and descending) or (not active and not c.numeric) else "desc"
+    arrow = (" ▼" if descending else " ▲") if active else ""
+    aria = ("descending" if descending else "ascending") if active else "none"
+    cls = "sf-narrow" if c.narrow else "sf-wide"
+    return (
+        f'<th class="{cls}{" sf-num" if c.numeric else ""}" title="{escape(c.tip)} — click to sort" '
+        f'data-sf-sort="{c.key}:{nxt}" aria-sort="{aria}" tabindex="0">{escape(c.header)}{arrow}</th>'
+    )
+
+
+def _td(c: Column, row: dict, reportable: bool, disagree: bool, threshold: int, runs: bool) -> str:
+    cls = "sf-narrow" if c.narrow else "sf-wide"
+    if c.numeric:
+        cls += " sf-num"
+    text, title = _cell_text(c.key, row, reportable, disagree, threshold, runs)
+    tip = f' title="{escape(title)}"' if title else ""
+    return f'<td class="{cls}"{tip}>{text}</td>'
+
+
+def _why(reason: str) -> str:
+    return f'<span class="sf-why">{escape(reason)}</span>'
+
+
+def _cell_text(
+    key: str, row: dict, reportable: bool, disagree: bool, threshold: int, runs: bool
+) -> tuple[str, str]:
+    """(inner HTML, tooltip) of one table cell."""
+    if key == "model":
+        run = f'<div class="sf-sub">run {escape(str(row["run_id"]))}</div>' if runs else ""
+        return f"{escape(str(row['model']))}{run}", ""
+    if key in {"benchmark", "pool", "partition"}:
+        return escape(str(row[COLUMN_BY_KEY[key].source])), ""
+    if key == "runs":
+        return str(int(row["n_runs"])), ""
+    if key == "n_cond":
+        cov = pp(row["coverage"], signed=False)
+        return (
+            f'{int(row["n_cond"])} / {int(row["n_pairs"])} <span class="sf-sub">({cov}%)</span>',
+            "",
+        )
+    if key in {"rae", "oae"}:
+        reason = undefined_reason(row, key)
+        if reason:
+            return _why(reason), reason
+        star = "" if reportable or key != "rae" else "*"
+        note = f"not reportable: n_cond {int(row['n_cond'])} < {threshold}" if star else ""
+        ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
+        return f'<b>{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>', note
+    if key == "lift":
+        reason = undefined_reason(row, "agg_lift")
+        if reason:
+            return _why(reason), reason
+        if disagree:
+            tip = (
+                f"Sign disagreement: aggregate lift {pp(row['agg_lift'])} pp vs RAE "
+                f"{pp(row['rae'])} pp"
+            )
+            return f'<span class="sf-flag">{DISAGREE_MARK} {pp(row["agg_lift"])}</span>', tip
+        return pp(row["agg_lift"]), ""
+    if key in {"select", "skip"}:
+        source = COLUMN_BY_KEY[key].source
+        reason = undefined_reason(row, source)
+        return (_why(reason), reason) if reason else (pp(row[source]), "")
+    if key == "p":
+        reason = undefined_reason(row, "mcnemar_p")
+        return (_why(reason), reason) if reason else (fmt.p_value(row["mcnemar_p"]), "")
+    if key == "bc":
+        return f"{int(row['b_cond'])} / {int(row['c_cond'])}", ""
+    if key == "reportable":
+        if reportable:
+            return "yes", ""
+        return (
+            f'<span class="sf-no">no</span> <span class="sf-sub">n_cond&nbsp;&lt;&nbsp;{threshold}</span>',
+            "",
+        )
+    if key == "rescored":
+        return _verification.mark_html(row), ""
+    raise KeyError(key)
+
+
+def _extra_columns(filtered: pd.DataFrame) -> list[str]:
+    """Every raw metric and identity column the compact view does not show ("All columns")."""
+    return [c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL]
+
+
+def _raw(value: object) -> str:
+    if fmt.is_undefined(value):
+        return fmt.UNDEFINED
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 # Labels are derived; `reportable`/`sign_disagree` from compute_cells hold the default
@@ -159,44 +333,115 @@ def csv_frame(filtered: pd.DataFrame, min_cond: int) -> pd.DataFrame:
     return out
 
 
-def datatypes(frame: pd.DataFrame) -> list[str]:
-    return ["number" if frame[c].dtype.kind in "fiu" else "str" for c in frame.columns]
+def records(filtered: pd.DataFrame, min_cond: int, limit: int | None = None) -> list[dict]:
+    """JSON-ready rows of the filtered view (raw values, NaN as None) for the API."""
+    frame = csv_frame(filtered if limit is None else filtered.head(limit), min_cond)
+    frame = frame.astype(object).where(frame.notna(), None)
+    return frame.to_dict("records")
 
 
-def _format(column: pd.Series, kind: str) -> pd.Series:
-    if kind == "pct":
-        return pd.to_numeric(column, errors="coerce").round(2)
-    if kind == "p":
-        return pd.to_numeric(column, errors="coerce").map(
-            lambda v: float(f"{v:.3g}") if pd.notna(v) else np.nan
-        )
-    if kind == "int":
-        return pd.to_numeric(column, errors="coerce").astype("Int64")
-    if kind == "text":
-        return column.fillna("").astype(str)
-    return column
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return "_no rows_"
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
-
-
-def summary_markdown(cells: pd.DataFrame, filtered: pd.DataFrame, f: Filters, shown: int) -> str:
+def summary_html(
+    cells: pd.DataFrame, filtered: pd.DataFrame, f: Filters, *, shown: int, runs: bool, query: str
+) -> str:
+    """Counts line, CSV link and the (collapsed) sensitivity table; carries the URL state."""
     t = f.min_cond
     disagree = int(filtered[f"_dis_{t}"].sum()) if len(filtered) else 0
     reportable = int(filtered[f"_rep_{t}"].sum()) if len(filtered) else 0
-    more = f" (first {shown:,} in the table; the CSV holds all)" if shown < len(filtered) else ""
-    return (
-        f"**{len(filtered):,}** of {len(cells):,} cells match{more} · **{reportable:,}** reportable at n_cond ≥ {t} · "
-        f"**{disagree:,}** sign disagreement(s) {DISAGREE_MARK}\n\n"
-        f"How the disagreements change with the n_cond threshold (other filters applied):\n\n"
-        + markdown_table(sensitivity(cells, f))
+    unit = "runs" if runs else "cells"
+    total = f"{len(cells):,} {unit}"
+    if runs:
+        total += f" ({cells['cell_id'].nunique():,} cells)"
+    more = f" · first {shown:,} shown, the CSV holds all" if shown < len(filtered) else ""
+    link = f"export.csv?{query}" if query else "export.csv"
+    sens = sensitivity(cells, f)
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in sens.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in r) + "</tr>"
+        for r in sens.itertuples(index=False)
     )
+    return (
+        f'<div class="sf-summary" data-sf-query="{escape(query)}">'
+        f"<span><b>{len(filtered):,}</b> of {total} match{more}</span> · "
+        f"<span><b>{reportable:,}</b> reportable at n_cond ≥ {t}</span> · "
+        f'<span class="sf-flag"><b>{disagree:,}</b> sign disagreement(s) {DISAGREE_MARK}</span> · '
+        f'<a class="sf-csv" href="{escape(link)}" download="skillfollow_leaderboard.csv">'
+        f"Download CSV (all {len(filtered):,} rows)</a>"
+        f'<details class="sf-sens"><summary>Sign disagreements by n_cond threshold</summary>'
+        f'<table class="sf-small"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>'
+        "</div>"
+    )
+
+
+def query_string(f: Filters, *, runs: bool, all_columns: bool) -> str:
+    """The view's state as URL query parameters (defaults left out); `filters_from_query` reads it."""
+    params: list[tuple[str, str]] = []
+    params += [("benchmark", v) for v in f.benchmarks]
+    params += [("partition", v) for v in f.partitions]
+    params += [("pool", v) for v in f.pools]
+    if f.model_query:
+        params.append(("model", f.model_query))
+    if f.min_cond != DEFAULT_MIN_COND:
+        params.append(("min_cond", str(f.min_cond)))
+    flags = (("nonreportable", f.show_nonreportable), ("rescored", f.rescored_only))
+    for name, on in (*flags, ("runs", runs), ("all", all_columns)):
+        if on:
+            params.append((name, "1"))
+    if f.sort != DEFAULT_SORT:
+        params.append(("sort", f.sort))
+    return urlencode(params)
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """Everything the URL can carry: the filters, two toggles and the open cell."""
+
+    filters: Filters
+    runs: bool = False
+    all_columns: bool = False
+    cell: str | None = None
+
+
+#: Query parameters the board reads and writes; others (Gradio's `__theme`) are left alone.
+QUERY_KEYS = frozenset(
+    {
+        "benchmark",
+        "partition",
+        "pool",
+        "model",
+        "min_cond",
+        "nonreportable",
+        "rescored",
+        "runs",
+        "all",
+        "sort",
+        "cell",
+    }
+)
+
+
+def state_from_query(params: dict[str, list[str]]) -> ViewState:
+    """Parse query parameters (as `urllib.parse.parse_qs` gives them); bad values are errors."""
+
+    def one(name: str, default: str = "") -> str:
+        values = params.get(name) or [default]
+        return values[-1]
+
+    def flag(name: str) -> bool:
+        return one(name, "0").strip().lower() in {"1", "true", "yes", "on"}
+
+    sort = one("sort", DEFAULT_SORT)
+    parse_sort(sort)
+    filters = Filters(
+        benchmarks=tuple(params.get("benchmark", ())),
+        partitions=tuple(params.get("partition", ())),
+        pools=tuple(params.get("pool", ())),
+        model_query=one("model"),
+        min_cond=parse_threshold(one("min_cond", str(DEFAULT_MIN_COND))),
+        show_nonreportable=flag("nonreportable"),
+        sort=sort,
+        rescored_only=flag("rescored"),
+    )
+    return ViewState(filters, flag("runs"), flag("all"), one("cell") or None)
 
 
 def choices(cells: pd.DataFrame, column: str) -> list[str]:
@@ -205,9 +450,12 @@ def choices(cells: pd.DataFrame, column: str) -> list[str]:
 
 def parse_threshold(value: object) -> int:
     try:
-        return int(str(value))
+        t = int(str(value))
     except ValueError:
         raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {value!r}") from None
+    if t not in THRESHOLDS:
+        raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {value!r}")
+    return t
 
 
 def as_tuple(values: Sequence[str] | str | None) -> tuple[str, ...]:

@@ -1,92 +1,156 @@
-"""The Gradio 6 Blocks layout and its event wiring."""
+"""The Gradio 6 Blocks layout and its event wiring.
+
+The table, plots and drill-down are server-rendered HTML (see `_table`, `_plots`, `_drill`);
+one page script (`_assets.HEAD`) turns clicks on them into `input` events of three hidden
+textboxes and mirrors the view's state into the URL, which `_from_url` reads back on load.
+"""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import gradio as gr
-import orjson
 import pandas as pd
-from gradio.components.plot import PlotData
 
 from hf_skillfollow.space_app import _drill, _plots, _verification
 from hf_skillfollow.space_app import _table as T
-from hf_skillfollow.space_app._about import ABOUT_MD
+from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
+from hf_skillfollow.space_app._assets import CSS, HEAD
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board
 
-#: Cells offered in the drill-down picker (clicking a table row works for any cell).
-MAX_CELL_CHOICES = 500
 INTRO = (
     "# Do retrieved skills actually help?\n"
-    "Paired SE/SD leaderboard: every task is run with the `search_skills` tool (SE) and without it (SD). "
-    "**RAE** is the paired effect on the tasks where a skill was retrieved; **aggregate lift** is the usual, "
-    "selection-biased number. Cells where the two disagree in sign are flagged ⚠. See *About* for definitions."
+    "Every task is run with the `search_skills` tool (SE) and without it (SD). **RAE** is the paired "
+    "effect where a skill was retrieved; **aggregate lift** is the usual, selection-biased number; "
+    "⚠ marks cells where the two disagree in sign. pp = percentage points. Hover a header for its "
+    "definition, click a header to sort, click a row or a plot point for the cell's drill-down."
 )
+NONREP, RUNS, ALL = "non-reportable cells", "runs separately", "all columns"
+RESCORED = "re-scored only"
+SHOW_CHOICES = (NONREP, RUNS, ALL, RESCORED)
+ABOUT = ABOUT_MD + _verification.ABOUT_MD
+
+
+class BoardBlocks(gr.Blocks):
+    """Blocks whose `launch()` carries the board's CSS, page script and CSV route by default,
+    so `space/app.py` and `hf-skillfollow leaderboard` start the same page."""
+
+    launch_defaults: dict[str, Any]
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        defaults = dict(getattr(self, "launch_defaults", {}))
+        app_kwargs = dict(defaults.pop("app_kwargs", {}))
+        app_kwargs.update(kwargs.pop("app_kwargs", None) or {})
+        for key, value in defaults.items():
+            kwargs.setdefault(key, value)
+        return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
+
+
+@dataclass(frozen=True)
+class View:
+    summary: str
+    table: str
+    plots: str
+
+
+def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
+    """Summary (with the CSV link and URL state), table and plots for one view state."""
+    cells = board.cells(state.runs)
+    filtered = T.apply_filters(cells, state.filters)
+    query = T.query_string(state.filters, runs=state.runs, all_columns=state.all_columns)
+    shown = min(len(filtered), T.MAX_TABLE_ROWS)
+    return View(
+        summary=T.summary_html(
+            cells, filtered, state.filters, shown=shown, runs=state.runs, query=query
+        ),
+        table=T.table_html(
+            filtered, state.filters, runs_separately=state.runs, all_columns=state.all_columns
+        ),
+        plots=plots_html(filtered, state.filters.min_cond) if plots else "",
+    )
+
+
+def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
+    disagree = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
+    return (
+        '<div class="sf-plots">'
+        + _plots.lift_vs_rae(filtered, disagree)
+        + _plots.coverage_vs_rae(filtered, disagree)
+        + _plots.select_vs_lift(filtered, disagree)
+        + "</div>"
+    )
 
 
 def build_app(board: Board) -> gr.Blocks:
-    """The whole app for one loaded board (values for the first render are computed here)."""
-    pooled = board.cells(False)
-    first = _refresh(board, T.Filters(), runs_separately=False, all_columns=False)
-    with gr.Blocks(title="skillfollow leaderboard") as demo:
-        gr.Markdown(INTRO)
-        gr.Markdown(_warnings_markdown(board), elem_id="sf-warnings", visible=bool(board.warnings))
-        with gr.Tabs() as tabs:
-            with gr.Tab("Leaderboard", id="board"):
-                controls = _controls(pooled)
-                summary = gr.Markdown(first[0], elem_id="sf-summary")
-                table = gr.Dataframe(
-                    first[1],
-                    datatype=T.datatypes(first[1]),
-                    interactive=False,
-                    max_height=520,
-                    elem_id="sf-table",
-                    buttons=["fullscreen", "copy"],
-                    pinned_columns=2,
-                    label="Cells (click a row for its drill-down; click a header to sort)",
-                )
-                with gr.Row():
-                    export = gr.Button(
-                        "Export CSV (all filtered rows)", elem_id="sf-export", scale=0
-                    )
-                    csv_file = gr.File(
-                        label="CSV", elem_id="sf-csv", interactive=False, visible=False
-                    )
-                with gr.Row(equal_height=True):
-                    plots = [
-                        gr.Plot(
-                            first[2], elem_id="sf-plot-lift-rae", show_label=False, min_width=420
-                        ),
-                        gr.Plot(
-                            first[3],
-                            elem_id="sf-plot-coverage-rae",
-                            show_label=False,
-                            min_width=420,
-                        ),
-                        gr.Plot(
-                            first[4], elem_id="sf-plot-select-lift", show_label=False, min_width=420
-                        ),
-                    ]
-            with gr.Tab("Cell drill-down", id="drill"):
-                drill = _drill_tab(first[5])
-            with gr.Tab("About", id="about"):
-                gr.Markdown(ABOUT_MD + _verification.ABOUT_MD, elem_id="sf-about")
-        _wire(
-            board,
-            controls,
-            [summary, table, *plots, drill["cell"]],
-            export,
-            csv_file,
-            table,
-            drill,
-            tabs,
+    """The whole app for one loaded board (the first view is rendered here, into the page)."""
+    with BoardBlocks(title="skillfollow leaderboard", fill_width=True) as demo:
+        gr.Markdown(INTRO, elem_id="sf-intro")
+        gr.HTML(
+            warnings_html(board.warnings),
+            elem_id="sf-warnings",
+            visible=bool(board.warnings),
+            js_on_load=None,
+            apply_default_css=False,
         )
+        if board.pooled.empty:
+            _empty_state(board)
+        else:
+            _board_tabs(demo, board)
+    demo.launch_defaults = {
+        "css": CSS,
+        "head": HEAD,
+        "footer_links": ["api", "gradio"],
+        "app_kwargs": {"routes": [_csv_route(board)]},
+    }
     return demo
 
 
+def _empty_state(board: Board) -> None:
+    with gr.Tabs():
+        with gr.Tab("Leaderboard", id="board"):
+            gr.Markdown(EMPTY_MD, elem_id="sf-empty")
+        with gr.Tab("About", id="about"):
+            gr.Markdown(ABOUT, elem_id="sf-about")
+
+
+def _board_tabs(demo: gr.Blocks, board: Board) -> None:
+    first = render_view(board, T.ViewState(T.Filters()))
+    with gr.Tabs(selected="board") as tabs:
+        with gr.Tab("Leaderboard", id="board"):
+            c = _controls(board.cells(False))
+            summary = gr.HTML(
+                first.summary.replace("<div ", '<div data-sf-pending="1" ', 1),
+                elem_id="sf-summary",
+                js_on_load=None,
+                apply_default_css=False,
+            )
+            table = gr.HTML(
+                first.table, elem_id="sf-table", js_on_load=None, apply_default_css=False
+            )
+            plots = gr.HTML(
+                first.plots, elem_id="sf-plots", js_on_load=None, apply_default_css=False
+            )
+        with gr.Tab("Cell drill-down", id="drill"):
+            d = _drill_tab()
+        with gr.Tab("About", id="about"):
+            gr.Markdown(ABOUT, elem_id="sf-about")
+    boxes = {
+        name: gr.Textbox(
+            value=T.DEFAULT_SORT if name == "sort" else "",
+            elem_id=f"sf-{name}box",
+            elem_classes=["sf-hidden"],
+            container=False,
+            show_label=False,
+        )
+        for name in ("sort", "open", "task")
+    }
+    _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
+
+
 def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
-    with gr.Row():
+    with gr.Row(equal_height=True):
         c = {
             "benchmarks": gr.Dropdown(
                 T.choices(cells, "benchmark"),
@@ -94,6 +158,7 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 multiselect=True,
                 label="Benchmark",
                 elem_id="sf-f-benchmark",
+                min_width=160,
             ),
             "partitions": gr.Dropdown(
                 T.choices(cells, "partition"),
@@ -101,6 +166,7 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 multiselect=True,
                 label="Partition",
                 elem_id="sf-f-partition",
+                min_width=160,
             ),
             "pools": gr.Dropdown(
                 T.choices(cells, "pool_condition"),
@@ -108,290 +174,277 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 multiselect=True,
                 label="Pool / condition",
                 elem_id="sf-f-pool",
+                min_width=160,
             ),
             "model": gr.Textbox(
                 label="Model search",
-                placeholder="substring, case-insensitive",
+                placeholder="substring, filters as you type",
                 elem_id="sf-f-model",
+                min_width=160,
+            ),
+            "min_cond": gr.Radio(
+                [str(t) for t in THRESHOLDS],
+                value=str(DEFAULT_MIN_COND),
+                label="Reportable: n_cond ≥",
+                elem_id="sf-f-mincond",
+                min_width=160,
+            ),
+            "show": gr.CheckboxGroup(
+                list(SHOW_CHOICES), value=[], label="Show", elem_id="sf-f-show", min_width=220
             ),
         }
-    with gr.Row():
-        c["min_cond"] = gr.Radio(
-            [str(t) for t in THRESHOLDS],
-            value=str(DEFAULT_MIN_COND),
-            label="Minimum n_cond (reportable)",
-            elem_id="sf-f-mincond",
-        )
-        c["nonreportable"] = gr.Checkbox(
-            False, label="Show non-reportable cells", elem_id="sf-f-nonrep"
-        )
-        c["runs"] = gr.Checkbox(False, label="Show runs separately", elem_id="sf-f-runs")
-        c["all_columns"] = gr.Checkbox(False, label="All columns", elem_id="sf-f-allcols")
-        c["sort_by"] = gr.Dropdown(
-            list(T.SORTABLE), value="RAE", label="Sort by", elem_id="sf-f-sort"
-        )
-        c["descending"] = gr.Checkbox(True, label="Descending", elem_id="sf-f-desc")
-        c["rescored_only"] = gr.Checkbox(False, label="Re-scored only", elem_id="sf-f-rescored")
     return c
 
 
-def _drill_tab(cell_choices: list[tuple[str, str]]) -> dict[str, gr.components.Component]:
-    d = {
-        "cell": gr.Dropdown(
-            cell_choices, value=None, label="Cell", allow_custom_value=True, elem_id="sf-cell"
-        )
-    }
-    d["header"] = gr.Markdown(_drill.NO_CELL, elem_id="sf-drill-header")
-    d["rescored"] = gr.Markdown(elem_id="sf-rescored")
+def _drill_tab() -> dict[str, gr.components.Component]:
+    def html(elem_id: str, value: str = "") -> gr.HTML:
+        return gr.HTML(value, elem_id=elem_id, js_on_load=None, apply_default_css=False)
+
+    d = {"header": html("sf-drill-header", f'<p class="sf-empty">{_drill.NO_CELL}</p>')}
     with gr.Row():
         d["matrices"] = gr.Markdown(elem_id="sf-matrices")
         d["decomposition"] = gr.Markdown(elem_id="sf-decomposition")
-    d["flips"] = gr.Dataframe(
-        pd.DataFrame(columns=list(_drill.FLIP_COLUMNS)),
-        interactive=False,
-        wrap=True,
-        max_height=360,
-        label="Helpful (b) and harmful (c) tasks",
-        elem_id="sf-flips",
-    )
-    d["task"] = gr.Dropdown(
-        [],
-        value=None,
-        label="Task (SE/SD traces side by side)",
-        allow_custom_value=True,
-        elem_id="sf-task",
-    )
     with gr.Row():
-        d["se"] = gr.Markdown(elem_id="sf-trace-se")
-        d["sd"] = gr.Markdown(elem_id="sf-trace-sd")
+        with gr.Column(scale=1, min_width=260):
+            gr.Markdown("**Harmful flips per returned skill**")
+            d["tally"] = html("sf-tally")
+        with gr.Column(scale=3):
+            gr.Markdown("**Flipped tasks**, harmful (c) first")
+            d["flips"] = html("sf-flips")
+    d["traces"] = html("sf-traces")
     return d
 
 
-def _wire(
-    board: Board,
-    c: dict,
-    outputs: list,
-    export: gr.Button,
-    csv_file: gr.File,
-    table: gr.Dataframe,
-    d: dict,
-    tabs: gr.Tabs,
-) -> None:
-    inputs = [
-        c[k]
-        for k in (
-            "benchmarks",
-            "partitions",
-            "pools",
-            "model",
-            "min_cond",
-            "nonreportable",
-            "runs",
-            "all_columns",
-            "sort_by",
-            "descending",
-            "rescored_only",
+_FILTER_KEYS = ("benchmarks", "partitions", "pools", "model", "min_cond", "show")
+
+
+def state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.ViewState:
+    """The view state of the controls' values; a bad value is a `gr.Error` naming it."""
+    try:
+        return _state(benchmarks, partitions, pools, model, min_cond, show, sort)
+    except ValueError as exc:
+        raise gr.Error(str(exc)) from None
+
+
+def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.ViewState:
+    shown = set(show or ())
+    unknown = shown - set(SHOW_CHOICES)
+    if unknown:
+        raise ValueError(
+            f"show: unknown choice(s) {sorted(unknown)}; choose from {list(SHOW_CHOICES)}"
         )
-    ]
-
-    def refresh(
-        benchmarks,
-        partitions,
-        pools,
-        model,
-        min_cond,
-        nonreportable,
-        runs,
-        all_columns,
-        sort_by,
-        descending,
-        rescored_only=False,
-    ):
-        f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
-            rescored_only,
-        )  # fmt: skip
-        summary, frame, p1, p2, p3, cells = _refresh(
-            board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
-        )
-        return summary, _table_update(frame), p1, p2, p3, gr.Dropdown(choices=cells, value=None)
-
-    def resort(
-        benchmarks,
-        partitions,
-        pools,
-        model,
-        min_cond,
-        nonreportable,
-        runs,
-        all_columns,
-        sort_by,
-        descending,
-        rescored_only=False,
-    ):
-        f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
-            rescored_only,
-        )  # fmt: skip
-        _, _, frame, picks = _table_view(
-            board, f, runs_separately=bool(runs), all_columns=bool(all_columns)
-        )
-        return _table_update(frame), gr.Dropdown(choices=picks, value=None)
-
-    def export_csv(
-        benchmarks,
-        partitions,
-        pools,
-        model,
-        min_cond,
-        nonreportable,
-        runs,
-        all_columns,
-        sort_by,
-        descending,
-        rescored_only=False,
-    ):
-        f = _filters(
-            benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
-            rescored_only,
-        )  # fmt: skip
-        filtered = T.apply_filters(board.cells(bool(runs)), f)
-        path = Path(tempfile.mkdtemp(prefix="skillfollow-")) / "skillfollow_leaderboard.csv"
-        T.csv_frame(filtered, f.min_cond).to_csv(path, index=False)
-        return gr.File(value=str(path), visible=True)
-
-    # Sort and column choices change only the table (plots sample in board order), so they
-    # re-send the table and the cell picks, not the summary and three figures.
-    table_only = {id(c[k]) for k in ("all_columns", "sort_by", "descending")}
-    for component in inputs:
-        event = component.input if isinstance(component, gr.Textbox) else component.change
-        narrow = id(component) in table_only
-        event(
-            resort if narrow else refresh,
-            inputs,
-            [outputs[1], outputs[-1]] if narrow else outputs,
-            api_name=False,
-            trigger_mode="always_last",
-            show_progress="hidden",
-        )
-    # A named endpoint so scripts (and the tests) can ask for a filtered view directly.
-    export.click(export_csv, inputs, csv_file, api_name="export_csv")
-    hidden = gr.Button(visible=False)
-    hidden.click(refresh, inputs, outputs, api_name="refresh")
-    table.select(_on_select, c["runs"], [d["cell"], tabs], api_name=False)
-    drill_outputs = [d["header"], d["matrices"], d["decomposition"], d["flips"], d["task"]]
-    d["cell"].change(lambda key: _show_cell(board, key), d["cell"], drill_outputs, api_name="cell")
-    d["cell"].change(
-        lambda key: _show_rescoring(board, key), d["cell"], d["rescored"], api_name="rescored"
-    )
-    d["task"].change(
-        lambda key: _show_traces(board, key), d["task"], [d["se"], d["sd"]], api_name="traces"
-    )
-
-
-def _filters(
-    benchmarks, partitions, pools, model, min_cond, nonreportable, sort_by, descending,
-    rescored_only=False,
-) -> T.Filters:  # fmt: skip
-    return T.Filters(
+    filters = T.Filters(
         benchmarks=T.as_tuple(benchmarks),
         partitions=T.as_tuple(partitions),
         pools=T.as_tuple(pools),
         model_query=model or "",
         min_cond=T.parse_threshold(min_cond or DEFAULT_MIN_COND),
-        show_nonreportable=bool(nonreportable),
-        sort_by=sort_by or "RAE",
-        descending=bool(descending),
-        rescored_only=bool(rescored_only),
+        show_nonreportable=NONREP in shown,
+        sort=_strip_nonce(sort) or T.DEFAULT_SORT,
+        rescored_only=RESCORED in shown,
+    )
+    T.parse_sort(filters.sort)
+    return T.ViewState(filters, RUNS in shown, ALL in shown)
+
+
+def _strip_nonce(value: str | None) -> str:
+    """The page script appends a tab and a counter so that repeating a click is a new value."""
+    return (value or "").split("\t", 1)[0].strip()
+
+
+def _wire(
+    demo: gr.Blocks, board: Board, c: dict, boxes: dict, view_out: list, d: dict, tabs: gr.Tabs
+) -> None:
+    inputs = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
+    summary, table, _ = view_out
+
+    def refresh(*values):
+        v = render_view(board, state_from_inputs(*values))
+        return v.summary, v.table, v.plots
+
+    def resort(*values):
+        v = render_view(board, state_from_inputs(*values), plots=False)
+        return v.summary, v.table
+
+    # The public endpoint first: private events named after the same function would take
+    # the name "refresh" otherwise.
+    gr.Button(visible=False).click(refresh, inputs, view_out, api_name="refresh")
+    common = {"trigger_mode": "always_last", "show_progress": "hidden", "api_visibility": "private"}
+    for key in _FILTER_KEYS:
+        # Gradio's textbox sends `input` from its keydown handler, before a paste lands in
+        # the value; `change` follows the value itself (typing, pasting, a shared link).
+        event = c[key].change if key == "model" else c[key].input
+        event(refresh, inputs, view_out, **common)
+    # The page script writes "<value>\t<counter>" into the hidden boxes, so every click is a
+    # new value and `change` fires; the handlers strip the counter.
+    boxes["sort"].change(resort, inputs, [summary, table], **common)
+
+    drill_out = [d[k] for k in ("header", "matrices", "decomposition", "tally", "flips", "traces")]
+    boxes["open"].change(
+        lambda key: (*_show_cell(board, _strip_nonce(key)), gr.Tabs(selected="drill")),
+        boxes["open"],
+        [*drill_out, tabs],
+        **common,
+    )
+    boxes["task"].change(
+        lambda key: _show_traces(board, _strip_nonce(key)), boxes["task"], d["traces"], **common
     )
 
+    controls = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
 
-def _table_view(board: Board, f: T.Filters, *, runs_separately: bool, all_columns: bool):
-    """All cells, the filtered and sorted ones, the table's rows and the drill-down picks."""
-    cells = board.cells(runs_separately)
-    filtered = T.apply_filters(cells, f)
-    frame = T.display_frame(filtered, runs_separately=runs_separately, all_columns=all_columns)
-    head = filtered.head(MAX_CELL_CHOICES)
-    picks = list(zip(head["label"], head["_key"], strict=True))
-    return cells, filtered, frame, picks
+    def from_url(request: gr.Request):
+        return _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
 
-
-def _refresh(board: Board, f: T.Filters, *, runs_separately: bool, all_columns: bool):
-    cells, filtered, frame, picks = _table_view(
-        board, f, runs_separately=runs_separately, all_columns=all_columns
-    )
-    summary = T.summary_markdown(cells, filtered, f, shown=len(frame))
-    figures = (
-        _plots.lift_vs_rae(filtered),
-        _plots.coverage_vs_rae(filtered),
-        _plots.select_vs_lift(filtered),
-    )
-    return (summary, frame, *(_plot(fig) for fig in figures), picks)
-
-
-def _table_update(frame: pd.DataFrame) -> gr.Dataframe:
-    return gr.Dataframe(frame, datatype=T.datatypes(frame))
-
-
-def _plot(figure: dict) -> PlotData:
-    # orjson writes NaN as null, which plotly.js reads as a gap; json.dumps would emit invalid NaN.
-    return PlotData(
-        type="plotly", plot=orjson.dumps(figure, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    demo.load(
+        from_url,
+        None,
+        [*controls, *view_out, *drill_out, tabs],
+        show_progress="hidden",
+        api_visibility="private",
     )
 
+    # Named endpoints for scripts and the tests (same functions as the page's events).
 
-def _on_select(runs: bool, evt: gr.SelectData):
-    key = key_from_row(evt.row_value or [], runs_separately=bool(runs))
-    return gr.Dropdown(value=key), gr.Tabs(selected="drill")
+    def cell(key: str) -> tuple[str, str, str, str, str, str]:
+        """Drill-down of one cell: header, matrices, decomposition, skill tally, flips, traces."""
+        return _show_cell(board, key)
+
+    def traces(key: str) -> str:
+        """SE and SD traces of "<run_id>|<task_id>", side by side."""
+        return _show_traces(board, key)
+
+    def cells(
+        benchmarks: list[str],
+        partitions: list[str],
+        pools: list[str],
+        model: str,
+        min_cond: int,
+        show: list[str],
+        sort: str,
+    ) -> list[dict]:
+        """The filtered, sorted cells with raw values (NaN as null), flags at min_cond."""
+        state = state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort)
+        filtered = T.apply_filters(board.cells(state.runs), state.filters)
+        return T.records(filtered, state.filters.min_cond)
+
+    for fn in (cell, traces, cells):
+        gr.api(fn, api_name=fn.__name__)
 
 
-_CELL_INDEX = [h for h, _, _ in T.COMPACT].index("cell_id")
+def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: int):
+    """Apply the page URL's query (a shared link) to controls, view and drill-down."""
+    params = page_params(request)
+    skip = tuple(gr.skip() for _ in range(n_controls + 3 + n_drill + 1))
+    if not T.QUERY_KEYS & set(params):
+        return skip
+    try:
+        state = T.state_from_query(params)
+    except ValueError as exc:
+        gr.Warning(f"Ignoring the link's view settings: {exc}")
+        return skip
+    f = state.filters
+    show = [NONREP] * f.show_nonreportable + [RUNS] * state.runs + [ALL] * state.all_columns
+    show += [RESCORED] * f.rescored_only
+    controls = (
+        list(f.benchmarks),
+        list(f.partitions),
+        list(f.pools),
+        f.model_query,
+        str(f.min_cond),
+        show,
+        f.sort,
+    )
+    v = render_view(board, state)
+    if state.cell:
+        drill = _show_cell(board, state.cell)
+        tab = gr.Tabs(selected="drill")
+    else:
+        drill, tab = tuple(gr.skip() for _ in range(n_drill)), gr.skip()
+    return (*controls, v.summary, v.table, v.plots, *drill, tab)
 
 
-def key_from_row(row: list, *, runs_separately: bool) -> str | None:
-    """Drill-down key of a clicked row: cell_id, plus the run_id column that follows it per run."""
-    if len(row) <= _CELL_INDEX + int(runs_separately):
-        return None
-    key = str(row[_CELL_INDEX])
-    return f"{key}|{row[_CELL_INDEX + 1]}" if runs_separately else key
+def page_params(request: gr.Request) -> dict[str, list[str]]:
+    """The page's query parameters: Gradio's client forwards them with each event; the
+    Referer header (the page URL) is the fallback."""
+    params: dict[str, list[str]] = {}
+    query = getattr(request, "query_params", None)
+    items = query.multi_items() if hasattr(query, "multi_items") else dict(query or {}).items()
+    for key, value in items:
+        params.setdefault(key, []).append(value)
+    if T.QUERY_KEYS & set(params):
+        return params
+    referer = dict(getattr(request, "headers", {}) or {}).get("referer", "")
+    return parse_qs(urlsplit(referer).query)
 
 
 def _show_cell(board: Board, key: str | None):
+    """(header, matrices, decomposition, tally, flips, traces) of one cell."""
     cell, per_run = _drill.find_cell(board, key)
     if cell is None:
-        empty = pd.DataFrame(columns=list(_drill.FLIP_COLUMNS))
-        note = _drill.NO_CELL if not key else f"No cell with key `{key}` under the current data."
-        return note, "", "", empty, gr.Dropdown(choices=[], value=None)
+        note = _drill.NO_CELL if not key else f"No cell with key {key!r} under the current data."
+        return f'<p class="sf-empty">{_escape(note)}</p>', "", "", "", "", ""
     rows = board.task_rows(str(cell["cell_id"]), str(cell["run_id"]) if per_run else None)
-    tasks = _drill.task_choices(rows)
+    flips = _drill.flips(rows)
+    first = flips.iloc[0] if len(flips) else None
+    traces = (
+        _show_traces(board, f"{first['run_id']}|{first['task_id']}") if first is not None else ""
+    )
     return (
-        _drill.header_markdown(cell),
+        _drill.header_html(cell, str(key))
+        + _verification.drill_html(board.rescoring, cell, per_run),
         _drill.matrix_markdown(cell),
         _drill.decomposition_markdown(cell),
-        _drill.flips_frame(rows),
-        gr.Dropdown(choices=tasks, value=tasks[0][1] if tasks else None),
+        _drill.tally_html(_drill.skill_tally(rows)),
+        _drill.flips_html(flips),
+        traces,
     )
 
 
-def _show_rescoring(board: Board, key: str | None) -> str:
-    cell, per_run = _drill.find_cell(board, key)
-    if cell is None:
-        return ""
-    run_id = str(cell["run_id"]) if per_run else None
-    return _verification.drill_markdown(board.rescoring, str(cell["cell_id"]), run_id)
-
-
-def _show_traces(board: Board, key: str | None):
+def _show_traces(board: Board, key: str | None) -> str:
     if not key or "|" not in key:
-        return "", ""
+        return ""
     run_id, task_id = key.split("|", 1)
     se, sd, note = board.traces.pair(run_id, task_id)
     if note:
-        return f"_Traces unavailable: {note}._", ""
-    return _drill.trace_markdown(se, "se"), _drill.trace_markdown(sd, "sd")
+        return f'<p class="sf-empty">Traces unavailable: {_escape(note)}.</p>'
+    return _drill.traces_html(se, sd, f"{task_id} (run {run_id})")
 
 
-def _warnings_markdown(board: Board) -> str:
-    return "\n".join(
-        f"> ⚠ **{w}**" if i == 0 else f">\n> ⚠ **{w}**" for i, w in enumerate(board.warnings)
+def _escape(text: str) -> str:
+    from html import escape
+
+    return escape(text)
+
+
+def _csv_route(board: Board):
+    """GET export.csv?<the page's query>: every filtered row, one click from the summary."""
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    def export(request: Request) -> Response:
+        params: dict[str, list[str]] = {}
+        for k, v in request.query_params.multi_items():
+            params.setdefault(k, []).append(v)
+        try:
+            state = T.state_from_query(params)
+        except ValueError as exc:
+            return PlainTextResponse(f"bad query: {exc}", status_code=400)
+        filtered = T.apply_filters(board.cells(state.runs), state.filters)
+        body = T.csv_frame(filtered, state.filters.min_cond).to_csv(index=False)
+        return Response(
+            body,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="skillfollow_leaderboard.csv"'},
+        )
+
+    return Route("/export.csv", export, methods=["GET"])
+
+
+def warnings_html(warnings: list[str], limit: int = 160) -> str:
+    """The banner: one line per problem, long ones cut (the whole text in the tooltip)."""
+    items = "".join(
+        f'<li title="{_escape(w)}">{_escape(w if len(w) <= limit else w[:limit] + "…")}</li>'
+        for w in warnings
     )
+    return f'<div class="sf-warn" role="alert"><b>⚠ While loading the sources</b><ul>{items}</ul></div>'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ scorer version, the benchmark release and the date.
 The **Re-scored** column shows, per cell, the published records compared with the bits
 published *now*: **✓ 80/80** every row re-scored and agreeing, **✗ 77/80** some re-scored rows
 disagree (the drill-down lists them with both verdicts), **◐** only part of the rows
-re-scored, or *not re-scored*. The *Re-scored only* filter keeps cells with a record.
+re-scored, or *not re-scored*. *Show: re-scored only* keeps the cells with a record.
 
 This Space never runs submitted code: it only reads records. Whoever can write to a results
 repo can publish a record in it, including the submitter, so a ✓ proves that the published
@@ -39,6 +40,12 @@ means the published bits do not follow from the published answers.
 """
 
 RESCORED = "rescored"  # display column
+NOT_RESCORED = "not re-scored"
+TIP = (
+    "Published verification records (hf-skillfollow verify) compared with the published bits: "
+    "✓ every row re-scored and agreeing, ✗ some re-scored rows disagree, ◐ partly re-scored"
+)
+_LEAD = "<b>Re-scored</b>"
 RESCORED_FLAG = "_rescored"  # cell has at least one re-scored row (the filter)
 RECORD_GLOBS = ("verifications/*.parquet", "data/verifications/*.parquet")
 
@@ -108,82 +115,90 @@ def with_rescored(cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool) -
 
     out = cells.copy()
     if rescoring.status is None or out.empty:
-        out[RESCORED] = "not re-scored"
+        out[RESCORED] = NOT_RESCORED
         out[RESCORED_FLAG] = np.zeros(len(out), dtype=bool)
         return out
     keys = ["cell_id", "run_id"] if per_run else ["cell_id"]
     counts = group_counts(rescoring.status, keys).to_pandas()
     merged = out[keys].astype(str).merge(counts.astype({k: str for k in keys}), on=keys, how="left")
-    out[RESCORED] = merged["rescored"].fillna("not re-scored").to_numpy(dtype=object)
+    out[RESCORED] = merged["rescored"].fillna(NOT_RESCORED).to_numpy(dtype=object)
     out[RESCORED_FLAG] = merged["rescored_rows"].fillna(0).to_numpy(dtype=float) > 0
     return out
 
 
-def drill_markdown(rescoring: Rescoring, cell_id: str | None, run_id: str | None = None) -> str:
+def mark_html(row: dict) -> str:
+    """The table cell: ✓/✗/◐ with the counts, or a muted "not re-scored"."""
+    text = str(row.get(RESCORED) or NOT_RESCORED)
+    cls = {"✓": "sf-ok", "✗": "sf-flag", "◐": "sf-sub"}.get(text[:1], "sf-sub")
+    return f'<span class="{cls}">{escape(text)}</span>'
+
+
+def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
     """The drill-down's re-scoring section: mark, records, and every disagreeing task."""
     from hf_skillfollow.verify._status import disagreeing_rows, group_counts
 
-    if not cell_id:
-        return ""
     if rescoring.status is None:
-        return "**Re-scored:** not re-scored (no verification record published for these rows)."
+        return (
+            f'<p class="sf-rescored">{_LEAD}: not re-scored (no verification record published).</p>'
+        )
     import pyarrow.compute as pc
 
-    mask = pc.equal(rescoring.status["cell_id"], cell_id)
-    if run_id:
-        mask = pc.and_(mask, pc.equal(rescoring.status["run_id"], run_id))
+    mask = pc.equal(rescoring.status["cell_id"], str(cell["cell_id"]))
+    if per_run:
+        mask = pc.and_(mask, pc.equal(rescoring.status["run_id"], str(cell["run_id"])))
     status = rescoring.status.filter(mask)
     if status.num_rows == 0:
         return ""
     counts = group_counts(status, ["cell_id"]).to_pylist()[0]
-    lines = [f"**Re-scored:** {counts['rescored']} ({counts['rescored_rows']} of {counts['rows']} rows re-scored, "
-             f"{counts['agreeing_rows']} agree with the published bits)"]  # fmt: skip
-    lines += _record_lines(status)
+    parts = [
+        f'<div class="sf-rescored"><p>{_LEAD}: <b>{escape(counts["rescored"])}</b> '
+        f"({counts['rescored_rows']} of {counts['rows']} rows re-scored, "
+        f"{counts['agreeing_rows']} agree with the published bits)</p>"
+    ]
+    parts += [f'<p class="sf-sub">{line}</p>' for line in _record_lines(status)]
     bad = disagreeing_rows(status)
     if bad:
-        lines.append("**Disagreeing tasks** (published bit vs re-scored verdict):")
-        lines.append(_table(bad))
-    return "\n\n".join(lines)
+        parts.append("<p><b>Disagreeing tasks</b> (published bit vs re-scored verdict)</p>")
+        parts.append(_table(bad))
+    return "".join(parts) + "</div>"
 
 
 def _record_lines(status: pa.Table) -> list[str]:
-    if "verification_id" not in status.column_names:
-        return []
-    seen = status.filter(status["checked"]).select(
-        [
-            "verification_id",
-            "verified_by",
-            "verified_at",
-            "toolkit_version",
-            "scorer_version",
-            "benchmark_release",
-        ]
-    )
+    keys = ["verification_id", "verified_by", "verified_at", "toolkit_version", "scorer_version",
+            "benchmark_release"]  # fmt: skip
+    seen = status.filter(status["checked"]).select(keys)
     rows = {tuple(r.values()): r for r in seen.to_pylist()}
     return [
-        f"Record `{r['verification_id']}` by {_md(r['verified_by'])}, {r['verified_at']}: hf-skillfollow "
-        f"{_md(r['toolkit_version'])}, scorer version {_md(r['scorer_version'])}, benchmark release "
-        f"`{_md(r['benchmark_release'])}`"
+        f"record <code>{escape(r['verification_id'])}</code> by {escape(r['verified_by'])}, "
+        f"{escape(r['verified_at'])}: hf-skillfollow {escape(r['toolkit_version'])}, scorer "
+        f"version {escape(r['scorer_version'])}, benchmark release "
+        f"<code>{escape(r['benchmark_release'])}</code>"
         for r in sorted(rows.values(), key=lambda r: r["verified_at"])
     ]
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    lines = [
-        "| task_id | run_id | arm | published | re-scored | reason |",
-        "|---|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {_md(r['task_id'])} | {_md(r['run_id'])} | {str(r['arm']).upper()} | {_bit(r['published'])} | "
-        f"{_bit(r['rescored'])} | {_md(r['reason'])} |"
+    head = "".join(
+        f"<th>{h}</th>" for h in ("task_id", "run_id", "arm", "published", "re-scored", "reason")
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(str(v))}</td>"
+            for v in (
+                r["task_id"],
+                r["run_id"],
+                str(r["arm"]).upper(),
+                _bit(r["published"]),
+                _bit(r["rescored"]),
+                str(r["reason"])[:300],
+            )  # fmt: skip
+        )
+        + "</tr>"
         for r in rows
-    ]
-    return "\n".join(lines)
+    )
+    return f'<table class="sf-small sf-rescored-rows"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _bit(value: object) -> str:
     return "pass" if value else "fail"
-
-
-def _md(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")[:300]
