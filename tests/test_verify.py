@@ -235,7 +235,7 @@ def test_mbpp_code_benchmark_verifies(tmp_path, data_dir, private_score_cache):
         assert r["se_correct"] == (bucket(r["task_id"], "se") != 0)
         assert r["sd_correct"] == (bucket(r["task_id"], "sd") != 0)
     code, data, err = verify(str(run), "--no-record", state=tmp_path / "s.jsonl")
-    assert code == 0, err
+    assert code == 0, (err, data.get("disagreements"))
     assert data["rows_checked"] == data["rows_agreeing"] == 4
     _flip(run / "transitions.parquet", rows[0]["task_id"])
     code, data, err = verify(str(run), "--no-record", state=tmp_path / "s.jsonl")
