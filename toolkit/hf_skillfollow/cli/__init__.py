@@ -22,6 +22,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "hf_skillfollow.cli._verify:verify",
         "Re-score published answers and compare with the recorded bits.",
     ),
+    "space": (
+        "hf_skillfollow.cli._space:space",
+        "Build or deploy the leaderboard as a Hugging Face Space.",
+    ),
     "leaderboard": (
         "hf_skillfollow.cli._leaderboard:leaderboard",
         "Launch the leaderboard app locally.",

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
-from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring._extract import extract_boxed, extract_code
 from hf_skillfollow.scoring._verdict import Verdict
 
+# Executors are imported where used: every sandboxed harness imports this package, and
+# concurrent.futures.process (with multiprocessing) would cost each of them ~0.1 s of CPU.
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from hf_skillfollow.tasks import Task
 
 __all__ = [
@@ -86,6 +87,8 @@ def score_many(
             progress(verdict)
         return verdict
 
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
@@ -120,11 +123,14 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
 
 
 def _is_math(task: Task) -> bool:
+    from hf_skillfollow.benchmarks import BENCHMARKS
+
     return BENCHMARKS[task.benchmark].scorer == "math"
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     # spawn: workers must not inherit this process's threads or locks
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
@@ -139,9 +145,11 @@ def _pool() -> ProcessPoolExecutor:
 
 
 def _math_via(pool: ProcessPoolExecutor, task: Task, text: str) -> Verdict:
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     from hf_skillfollow.scoring._math import score_math
 
-    future: Future[Verdict] = pool.submit(score_math, task, text or "")
+    future = pool.submit(score_math, task, text or "")
     try:
         return future.result(timeout=MATH_TIMEOUT_S)
     except FutureTimeout:
