@@ -361,6 +361,7 @@ def test_the_program_still_has_what_honest_code_needs(task: Task, mode: str) -> 
         "open('scratch.txt', 'w').write('x')\n"
         "with tempfile.NamedTemporaryFile() as fh:\n"
         "    fh.write(b'y')\n"
+        "open('/dev/shm/z', 'w').write('z')\n"
         "assert len(open('/dev/urandom', 'rb').read(8)) == 8\n"
         "open('/dev/null', 'w').write('z')\n"
         "assert open('/dev/zero', 'rb').read(2) == b'\\0\\0'\n"
@@ -401,6 +402,36 @@ def test_the_judges_import_paths_cannot_be_replaced(task: Task, mode: str) -> No
     can neither write there nor move a directory above them aside to plant its own modules,
     even when the interpreter or checkout lives under /tmp, which is writable in the sandbox."""
     verdict = _score(task, _REPLACE_IMPORTS + SOLUTION, mode)
+    assert verdict.passed, verdict.reason
+
+
+def test_nothing_else_of_the_host_exists(task: Task, mode: str, data_dir: Path) -> None:
+    """The paths docs/sandbox.md lists as absent are absent: no shell, no /etc but the loader
+    cache, no data, service, runtime or home directories, no checkout, no /sys."""
+    absent = [
+        "/bin/sh",
+        "/usr/bin",
+        "/usr/share",
+        "/etc/passwd",
+        "/etc/hostname",
+        "/run",
+        "/var",
+        "/srv",
+        "/opt",
+        "/home",
+        "/mnt",
+        "/sys",
+        str(REPO / "tests"),
+        str(REPO / "pyproject.toml"),
+        str(data_dir),
+    ]
+    program = (
+        "import os\n"
+        f"present = [p for p in {absent!r} if os.path.lexists(p)]\n"
+        "if present:\n"
+        "    raise RuntimeError('PRESENT ' + ', '.join(present))\n" + SOLUTION
+    )
+    verdict = _score(task, program, mode)
     assert verdict.passed, verdict.reason
 
 
