@@ -20,14 +20,14 @@ class CannotVerify(click.ClickException):
 def _tasks_files(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> dict[str, Path]:
-    from hf_skillfollow.tasks import BENCHMARKS
+    from hf_skillfollow.benchmarks import BENCHMARK_NAMES
 
     out: dict[str, Path] = {}
     for item in values:
         benchmark, sep, path = item.partition("=")
-        if not sep or benchmark not in BENCHMARKS or not path:
+        if not sep or benchmark not in BENCHMARK_NAMES or not path:
             raise click.BadParameter(
-                f"expected BENCHMARK=PATH with BENCHMARK one of {', '.join(BENCHMARKS)}, got {item!r}",
+                f"expected BENCHMARK=PATH with BENCHMARK one of {', '.join(BENCHMARK_NAMES)}, got {item!r}",
                 ctx=ctx,
                 param=param,
             )
@@ -110,7 +110,8 @@ def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> A
 
 def _write_record(result: Any, rows: list[Any], record_dir: Path | None) -> list[Path]:
     from hf_skillfollow.hub._layout import is_run_dir
-    from hf_skillfollow.verify._record import RECORD_DIR, write_records
+    from hf_skillfollow.verify._record import RECORD_DIR
+    from hf_skillfollow.verify._write import write_records
 
     folders: dict[str, Path] = {}
     for row in rows:

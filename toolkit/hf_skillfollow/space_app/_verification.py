@@ -98,15 +98,10 @@ def _records_of(source: str) -> list[pa.Table]:
 
 
 def _hub_records(repo_id: str) -> list[pa.Table]:
-    import datasets
+    from hf_skillfollow.hub._load import load_verifications
 
-    from hf_skillfollow.schema import validate_verifications
-
-    try:
-        ds = datasets.load_dataset(repo_id, "verifications", split="train")
-    except ValueError:  # the repo declares no `verifications` config: nothing re-scored
-        return []
-    return [validate_verifications(ds.data.table, f"{repo_id} [verifications]")]
+    table = load_verifications(repo_id)
+    return [] if table is None else [table]
 
 
 def with_rescored(cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool) -> pd.DataFrame:

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hf_skillfollow.verify._render import mark
+from hf_skillfollow.verify._status import mark
 
 #: Disagreeing rows listed in the card; the rest are counted.
 MAX_CARD_DISAGREEMENTS = 100

@@ -8,6 +8,7 @@ from typing import Any
 
 from hf_skillfollow.verify._core import RowCheck, Verification
 from hf_skillfollow.verify._inputs import Row
+from hf_skillfollow.verify._status import mark
 
 FORMATS = ("table", "json", "markdown")
 
@@ -70,17 +71,6 @@ def render(v: Verification, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     return _markdown(data) if fmt == "markdown" else _table(data)
-
-
-def mark(checked: int, agreeing: int, total: int) -> str:
-    """The per-cell mark shared with the Space and the card: ✓ 80/80, ✗ 77/80, partial, none."""
-    if checked == 0:
-        return "not re-scored"
-    if agreeing < checked:
-        return f"✗ {agreeing}/{total}"
-    return (
-        f"✓ {agreeing}/{total}" if checked == total else f"◐ {agreeing}/{total} (partly re-scored)"
-    )
 
 
 def _headline(data: dict[str, Any]) -> str:

@@ -12,13 +12,22 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hf_skillfollow.verify._render import mark
-
 _RECORD_COLUMNS = ("run_id", "task_id", "cell_id", "se_recorded", "sd_recorded", "se_rescored",
                    "sd_rescored", "se_reason", "sd_reason", "verification_id", "verified_by",
                    "verified_at", "toolkit_version", "scorer_version", "benchmark_release")  # fmt: skip
 #: Record columns that the published rows themselves hold (their values now win).
 _PUBLISHED = ("cell_id", "se_recorded", "sd_recorded")
+
+
+def mark(checked: int, agreeing: int, total: int) -> str:
+    """The per-cell mark shared with the Space and the card: ✓ 80/80, ✗ 77/80, partial, none."""
+    if checked == 0:
+        return "not re-scored"
+    if agreeing < checked:
+        return f"✗ {agreeing}/{total}"
+    return (
+        f"✓ {agreeing}/{total}" if checked == total else f"◐ {agreeing}/{total} (partly re-scored)"
+    )
 
 
 def latest_records(records: pa.Table) -> pa.Table:
