@@ -1,18 +1,22 @@
-"""Benchmark: `hf-skillfollow score` vs `evalplus.evaluate` on every MBPP+ canonical solution.
+"""Benchmark: `hf-skillfollow score` vs `evalplus.evaluate` on every canonical solution.
 
-Both run as their CLIs, with 2 workers, on the same samples file, side by side in one run:
+For MBPP+ v0.1.0 (399 tasks) and HumanEval+ v0.1.10 (164 tasks), both tools run as their
+CLIs, with the same number of workers, on the same samples file, side by side in one run:
 - cold: empty caches (EvalPlus computes its ground-truth pickle; we compute expected outputs
-  per task in the sandbox),
-- warm: caches filled; ours repeated ``--repeats`` times to count verdict flips.
-Prints wall times, the speed ratio, verdict agreement and stability. Target: >= 2x faster,
-zero flips.
+  per task with the trusted reference workers),
+- warm: caches filled; both repeated ``--repeats`` times, to count verdict flips.
+Prints wall times, the speed ratios (evalplus / ours), verdict agreement and stability, and
+the machine's load average. Target: ours >= 2x faster cold and warm, identical verdicts on
+canonical solutions, zero flips.
 
-    python bench/score.py [--data-dir ../shared/data] [--repeats 3] [--no-cold]
+    python bench/score.py [--data-dir DIR] [--benchmark mbppplus|humanevalplus|both]
+                          [--repeats 3] [--workers 2] [--no-cold]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -20,38 +24,52 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _data_file(data_dir: str | None) -> Path:
-    base = Path(
-        data_dir or os.environ.get("SKILLFOLLOW_DATA_DIR") or REPO.parent / "shared" / "data"
-    )
-    path = base / "mbppplus-v0.1.0.jsonl"
-    if not path.is_file():
-        sys.exit(f"MBPP+ data not found: {path} (pass --data-dir or set SKILLFOLLOW_DATA_DIR)")
-    return path
+@dataclass(frozen=True)
+class Suite:
+    name: str  # our benchmark name
+    title: str
+    file: str  # in the data directory
+    dataset: str  # EvalPlus's --dataset
+    override_env: str  # EvalPlus's local-file override
+
+
+SUITES = {
+    "mbppplus": Suite(
+        "mbppplus", "MBPP+ v0.1.0", "mbppplus-v0.1.0.jsonl", "mbpp", "MBPP_OVERRIDE_PATH"
+    ),
+    "humanevalplus": Suite(
+        "humanevalplus",
+        "HumanEval+ v0.1.10",
+        "HumanEvalPlus-v0.1.10.jsonl.gz",
+        "humaneval",
+        "HUMANEVAL_OVERRIDE_PATH",
+    ),
+}
+
+
+def _data_dir(flag: str | None) -> Path:
+    return Path(flag or os.environ.get("SKILLFOLLOW_DATA_DIR") or REPO.parent / "shared" / "data")
+
+
+def _rows(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def _write_samples(data: Path, path: Path) -> list[str]:
-    ids = []
+    rows = _rows(data)
     with path.open("w") as fh:
-        for line in data.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                fh.write(
-                    json.dumps(
-                        {
-                            "task_id": row["task_id"],
-                            "solution": row["prompt"] + row["canonical_solution"],
-                        }
-                    )
-                    + "\n"
-                )
-                ids.append(row["task_id"])
-    return ids
+        for row in rows:
+            solution = row["prompt"] + row["canonical_solution"]
+            fh.write(json.dumps({"task_id": row["task_id"], "solution": solution}) + "\n")
+    return [row["task_id"] for row in rows]
 
 
 def _timed(cmd: list[str], env: dict[str, str]) -> float:
@@ -63,21 +81,14 @@ def _timed(cmd: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def run_evalplus(data: Path, work: Path, cache: Path, name: str) -> tuple[float, dict[str, bool]]:
+def run_evalplus(
+    suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
+) -> tuple[float, dict[str, bool]]:
     samples = work / f"evalplus-{name}.jsonl"
     shutil.copy(work / "samples.jsonl", samples)  # a fresh path: EvalPlus reuses old result files
-    env = {**os.environ, "MBPP_OVERRIDE_PATH": str(data), "XDG_CACHE_HOME": str(cache)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "evalplus.evaluate",
-        "--dataset",
-        "mbpp",
-        "--samples",
-        str(samples),
-        "--parallel",
-        "2",
-    ]
+    env = {**os.environ, suite.override_env: str(data), "XDG_CACHE_HOME": str(cache)}
+    cmd = [sys.executable, "-m", "evalplus.evaluate", "--dataset", suite.dataset]
+    cmd += ["--samples", str(samples), "--parallel", str(workers)]
     seconds = _timed(cmd, env)
     results = json.loads((work / f"evalplus-{name}_eval_results.json").read_text())["eval"]
     return seconds, {
@@ -86,115 +97,121 @@ def run_evalplus(data: Path, work: Path, cache: Path, name: str) -> tuple[float,
     }
 
 
-def run_ours(data: Path, work: Path, cache: Path, name: str) -> tuple[float, dict[str, bool]]:
+def run_ours(
+    suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
+) -> tuple[float, dict[str, bool]]:
     out = work / f"ours-{name}.jsonl"
     env = {**os.environ, "SKILLFOLLOW_CACHE_DIR": str(cache)}
-    cmd = [
-        sys.executable,
-        "-m",
-        "hf_skillfollow.cli",
-        "score",
-        "--benchmark",
-        "mbppplus",
-        "--samples",
-        str(work / "samples.jsonl"),
-        "--output",
-        str(out),
-        "--tasks-file",
-        str(data),
-        "--workers",
-        "2",
-    ]
+    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "score", "--benchmark", suite.name]
+    cmd += ["--samples", str(work / "samples.jsonl"), "--output", str(out)]
+    cmd += ["--tasks-file", str(data), "--workers", str(workers)]
     seconds = _timed(cmd, env)
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
     return seconds, {v["task_id"]: v["passed"] for v in verdicts}
 
 
+def _flips(ids: list[str], runs: list[dict[str, bool]]) -> list[str]:
+    return [t for t in ids if len({run.get(t) for run in runs}) > 1]
+
+
 def _report(
+    suite: Suite,
     ids: list[str],
-    times: dict[str, float],
-    evalplus: dict[str, dict[str, bool]],
-    ours: dict[str, dict[str, bool]],
+    times: dict[str, list[float]],
+    verdicts: dict[str, list[dict[str, bool]]],
+    workers: int,
 ) -> None:
     print(
-        f"\nMBPP+ v0.1.0 canonical solutions: {len(ids)} tasks, 2 workers each, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+        f"\n== {suite.title} canonical solutions: {len(ids)} tasks, {workers} workers each, "
+        f"{os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'run':<24}{'wall s':>10}{'passed':>10}")
-    for name, seconds in times.items():
-        verdicts = (
-            evalplus.get(name.removeprefix("evalplus "))
-            if name.startswith("evalplus")
-            else ours[name.removeprefix("ours ")]
-        )
-        print(f"{name:<24}{seconds:>10.1f}{sum(verdicts.values()):>7}/{len(verdicts)}")
+    print(
+        f"{'run':<16}{'evalplus s':>12}{'ours s':>10}{'ratio':>8}{'evalplus ok':>13}{'ours ok':>9}"
+    )
     for phase in ("cold", "warm"):
-        e, o = (
-            times.get(f"evalplus {phase}"),
-            times.get(f"ours {phase}") or times.get(f"ours {phase}-1"),
-        )
-        if e and o:
-            print(f"speed-up {phase}: evalplus / ours = {e / o:.2f}x")
-    first = next(iter(ours.values()))
-    for name, verdicts in evalplus.items():
-        differ = sorted(
-            (t for t in ids if verdicts.get(t) != first.get(t)), key=lambda t: int(t.split("/")[1])
-        )
+        theirs, ours = times.get(f"evalplus {phase}", []), times.get(f"ours {phase}", [])
+        for i, (e, o) in enumerate(zip(theirs, ours, strict=False)):
+            ev, ov = verdicts[f"evalplus {phase}"][i], verdicts[f"ours {phase}"][i]
+            print(
+                f"{phase + (f'-{i + 1}' if len(theirs) > 1 else ''):<16}{e:>12.1f}{o:>10.1f}"
+                f"{e / o:>7.2f}x{sum(ev.values()):>9}/{len(ev)}{sum(ov.values()):>5}/{len(ov)}"
+            )
+        if theirs and ours:
+            e, o = min(theirs), min(ours)
+            print(f"speed-up {phase} (best of each): evalplus / ours = {e / o:.2f}x")
+    ours_all = verdicts.get("ours cold", []) + verdicts.get("ours warm", [])
+    theirs_all = verdicts.get("evalplus cold", []) + verdicts.get("evalplus warm", [])
+    first = ours_all[0]
+    for i, theirs in enumerate(theirs_all):
+        differ = [t for t in ids if theirs.get(t) != first.get(t)]
         print(
-            f"agreement with evalplus {name}: {len(ids) - len(differ)}/{len(ids)}; differ: "
+            f"agreement with evalplus run {i + 1}: {len(ids) - len(differ)}/{len(ids)}; differ: "
             + (
-                ", ".join(f"{t} (evalplus {verdicts.get(t)}, ours {first.get(t)})" for t in differ)
+                ", ".join(f"{t} (evalplus {theirs.get(t)}, ours {first.get(t)})" for t in differ)
                 or "none"
             )
         )
-    flips = [t for t in ids if len({v[t] for v in ours.values()}) > 1]
-    print(
-        f"our verdict flips over {len(ours)} runs: {len(flips)}"
-        + (f" ({', '.join(flips)})" if flips else "")
-    )
-    e_runs = list(evalplus.values())
-    if len(e_runs) > 1:
-        e_flips = [t for t in ids if len({v.get(t) for v in e_runs}) > 1]
+    for who, runs in (("our", ours_all), ("evalplus", theirs_all)):
+        flips = _flips(ids, runs)
         print(
-            f"evalplus verdict flips over {len(e_runs)} runs: {len(e_flips)}"
-            + (f" ({', '.join(e_flips)})" if e_flips else "")
+            f"{who} verdict flips over {len(runs)} runs: {len(flips)}"
+            + (f" ({', '.join(flips)})" if flips else "")
         )
+
+
+def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
+        work = Path(tmp)
+        ids = _write_samples(data, work / "samples.jsonl")
+        times: dict[str, list[float]] = {}
+        verdicts: dict[str, list[dict[str, bool]]] = {}
+        caches = {"evalplus": work / "evalplus-cache", "ours": work / "our-cache"}
+        runners = {"evalplus": run_evalplus, "ours": run_ours}
+        if not cold:
+            # "warm" means caches filled: fill both, untimed, so the first timed run is warm too
+            for who, runner in runners.items():
+                runner(suite, data, work, caches[who], "fill", workers)
+        phases = [("cold", 1)] if cold else []
+        for phase, count in [*phases, ("warm", repeats)]:
+            for r in range(count):
+                for who, runner in runners.items():
+                    seconds, result = runner(
+                        suite, data, work, caches[who], f"{phase}-{r}", workers
+                    )
+                    times.setdefault(f"{who} {phase}", []).append(seconds)
+                    verdicts.setdefault(f"{who} {phase}", []).append(result)
+                    print(f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s", flush=True)
+        _report(suite, ids, times, verdicts, workers)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--data-dir")
-    parser.add_argument("--repeats", type=int, default=3, help="warm repeats of our scorer")
+    parser.add_argument(
+        "--data-dir",
+        help="folder holding mbppplus-v0.1.0.jsonl and HumanEvalPlus-v0.1.10.jsonl.gz "
+        "(default: $SKILLFOLLOW_DATA_DIR, else ../shared/data beside the repository)",
+    )
+    parser.add_argument("--benchmark", choices=[*SUITES, "both"], default="both", help="[both]")
+    parser.add_argument("--repeats", type=int, default=3, help="warm runs of each tool [3]")
+    parser.add_argument("--workers", type=int, default=2, help="workers of each tool [2]")
     parser.add_argument(
         "--no-cold",
         action="store_true",
         help="skip the timed cold runs (caches are filled untimed)",
     )
     args = parser.parse_args()
-    data = _data_file(args.data_dir)
-    with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
-        work = Path(tmp)
-        ids = _write_samples(data, work / "samples.jsonl")
-        times: dict[str, float] = {}
-        evalplus: dict[str, dict[str, bool]] = {}
-        ours: dict[str, dict[str, bool]] = {}
-        phases = ["warm"] if args.no_cold else ["cold", "warm"]
-        if args.no_cold:
-            # "warm" means caches filled: fill both, untimed, so the first timed run is warm too.
-            run_evalplus(data, work, work / "evalplus-cache", "fill")
-            run_ours(data, work, work / "our-cache", "fill")
-        for phase in phases:
-            times[f"evalplus {phase}"], evalplus[phase] = run_evalplus(
-                data, work, work / "evalplus-cache", phase
+    data_dir = _data_dir(args.data_dir)
+    suites = list(SUITES.values()) if args.benchmark == "both" else [SUITES[args.benchmark]]
+    for suite in suites:
+        if not (data_dir / suite.file).is_file():
+            sys.exit(
+                f"{suite.title} data not found: {data_dir / suite.file} "
+                "(pass --data-dir or set SKILLFOLLOW_DATA_DIR)"
             )
-            print(f"evalplus {phase}: {times[f'evalplus {phase}']:.1f} s", flush=True)
-            repeats = 1 if phase == "cold" else args.repeats
-            for r in range(1, repeats + 1):
-                name = phase if repeats == 1 else f"{phase}-{r}"
-                times[f"ours {name}"], ours[name] = run_ours(data, work, work / "our-cache", name)
-                print(f"ours {name}: {times[f'ours {name}']:.1f} s", flush=True)
-        _report(ids, times, evalplus, ours)
+    for suite in suites:
+        bench(suite, data_dir / suite.file, args.repeats, args.workers, not args.no_cold)
 
 
 if __name__ == "__main__":

@@ -241,11 +241,18 @@ def _offline_env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    "benchmark,variable",
-    [("mbppplus", "SKILLFOLLOW_MBPP_FILE"), ("math500", "SKILLFOLLOW_MATH500_FILE")],
+    "benchmark,variable,extra",
+    [
+        ("mbppplus", "SKILLFOLLOW_MBPP_FILE", {}),
+        ("math500", "SKILLFOLLOW_MATH500_FILE", {"HF_HUB_OFFLINE": "1"}),
+        # huggingface_hub retries a refused connection for ~40 s: the slow suite covers it
+        pytest.param(
+            "math500", "SKILLFOLLOW_MATH500_FILE", {}, marks=pytest.mark.slow, id="math500-refused"
+        ),
+    ],
 )
 def test_failed_official_download_says_how_to_use_a_local_file(
-    tmp_path: Path, benchmark: str, variable: str
+    tmp_path: Path, benchmark: str, variable: str, extra: dict[str, str]
 ) -> None:
     import subprocess
     import sys
@@ -255,7 +262,8 @@ def test_failed_official_download_says_how_to_use_a_local_file(
     proc = subprocess.run(
         [sys.executable, "-m", "hf_skillfollow.cli", "score", "--benchmark", benchmark,
          "--samples", str(samples), "--output", str(tmp_path / "v.jsonl")],
-        capture_output=True, text=True, timeout=300, env=_offline_env(tmp_path), cwd=tmp_path,
+        capture_output=True, text=True, timeout=300, env=_offline_env(tmp_path) | extra,
+        cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     last = proc.stderr.strip().splitlines()[-1]

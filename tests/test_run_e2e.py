@@ -102,6 +102,36 @@ def test_math_auto_policy_reports_zero_coverage(tmp_path: Path, data_dir: Path) 
     assert all(r["sd_error"] is None for r in rows)
 
 
+def test_humanevalplus_run_scores_in_the_sandbox(tmp_path: Path, data_dir: Path) -> None:
+    out = tmp_path / "runs"
+    proc = _run(
+        [
+            "--benchmark",
+            "humanevalplus",
+            "--tasks-file",
+            str(data_dir / "HumanEvalPlus-v0.1.10.jsonl.gz"),
+            "--limit",
+            "1",
+            "-o",
+            str(out),
+            *FAST,
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = _only_run_dir(out)
+    rows = pq.read_table(run_dir / "transitions.parquet").to_pylist()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["benchmark_version"].startswith("humanevalplus@file:HumanEvalPlus-v0.1.10")
+    assert len(rows) == 1 and rows[0]["benchmark"] == "humanevalplus"
+    assert rows[0]["task_id"].startswith("HumanEval/")
+    assert rows[0]["sd_error"] is None and rows[0]["se_error"] is None
+    # both answers went through the code scorer (sandboxed), whatever their verdict
+    for trace in pq.read_table(run_dir / "traces.parquet").to_pylist():
+        details = json.loads(trace["scorer_details"])
+        assert details["reason"] and "extracted" in details
+        assert "isolation" in details or details["reason"] == "no code in the answer"
+
+
 def test_kill_then_resume_neither_redoes_nor_duplicates(tmp_path: Path, data_dir: Path) -> None:
     out = tmp_path / "runs"
     args = [

@@ -204,16 +204,15 @@ _MOUNTS = """
 def _check():
     for line in open('/proc/self/mountinfo', encoding='utf-8'):
         fields = line.split()
-        root, point = fields[3], fields[4]
-        ok_point = point in ('/', '/proc', '/tmp', '/dev') or point.startswith('/dev/') or any(
-            point == p or point.startswith(p + '/') for p in ALLOWED
-        )
-        # a fresh (root "/") read-only filesystem above a library path (a venv under /tmp)
-        ok_point = ok_point or (root == '/' and any(p.startswith(point + '/') for p in ALLOWED))
-        leaked = [h for h in HOST if (root + '/').startswith(h + '/') or (point + '/').startswith(h + '/')]
-        leaked = [h for h in leaked if not any((point + '/').startswith(p + '/') for p in ALLOWED)]
-        if not ok_point or leaked:
+        root, point = fields[3], fields[4]  # source path within its filesystem, mount point
+        special = point in ('/', '/proc', '/tmp', '/dev') or point.startswith('/dev/')
+        library = any(point == p or point.startswith(p + '/') for p in ALLOWED)
+        # a fresh, empty filesystem (root "/") above a library path, e.g. a venv under /tmp
+        above_library = root == '/' and any(p.startswith(point + '/') for p in ALLOWED)
+        if not (special or library or above_library):
             raise RuntimeError('MOUNT ' + root + ' on ' + point)
+        if not library and root != '/' and any((root + '/').startswith(h + '/') for h in HOST):
+            raise RuntimeError('HOST ' + root + ' on ' + point)
 
 _check()
 """
@@ -362,6 +361,7 @@ def test_the_program_still_has_what_honest_code_needs(task: Task, mode: str) -> 
         "open('scratch.txt', 'w').write('x')\n"
         "with tempfile.NamedTemporaryFile() as fh:\n"
         "    fh.write(b'y')\n"
+        "open('/dev/shm/z', 'w').write('z')\n"
         "assert len(open('/dev/urandom', 'rb').read(8)) == 8\n"
         "open('/dev/null', 'w').write('z')\n"
         "assert open('/dev/zero', 'rb').read(2) == b'\\0\\0'\n"
@@ -402,6 +402,36 @@ def test_the_judges_import_paths_cannot_be_replaced(task: Task, mode: str) -> No
     can neither write there nor move a directory above them aside to plant its own modules,
     even when the interpreter or checkout lives under /tmp, which is writable in the sandbox."""
     verdict = _score(task, _REPLACE_IMPORTS + SOLUTION, mode)
+    assert verdict.passed, verdict.reason
+
+
+def test_nothing_else_of_the_host_exists(task: Task, mode: str, data_dir: Path) -> None:
+    """The paths docs/sandbox.md lists as absent are absent: no shell, no /etc but the loader
+    cache, no data, service, runtime or home directories, no checkout, no /sys."""
+    absent = [
+        "/bin/sh",
+        "/usr/bin",
+        "/usr/share",
+        "/etc/passwd",
+        "/etc/hostname",
+        "/run",
+        "/var",
+        "/srv",
+        "/opt",
+        "/home",
+        "/mnt",
+        "/sys",
+        str(REPO / "tests"),
+        str(REPO / "pyproject.toml"),
+        str(data_dir),
+    ]
+    program = (
+        "import os\n"
+        f"present = [p for p in {absent!r} if os.path.lexists(p)]\n"
+        "if present:\n"
+        "    raise RuntimeError('PRESENT ' + ', '.join(present))\n" + SOLUTION
+    )
+    verdict = _score(task, program, mode)
     assert verdict.passed, verdict.reason
 
 

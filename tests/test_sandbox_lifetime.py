@@ -158,7 +158,7 @@ def _samples(path: Path) -> Path:
         (signal.SIGTERM, CLI),
         (signal.SIGINT, CLI),
         (signal.SIGKILL, CLI),
-        (signal.SIGKILL, CLI_USERNS),
+        pytest.param(signal.SIGKILL, CLI_USERNS, marks=pytest.mark.slow),
     ],
     ids=["SIGTERM", "SIGINT", "SIGKILL", "SIGKILL-userns"],
 )
@@ -184,6 +184,7 @@ def test_killing_score_leaves_no_sandbox_process(
     assert not (tmp_path / "verdicts.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_interrupting_run_while_it_scores_leaves_no_sandbox_process(
     tmp_path: Path, data_dir: Path, reaper_env: dict[str, str]
 ) -> None:

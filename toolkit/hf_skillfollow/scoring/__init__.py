@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING
 
-from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring._extract import extract_boxed, extract_code
 from hf_skillfollow.scoring._verdict import Verdict
 
+# Executors are imported where used: every sandboxed harness imports this package, and
+# concurrent.futures.process (with multiprocessing) would cost each of them ~0.1 s of CPU.
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from hf_skillfollow.tasks import Task
 
 __all__ = [
@@ -57,10 +58,13 @@ def score_many(
     *,
     extract: bool = True,
     progress: Callable[[Verdict], None] | None = None,
+    on_result: Callable[[int, Verdict], None] | None = None,
 ) -> list[Verdict]:
     """Score many answers concurrently; verdicts come back in input order.
 
     ``extract=False`` scores code answers as complete programs (the ``score`` command).
+    ``on_result(i, verdict)`` is called as soon as pair ``i`` is scored (``verify`` saves
+    each verdict at once, so an interrupted run resumes without re-scoring it).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -69,22 +73,26 @@ def score_many(
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
 
-    def one(pair: tuple[Task, str]) -> Verdict:
-        task, text = pair
+    def one(item: tuple[int, tuple[Task, str]]) -> Verdict:
+        i, (task, text) = item
         if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
             with scope.active():
                 verdict = score_solution(task, extract_code(text or "") if extract else text)
+        if on_result is not None:
+            on_result(i, verdict)
         if progress is not None:
             progress(verdict)
         return verdict
 
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
-                return list(threads.map(one, pairs))
+                return list(threads.map(one, enumerate(pairs)))
             except BaseException:
                 # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
                 scope.cancel()
@@ -115,11 +123,14 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
 
 
 def _is_math(task: Task) -> bool:
+    from hf_skillfollow.benchmarks import BENCHMARKS
+
     return BENCHMARKS[task.benchmark].scorer == "math"
 
 
 def _new_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     # spawn: workers must not inherit this process's threads or locks
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
@@ -134,9 +145,11 @@ def _pool() -> ProcessPoolExecutor:
 
 
 def _math_via(pool: ProcessPoolExecutor, task: Task, text: str) -> Verdict:
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     from hf_skillfollow.scoring._math import score_math
 
-    future: Future[Verdict] = pool.submit(score_math, task, text or "")
+    future = pool.submit(score_math, task, text or "")
     try:
         return future.result(timeout=MATH_TIMEOUT_S)
     except FutureTimeout:

@@ -1,7 +1,8 @@
 """Code scoring with EvalPlus semantics, every program run in its own sandboxed process.
 
-Expected outputs come from the canonical solution, computed in the sandbox (one task per
-process) and cached on disk per task together with the canonical solution's CPU time. A
+Expected outputs come from the canonical solution, computed by trusted workers
+(``_reference``: the benchmark's own code needs no sandbox) and cached on disk per task
+together with the canonical solution's CPU time. A
 candidate's CPU budget is ``max(cpu_floor_s, cpu_factor * reference CPU time)`` for the
 whole task: CPU time, unlike EvalPlus's wall-clock floor of 1 s per input, does not grow
 with machine load, so verdicts do not flip when the machine is busy.
@@ -12,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
-import shutil
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,9 @@ from typing import Any
 from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
-from hf_skillfollow.scoring._wire import section
 
 #: bump when the harness or the payload layout changes: old cache entries are then ignored
-HARNESS_VERSION = "2"
+HARNESS_VERSION = "3"
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -83,7 +82,7 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
 
 def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
     p = task.problem
-    from hf_skillfollow.scoring._oracle import special_oracle
+    from hf_skillfollow.scoring._oracle import has_special_oracle, special_oracle
 
     dataset = BENCHMARKS[task.benchmark].evalplus_dataset
     mbpp = dataset == "mbpp"
@@ -96,6 +95,7 @@ def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
         "code": code,
         "output_not_none": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_NOT_NONE_TASKS,
         "output_set_eq": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_SET_EQ_TASKS,
+        "special_oracle": has_special_oracle(dataset, p["entry_point"]),
     }
 
 
@@ -166,31 +166,41 @@ def _lock(key: str) -> threading.Lock:
 def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_path: Path) -> None:
     p = task.problem
     request = _request(task, p["prompt"] + p["canonical_solution"], "reference")
-    limits = _sandbox.SandboxLimits(
-        cpu_s=budget.reference_cpu_s,
-        memory_bytes=budget.reference_memory_bytes,
-        file_bytes=budget.reference_memory_bytes,
-    )
     payload_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=payload_path.parent, prefix=".tmp-")
+    tmp = payload_path.parent / f".tmp-{uuid.uuid4().hex}"
     try:
-        with os.fdopen(fd, "wb") as sink, tempfile.TemporaryFile() as data:
-            inputs = {"base_input": p["base_input"], "plus_input": p["plus_input"]}
-            data.write(section(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)))
-            data.flush()
-            data.seek(0)
-            outcome = _sandbox.run(
-                request, limits, data, payload_sink=lambda out: shutil.copyfileobj(out, sink)
-            )
-        if not outcome.result["passed"] or os.path.getsize(tmp) == 0:
+        header = _reference_outputs(
+            {
+                "code": request["code"],
+                "entry_point": request["entry_point"],
+                "base_input": p["base_input"],
+                "plus_input": p["plus_input"],
+                "output_not_none": request["output_not_none"],
+                "same_bytes_pass_ok": not request["special_oracle"],
+                "cpu_s": budget.reference_cpu_s,
+                "memory_bytes": budget.reference_memory_bytes,
+                "wall_s": 3 * budget.reference_cpu_s + 20,
+                "path": str(tmp),
+            }
+        )
+        if not header["passed"] or not tmp.is_file():
             raise ReferenceFailure(
-                f"{task.task_id}: canonical solution failed in the sandbox: {outcome.result.get('reason')}"
+                f"{task.task_id}: canonical solution failed: {header.get('reason')}"
             )
         os.replace(tmp, payload_path)
     finally:
-        Path(tmp).unlink(missing_ok=True)
-    header = {**outcome.result, "task_id": task.task_id, "harness_version": HARNESS_VERSION}
+        tmp.unlink(missing_ok=True)
+    header = {**header, "task_id": task.task_id, "harness_version": HARNESS_VERSION}
     _atomic_write(header_path, json.dumps(header).encode())
+
+
+def _reference_outputs(job: dict[str, Any]) -> dict[str, Any]:
+    from hf_skillfollow.scoring import _reference
+
+    try:
+        return _reference.compute(job)
+    except (OSError, RuntimeError) as exc:  # the worker itself died (killed from outside)
+        return {"passed": False, "reason": f"reference worker failed: {exc}"}
 
 
 def _atomic_write(path: Path, blob: bytes) -> None:

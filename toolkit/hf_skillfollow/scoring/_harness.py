@@ -3,11 +3,12 @@
 Protocol: a JSON request on stdin; on the inherited ``data_fd`` the task's data as a
 length-prefixed section of pickled inputs, followed for candidates by the pickled expected
 outputs; the result on the inherited ``out_fd`` as one JSON line, followed for ``reference``
-runs by the payload that becomes the cache file (inputs section + expected outputs).
+runs by the payload that becomes the cache file (inputs section + expected outputs). The
+inherited ``lifeline_fd`` ends the harness when the scorer is gone (``_confine.die_with_scorer``).
 
-The harness confines itself, then for untrusted code (``candidate``, ``program``) forks the
-program's process (``_child``) and judges what it sends (``_judge``); it reads the expected
-outputs only after that fork. ``reference`` runs (the dataset's canonical solutions) run in
+The harness confines itself (minimal root, limits, unprivileged uid, seccomp filter), then
+for untrusted code (``candidate``, ``program``) forks the program's process (``_child``) and
+judges what it sends (``_judge``); it reads the expected outputs only after that fork. ``reference`` runs (the dataset's canonical solutions) run in
 the harness itself. Any confinement failure is reported and nothing runs.
 """
 

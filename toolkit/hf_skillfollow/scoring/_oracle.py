@@ -29,6 +29,21 @@ def special_oracle() -> ModuleType:
     return module
 
 
+_MBPP_SPECIAL = ("are_equivalent", "sum_div", "surface_Area", "digit_distance_nums")
+
+
+def has_special_oracle(dataset: str, entry_point: str) -> bool:
+    """Whether EvalPlus replaces plain equality for this task (``matches`` below)."""
+    if dataset == "humaneval":
+        return entry_point == "find_zero"
+    oracle = special_oracle()
+    return entry_point in (
+        *_MBPP_SPECIAL,
+        *oracle.MBPP_OUTPUT_SET_EQ_TASKS,
+        *oracle.MBPP_OUTPUT_NOT_NONE_TASKS,
+    )
+
+
 def is_floats(x: Any) -> bool:
     """``evalplus.eval.is_floats`` without importing numpy unless the program already did."""
     if isinstance(x, float):

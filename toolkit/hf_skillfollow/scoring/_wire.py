@@ -17,9 +17,7 @@ bytes of the expected output (written by the same function) and decode only on a
 from __future__ import annotations
 
 import collections
-import decimal
 import errno
-import fractions
 import io
 import math
 import os
@@ -36,6 +34,10 @@ _POLL_MS = 200
 
 #: deepest nesting of containers ``decode`` accepts (the judge's comparisons recurse in C)
 MAX_DEPTH = 200
+
+# per expected output, written by ``_reference`` and read by ``_judge``: identical bytes from
+# the program pass; EvalPlus's ``is_floats`` holds (it sets ``atol`` for the stage)
+SAME_BYTES_PASS, FLOATS = 1, 2
 
 # message tags (first byte of a message body)
 OK, ITEMS, ERR, TIMEOUT_CLAIM, NOT_NONE, LOADED = b"O", b"I", b"E", b"T", b"N", b"L"
@@ -141,13 +143,18 @@ def _complex(re: Any, im: Any) -> complex:
     return complex(re, im)
 
 
-def _fraction(num: Any, den: Any) -> fractions.Fraction:
+# decimal and fractions are imported on first use: the harness imports this module.
+def _fraction(num: Any, den: Any) -> Any:
+    import fractions
+
     if type(num) is not int or type(den) is not int or den == 0:
         raise WireError("Fraction of non-integers")
     return fractions.Fraction(num, den)
 
 
-def _decimal(text: Any) -> decimal.Decimal:
+def _decimal(text: Any) -> Any:
+    import decimal
+
     if type(text) is not str:
         raise WireError("Decimal of a non-string")
     return decimal.Decimal(text)

@@ -62,7 +62,8 @@ run-to-run variation (toggle "runs separately").
 
 ## How to submit results
 
-1. `pip install hf-skillfollow` (or from source), then run the paired evaluation:
+1. Install the toolkit from its source (it is not on PyPI yet: `pip install -e ".[local]"` in a
+   checkout), then run the paired evaluation:
    `hf-skillfollow run --model <model> --backend openai --base-url <url> --benchmark mbppplus`.
 2. Publish the run directory to a Hub dataset repo:
    `hf-skillfollow push runs/<run_id> --repo <you>/<results-repo>`. The repo gets a dataset

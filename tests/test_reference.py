@@ -1,0 +1,117 @@
+"""The trusted reference workers that compute expected outputs (``scoring._reference``)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hf_skillfollow.scoring import _wire
+from hf_skillfollow.scoring._code import ReferenceFailure, ensure_expected
+from hf_skillfollow.tasks import Task
+
+pytestmark = pytest.mark.usefixtures("private_score_cache")
+
+
+def _task(code: str, base: list, plus: list, entry: str = "f") -> Task:
+    problem = {
+        "task_id": "Custom/1",
+        "prompt": "",
+        "canonical_solution": code,
+        "entry_point": entry,
+        "base_input": base,
+        "plus_input": plus,
+        "atol": 0,
+    }
+    return Task("mbppplus", "Custom/1", "", entry_point=entry, problem=problem)
+
+
+def _payload(path: Path) -> dict:
+    with path.open("rb") as fh:
+        _wire.read_section(fh.fileno(), 1 << 30)
+        return pickle.loads(fh.read())
+
+
+def test_expected_outputs_are_wire_bytes_with_flags() -> None:
+    code = (
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    print('noise on stdout must not break the worker protocol')\n"
+        "    return [x, float('nan'), 1.5, [1.0, 2.0], np.array([1.0, 2.0])][x]\n"
+    )
+    path, header = ensure_expected(_task(code, [[0], [1]], [[2], [3], [4]]))
+    payload = _payload(path)
+    blobs = payload["base"] + payload["plus"]
+    flags = payload["base_flags"] + payload["plus_flags"]
+    assert pickle.loads(blobs[0]) == 0 and blobs[0] == _wire.dumps(0)
+    same, floats = _wire.SAME_BYTES_PASS, _wire.FLOATS
+    # 0: plain; nan: never equal to itself; 1.5 and [1.0, 2.0]: floats (EvalPlus sets atol);
+    # a numpy array: its comparison has no truth value
+    assert list(flags) == [same, floats, same | floats, same | floats, floats]
+    assert header["base_cpu_s"] >= 0 and header["maxrss_bytes"] > 0
+
+
+def test_a_failing_canonical_solution_is_a_reference_failure() -> None:
+    with pytest.raises(ReferenceFailure, match="ZeroDivisionError"):
+        ensure_expected(_task("def f(x):\n    return 1 / x\n", [[1]], [[0]]))
+
+
+def test_state_does_not_leak_between_tasks() -> None:
+    """Each task runs in its own forked process: a canonical solution that changes the
+    interpreter's state (here a module attribute) leaves the next task unaffected."""
+    leaky = "import math\nmath.pi = 3.0\ndef f(x):\n    return math.pi * x\n"
+    ensure_expected(_task(leaky, [[1]], [[2]]))
+    honest = "import math\ndef f(x):\n    return math.pi * x + 0\n"
+    path, _ = ensure_expected(_task(honest, [[1]], [[2]]))
+    assert [pickle.loads(b) for b in _payload(path)["base"]] == [3.141592653589793]
+
+
+_HOLD = """
+import sys, time
+from hf_skillfollow.scoring import _code, _reference
+from hf_skillfollow.tasks import Task
+problem = {"task_id": "Custom/2", "prompt": "", "entry_point": "f", "atol": 0,
+           "canonical_solution": "import time\\ndef f(x):\\n    time.sleep(600)\\n",
+           "base_input": [[1]], "plus_input": []}
+import threading
+threading.Thread(target=_code.ensure_expected, args=(Task("mbppplus", "Custom/2", "", "f",
+                 problem=problem),), daemon=True).start()
+while _reference._pool is None or not _reference._pool.all:
+    time.sleep(0.05)
+print(_reference._pool.all[0].proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_and_their_tasks_end_with_the_scorer(tmp_path: Path) -> None:
+    env = {**os.environ, "SKILLFOLLOW_CACHE_DIR": str(tmp_path / "cache")}
+    host = subprocess.Popen(
+        [sys.executable, "-c", _HOLD], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert host.stdout is not None
+    worker = int(host.stdout.readline())
+    deadline = time.monotonic() + 60
+    tasks: list[int] = []
+    while not tasks and time.monotonic() < deadline:  # the forked task, sleeping
+        children = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+        tasks = [int(c) for c in children]
+        time.sleep(0.05)
+    assert tasks, "the worker never forked the task"
+    host.send_signal(signal.SIGKILL)
+    host.wait()
+    time.sleep(2)
+    assert not _alive(worker) and not any(_alive(t) for t in tasks)

@@ -1,0 +1,288 @@
+"""Expected outputs from the canonical solutions, in a pool of warm trusted workers.
+
+Canonical solutions are the benchmark's own code, trusted exactly as EvalPlus trusts them
+(its ``trusted_exec`` runs them in the evaluating process), so they need no sandbox: each
+worker is a plain interpreter started once (``python -m hf_skillfollow.scoring._reference``
+with the sandbox's environment, so that ``PYTHONHASHSEED`` and thread counts match the
+candidates'), and forks one child per task. The child gets rlimits (CPU, address space, an
+alarm as wall-clock backstop), computes the outputs with EvalPlus's ``trusted_exec``
+semantics and writes the task's cache payload itself; nothing of one task survives into the
+next. A worker exits when its stdin closes (the process that started it is gone), killing a
+task in progress, and a task's process dies with its worker (``PR_SET_PDEATHSIG``).
+
+Payload (read by ``_judge``): a length-prefixed pickle of the inputs, then a pickle of
+``{"base": [bytes], "plus": [bytes], "base_flags": bytes, "plus_flags": bytes}``: each
+expected output as ``_wire.dumps`` bytes, and per output ``_wire.SAME_BYTES_PASS`` (identical
+bytes from the program pass: the value equals a fresh copy of itself, and no special oracle
+applies) and ``_wire.FLOATS`` (EvalPlus's ``is_floats``, which sets ``atol`` for the stage).
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import ctypes
+import json
+import os
+import pickle
+import queue
+import resource
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any
+
+_HEADER = struct.Struct("<Q")
+_PR_SET_PDEATHSIG = 1
+
+
+# --- the host side ---------------------------------------------------------------------------
+
+
+class _Worker:
+    def __init__(self) -> None:
+        from hf_skillfollow.scoring._sandbox import _child_env
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", "-P", "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_child_env(),
+            cwd="/",
+        )
+
+    def call(self, job: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        _send(self.proc.stdin, job)
+        reply = _receive(self.proc.stdout)
+        if reply is None:
+            raise RuntimeError(f"reference worker ended (exit status {self.proc.wait()})")
+        return reply
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class _Pool:
+    """Up to ``os.cpu_count()`` workers, started on demand and reused."""
+
+    def __init__(self) -> None:
+        self.idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self.slots = threading.BoundedSemaphore(os.cpu_count() or 2)
+        self.all: list[_Worker] = []
+        self.lock = threading.Lock()
+
+    def run(self, job: dict[str, Any]) -> dict[str, Any]:
+        with self.slots:
+            worker = self._take()
+            try:
+                reply = worker.call(job)
+            except BaseException:
+                self._drop(worker)
+                raise
+            self.idle.put(worker)
+            return reply
+
+    def _take(self) -> _Worker:
+        while True:
+            try:
+                worker = self.idle.get_nowait()
+            except queue.Empty:
+                break
+            if worker.proc.poll() is None:
+                return worker
+            self._drop(worker)  # ended while idle (killed from outside)
+        worker = _Worker()
+        with self.lock:
+            self.all.append(worker)
+        return worker
+
+    def _drop(self, worker: _Worker) -> None:
+        worker.close()
+        with self.lock:
+            self.all.remove(worker)
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.all = self.all, []
+        for worker in workers:
+            worker.close()
+
+
+_pool: _Pool | None = None
+_pool_lock = threading.Lock()
+
+
+def compute(job: dict[str, Any]) -> dict[str, Any]:
+    """Write ``job["path"]`` (the payload) and return the header; ``passed`` False on failure.
+
+    ``job``: code, entry_point, base_input, plus_input, output_not_none, same_bytes_pass_ok,
+    cpu_s, memory_bytes, wall_s, path.
+    """
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = _Pool()
+            atexit.register(_pool.close)
+        pool = _pool
+    return pool.run(job)
+
+
+def _send(stream: IO[bytes], obj: Any) -> None:
+    blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(blob)) + blob)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    body = stream.read(size)
+    return pickle.loads(body) if len(body) == size else None
+
+
+# --- the worker ------------------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _serve() -> None:
+    # warm the imports every task needs, once, before the first fork
+    from hf_skillfollow.scoring import _child, _oracle, _wire  # noqa: F401
+
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while (job := _receive(stdin)) is not None:
+        _send(stdout, _run_forked(job))
+
+
+def _run_forked(job: dict[str, Any]) -> dict[str, Any]:
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the task's own process
+        os.close(read_fd)
+        # the worker's stdin/stdout carry the protocol: what the solution prints goes nowhere
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        code = 0
+        try:
+            _die_with_parent()
+            header = _compute(job)
+            os.write(write_fd, json.dumps(header).encode())
+        except BaseException as exc:
+            from hf_skillfollow.scoring._child import describe
+
+            reason = "timeout" if isinstance(exc, _Timeout) else describe(exc)
+            os.write(write_fd, json.dumps({"passed": False, "reason": reason}).encode())
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    text = _await_result(read_fd, pid)
+    _, status, _ = os.wait4(pid, 0)
+    try:
+        return dict(json.loads(text))
+    except ValueError:
+        if os.WIFSIGNALED(status):
+            why = f"killed by signal {os.WTERMSIG(status)} (CPU, memory or wall-clock limit)"
+        else:
+            why = f"exit status {os.waitstatus_to_exitcode(status)}"
+        return {"passed": False, "reason": f"the canonical solution's process ended: {why}"}
+
+
+def _await_result(read_fd: int, pid: int) -> bytes:
+    """The child's result; if the host goes away meanwhile (our stdin closes: the host
+    sends nothing while a job runs), the child is killed and this worker exits."""
+    poller = select.poll()
+    poller.register(read_fd, select.POLLIN | select.POLLHUP)
+    poller.register(0, select.POLLIN | select.POLLHUP)
+    chunks = []
+    while True:
+        for fd, _ in poller.poll():
+            if fd == 0:
+                os.kill(pid, signal.SIGKILL)
+                os._exit(0)
+            chunk = os.read(read_fd, 1 << 16)
+            if not chunk:
+                os.close(read_fd)
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _on_limit(signum: int, frame: Any) -> None:
+    raise _Timeout()
+
+
+def _compute(job: dict[str, Any]) -> dict[str, Any]:
+    from hf_skillfollow.scoring._child import load_entry_point
+    from hf_skillfollow.scoring._oracle import is_floats
+    from hf_skillfollow.scoring._wire import dumps, section
+
+    cpu = int(job["cpu_s"]) + 1
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+    resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+    signal.signal(signal.SIGXCPU, _on_limit)
+    signal.signal(signal.SIGALRM, _on_limit)
+    signal.alarm(int(job["wall_s"]) + 1)
+    header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
+    expected: dict[str, Any] = {}
+    for stage in ("base", "plus"):
+        # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs
+        fn = load_entry_point(job["code"], job["entry_point"])
+        outputs, spent = [], 0.0
+        for inp in job[f"{stage}_input"]:
+            start = time.process_time()
+            outputs.append(fn(*copy.deepcopy(inp)))
+            spent += time.process_time() - start
+        if job["output_not_none"]:
+            outputs = [o is not None for o in outputs]
+        blobs, flags = [], bytearray()
+        for out in outputs:
+            blob = dumps(out)
+            blobs.append(blob)
+            flags.append(_flags(out, blob, job["same_bytes_pass_ok"], is_floats(out)))
+        expected[stage], expected[f"{stage}_flags"] = blobs, bytes(flags)
+        header[f"{stage}_cpu_s"] = spent
+    signal.alarm(0)
+    header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    inputs = {"base_input": job["base_input"], "plus_input": job["plus_input"]}
+    fd = os.open(job["path"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as sink:
+        sink.write(section(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)))
+        pickle.dump(expected, sink, protocol=pickle.HIGHEST_PROTOCOL)
+    return header
+
+
+def _flags(out: Any, blob: bytes, same_bytes_pass_ok: bool, floats: bool) -> int:
+    from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
+
+    flags = FLOATS if floats else 0
+    if same_bytes_pass_ok:
+        # A program output with these very bytes is a structurally identical value; EvalPlus
+        # passes it if a fresh copy of the expected output compares equal (not so with NaN,
+        # or numpy arrays, whose comparison has no truth value).
+        try:
+            equal = pickle.loads(blob) == out
+            if type(equal) is bool and equal:
+                flags |= SAME_BYTES_PASS
+        except Exception:
+            pass
+    return flags
+
+
+if __name__ == "__main__":
+    _serve()
