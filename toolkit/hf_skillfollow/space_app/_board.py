@@ -26,16 +26,6 @@ from hf_skillfollow.space_app._verification import Rescoring, load_rescoring, wi
 DEFAULT_RESAMPLES = 20_000
 THRESHOLDS: tuple[int, ...] = (5, 10, 15, 20)
 DEFAULT_MIN_COND = 10
-#: Columns of the filtered view (table, plots, summary); see `Board.view`.
-VIEW_COLUMNS = frozenset(
-    {
-        "_key", "_model_lc", "label", "cell_id", "run_id", "model", "benchmark", "pool_condition",
-        "partition", "n_runs", "n_pairs", "n_cond", "n_skip", "coverage", "rae", "rae_ci_low",
-        "rae_ci_high", "rae_reason", "oae", "oae_ci_low", "oae_ci_high", "agg_lift",
-        "agg_lift_reason", "delta_select", "delta_select_reason", "delta_skip",
-        "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
-    }
-)  # fmt: skip
 # Columns the toolkit does not need for metrics; leaving them in arrow keeps load fast.
 _HEAVY_COLUMNS = ("queries", "skills_returned", "se_error", "sd_error")
 
@@ -67,16 +57,15 @@ class Board:
                 self._per_run = with_rescored(per_run, self.rescoring, per_run=True)
             return self._per_run
 
-    def view(self, runs_separately: bool = False) -> pd.DataFrame:
-        """The cells' columns the table, plots and summary read: filtering copies ~30
-        columns instead of ~100 (the CSV and "All columns" use `cells`)."""
+    def view(self, runs_separately: bool, columns: frozenset[str]) -> pd.DataFrame:
+        """`columns` (and every derived `_` column) of the cells: what the table, plots and
+        summary read, so a filter copies ~40 columns instead of ~100 (the CSV and "All
+        columns" use `cells`). `columns` is the same set on every call."""
         wide = self.cells(runs_separately)
         with self._lock:
             narrow = self._views.get(runs_separately)
             if narrow is None:
-                keep = [
-                    c for c in wide.columns if c in VIEW_COLUMNS or c.startswith(("_rep_", "_dis_"))
-                ]
+                keep = [c for c in wide.columns if c in columns or c.startswith("_")]
                 narrow = self._views[runs_separately] = wide[keep]
             return narrow
 

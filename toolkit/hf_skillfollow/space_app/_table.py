@@ -202,7 +202,11 @@ def table_html(
         f'<th title="{escape(c)}">{escape(c)}</th>' for c in extra
     )
     rows = []
-    needed = [c for c in _ROW_COLUMNS if c in filtered.columns]
+    needed = [
+        c
+        for c in dict.fromkeys((*_ROW_COLUMNS, *(c.source for c in columns)))
+        if c in filtered.columns
+    ]
     needed += [f"_rep_{threshold}", f"_dis_{threshold}", *extra]
     for row in fast_records(filtered.head(limit), needed):
         reportable = bool(row[f"_rep_{threshold}"])
@@ -247,6 +251,12 @@ _ROW_COLUMNS = (
     "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
     "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
 )  # fmt: skip
+
+
+#: What the filtered view reads (`Board.view`): the rows, every column's source, the plots.
+VIEW_COLUMNS = frozenset(
+    {*_ROW_COLUMNS, *(c.source for c in COLUMNS), "label", "cell_id", "oae", "coverage"}
+)
 
 
 def fast_records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
