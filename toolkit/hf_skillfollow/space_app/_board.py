@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from hf_skillfollow.space_app._sources import load_sources, resolve_sources
 from hf_skillfollow.space_app._traces import TraceStore
+from hf_skillfollow.space_app._verification import Rescoring, load_rescoring, with_rescored
 
 #: Bootstrap resamples for the board's intervals. The protocol's default is 20,000; measured on
 #: 2 cores it fits the first-render budget (see bench/space.py), so the Space keeps it.
@@ -40,6 +41,7 @@ class Board:
     resamples: int
     sources: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    rescoring: Rescoring = field(default_factory=lambda: Rescoring(None, None))
     _per_run: pd.DataFrame | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -48,9 +50,10 @@ class Board:
             return self.pooled
         with self._lock:
             if self._per_run is None:
-                self._per_run = _per_run_cells(
+                per_run = _per_run_cells(
                     self.pooled, self.transitions, self.resamples, self.warnings
                 )
+                self._per_run = with_rescored(per_run, self.rescoring, per_run=True)
             return self._per_run
 
     def task_rows(self, cell_id: str, run_id: str | None = None) -> pd.DataFrame:
@@ -76,9 +79,12 @@ def load_board(
     warnings += loaded.warnings
     t1 = time.perf_counter()
     pooled = _cells(loaded.transitions, resamples, pool_runs=True, warnings=warnings)
+    rescoring, problems = load_rescoring(loaded.loaded, loaded.transitions)
+    warnings += problems
     t2 = time.perf_counter()
     return Board(
-        pooled=pooled,
+        pooled=with_rescored(pooled, rescoring, per_run=False),
+        rescoring=rescoring,
         transitions=loaded.transitions,
         warnings=warnings,
         traces=TraceStore(loaded.run_source),

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hf_skillfollow import formatting as fmt
+from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
 #: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
@@ -51,6 +52,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("skip", "Δskip pp", "Paired effect on the tasks without a retrieved skill, percentage points", "delta_skip"),
     Column("bc", "b / c", "Helpful (b) / harmful (c) flips among the retrieval-invoked tasks", "b_cond"),
     Column("reportable", "Reportable", "n_cond at least the chosen threshold", "n_cond", False),
+    Column("rescored", "Re-scored", _verification.TIP, _verification.RESCORED, False),
 )  # fmt: skip
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 DEFAULT_SORT = "rae:desc"
@@ -65,6 +67,7 @@ class Filters:
     min_cond: int = DEFAULT_MIN_COND
     show_nonreportable: bool = False
     sort: str = DEFAULT_SORT  # "<column key>:asc|desc"
+    rescored_only: bool = False
 
     @property
     def sort_key(self) -> str:
@@ -122,6 +125,8 @@ def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
     ):
         if values:
             mask &= cells[column].isin(values).to_numpy()
+    if f.rescored_only:
+        mask &= cells[_verification.RESCORED_FLAG].to_numpy(dtype=bool)
     query = f.model_query.strip().lower()
     if query:
         mask &= cells["_model_lc"].str.contains(query, regex=False).to_numpy()
@@ -295,6 +300,8 @@ def _cell_text(
             f'<span class="sf-no">no</span> <span class="sf-sub">n_cond&nbsp;&lt;&nbsp;{threshold}</span>',
             "",
         )
+    if key == "rescored":
+        return _verification.mark_html(row), ""
     raise KeyError(key)
 
 
@@ -375,7 +382,8 @@ def query_string(f: Filters, *, runs: bool, all_columns: bool) -> str:
         params.append(("model", f.model_query))
     if f.min_cond != DEFAULT_MIN_COND:
         params.append(("min_cond", str(f.min_cond)))
-    for name, on in (("nonreportable", f.show_nonreportable), ("runs", runs), ("all", all_columns)):
+    flags = (("nonreportable", f.show_nonreportable), ("rescored", f.rescored_only))
+    for name, on in (*flags, ("runs", runs), ("all", all_columns)):
         if on:
             params.append((name, "1"))
     if f.sort != DEFAULT_SORT:
@@ -402,6 +410,7 @@ QUERY_KEYS = frozenset(
         "model",
         "min_cond",
         "nonreportable",
+        "rescored",
         "runs",
         "all",
         "sort",
@@ -430,6 +439,7 @@ def state_from_query(params: dict[str, list[str]]) -> ViewState:
         min_cond=parse_threshold(one("min_cond", str(DEFAULT_MIN_COND))),
         show_nonreportable=flag("nonreportable"),
         sort=sort,
+        rescored_only=flag("rescored"),
     )
     return ViewState(filters, flag("runs"), flag("all"), one("cell") or None)
 
