@@ -2,7 +2,8 @@
 
 Push: one run into an empty folder repo vs into a repo that already holds `--push-into` runs
 (what `push --dry-run` does: validate, plan, per-run counts, card, write; target: the second
-at most 2x the first, since a push reads the counts file instead of every published run).
+at most 2x the first, since a push reads the counts file instead of every published run),
+timed in-process (`build_repo`) and as `hf-skillfollow push` processes (what a user waits for).
 Load (cold: no datasets or toolkit cache): `load_transitions(folder)` + `to_pandas()`, the
 Space's loader (`space_app._sources.load_sources`) and `datasets.load_dataset` + `to_pandas()`,
 each against the peer: the same rows as one JSON Lines file read with
@@ -18,6 +19,8 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -117,6 +120,11 @@ def timed(label: str, fn, results: dict[str, float], repeats: int = 1):  # noqa:
 CPU: dict[str, float] = {}
 
 
+def _cli_push(run: Path, folder: Path) -> None:
+    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "push", str(run), "--repo", "org/bench"]
+    subprocess.run([*cmd, "--dry-run", str(folder)], check=True, capture_output=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="transitions rows in all")
@@ -143,7 +151,7 @@ def main() -> None:
     work.mkdir(parents=True)
     table = synthetic_transitions(args.rows, args.rows_per_run)
     runs = write_run_dirs(table, args.rows_per_run, work / "runs")
-    n_old = min(args.push_into, len(runs) - args.repeats)
+    n_old = min(args.push_into, len(runs) - 2 * args.repeats)
     print(f"{args.rows:,} rows in {len(runs):,} runs of {args.rows_per_run} tasks; workdir {work}")
     r: dict[str, float] = {}
     repo = work / "repo"
@@ -164,9 +172,24 @@ def main() -> None:
         r,
         args.repeats,
     )
+    # The same pushes as a user runs them: one `hf-skillfollow push --dry-run` process each.
+    cli_new = iter(runs[n_old + args.repeats : n_old + 2 * args.repeats])
+    timed(
+        f"CLI: push 1 run into the {n_old + args.repeats:,}-run repo",
+        lambda: _cli_push(next(cli_new), repo),
+        r,
+        args.repeats,
+    )
+    cli_empties = iter(range(args.repeats))
+    timed(
+        "CLI: push 1 run into an empty repo",
+        lambda: _cli_push(runs[n_old], work / f"cli-empty-{next(cli_empties)}"),
+        r,
+        args.repeats,
+    )
     timed(
         "push the remaining runs (one push)",
-        lambda: build_repo(runs[n_old + args.repeats :], repo),
+        lambda: build_repo(runs[n_old + 2 * args.repeats :], repo),
         r,
     )
 
@@ -227,6 +250,10 @@ def main() -> None:
     print("ratios:")
     print(f"  push: {n_old:,}-run repo {into:.3f} s vs empty repo {empty:.3f} s -> {into / empty:.2f}x wall,"
           f" {CPU[key_into] / CPU[key_empty]:.2f}x CPU (target <= 2x)")  # fmt: skip
+    cli_into = r[f"CLI: push 1 run into the {n_old + args.repeats:,}-run repo"]
+    cli_empty = r["CLI: push 1 run into an empty repo"]
+    print(f"  push (CLI processes): {cli_into:.2f} s vs {cli_empty:.2f} s -> {cli_into / cli_empty:.2f}x wall"
+          " (target <= 2x)")  # fmt: skip
     for label in ("load_transitions(folder) + to_pandas()", "Space loader: load_sources([folder])",
                   "datasets.load_dataset(folder) + to_pandas() (cold)"):  # fmt: skip
         if label in r:

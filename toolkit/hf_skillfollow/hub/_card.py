@@ -7,6 +7,7 @@ needs to edit it by hand.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -252,7 +253,9 @@ def protocol_rows(
     return sorted(out, key=lambda g: (-g["runs"], g["prompts_hash"]))
 
 
+@functools.cache
 def _environment() -> Any:
+    # One per process: compiling the template costs more than rendering a 200-cell card.
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from hf_skillfollow._resources import dataset_cards_root

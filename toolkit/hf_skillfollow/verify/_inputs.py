@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 ARMS = ("se", "sd")
+#: How the hub loader says that a run or repo published no traces (anything else is an error).
+_NO_TRACES = ("has no 'traces' config", "has no traces.parquet")
 
 
 class VerifyInputError(ValueError):
@@ -94,7 +96,9 @@ def _read_one(source: str) -> list[Row]:
         raise VerifyInputError(f"{source}: {exc}") from None
     try:
         traces = load_traces(source)
-    except HubError:
+    except HubError as exc:
+        if not any(m in str(exc) for m in _NO_TRACES):
+            raise VerifyInputError(f"{source}: {exc}") from None
         traces = None  # a run or repo without traces: its rows are reported as not checked
     except (SchemaError, OSError) as exc:
         raise VerifyInputError(f"{source}: {exc}") from None
