@@ -142,3 +142,11 @@ def test_report_on_a_folder_names_the_file_holding_the_impossible_row(tmp_path: 
     res = CliRunner().invoke(cli, ["report", str(tmp_path / "runs")])
     assert res.exit_code == 1 and isinstance(res.exception, SystemExit), res.output
     assert f"{bad / 'transitions.parquet'}: row 3" in res.output
+
+
+def test_every_rule_names_declared_columns() -> None:
+    from hf_skillfollow._row_rules import RULES
+
+    names = {"transitions": set(TRANSITIONS_SCHEMA.names), "traces": set(TRACES_SCHEMA.names)}
+    for rule in RULES:
+        assert set(rule.columns) <= names[rule.config], rule

@@ -47,14 +47,17 @@ def refuse_token_in(files: dict[str, bytes], token: str | None) -> None:
     if not tokens:
         return
     for path, data in files.items():
-        texts = [data] if not path.endswith(".parquet") else [data, *_parquet_strings(data)]
-        if any(t.encode() in text for t in tokens for text in texts):
+        if any(t.encode() in data for t in tokens) or (
+            path.endswith(".parquet") and _parquet_holds(data, tokens)
+        ):
             raise HubError(f"refusing to upload {path}: it contains the Hub token")
 
 
-def _parquet_strings(data: bytes) -> Iterator[bytes]:
-    """Every string column's values (nested lists and structs included), joined per column."""
+def _parquet_holds(data: bytes, tokens: list[str]) -> bool:
+    """Whether any string value of the parquet file (nested lists and structs included)
+    contains one of `tokens`; a vectorised substring scan, no Python objects per value."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     def strings(array: pa.Array) -> Iterator[pa.Array]:
@@ -63,13 +66,15 @@ def _parquet_strings(data: bytes) -> Iterator[bytes]:
         elif pa.types.is_struct(array.type):
             for i in range(array.type.num_fields):
                 yield from strings(array.field(i))
-        elif pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-            yield array
         elif pa.types.is_dictionary(array.type):
             yield from strings(array.dictionary)
+        elif pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            yield array
 
     table = pq.read_table(pa.BufferReader(data))
     for column in table.columns:
         for chunk in column.chunks:
             for array in strings(chunk):
-                yield "\x00".join(v for v in array.to_pylist() if v is not None).encode()
+                if any(pc.any(pc.match_substring(array, t)).as_py() for t in tokens):
+                    return True
+    return False
