@@ -222,11 +222,14 @@ def test_agrees_with_evalplus_on_a_humanevalplus_subset(data_dir: Path, tmp_path
     _compare(HUMANEVAL, data, tmp_path)
 
 
+# Two full CLI runs of a whole benchmark: far beyond the default per-test limit on a busy machine.
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_agrees_with_evalplus_on_every_mbppplus_task(data_dir: Path, tmp_path: Path) -> None:
     _compare(MBPP, data_dir / MBPP.file, tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_agrees_with_evalplus_on_every_humanevalplus_task(data_dir: Path, tmp_path: Path) -> None:
     _compare(HUMANEVAL, data_dir / HUMANEVAL.file, tmp_path)

@@ -57,7 +57,7 @@ class View:
 
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
-    cells = board.cells(state.runs)
+    cells = board.cells(state.runs) if state.all_columns else board.view(state.runs, T.VIEW_COLUMNS)
     filtered = T.apply_filters(cells, state.filters)
     query = T.query_string(state.filters, runs=state.runs, all_columns=state.all_columns)
     shown = min(len(filtered), T.MAX_TABLE_ROWS)
