@@ -1,11 +1,16 @@
-"""Benchmark: build and load a results repo of 1,000,000 transitions rows vs the same rows as JSONL.
+"""Benchmark: push and load a results repo of 1,000,000 transitions rows (12,500 runs).
 
-Repo path: run directories -> `build_repo` (what `push --dry-run` does: validate, write
-deterministic parquet, render the card with every cell's numbers) -> `datasets.load_dataset`
-of the local repo folder -> `to_pandas()`. Peer: the same rows written as JSON Lines with
-pandas and read back with `pandas.read_json(lines=True)`. Prints figures and ratios.
+Push: one run into an empty folder repo vs into a repo that already holds `--push-into` runs
+(what `push --dry-run` does: validate, plan, per-run counts, card, write; target: the second
+at most 2x the first, since a push reads the counts file instead of every published run),
+timed in-process (`build_repo`) and as `hf-skillfollow push` processes (what a user waits for).
+Load (cold: no datasets or toolkit cache): `load_transitions(folder)` + `to_pandas()`, the
+Space's loader (`space_app._sources.load_sources`) and `datasets.load_dataset` + `to_pandas()`,
+each against the peer: the same rows as one JSON Lines file read with
+`pandas.read_json(lines=True)` (target: the toolkit's loaders at least as fast). Medians of
+`--repeats`; prints figures and ratios.
 
-    python bench/hub.py [--rows 1000000] [--rows-per-run 80] [--workdir DIR]
+    python bench/hub.py [--rows 1000000] [--rows-per-run 80] [--push-into 10000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,83 +99,166 @@ def write_run_dirs(table: pa.Table, rows_per_run: int, root: Path) -> list[Path]
     return dirs
 
 
-def timed(label: str, fn, results: dict[str, float]):  # noqa: ANN001, ANN201
-    t0 = time.perf_counter()
-    out = fn()
-    results[label] = time.perf_counter() - t0
-    print(f"  {label:<44s} {results[label]:8.2f} s", flush=True)
+def timed(label: str, fn, results: dict[str, float], repeats: int = 1):  # noqa: ANN001, ANN201
+    """Median wall time of `repeats` calls (and, in CPU[label], the median process CPU time).
+
+    CPU time (all threads) is printed too: on a loaded machine wall times swing by several x,
+    while CPU time still compares the work each side does.
+    """
+    walls, cpus, out = [], [], None
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    results[label] = statistics.median(walls)
+    CPU[label] = statistics.median(cpus)
+    print(f"  {label:<52s} {results[label]:8.3f} s wall {CPU[label]:8.3f} s CPU", flush=True)
     return out
+
+
+CPU: dict[str, float] = {}
+
+
+def _cli_push(run: Path, folder: Path) -> None:
+    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "push", str(run), "--repo", "org/bench"]
+    subprocess.run([*cmd, "--dry-run", str(folder)], check=True, capture_output=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="transitions rows in all")
     ap.add_argument(
         "--rows-per-run", type=int, default=80, help="tasks per run (80 = one partition)"
     )
-    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument(
+        "--push-into", type=int, default=10_000, help="runs already in the repo for the push test"
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="timings per figure (median)")
+    ap.add_argument("--workdir", type=Path, default=None, help="keep files here (else a temp dir)")
+    ap.add_argument(
+        "--skip-datasets", action="store_true", help="leave out datasets.load_dataset (slowest)"
+    )
     args = ap.parse_args()
 
-    import datasets
     import pandas as pd
 
-    from hf_skillfollow.hub import build_repo
+    from hf_skillfollow.hub import build_repo, load_transitions
+    from hf_skillfollow.space_app._sources import load_sources
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="bench-hub-"))
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     table = synthetic_transitions(args.rows, args.rows_per_run)
     runs = write_run_dirs(table, args.rows_per_run, work / "runs")
+    n_old = min(args.push_into, len(runs) - 2 * args.repeats)
     print(f"{args.rows:,} rows in {len(runs):,} runs of {args.rows_per_run} tasks; workdir {work}")
     r: dict[str, float] = {}
+    repo = work / "repo"
 
-    print("results repo (parquet + card, through datasets):")
+    print(f"push one run (folder repo, median of {args.repeats}):")
+    timed(f"build a repo of {n_old:,} runs (one push)", lambda: build_repo(runs[:n_old], repo), r)
+    new = iter(runs[n_old : n_old + args.repeats])
     timed(
-        "build_repo (validate, write parquet, card)",
-        lambda: build_repo(runs, work / "repo", repo_id="org/bench"),
+        f"push 1 run into the {n_old:,}-run repo",
+        lambda: build_repo([next(new)], repo),
         r,
+        args.repeats,
     )
-    cache = work / "hf-cache"
-    ds = timed(
-        "load_dataset(folder, 'transitions') cold",
-        lambda: datasets.load_dataset(
-            str(work / "repo"), "transitions", split="train", cache_dir=str(cache)
-        ),
-        r,
-    )
-    df = timed("to_pandas()", ds.to_pandas, r)
+    empties = iter(range(args.repeats))
     timed(
-        "load_dataset warm (cache hit) + to_pandas",
-        lambda: datasets.load_dataset(
-            str(work / "repo"), "transitions", split="train", cache_dir=str(cache)
-        ).to_pandas(),
+        "push 1 run into an empty repo",
+        lambda: build_repo([runs[n_old]], work / f"empty-{next(empties)}"),
+        r,
+        args.repeats,
+    )
+    # The same pushes as a user runs them: one `hf-skillfollow push --dry-run` process each.
+    cli_new = iter(runs[n_old + args.repeats : n_old + 2 * args.repeats])
+    timed(
+        f"CLI: push 1 run into the {n_old + args.repeats:,}-run repo",
+        lambda: _cli_push(next(cli_new), repo),
+        r,
+        args.repeats,
+    )
+    cli_empties = iter(range(args.repeats))
+    timed(
+        "CLI: push 1 run into an empty repo",
+        lambda: _cli_push(runs[n_old], work / f"cli-empty-{next(cli_empties)}"),
+        r,
+        args.repeats,
+    )
+    timed(
+        "push the remaining runs (one push)",
+        lambda: build_repo(runs[n_old + 2 * args.repeats :], repo),
         r,
     )
-    assert len(df) == args.rows
 
-    print("JSONL peer (pandas):")
+    print(f"load {len(runs):,} runs cold (median of {args.repeats}):")
     jsonl = work / "transitions.jsonl"
     timed(
-        "write JSONL (to_pandas + to_json lines)",
+        "write JSONL peer (to_pandas + to_json lines)",
         lambda: table.to_pandas().to_json(jsonl, orient="records", lines=True),
         r,
     )
-    back = timed("pandas.read_json(lines=True)", lambda: pd.read_json(jsonl, lines=True), r)
+    back = timed(
+        "peer: pandas.read_json(lines=True)",
+        lambda: pd.read_json(jsonl, lines=True),
+        r,
+        args.repeats,
+    )
     assert len(back) == args.rows
+    frame = timed(
+        "load_transitions(folder) + to_pandas()",
+        lambda: load_transitions(repo).to_pandas(),
+        r,
+        args.repeats,
+    )
+    assert len(frame) == args.rows
+    loaded = timed(
+        "Space loader: load_sources([folder])", lambda: load_sources([str(repo)]), r, args.repeats
+    )
+    assert loaded.transitions is not None and loaded.transitions.num_rows == args.rows, (
+        loaded.warnings
+    )
+    if not args.skip_datasets:
+        import datasets
 
-    repo_bytes = sum(p.stat().st_size for p in (work / "repo" / "data").rglob("*.parquet"))
-    load = r["load_dataset(folder, 'transitions') cold"] + r["to_pandas()"]
+        caches = iter(range(args.repeats))
+        timed(
+            "datasets.load_dataset(folder) + to_pandas() (cold)",
+            lambda: datasets.load_dataset(
+                str(repo),
+                "transitions",
+                split="train",
+                cache_dir=str(work / f"hf-cache-{next(caches)}"),
+            ).to_pandas(),
+            r,
+            args.repeats,
+        )
+
+    repo_bytes = sum(p.stat().st_size for p in (repo / "data").rglob("*.parquet"))
     print("sizes:")
-    print(f"  parquet files {repo_bytes / 1e6:8.1f} MB   JSONL {jsonl.stat().st_size / 1e6:8.1f} MB"
-          f"   ratio JSONL/parquet {jsonl.stat().st_size / repo_bytes:5.1f}x")  # fmt: skip
-    print("ratios (JSONL time / repo time; >1 means the repo is faster):")
-    print(f"  read:  read_json {r['pandas.read_json(lines=True)']:.2f} s vs load_dataset+to_pandas {load:.2f} s"
-          f" -> {r['pandas.read_json(lines=True)'] / load:.2f}x")  # fmt: skip
-    warm = r["load_dataset warm (cache hit) + to_pandas"]
-    print(f"  read (warm cache): {r['pandas.read_json(lines=True)'] / warm:.2f}x")
-    write = r["build_repo (validate, write parquet, card)"]
-    print(f"  write: JSONL {r['write JSONL (to_pandas + to_json lines)']:.2f} s vs build_repo {write:.2f} s"
-          f" -> {r['write JSONL (to_pandas + to_json lines)'] / write:.2f}x")  # fmt: skip
+    print(
+        f"  parquet files {repo_bytes / 1e6:8.1f} MB   JSONL {jsonl.stat().st_size / 1e6:8.1f} MB"
+    )
+    key_into, key_empty = f"push 1 run into the {n_old:,}-run repo", "push 1 run into an empty repo"
+    into, empty = r[key_into], r[key_empty]
+    peer, peer_cpu = (
+        r["peer: pandas.read_json(lines=True)"],
+        CPU["peer: pandas.read_json(lines=True)"],
+    )
+    print("ratios:")
+    print(f"  push: {n_old:,}-run repo {into:.3f} s vs empty repo {empty:.3f} s -> {into / empty:.2f}x wall,"
+          f" {CPU[key_into] / CPU[key_empty]:.2f}x CPU (target <= 2x)")  # fmt: skip
+    cli_into = r[f"CLI: push 1 run into the {n_old + args.repeats:,}-run repo"]
+    cli_empty = r["CLI: push 1 run into an empty repo"]
+    print(f"  push (CLI processes): {cli_into:.2f} s vs {cli_empty:.2f} s -> {cli_into / cli_empty:.2f}x wall"
+          " (target <= 2x)")  # fmt: skip
+    for label in ("load_transitions(folder) + to_pandas()", "Space loader: load_sources([folder])",
+                  "datasets.load_dataset(folder) + to_pandas() (cold)"):  # fmt: skip
+        if label in r:
+            print(f"  load: {label} {r[label]:.2f} s vs read_json {peer:.2f} s -> {peer / r[label]:.2f}x wall,"
+                  f" {peer_cpu / CPU[label]:.2f}x CPU (JSONL time / ours; target >= 1x)")  # fmt: skip
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
 

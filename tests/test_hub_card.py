@@ -23,7 +23,7 @@ from tests._fixtures_hub import (
 
 CELL_HEADER = [
     "model", "benchmark", "partition", "pool / condition", "runs", "n", "n_cond", "coverage",
-    "RAE [95% CI]", "OAE [95% CI]", "Δskip", "agg lift", "sign disagreement", "reportable",
+    "RAE [95% CI]", "OAE [95% CI]", "Δskip", "agg lift", "sign disagreement", "reportable", "re-scored",
 ]  # fmt: skip
 KEYS = {"n": "n", "n_cond": "n_cond", "coverage": "coverage", "rae": "RAE [95% CI]", "oae": "OAE [95% CI]",
         "delta_skip": "Δskip", "agg_lift": "agg lift", "sign_disagree": "sign disagreement"}  # fmt: skip
@@ -97,6 +97,7 @@ def test_undefined_numbers_show_as_na(tmp_path: Path) -> None:
     )
     assert row["OAE [95% CI]"].startswith("+60.0")
     assert row["reportable"] == "no"
+    assert row["re-scored"] == "not re-scored"  # no verification record published
 
 
 def test_schema_tables_list_every_column_with_its_arrow_type(tmp_path: Path) -> None:

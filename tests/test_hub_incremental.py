@@ -53,6 +53,7 @@ def _expected_cells(transitions) -> list[dict[str, str]]:
             "coverage": r["coverage"], "RAE [95% CI]": r["rae"], "OAE [95% CI]": r["oae"],
             "Δskip": r["delta_skip"], "agg lift": r["agg_lift"],
             "sign disagreement": r["sign_disagree"], "reportable": r["reportable"],
+            "re-scored": "not re-scored",  # no verification record in these repos
         }
         for r in rows
     ]  # fmt: skip

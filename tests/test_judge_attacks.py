@@ -156,8 +156,3 @@ def test_an_error_text_posing_as_a_timeout_is_marked_as_the_programs(task: Task)
     assert not verdict.passed
     assert verdict.reason == "base input #0: raised timeout: CPU time budget of 4.0 s exceeded"
 
-
-def test_a_real_timeout_is_still_a_timeout(task: Task) -> None:
-    verdict = score_solution(task, "def square_perimeter(a):\n    while True:\n        pass\n")
-    assert not verdict.passed
-    assert verdict.reason.startswith("base input #0: timeout: CPU time budget of")

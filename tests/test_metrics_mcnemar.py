@@ -26,3 +26,12 @@ def test_matches_scipy_binomtest_on_a_grid() -> None:
     for bi, ci, pi in zip(b, c, p, strict=True):
         expected = 1.0 if bi + ci == 0 else binomtest(int(bi), int(bi + ci), 0.5).pvalue
         assert math.isclose(pi, expected, rel_tol=1e-9, abs_tol=1e-15), (bi, ci, pi, expected)
+
+
+def test_large_counts_on_both_sides_of_the_exact_limit() -> None:
+    from hf_skillfollow.metrics._mcnemar import EXACT_LIMIT
+
+    for m in (EXACT_LIMIT - 2, EXACT_LIMIT + 2):
+        b = m // 2 - 40
+        p = mcnemar_exact(np.array([b]), np.array([m - b]))[0]
+        assert math.isclose(p, binomtest(b, m, 0.5).pvalue, rel_tol=1e-9), m

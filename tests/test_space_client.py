@@ -533,3 +533,16 @@ def test_url_query_round_trip():
     assert T.query_string(T.Filters(), runs=False, all_columns=False) == ""  # defaults stay out
     with pytest.raises(ValueError, match="sort: unknown column 'x'"):
         T.state_from_query({"sort": ["x:asc"]})
+
+
+def test_board_without_sources_explains_itself_instead_of_an_empty_table():
+    """A fresh Space: no source named, discovery off (HF_HUB_OFFLINE in the Space means no
+    Hub); the page says how to add sources and the banner says none was configured."""
+    from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._ui import build_app
+
+    config = build_app(load_board([], resamples=10, discover=False)).get_config_file()
+    by_id = {c["props"].get("elem_id"): c["props"] for c in config["components"]}
+    assert "SKILLFOLLOW_SOURCES" in by_id["sf-empty"]["value"]
+    assert "sf-table" not in by_id and "sf-plots" not in by_id
+    assert "No sources configured" in by_id["sf-warnings"]["value"]

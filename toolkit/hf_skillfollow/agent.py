@@ -6,6 +6,7 @@ See docs/design.md, "Protocol".
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,8 @@ async def run_sd(backend: ChatBackend, domain: str, prompt: str, decoding: Decod
     result = await backend.chat(decoding.request(arm.messages))
     arm.add_usage(result)
     arm.messages.append(_assistant_message(result))
-    arm.final_answer, arm.error = result.content or "", result.error
+    arm.error = result.error
+    arm.final_answer = final_answer(arm.messages, arm.error)
     return arm
 
 
@@ -171,16 +173,27 @@ async def run_se(
             decoding.request(arm.messages, tools, _tool_choice(arm.n_calls, calls_left, forced))
         )
         arm.add_usage(result)
-        if result.error:
-            arm.messages.append(_assistant_message(result))
-            arm.final_answer, arm.error = "", result.error
-            return arm
-        if not (calls_left and result.tool_calls):
+        if result.error or not (calls_left and result.tool_calls):
             result.tool_calls = []  # calls after the budget are ignored: this turn is the answer
             arm.messages.append(_assistant_message(result))
-            arm.final_answer = result.content or ""
+            arm.error = result.error
+            arm.final_answer = final_answer(arm.messages, arm.error)
             return arm
         _execute_first_call(arm, result, tool)
+
+
+def final_answer(messages: Sequence[Message], error: str | None) -> str:
+    """The text an arm is scored on: its last assistant turn; nothing after an unrecoverable error.
+
+    The runner and `hf-skillfollow verify` (re-extracting answers from published traces) both
+    call this, so a verifier scores exactly what the runner scored.
+    """
+    if error:
+        return ""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return message.get("content") or ""
+    return ""
 
 
 def _execute_first_call(arm: ArmResult, result: ChatResult, tool: SkillTool) -> None:

@@ -12,6 +12,7 @@ Roles (docs/design.md, "Published data"):
 - ``pair``: one task's paired SE/SD outcome (transitions).
 - ``arm``: one arm's trace (traces).
 - ``annotation``: one annotator's label of one SE execution (annotations, docs/diagnostics.md).
+- ``verification``: one re-scored transitions row of a verification record (docs/verify.md).
 
 A column taken from a `RunConfig` field has the role of that field: a field the config marks
 as the run's own (`config.RUN_IDENTITY_FIELDS`, e.g. ``seed``) gives a ``run`` column, any other
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Role = Literal["run", "cell", "pair", "arm", "annotation"]
+Role = Literal["run", "cell", "pair", "arm", "annotation", "verification"]
 #: Column types by name; `schema` maps each to its pyarrow type.
 ColumnType = Literal["bool", "int32", "int64", "float64", "string", "list<string>", "list<message>"]
 
@@ -223,6 +224,35 @@ ANNOTATIONS: tuple[Column, ...] = (
 #: The key of an annotations row.
 ANNOTATION_KEY: tuple[str, ...] = ("run_id", "task_id", "repeat_index", "annotator")
 
+
+def _check(name: str, type_: ColumnType, doc: str) -> Column:
+    return Column(name, type_, doc, "verification")
+
+
+#: Verifications: one row per re-scored transitions row of one `hf-skillfollow verify`, with
+#: who produced it, with what, and when; keyed by (verification_id, run_id, task_id).
+VERIFICATIONS: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _check("verification_id", "string", "the verification (one `hf-skillfollow verify`); names the record file"),
+    _check("verified_at", "string", "UTC time the verification ran"),
+    _check("verified_by", "string", "who ran it (`user@host`, or the name given with `--by`)"),
+    _check("machine", "string", "host, platform and Python version it ran on"),
+    _check("toolkit_version", "string", "hf-skillfollow version that re-scored"),
+    _check("scorer_version", "string", "scorer version used to re-score (equal to the one recorded in the traces)"),
+    _check("benchmark", "string", "benchmark name"),
+    _check("benchmark_version", "string", "the benchmark release recorded in the verified row"),
+    _check("benchmark_release", "string", "the benchmark release actually loaded to re-score (same data)"),
+    _RUN_ID,
+    _CELL_ID,
+    _TASK_ID,
+    _check("se_recorded", "bool", "`se_correct` as published when verified"),
+    _check("se_rescored", "bool", "verdict of re-scoring the SE final answer re-extracted from its trace"),
+    _check("sd_recorded", "bool", "`sd_correct` as published when verified"),
+    _check("sd_rescored", "bool", "verdict of re-scoring the SD final answer re-extracted from its trace"),
+    _check("se_reason", "string", "the re-scorer's reason for the SE verdict, and what else differs in the trace"),
+    _check("sd_reason", "string", "the re-scorer's reason for the SD verdict, and what else differs in the trace"),
+)  # fmt: skip
+
 #: Columns that identify a run and its cell; repeated on every transitions row of that run.
 IDENTITY_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role in ("run", "cell"))
 #: Identity columns that define a cell (the run's own identity excluded): the pooling key.
@@ -230,7 +260,9 @@ CELL_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role == "
 #: Outcome columns every transitions input of the metrics must carry.
 METRIC_INPUTS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.metric_input)
 #: One-line meaning of every published column (the card's schema tables).
-COLUMN_DOCS: dict[str, str] = {c.name: c.doc for c in (*TRANSITIONS, *TRACES, *ANNOTATIONS)}
+COLUMN_DOCS: dict[str, str] = {
+    c.name: c.doc for c in (*TRANSITIONS, *TRACES, *ANNOTATIONS, *VERIFICATIONS)
+}
 
 
 def identity_values(manifest: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.prompts import prompts_hash, tool_schema
 from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
+from hf_skillfollow.scoring._version import SCORER_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
 
 if TYPE_CHECKING:
@@ -317,7 +318,10 @@ def _trace_row(
         "final_answer": arm.final_answer,
         "extracted": verdict.details.get("extracted", ""),
         "correct": bool(verdict.passed),
-        "scorer_details": json.dumps({"reason": verdict.reason, **verdict.details}, default=str),
+        "scorer_details": json.dumps(
+            {"reason": verdict.reason, "scorer_version": SCORER_VERSION, **verdict.details},
+            default=str,
+        ),
         "error": arm.error,
         "n_calls": arm.n_calls,
         "latency_s": arm.latency_s,

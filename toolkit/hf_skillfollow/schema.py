@@ -56,6 +56,7 @@ def _schema(declared: tuple[Column, ...], config: str) -> pa.Schema:
 TRANSITIONS_SCHEMA = _schema(columns.TRANSITIONS, "transitions")
 TRACES_SCHEMA = _schema(columns.TRACES, "traces")
 ANNOTATIONS_SCHEMA = _schema(columns.ANNOTATIONS, "annotations")
+VERIFICATIONS_SCHEMA = _schema(columns.VERIFICATIONS, "verifications")
 ANNOTATION_KEY = columns.ANNOTATION_KEY
 
 TRANSITION_COLUMNS: tuple[str, ...] = tuple(TRANSITIONS_SCHEMA.names)
@@ -149,6 +150,14 @@ def validate_annotations(table: pa.Table, source: str = "annotations") -> pa.Tab
 
 def annotations_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
     return _from_rows(rows, ANNOTATIONS_SCHEMA, source)
+
+
+def validate_verifications(table: pa.Table, source: str = "verifications") -> pa.Table:
+    return validate_table(table, VERIFICATIONS_SCHEMA, source)
+
+
+def verifications_from_rows(rows: Sequence[Mapping[str, object]], source: str = "rows") -> pa.Table:
+    return _from_rows(rows, VERIFICATIONS_SCHEMA, source)
 
 
 def _failing_column(rows: Sequence[Mapping[str, object]], schema: pa.Schema) -> str | None:

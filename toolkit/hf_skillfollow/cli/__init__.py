@@ -18,6 +18,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
     ),
     "push": ("hf_skillfollow.cli._push:push", "Publish run directories to a Hub dataset repo."),
+    "verify": (
+        "hf_skillfollow.cli._verify:verify",
+        "Re-score published answers and compare with the recorded bits.",
+    ),
     "space": (
         "hf_skillfollow.cli._space:space",
         "Build or deploy the leaderboard as a Hugging Face Space.",

@@ -7,6 +7,7 @@ needs to edit it by hand.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,7 @@ def render_card(
     tool_schemas: Mapping[str, Mapping[str, Any]] | None = None,
     space: str | None = None,
     annotations: pa.Table | None = None,
+    verifications: pa.Table | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema.
 
@@ -51,6 +53,7 @@ def render_card(
     number on the card is a function of them, so the card never needs the rows themselves.
     """
     from hf_skillfollow.hub._card_annotations import annotation_rows
+    from hf_skillfollow.verify._card import rescoring_context
 
     runs = _run_rows(stats)
     cells, n_cells = cell_rows(stats)
@@ -63,7 +66,9 @@ def render_card(
             has_traces=has_traces,
             license=license,
             has_annotations=has_annotations,
+            has_verifications=verifications is not None,
         ),
+        "rescoring": rescoring_context(stats, verifications),
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
         "n_rows": n_rows,
@@ -87,7 +92,13 @@ def render_card(
 
 
 def front_matter(
-    repo_id: str, n_rows: int, *, has_traces: bool, license: str, has_annotations: bool = False
+    repo_id: str,
+    n_rows: int,
+    *,
+    has_traces: bool,
+    license: str,
+    has_annotations: bool = False,
+    has_verifications: bool = False,
 ) -> str:
     configs: list[dict[str, Any]] = [
         {
@@ -108,6 +119,15 @@ def front_matter(
             {
                 "config_name": "annotations",
                 "data_files": [{"split": "train", "path": f"{ANNOTATIONS_DIR}/*.parquet"}],
+            }
+        )
+    if has_verifications:
+        from hf_skillfollow.hub._verifications import REPO_DIR
+
+        configs.append(
+            {
+                "config_name": "verifications",
+                "data_files": [{"split": "train", "path": f"{REPO_DIR}/*.parquet"}],
             }
         )
     meta = {
@@ -233,7 +253,9 @@ def protocol_rows(
     return sorted(out, key=lambda g: (-g["runs"], g["prompts_hash"]))
 
 
+@functools.cache
 def _environment() -> Any:
+    # One per process: compiling the template costs more than rendering a 200-cell card.
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     from hf_skillfollow._resources import dataset_cards_root

@@ -33,9 +33,10 @@ from hf_skillfollow.schema import (
     validate_annotations,
     validate_traces,
     validate_transitions,
+    validate_verifications,
 )
 
-Config = Literal["transitions", "traces", "annotations"]
+Config = Literal["transitions", "traces", "annotations", "verifications"]
 _RUN_FILES = {
     "transitions": RUN_TRANSITIONS,
     "traces": RUN_TRACES,
@@ -45,6 +46,7 @@ _CHECKS = {
     "transitions": validate_transitions,
     "traces": validate_traces,
     "annotations": validate_annotations,
+    "verifications": validate_verifications,
 }
 
 
@@ -65,6 +67,16 @@ def load_annotations(source: str | Path) -> pa.Table | None:
         return _load(source, "annotations")
     except HubError as exc:
         if "has no 'annotations' config" in str(exc) or "has no annotations.parquet" in str(exc):
+            return None
+        raise
+
+
+def load_verifications(repo_id: str) -> pa.Table | None:
+    """Validated verification records (docs/verify.md) of a Hub repo; None when it has none."""
+    try:
+        return _validate(_load_hub(repo_id, "verifications"), "verifications", repo_id)
+    except HubError as exc:
+        if "has no 'verifications' config" in str(exc):
             return None
         raise
 

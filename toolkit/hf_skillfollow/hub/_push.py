@@ -95,7 +95,7 @@ def build_repo(
     runs = _read_runs(run_dirs)
     name = repo_id or folder.root.name
     with folder.locked():
-        prepared = _prepare(runs, folder, name, license, space)
+        prepared = _prepare(runs, folder, name, license, space, run_dirs)
         refuse_token_in(prepared.files, token)
         folder.write(prepared.files)
     return _result(name, folder.name, True, prepared)
@@ -130,7 +130,7 @@ def push_runs(
         api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             state = HubRepo(api, repo_id)
-            prepared = _prepare(runs, state, repo_id, license, space)
+            prepared = _prepare(runs, state, repo_id, license, space, run_dirs)
             result = _result(repo_id, state.name, False, prepared)
             result.attempts = attempt
             if not result.changed:
@@ -153,9 +153,17 @@ def push_runs(
 
 
 def _prepare(
-    runs: list[RunTables], state: RepoState, repo_id: str, license: str, space: str | None
+    runs: list[RunTables],
+    state: RepoState,
+    repo_id: str,
+    license: str,
+    space: str | None,
+    paths: Sequence[str | Path] = (),
 ) -> _Prepared:
+    from hf_skillfollow.hub._verifications import all_records, plan_records
+
     plan = plan_push(runs, state)
+    plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
     stats = repo_stats(plan, state)
     old_card = published(CARD_PATH, state)
     schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
@@ -167,6 +175,7 @@ def _prepare(
         tool_schemas=schemas,
         space=space or _linked_space(old_card),
         annotations=all_annotations(plan, state),
+        verifications=all_records(plan, state),
     ).encode()
     old_stats = published(STATS_PATH, state)
     old_table = None if old_stats is None else read_stats(old_stats)
@@ -228,10 +237,13 @@ def _linked_space(card: bytes | None) -> str | None:
 
 
 def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
+    from hf_skillfollow.hub._verifications import is_record_arg
+
     if not run_dirs:
         raise HubError("no run directories given")
+    runs = [p for p in run_dirs if not is_record_arg(p)]  # record files are planned apart
     with ThreadPoolExecutor(max_workers=4) as pool:  # parquet reads release the GIL
-        return list(pool.map(read_run_dir, run_dirs))
+        return list(pool.map(read_run_dir, runs))
 
 
 def _manifest_tool_schemas(runs: list[RunTables]) -> dict[str, dict[str, Any]]:

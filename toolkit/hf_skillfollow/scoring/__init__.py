@@ -58,10 +58,13 @@ def score_many(
     *,
     extract: bool = True,
     progress: Callable[[Verdict], None] | None = None,
+    on_result: Callable[[int, Verdict], None] | None = None,
 ) -> list[Verdict]:
     """Score many answers concurrently; verdicts come back in input order.
 
     ``extract=False`` scores code answers as complete programs (the ``score`` command).
+    ``on_result(i, verdict)`` is called as soon as pair ``i`` is scored (``verify`` saves
+    each verdict at once, so an interrupted run resumes without re-scoring it).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -70,14 +73,16 @@ def score_many(
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
 
-    def one(pair: tuple[Task, str]) -> Verdict:
-        task, text = pair
+    def one(item: tuple[int, tuple[Task, str]]) -> Verdict:
+        i, (task, text) = item
         if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
         else:
             with scope.active():
                 verdict = score_solution(task, extract_code(text or "") if extract else text)
+        if on_result is not None:
+            on_result(i, verdict)
         if progress is not None:
             progress(verdict)
         return verdict
@@ -87,7 +92,7 @@ def score_many(
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
-                return list(threads.map(one, pairs))
+                return list(threads.map(one, enumerate(pairs)))
             except BaseException:
                 # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
                 scope.cancel()

@@ -42,9 +42,14 @@ _MS_PRIVATE, _MNT_DETACH = 1 << 18, 2
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 #: where the new root is assembled: a tmpfs mounted over this (always present) directory
 _STAGE = "/tmp"
-DEVICES = ("null", "zero", "full", "random", "urandom")
-_DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1"}
-_DEV_LINKS["stderr"] = "/proc/self/fd/2"
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+_DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+}
+#: the program's cwd and $HOME, on the private /tmp
 SCRATCH = "/tmp/sandbox"
 #: the program's writable tmpfs mounts
 _WRITABLE = ("/tmp", "/dev/shm")
@@ -60,14 +65,14 @@ class RootSpec:
     hide: tuple[str, ...]  # covered by an empty read-only tmpfs where exposed
 
 
-def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> str:
+def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> None:
     """Make the minimal root this process's ``/`` and ``cwd`` its scratch dir, owned by
     ``uid`` (None: the current user). Needs CAP_SYS_ADMIN in the mount namespace."""
     mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
     # Hold every source before the stage tmpfs covers /tmp (a venv may live there).
     held = {
         path: os.open(path, os.O_PATH | os.O_CLOEXEC)
-        for path in (*spec.expose, *spec.files, "/proc", *(f"/dev/{d}" for d in DEVICES))
+        for path in (*spec.expose, *spec.files, "/proc", *(f"/dev/{d}" for d in _DEVICES))
         if os.path.lexists(path)
     }
     try:
@@ -78,7 +83,6 @@ def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> str:
             os.close(fd)
     _pivot(_STAGE)
     os.chdir(SCRATCH)
-    return SCRATCH
 
 
 def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: int) -> None:
@@ -91,7 +95,7 @@ def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: 
         os.chown(new + SCRATCH, uid, uid)
     _mkdir(new + "/dev")
     mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
-    for device in DEVICES:
+    for device in _DEVICES:
         if f"/dev/{device}" in held:
             _bind(held[f"/dev/{device}"], new + f"/dev/{device}", directory=False)
     for name, target in _DEV_LINKS.items():

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import hf_skillfollow
+from hf_skillfollow.scoring._rootfs import SCRATCH
 
 _NS_FLAGS = ["--mount", "--net", "--ipc", "--pid", "--mount-proc", "--fork", "--kill-child"]
 _UID_BASE, _UID_SPAN = 200_000, 100_000
@@ -99,7 +100,7 @@ def _child_env() -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "C.UTF-8",
-        "HOME": "/tmp/sandbox",
+        "HOME": SCRATCH,
         # Expected outputs and candidates must see the same str/set iteration order.
         "PYTHONHASHSEED": "0",
         "PYTHONDONTWRITEBYTECODE": "1",

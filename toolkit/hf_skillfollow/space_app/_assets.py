@@ -28,6 +28,7 @@ CSS = """
 .sf-table td { padding: 4px 6px; border-bottom: 1px solid var(--border-color-primary);
   vertical-align: top; }
 .sf-table .sf-num { text-align: right; white-space: nowrap; }
+.sf-board th { text-align: left; }
 .sf-table tbody tr[data-sf-cell] { cursor: pointer; }
 .sf-table tbody tr:hover { background: var(--background-fill-secondary); }
 .sf-table tr.sf-disagree td:first-child { box-shadow: inset 3px 0 #d62728; }
@@ -56,6 +57,7 @@ CSS = """
 .sf-shade { fill: rgba(214, 39, 40, .10); }
 .sf-diag { stroke: currentColor; opacity: .5; stroke-dasharray: 4 3; }
 .sf-pt { cursor: pointer; }
+.sf-pt circle { r: 4.5px; }
 .sf-pt circle { fill-opacity: .82; stroke: var(--background-fill-primary); stroke-width: .8; }
 .sf-pt line { stroke-width: 1.2; opacity: .45; }
 .sf-pt:hover circle, .sf-pt:focus circle { stroke: currentColor; stroke-width: 2; }
@@ -103,8 +105,6 @@ CSS = """
   .sf-table th, .sf-table .sf-num { white-space: normal; }
   .sf-table td, .sf-table th { padding: 3px 4px; }
   .sf-table .sf-ci, .sf-table td .sf-sub { display: block; }
-  .sf-table .sf-wide { display: none; }
-  .sf-table-wrap.sf-all .sf-wide { display: table-cell; }
   .sf-traces { grid-template-columns: minmax(0, 1fr); }
   .sf-why { max-width: 9em; }
 }

@@ -15,7 +15,7 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from hf_skillfollow.space_app._table import interval, pp
+from hf_skillfollow.space_app._table import fast_records, interval, pp
 
 #: Points per plot. Larger selections plot a sample (see `capped`) and the caption says so.
 MAX_POINTS = 500
@@ -92,9 +92,10 @@ def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
 def _prepare(
     cells: pd.DataFrame, disagree: np.ndarray, x: str, y: str
 ) -> tuple[pd.DataFrame, np.ndarray, str]:
-    xs, ys = _floats(cells[x]), _floats(cells[y])
+    narrow = cells[list(dict.fromkeys((*_HOVER_COLUMNS, "benchmark", "_key", x, y)))]
+    xs, ys = _floats(narrow[x]), _floats(narrow[y])
     ok = ~np.isnan(xs) & ~np.isnan(ys)
-    data, flag = cells[ok], np.asarray(disagree, dtype=bool)[ok]
+    data, flag = narrow[ok], np.asarray(disagree, dtype=bool)[ok]
     keep, note = capped(data, flag)
     return data.take(keep), flag[keep], note
 
@@ -189,7 +190,7 @@ def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
     lows = _floats(s.rows["rae_ci_low"]) if error_bars else None
     highs = _floats(s.rows["rae_ci_high"]) if error_bars else None
     keys = s.rows["_key"].astype(str).to_numpy()
-    hovers = [hover_text(row) for row in s.rows.to_dict("records")]
+    hovers = [hover_text(row) for row in fast_records(s.rows, list(_HOVER_COLUMNS))]
     out = [f'<g class="sf-c{s.color}">']
     for i in range(len(xs)):
         px, py = sx(xs[i]), sy(ys[i])
@@ -203,21 +204,26 @@ def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
         out.append(
             f'<g class="sf-pt" data-sf-cell="{escape(keys[i])}" data-x="{xs[i]:.6g}" data-y="{ys[i]:.6g}">'
             f"<title>{escape(hovers[i])}</title>{bar}"
-            f'<circle cx="{px:.1f}" cy="{py:.1f}" r="4.5"/></g>'
+            f'<circle cx="{px:.1f}" cy="{py:.1f}"/></g>'
         )
     out.append("</g>")
     return "".join(out)
+
+
+_HOVER_COLUMNS = (
+    "label", "rae", "rae_ci_low", "rae_ci_high", "oae", "agg_lift", "delta_select", "coverage",
+    "n_pairs", "n_cond", "b_cond", "c_cond",
+)  # fmt: skip
 
 
 def hover_text(row: dict) -> str:
     """A point's tooltip (plain text, one fact per line): identity, effects and counts."""
     return (
         f"{row['label']}\n"
-        f"RAE {pp(row['rae'])} {interval(row['rae_ci_low'], row['rae_ci_high'])} pp · OAE {pp(row['oae'])} pp\n"
-        f"agg lift {pp(row['agg_lift'])} pp · Δselect {pp(row['delta_select'])} pp · "
-        f"coverage {pp(row['coverage'], signed=False)}%\n"
-        f"n {row['n_pairs']} · n_cond {row['n_cond']} · b/c invoked {row['b_cond']}/{row['c_cond']}\n"
-        "click to open the drill-down"
+        f"RAE {pp(row['rae'])} {interval(row['rae_ci_low'], row['rae_ci_high'])} · OAE {pp(row['oae'])} · "
+        f"lift {pp(row['agg_lift'])} · Δselect {pp(row['delta_select'])} pp\n"
+        f"coverage {pp(row['coverage'], signed=False)}% · n {row['n_pairs']} · n_cond {row['n_cond']} · "
+        f"b/c invoked {row['b_cond']}/{row['c_cond']}"
     )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hf_skillfollow import formatting as fmt
+from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
 #: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
@@ -51,6 +52,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("skip", "Δskip pp", "Paired effect on the tasks without a retrieved skill, percentage points", "delta_skip"),
     Column("bc", "b / c", "Helpful (b) / harmful (c) flips among the retrieval-invoked tasks", "b_cond"),
     Column("reportable", "Reportable", "n_cond at least the chosen threshold", "n_cond", False),
+    Column("rescored", "Re-scored", _verification.TIP, _verification.RESCORED, False),
 )  # fmt: skip
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 DEFAULT_SORT = "rae:desc"
@@ -65,6 +67,7 @@ class Filters:
     min_cond: int = DEFAULT_MIN_COND
     show_nonreportable: bool = False
     sort: str = DEFAULT_SORT  # "<column key>:asc|desc"
+    rescored_only: bool = False
 
     @property
     def sort_key(self) -> str:
@@ -122,6 +125,8 @@ def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
     ):
         if values:
             mask &= cells[column].isin(values).to_numpy()
+    if f.rescored_only:
+        mask &= cells[_verification.RESCORED_FLAG].to_numpy(dtype=bool)
     query = f.model_query.strip().lower()
     if query:
         mask &= cells["_model_lc"].str.contains(query, regex=False).to_numpy()
@@ -192,12 +197,18 @@ def table_html(
     key, descending = parse_sort(f.sort)
     columns = [c for c in COLUMNS if not (runs_separately and c.key == "runs")]
     extra = _extra_columns(filtered) if all_columns else []
+    threshold = f.min_cond
     head = "".join(_th(c, key, descending) for c in columns) + "".join(
-        f'<th class="sf-x" title="{escape(c)}">{escape(c)}</th>' for c in extra
+        f'<th title="{escape(c)}">{escape(c)}</th>' for c in extra
     )
     rows = []
-    threshold = f.min_cond
-    for row in filtered.head(limit).to_dict("records"):
+    needed = [
+        c
+        for c in dict.fromkeys((*_ROW_COLUMNS, *(c.source for c in columns)))
+        if c in filtered.columns
+    ]
+    needed += [f"_rep_{threshold}", f"_dis_{threshold}", *extra]
+    for row in fast_records(filtered.head(limit), needed):
         reportable = bool(row[f"_rep_{threshold}"])
         disagree = bool(row[f"_dis_{threshold}"])
         cls = " ".join(
@@ -206,15 +217,53 @@ def table_html(
         cells = "".join(
             _td(c, row, reportable, disagree, threshold, runs_separately) for c in columns
         )
-        cells += "".join(f'<td class="sf-x">{escape(_raw(row[c]))}</td>' for c in extra)
-        rows.append(
-            f'<tr class="{cls}" data-sf-cell="{escape(str(row["_key"]))}" tabindex="0" '
-            f'title="Open the drill-down of this cell">{cells}</tr>'
-        )
+        cells += "".join(f"<td>{escape(_raw(row[c]))}</td>" for c in extra)
+        attrs = f' class="{cls}"' if cls else ""
+        key_attr = escape(str(row["_key"]))
+        rows.append(f'<tr{attrs} data-sf-cell="{key_attr}" tabindex="0">{cells}</tr>')
     return (
-        f'<div class="sf-table-wrap{" sf-all" if all_columns else ""}"><table class="sf-table">'
+        f"<style>{_column_css(columns, all_columns)}</style>"
+        f'<div class="sf-table-wrap"><table class="sf-table sf-board">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _column_css(columns: list[Column], all_columns: bool) -> str:
+    """Alignment and the phone-width column cut by position, instead of a class on every cell
+    (a third of the table's bytes)."""
+
+    def cells(indices: list[int]) -> str:
+        return ",".join(f".sf-board td:nth-child({i + 1})" for i in indices)
+
+    numeric = [i for i, c in enumerate(columns) if c.numeric]
+    css = f"{cells(numeric)}{{text-align:right;white-space:nowrap}}" if numeric else ""
+    wide = [i for i, c in enumerate(columns) if not c.narrow]
+    if wide and not all_columns:
+        hide = cells(wide) + "," + ",".join(f".sf-board th:nth-child({i + 1})" for i in wide)
+        css += f"@media (max-width: 760px){{{hide}{{display:none}}.sf-board td{{white-space:normal!important}}}}"
+    return css
+
+
+#: Cell columns a table row reads (the rest of the wide frame is never copied per row).
+_ROW_COLUMNS = (
+    "_key", "model", "run_id", "benchmark", "pool_condition", "partition", "n_runs", "n_pairs",
+    "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
+    "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
+    "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
+)  # fmt: skip
+
+
+#: What the filtered view reads (`Board.view`): the rows, every column's source, the plots.
+VIEW_COLUMNS = frozenset(
+    {*_ROW_COLUMNS, *(c.source for c in COLUMNS), "label", "cell_id", "oae", "coverage"}
+)
+
+
+def fast_records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
+    """Rows as dicts of the given columns: one `tolist` per column, unlike `to_dict`, which
+    goes through pandas indexing per row (100x slower on the board's wide frame)."""
+    values = [frame[c].tolist() for c in columns]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _th(c: Column, sort_key: str, descending: bool) -> str:
@@ -223,20 +272,15 @@ def _th(c: Column, sort_key: str, descending: bool) -> str:
     nxt = "asc" if (active and descending) or (not active and not c.numeric) else "desc"
     arrow = (" ▼" if descending else " ▲") if active else ""
     aria = ("descending" if descending else "ascending") if active else "none"
-    cls = "sf-narrow" if c.narrow else "sf-wide"
     return (
-        f'<th class="{cls}{" sf-num" if c.numeric else ""}" title="{escape(c.tip)} — click to sort" '
+        f'<th title="{escape(c.tip)} — click to sort" '
         f'data-sf-sort="{c.key}:{nxt}" aria-sort="{aria}" tabindex="0">{escape(c.header)}{arrow}</th>'
     )
 
 
 def _td(c: Column, row: dict, reportable: bool, disagree: bool, threshold: int, runs: bool) -> str:
-    cls = "sf-narrow" if c.narrow else "sf-wide"
-    if c.numeric:
-        cls += " sf-num"
     text, title = _cell_text(c.key, row, reportable, disagree, threshold, runs)
-    tip = f' title="{escape(title)}"' if title else ""
-    return f'<td class="{cls}"{tip}>{text}</td>'
+    return f'<td title="{escape(title)}">{text}</td>' if title else f"<td>{text}</td>"
 
 
 def _why(reason: str) -> str:
@@ -295,6 +339,8 @@ def _cell_text(
             f'<span class="sf-no">no</span> <span class="sf-sub">n_cond&nbsp;&lt;&nbsp;{threshold}</span>',
             "",
         )
+    if key == "rescored":
+        return _verification.mark_html(row), ""
     raise KeyError(key)
 
 
@@ -375,7 +421,8 @@ def query_string(f: Filters, *, runs: bool, all_columns: bool) -> str:
         params.append(("model", f.model_query))
     if f.min_cond != DEFAULT_MIN_COND:
         params.append(("min_cond", str(f.min_cond)))
-    for name, on in (("nonreportable", f.show_nonreportable), ("runs", runs), ("all", all_columns)):
+    flags = (("nonreportable", f.show_nonreportable), ("rescored", f.rescored_only))
+    for name, on in (*flags, ("runs", runs), ("all", all_columns)):
         if on:
             params.append((name, "1"))
     if f.sort != DEFAULT_SORT:
@@ -402,6 +449,7 @@ QUERY_KEYS = frozenset(
         "model",
         "min_cond",
         "nonreportable",
+        "rescored",
         "runs",
         "all",
         "sort",
@@ -430,6 +478,7 @@ def state_from_query(params: dict[str, list[str]]) -> ViewState:
         min_cond=parse_threshold(one("min_cond", str(DEFAULT_MIN_COND))),
         show_nonreportable=flag("nonreportable"),
         sort=sort,
+        rescored_only=flag("rescored"),
     )
     return ViewState(filters, flag("runs"), flag("all"), one("cell") or None)
 

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import gradio as gr
 import pandas as pd
 
-from hf_skillfollow.space_app import _drill, _plots
+from hf_skillfollow.space_app import _drill, _plots, _verification
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
 from hf_skillfollow.space_app._assets import CSS, HEAD
@@ -28,7 +28,9 @@ INTRO = (
     "definition, click a header to sort, click a row or a plot point for the cell's drill-down."
 )
 NONREP, RUNS, ALL = "non-reportable cells", "runs separately", "all columns"
-SHOW_CHOICES = (NONREP, RUNS, ALL)
+RESCORED = "re-scored only"
+SHOW_CHOICES = (NONREP, RUNS, ALL, RESCORED)
+ABOUT = ABOUT_MD + _verification.ABOUT_MD
 
 
 class BoardBlocks(gr.Blocks):
@@ -55,7 +57,7 @@ class View:
 
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
-    cells = board.cells(state.runs)
+    cells = board.cells(state.runs) if state.all_columns else board.view(state.runs, T.VIEW_COLUMNS)
     filtered = T.apply_filters(cells, state.filters)
     query = T.query_string(state.filters, runs=state.runs, all_columns=state.all_columns)
     shown = min(len(filtered), T.MAX_TABLE_ROWS)
@@ -110,7 +112,7 @@ def _empty_state(board: Board) -> None:
         with gr.Tab("Leaderboard", id="board"):
             gr.Markdown(EMPTY_MD, elem_id="sf-empty")
         with gr.Tab("About", id="about"):
-            gr.Markdown(ABOUT_MD, elem_id="sf-about")
+            gr.Markdown(ABOUT, elem_id="sf-about")
 
 
 def _board_tabs(demo: gr.Blocks, board: Board) -> None:
@@ -133,7 +135,7 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
         with gr.Tab("Cell drill-down", id="drill"):
             d = _drill_tab()
         with gr.Tab("About", id="about"):
-            gr.Markdown(ABOUT_MD, elem_id="sf-about")
+            gr.Markdown(ABOUT, elem_id="sf-about")
     boxes = {
         name: gr.Textbox(
             value=T.DEFAULT_SORT if name == "sort" else "",
@@ -239,6 +241,7 @@ def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.View
         min_cond=T.parse_threshold(min_cond or DEFAULT_MIN_COND),
         show_nonreportable=NONREP in shown,
         sort=_strip_nonce(sort) or T.DEFAULT_SORT,
+        rescored_only=RESCORED in shown,
     )
     T.parse_sort(filters.sort)
     return T.ViewState(filters, RUNS in shown, ALL in shown)
@@ -341,6 +344,7 @@ def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: in
         return skip
     f = state.filters
     show = [NONREP] * f.show_nonreportable + [RUNS] * state.runs + [ALL] * state.all_columns
+    show += [RESCORED] * f.rescored_only
     controls = (
         list(f.benchmarks),
         list(f.partitions),
@@ -386,7 +390,8 @@ def _show_cell(board: Board, key: str | None):
         _show_traces(board, f"{first['run_id']}|{first['task_id']}") if first is not None else ""
     )
     return (
-        _drill.header_html(cell, str(key)),
+        _drill.header_html(cell, str(key))
+        + _verification.drill_html(board.rescoring, cell, per_run),
         _drill.matrix_markdown(cell),
         _drill.decomposition_markdown(cell),
         _drill.tally_html(_drill.skill_tally(rows)),

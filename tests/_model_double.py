@@ -1,0 +1,106 @@
+"""A scripted OpenAI-compatible chat server: a *model provider double* for end-to-end runs.
+
+It stands in for a real model because a test needs answers it controls (some right, some
+wrong, on both arms) to check what `verify` finds; a real model's answers are unknown in
+advance. Everything else is real: `hf-skillfollow run` talks to it over HTTP through the
+openai backend, searches the skill pool, scores in the sandbox and records the run.
+
+The SE arm first calls `search_skills` once, then answers; the SD arm answers at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from hf_skillfollow.tasks import Task
+
+#: (task, arm) -> the final answer text the double sends
+Answerer = Callable[[Task, str], str]
+
+
+def bucket(task_id: str, arm: str) -> int:
+    return int(hashlib.sha256(f"{arm}:{task_id}".encode()).hexdigest(), 16) % 4
+
+
+def scripted_answer(task: Task, arm: str) -> str:
+    """Right on 3 of 4 (task, arm) pairs, wrong on the others, fixed by a hash of both."""
+    right = bucket(task.task_id, arm) != 0
+    if task.domain == "math":
+        return f"The final answer is $\\boxed{{{task.reference if right else '-987654321'}}}$."
+    program = (
+        task.problem["canonical_solution"]
+        if right
+        else f"def {task.entry_point}(*a):\n    return None\n"
+    )
+    if task.benchmark == "humanevalplus" and right:
+        program = task.problem["prompt"] + program
+    return f"Here is the solution.\n```python\n{program}\n```\n"
+
+
+class ScriptedModelServerDouble:
+    """Answers chat completions from `answer(task, arm)`, looking the task up by its prompt."""
+
+    def __init__(self, tasks: list[Task], answer: Answerer = scripted_answer) -> None:
+        self.by_prompt = {t.prompt: t for t in tasks}
+        self.answer = answer
+        self.requests = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> ScriptedModelServerDouble:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def reply(self, body: dict) -> dict:
+        self.requests += 1
+        messages = body.get("messages", [])
+        prompt = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        task = self.by_prompt[prompt]
+        se = bool(body.get("tools"))
+        searched = any(m.get("role") == "tool" for m in messages)
+        message: dict = {"role": "assistant", "content": ""}
+        if se and not searched and body.get("tool_choice") != "none":
+            call = {"id": "call_1", "type": "function",
+                    "function": {"name": "search_skills", "arguments": json.dumps({"query": task.task_id})}}  # fmt: skip
+            message["tool_calls"] = [call]
+        else:
+            message["content"] = self.answer(task, "se" if se else "sd")
+        return {
+            "id": "chatcmpl-double", "object": "chat.completion", "created": 0, "model": body.get("model", "double"),
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }  # fmt: skip
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self._send({"object": "list", "data": [{"id": "double-model", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", 0))
+                self._send(double.reply(json.loads(self.rfile.read(length) or b"{}")))
+
+            def _send(self, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,157 @@
+"""`hf-skillfollow verify SOURCE...`: re-score published answers and compare with the recorded bits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hf_skillfollow.verify._render import FORMATS
+
+#: exit status: every checked row agrees / some row disagrees / verification could not run
+EXIT_AGREE, EXIT_DISAGREE, EXIT_CANNOT_RUN = 0, 1, 2
+
+
+class CannotVerify(click.ClickException):
+    exit_code = EXIT_CANNOT_RUN
+
+
+def _tasks_files(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, Path]:
+    from hf_skillfollow.benchmarks import BENCHMARK_NAMES
+
+    out: dict[str, Path] = {}
+    for item in values:
+        benchmark, sep, path = item.partition("=")
+        if not sep or benchmark not in BENCHMARK_NAMES or not path:
+            raise click.BadParameter(
+                f"expected BENCHMARK=PATH with BENCHMARK one of {', '.join(BENCHMARK_NAMES)}, got {item!r}",
+                ctx=ctx,
+                param=param,
+            )
+        if not Path(path).is_file():
+            raise click.BadParameter(f"{path}: no such file", ctx=ctx, param=param)
+        out[benchmark] = Path(path)
+    return out
+
+
+@click.command("verify")
+@click.argument("sources", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format.")  # fmt: skip
+@click.option("--tasks-file", "tasks_files", multiple=True, callback=_tasks_files,
+              metavar="BENCHMARK=PATH",
+              help="Local file holding the benchmark release the rows were scored against (repeatable).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Answers scored concurrently.")  # fmt: skip
+@click.option("--state", "state_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Resume file of re-scored verdicts [one per set of sources, in the cache folder].")  # fmt: skip
+@click.option(
+    "--fresh", is_flag=True, help="Ignore verdicts saved by an earlier, interrupted verify."
+)
+@click.option("--record-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the verification record [RUN_DIR/verifications/ beside a run "
+                   "directory, else ./verifications/]; publish it with `push`.")  # fmt: skip
+@click.option("--no-record", is_flag=True, help="Write no verification record.")
+@click.option("--by", "verified_by", metavar="NAME",
+              help="Who is verifying, as named in the record [user@host].")  # fmt: skip
+def verify(
+    sources: tuple[str, ...],
+    fmt: str,
+    tasks_files: dict[str, Path],
+    workers: int,
+    state_path: Path | None,
+    fresh: bool,
+    record_dir: Path | None,
+    no_record: bool,
+    verified_by: str | None,
+) -> None:
+    """Re-extract every SE and SD final answer from the traces, re-score it with the scorer and
+    benchmark release recorded in the row, and compare with the published se_correct/sd_correct.
+
+    Exit status: 0 when every checked row agrees, 1 on any disagreement, 2 when verification
+    could not run (unreadable source, no traces, release or scorer not available here).
+    """
+    from hf_skillfollow.verify._inputs import VerifyInputError, read_rows
+    from hf_skillfollow.verify._releases import UnavailableError, resolve
+    from hf_skillfollow.verify._render import render
+    from hf_skillfollow.verify._state import VerifyState, default_state_path
+
+    try:
+        rows = read_rows(list(sources))
+        if not any(r.has_traces for r in rows):
+            raise CannotVerify(
+                f"nothing to verify: none of the {len(rows)} row(s) in {', '.join(sources)} has "
+                "SE and SD traces (push runs with their traces.parquet)"
+            )
+        releases = resolve(rows, tasks_files)
+    except (VerifyInputError, UnavailableError) as exc:
+        raise CannotVerify(f"cannot verify: {exc}") from None
+    path = state_path or default_state_path(list(sources))
+    with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
+        result = _run(rows, releases, state, workers, verified_by, on_start, on_verdict)
+    click.echo(render(result, fmt), nl=False)
+    if not no_record and result.checked:
+        for written in _write_record(result, rows, record_dir):
+            click.echo(f"verification record: {written}", err=True)
+    raise SystemExit(EXIT_DISAGREE if result.disagreements else EXIT_AGREE)
+
+
+def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> Any:  # noqa: ANN001
+    from hf_skillfollow.verify._core import run_verification
+
+    return run_verification(
+        rows, releases, state, workers=workers, verified_by=verified_by,
+        on_start=on_start, on_verdict=on_verdict,
+    )  # fmt: skip
+
+
+def _write_record(result: Any, rows: list[Any], record_dir: Path | None) -> list[Path]:
+    from hf_skillfollow.hub._layout import is_run_dir
+    from hf_skillfollow.verify._record import RECORD_DIR
+    from hf_skillfollow.verify._write import write_records
+
+    folders: dict[str, Path] = {}
+    for row in rows:
+        here = Path(row.source)
+        folders[row.run_id] = record_dir or (
+            here / RECORD_DIR if is_run_dir(here) else Path(RECORD_DIR)
+        )
+    return write_records(result, folders)
+
+
+class _progress:
+    """A progress bar on stderr (stdout carries the result, possibly JSON)."""
+
+    def __enter__(self) -> tuple[Any, Any]:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("[bold]re-scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[passed]} passed"),
+            console=Console(stderr=True),
+        )  # fmt: skip
+        self.progress.start()
+        self.bar = None
+        self.passed = 0
+        return self.on_start, self.on_verdict
+
+    def on_start(self, total: int, done: int) -> None:
+        self.bar = self.progress.add_task("verify", total=total, completed=done, passed=0)
+
+    def on_verdict(self, passed: bool) -> None:
+        self.passed += int(passed)
+        self.progress.update(self.bar, advance=1, passed=self.passed)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()

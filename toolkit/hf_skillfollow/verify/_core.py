@@ -1,0 +1,164 @@
+"""Re-extract every published answer, re-score it, and compare with the recorded bits."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import getpass
+import platform
+import socket
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from hf_skillfollow.verify._inputs import ARMS, Row
+from hf_skillfollow.verify._releases import Releases
+from hf_skillfollow.verify._state import VerifyState, answer_key
+
+
+@dataclass(frozen=True)
+class ArmCheck:
+    """One arm of one row: the published bit and the verdict of re-scoring its answer."""
+
+    recorded: bool
+    rescored: bool
+    reason: str  # the re-scorer's reason, plus what else differs from the published trace
+
+    @property
+    def agrees(self) -> bool:
+        return self.recorded == self.rescored
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    run_id: str
+    cell_id: str
+    task_id: str
+    benchmark: str
+    benchmark_version: str
+    arms: dict[str, ArmCheck]
+
+    @property
+    def agrees(self) -> bool:
+        return all(a.agrees for a in self.arms.values())
+
+
+@dataclass
+class Verification:
+    """The outcome of one `verify`: who/what/when, every checked row, and the rows skipped."""
+
+    verification_id: str
+    verified_at: str
+    verified_by: str
+    machine: str
+    toolkit_version: str
+    scorer_version: str
+    releases: dict[str, str]  # recorded benchmark_version -> release loaded here
+    checked: list[RowCheck] = field(default_factory=list)
+    unchecked: list[Row] = field(default_factory=list)  # rows without traces
+    rescored: int = 0  # answers scored in this run (the others came from the state file)
+
+    @property
+    def disagreements(self) -> list[tuple[RowCheck, str]]:
+        return [(r, arm) for r in self.checked for arm in ARMS if not r.arms[arm].agrees]
+
+
+def new_verification(releases: Releases, verified_by: str | None = None) -> Verification:
+    from hf_skillfollow._version import __version__
+    from hf_skillfollow.scoring._version import SCORER_VERSION
+
+    now = _dt.datetime.now(_dt.UTC)
+    return Verification(
+        verification_id=f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}",
+        verified_at=now.isoformat(timespec="seconds"),
+        verified_by=verified_by or _whoami(),
+        machine=f"{socket.gethostname()} ({platform.platform()}, Python {platform.python_version()})",
+        toolkit_version=__version__,
+        scorer_version=SCORER_VERSION,
+        releases=dict(releases.available),
+    )
+
+
+def run_verification(
+    rows: Sequence[Row],
+    releases: Releases,
+    state: VerifyState,
+    *,
+    workers: int = 2,
+    verified_by: str | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_verdict: Callable[[bool], None] | None = None,
+) -> Verification:
+    """Re-score every answer not yet in `state`, then compare all rows with their bits.
+
+    `on_start(total, already_done)` is called once before scoring; `on_verdict(passed)` once
+    per answer scored.
+    """
+    from hf_skillfollow.agent import final_answer
+    from hf_skillfollow.scoring import score_many
+    from hf_skillfollow.scoring._version import SCORER_VERSION
+
+    out = new_verification(releases, verified_by)
+    answers: dict[tuple[str, str, str], tuple[str, str]] = {}  # (run, task, arm) -> (key, text)
+    todo: dict[str, tuple[object, str]] = {}  # key -> (task, text)
+    for row in rows:
+        if not row.has_traces:
+            out.unchecked.append(row)
+            continue
+        task = releases.tasks[row.benchmark_version][row.task_id]
+        for arm in ARMS:
+            trace = row.traces[arm]
+            text = final_answer(list(trace.messages), trace.error)
+            key = answer_key(SCORER_VERSION, row.benchmark_version, row.task_id, text)
+            answers[(row.run_id, row.task_id, arm)] = (key, text)
+            if key not in state.done:
+                todo.setdefault(key, (task, text))
+    n_total = len({k for k, _ in answers.values()})
+    if on_start is not None:
+        on_start(n_total, n_total - len(todo))
+    keys = list(todo)
+
+    def save(i: int, verdict: object) -> None:
+        state.add(keys[i], bool(verdict.passed), str(verdict.reason))  # type: ignore[attr-defined]
+
+    if keys:
+        score_many(
+            [todo[k] for k in keys],  # type: ignore[misc]
+            workers=workers,
+            extract=True,
+            on_result=save,
+            progress=(lambda v: on_verdict(bool(v.passed))) if on_verdict else None,
+        )
+    out.rescored = len(keys)
+    for row in rows:
+        if row.has_traces:
+            out.checked.append(_compare(row, answers, state))
+    return out
+
+
+def _compare(
+    row: Row, answers: dict[tuple[str, str, str], tuple[str, str]], state: VerifyState
+) -> RowCheck:
+    arms = {}
+    for arm in ARMS:
+        key, text = answers[(row.run_id, row.task_id, arm)]
+        verdict = state.done[key]
+        trace = row.traces[arm]
+        notes = [verdict["reason"]]
+        if text != trace.final_answer:
+            notes.append("the trace's final_answer differs from its last assistant turn")
+        if trace.correct != row.recorded[arm]:
+            notes.append(
+                f"the trace says correct={trace.correct}, the transitions row {arm}_correct={row.recorded[arm]}"
+            )
+        arms[arm] = ArmCheck(row.recorded[arm], bool(verdict["passed"]), "; ".join(notes))
+    return RowCheck(
+        row.run_id, row.cell_id, row.task_id, row.benchmark, row.benchmark_version, arms
+    )
+
+
+def _whoami() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
