@@ -233,7 +233,7 @@ def test_built_space_runs_from_a_fresh_venv_and_shows_the_right_numbers(tmp_path
     from gradio_client import Client
 
     from tests.test_space_browser import CHROMIUM, CHROMIUM_ARGS, ROWS
-    from tests.test_space_client import test_pooled_table_values_match_hand_counts
+    from tests.test_space_client import test_pooled_values_match_hand_counts
 
     root = tmp_path / "space"
     build_space(root, SOURCES)
@@ -273,7 +273,7 @@ def test_built_space_runs_from_a_fresh_venv_and_shows_the_right_numbers(tmp_path
     url = f"http://127.0.0.1:{port}/"
     try:
         _wait(url, proc, log, timeout=300)
-        test_pooled_table_values_match_hand_counts(Client(url, verbose=False))
+        test_pooled_values_match_hand_counts(Client(url, verbose=False))
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
