@@ -51,11 +51,7 @@ def compute_cells(
     if int(min_cond) < 0:
         raise ValueError(f"min_cond must be >= 0, got {min_cond}")
     keys = _pooling.group_columns(group_by, pool_runs)
-    _frame.require_columns(data, (*keys, "run_id"), "identity")
-    _frame.require_columns(data, _frame.REQUIRED_OUTCOMES, "outcome")
-    groups = _pooling.make_groups(data, keys)
-    counts = _count(data, groups)
-    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
+    groups, counts, identity = _grouped_counts(data, keys, (*keys, "run_id"))
     return _cells_frame(
         identity,
         counts,
@@ -67,6 +63,15 @@ def compute_cells(
     )
 
 
+def _grouped_counts(data: Any, keys: Sequence[str], identity_columns: Sequence[str]) -> Any:
+    """Rows grouped by `keys`: the groups, their outcome counts and each group's identity."""
+    _frame.require_columns(data, identity_columns, "identity")
+    _frame.require_columns(data, _frame.REQUIRED_OUTCOMES, "outcome")
+    groups = _pooling.make_groups(data, keys)
+    counts = _count(data, groups)
+    return groups, counts, {k: _frame.take(data, k, groups.first_row) for k in keys}
+
+
 def cell_counts(data: Any, *, group_by: Sequence[str] | None = None) -> pd.DataFrame:
     """Outcome counts per (cell, run): the group's identity columns, `run_id` and COUNT_COLUMNS.
 
@@ -76,11 +81,7 @@ def cell_counts(data: Any, *, group_by: Sequence[str] | None = None) -> pd.DataF
     import pandas as pd
 
     keys = _pooling.group_columns(group_by, pool_runs=False)
-    _frame.require_columns(data, keys, "identity")
-    _frame.require_columns(data, _frame.REQUIRED_OUTCOMES, "outcome")
-    groups = _pooling.make_groups(data, keys)
-    counts = _count(data, groups)
-    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
+    _, counts, identity = _grouped_counts(data, keys, keys)
     return pd.DataFrame({**identity, **{c: getattr(counts, c) for c in COUNT_COLUMNS}})
 
 
