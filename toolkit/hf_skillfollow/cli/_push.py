@@ -6,6 +6,14 @@ from pathlib import Path
 
 import click
 
+# One --token option for every command that writes to the Hub (push, space push).
+token_option = click.option(
+    "--token",
+    default=None,
+    metavar="T",
+    help="Hub token (default: HF_TOKEN or the cached `hf auth login`).",
+)
+
 
 @click.command("push")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -19,12 +27,7 @@ import click
 @click.option(
     "--private", is_flag=True, help="Create the repo as private (no effect on an existing repo)."
 )
-@click.option(
-    "--token",
-    default=None,
-    metavar="T",
-    help="Hub token (default: HF_TOKEN or the cached `hf auth login`).",
-)
+@token_option
 @click.option(
     "--dry-run",
     "dry_run_dir",

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.cli._push import token_option
+
 _SOURCES_HELP = "Hub dataset repo id(s) the board loads, comma-separated (ORG/NAME[,ORG/NAME2])."
 
 
@@ -38,12 +40,7 @@ def build(folder: Path, sources: str) -> None:
 @space.command("push")
 @click.argument("space_id", metavar="ORG/NAME")
 @click.option("--sources", required=True, metavar="ORG/NAME[,...]", help=_SOURCES_HELP)
-@click.option(
-    "--token",
-    default=None,
-    metavar="T",
-    help="Hub token (default: HF_TOKEN or the cached `hf auth login`).",
-)
+@token_option
 @click.option(
     "--private", is_flag=True, help="Create the Space as private (no effect on an existing one)."
 )
