@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import yaml
@@ -24,6 +24,9 @@ from hf_skillfollow.schema import (
     TRACES_SCHEMA,
     TRANSITIONS_SCHEMA,
 )
+
+if TYPE_CHECKING:
+    from hf_skillfollow.hub._card_cache import CardRowCache
 
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
@@ -46,17 +49,19 @@ def render_card(
     space: str | None = None,
     annotations: pa.Table | None = None,
     verifications: pa.Table | None = None,
+    cell_cache: CardRowCache | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema.
 
     `stats` are the per-(run, cell) counts of `hf_skillfollow.hub._stats.run_stats`: every
     number on the card is a function of them, so the card never needs the rows themselves.
+    `cell_cache` holds cell rows of an earlier render (`_card_cache.py`); it gains this one's.
     """
     from hf_skillfollow.hub._card_annotations import annotation_rows
     from hf_skillfollow.verify._card import rescoring_context
 
     runs = _run_rows(stats)
-    cells, n_cells = cell_rows(stats)
+    cells, n_cells = cell_rows(stats, cell_cache)
     n_rows = _n_rows(stats)
     has_annotations = annotations is not None and annotations.num_rows > 0
     context = {
@@ -182,27 +187,65 @@ def _run_rows(stats: pa.Table) -> list[dict[str, Any]]:
     return sorted(first.values(), key=lambda r: (r["cell_id"], r["run_id"]))
 
 
-def cell_rows(stats: pa.Table) -> tuple[list[dict[str, Any]], int]:
+def cell_rows(
+    stats: pa.Table, cache: CardRowCache | None = None
+) -> tuple[list[dict[str, Any]], int]:
     """The card's cells table (its first MAX_CARD_CELLS rows) and the number of cells.
 
-    Metrics are computed only for the cells listed: the order depends on identity columns
-    alone, so a repo of 10,000 cells costs 200 cells' bootstrap, not 10,000.
+    Only the cells listed are looked at: the order depends on identity columns alone, so a
+    repo of 10,000 cells costs at most 200 cells. Of those, only cells whose counts are not
+    in `cache` (`_card_cache.py`) are computed, so a push computes the cells it changed.
     """
+    import numpy as np
+
+    from hf_skillfollow.hub._card_cache import CardRowCache, cell_key
     from hf_skillfollow.hub._numbers import cell_display, compute_cell_metrics
+    from hf_skillfollow.metrics import COUNT_COLUMNS
 
     if stats.num_rows == 0:
         return [], 0
+    cache = CardRowCache() if cache is None else cache
     codes, first = _cell_codes(stats)
     identity = stats.select(list(CELL_COLUMNS)).take(first).to_pylist()
-    order = sorted(range(len(identity)), key=lambda i: _display_key(identity[i]))
-    listed = order[:MAX_CARD_CELLS]
-    if len(listed) < len(identity):
-        import pyarrow.compute as pc
-
-        keep = pc.is_in(pa.array(codes), pa.array(sorted(listed), pa.int64()))
-        stats = stats.filter(keep)
-    rows = [cell_display(m) for m in compute_cell_metrics(stats)]
+    listed = sorted(range(len(identity)), key=lambda i: _display_key(identity[i]))
+    listed = listed[:MAX_CARD_CELLS]
+    rows_of_listed = np.isin(codes, listed)
+    listed_stats = stats.filter(pa.array(rows_of_listed))
+    listed_codes = codes[rows_of_listed]
+    sums = [_sum_by(listed_codes, listed_stats.column(c), len(identity)) for c in COUNT_COLUMNS]
+    n_runs = _distinct_runs(listed_codes, listed_stats.column("run_id"), len(identity))
+    keys = {i: cell_key(identity[i], n_runs[i], [s[i] for s in sums]) for i in listed}
+    missing = {keys[i]: i for i in listed if cache.get(keys[i]) is None}
+    if missing:
+        # Grouped by key (as cell_id): metrics depend on counts and runs only, and the key
+        # maps each result back to its cell without comparing identity values.
+        rows_of_missing = np.isin(listed_codes, list(missing.values()))
+        part = listed_stats.filter(pa.array(rows_of_missing)).select(["run_id", *COUNT_COLUMNS])
+        part_keys = [keys[int(i)] for i in listed_codes[rows_of_missing]]
+        part = part.append_column("cell_id", pa.array(part_keys, pa.string()))
+        for metrics in compute_cell_metrics(part, group_by=("cell_id",)):
+            key = metrics.pop("cell_id")
+            cache.put(key, cell_display(identity[missing[key]] | metrics))
+    rows = [cache.rows[keys[i]] for i in listed]
     return sorted(rows, key=_display_order), len(identity)
+
+
+def _sum_by(codes: Any, column: pa.ChunkedArray, n: int) -> Any:
+    import numpy as np
+
+    total = np.zeros(n, dtype=np.int64)
+    np.add.at(total, codes, column.to_numpy().astype(np.int64, copy=False))
+    return total
+
+
+def _distinct_runs(codes: Any, run_ids: pa.ChunkedArray, n: int) -> Any:
+    """Distinct run ids per cell code (a run holds one stats row per cell, but count safely)."""
+    import numpy as np
+
+    runs = run_ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    span = int(runs.max(initial=0)) + 1
+    pairs = np.unique(codes.astype(np.int64) * span + runs)
+    return np.bincount(pairs // span, minlength=n)
 
 
 def _cell_codes(stats: pa.Table) -> tuple[Any, Any]:
