@@ -46,19 +46,20 @@ class CardRowCache:
     def to_bytes(self) -> bytes:
         """The rows of this render only, so the file stays as small as the card's table."""
         rows = {k: self.rows[k] for k in sorted(self.used)}
+        # No indent: with one, json falls back to its pure-Python encoder (30 ms for 200 rows).
         return json.dumps(
-            {"format": _FORMAT, "rows": rows}, sort_keys=True, ensure_ascii=False, indent=0
+            {"format": _FORMAT, "rows": rows}, sort_keys=True, ensure_ascii=False
         ).encode("utf-8")
 
 
 def cell_key(identity: Mapping[str, Any], n_runs: int, counts: Iterable[int]) -> str:
     """Hash of everything a cell's card row depends on (the computing code included)."""
-    payload = json.dumps(
-        [_code_fingerprint(), sorted(identity.items()), int(n_runs), [int(c) for c in counts]],
-        ensure_ascii=False,
-        default=str,
+    # repr of str/int/float/None is exact and stable across runs and platforms (floats print
+    # their shortest round-trip form), and ten times cheaper than JSON for 200 cells.
+    payload = repr(
+        (code_fingerprint(), sorted(identity.items()), int(n_runs), [int(c) for c in counts])
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _parse(data: bytes | None) -> dict[str, dict[str, Any]]:
@@ -77,7 +78,7 @@ def _parse(data: bytes | None) -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """Hash of the sources that turn counts into a card row: a changed formula or display
     format invalidates every cached row, even without a version bump."""
     import hf_skillfollow.formatting as formatting

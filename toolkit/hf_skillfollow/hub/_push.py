@@ -165,7 +165,9 @@ def _prepare(
 
     plan = plan_push(runs, state)
     plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
-    stats = repo_stats(plan, state)
+    old_stats = published(STATS_PATH, state)
+    old_table = None if old_stats is None else read_stats(old_stats)
+    stats = repo_stats(plan, state, old_table)
     old_card = published(CARD_PATH, state)
     old_cells = published(CARD_CELLS_PATH, state)
     cell_cache = CardRowCache(old_cells)
@@ -181,8 +183,6 @@ def _prepare(
         verifications=all_records(plan, state),
         cell_cache=cell_cache,
     ).encode()
-    old_stats = published(STATS_PATH, state)
-    old_table = None if old_stats is None else read_stats(old_stats)
     files = dict(plan.add)
     stats_updated = old_table is None or not old_table.equals(stats)
     if stats_updated:
