@@ -4,7 +4,11 @@ For each data size (default: 39 cells = 3,120 rows, and 12,500 cells = 1,000,000
 tasks per cell, one run per cell) this writes synthetic transitions rows as one parquet file,
 then alternates, --repeats times each:
 
-- ours: `hf-skillfollow leaderboard FILE` started as a process;
+- ours, warm cache: `hf-skillfollow leaderboard FILE` started as a process whose start-up
+  cache (space_app/_cache.py) holds the cells of this file's revision, computed by this board
+  from the rows (a restarted Space whose sources did not change);
+- ours, cold cache: the same with an empty cache folder (a first start, or new rows): loads
+  every row and computes every cell and bootstrap;
 - bare: `bench/space_bare.py`, a plain `gr.Dataframe` of the same precomputed cells showing as
   many rows as the board first shows, started the same way;
 
@@ -12,9 +16,11 @@ and a headless Chromium (Debian's, via Playwright, already open) loads each page
 medians of the first complete render (process start until the table rows, and for ours the
 three plots, are drawn) and of a filter change seen in the browser (min n_cond radio clicked
 until every output is redrawn), with the ratios ours/bare. In-process figures (loading,
-compute_cells, build, one filter) come first.
+compute_cells, cache read, build, one filter) come first, with a check that the cached cells
+equal a fresh recomputation. Print the load average with the figures (`uptime`).
 
 Usage: python bench/space.py [--cells 39 12500] [--tasks 80] [--resamples 20000] [--repeats 3]
+                             [--cache both|warm|cold]
 """
 
 from __future__ import annotations
@@ -133,19 +139,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def in_process(path: Path, resamples: int) -> tuple[int, Path]:
-    """Timings of the board's stages; returns the first view's row count and the bare app's cells."""
+def in_process(path: Path, resamples: int, cache: Path) -> tuple[int, Path]:
+    """Timings of the board's stages (filling `cache`); returns the first view's row count and
+    the bare app's cells."""
+    import pandas as pd
+
     from hf_skillfollow.space_app import _table as T
     from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._cache import ENV_CACHE
     from hf_skillfollow.space_app._ui import build_app, render_view
 
+    os.environ[ENV_CACHE] = str(cache)
     board = load_board([str(path)], resamples=resamples, discover=False)
     t1 = time.perf_counter()
     build_app(board)
     t2 = time.perf_counter()
+    cached = load_board([str(path)], resamples=resamples, discover=False)
+    if not cached.from_cache or board.from_cache:
+        raise SystemExit("the start-up cache was not written or not read back")
+    pd.testing.assert_frame_equal(cached.pooled, board.pooled)
     print(f"  in-process  load sources   {board.timings['load_s']:7.3f} s")
     print(
         f"  in-process  compute_cells  {board.timings['metrics_s']:7.3f} s  ({len(board.pooled):,} cells, {resamples:,} resamples)"
+    )
+    print(
+        f"  in-process  cached cells   {cached.timings['load_s']:7.3f} s  (revision check + read;"
+        " equal to the recomputation)"
     )
     print(f"  in-process  build app      {t2 - t1:7.3f} s  (first table and 3 plots rendered)")
     benchmarks = sorted(board.pooled["benchmark"].astype(str).unique())
@@ -188,15 +207,23 @@ def _stop(proc: subprocess.Popen) -> None:
 class App:
     """How to start one of the two apps and what to wait for in its page."""
 
-    def __init__(self, name: str, cmd, ready_js: str, click: str, changed_js: str) -> None:
-        self.name, self.cmd, self.ready_js, self.click, self.changed_js = (
-            name, cmd, ready_js, click, changed_js,
+    def __init__(
+        self, name: str, cmd, ready_js: str, click: str, changed_js: str, env=dict
+    ) -> None:
+        self.name, self.cmd, self.ready_js, self.click, self.changed_js, self.env = (
+            name, cmd, ready_js, click, changed_js, env,
         )  # fmt: skip
 
 
-def ours(path: Path, resamples: int) -> App:
+def ours(path: Path, resamples: int, cache: Path | None) -> App:
+    """The board; `cache` None = a fresh, empty cache folder for every start."""
+    from hf_skillfollow.space_app._cache import ENV_CACHE
+
+    def env() -> dict[str, str]:
+        return {ENV_CACHE: str(cache or tempfile.mkdtemp(prefix="sf-bench-cold-"))}
+
     return App(
-        "ours",
+        "ours, warm cache" if cache else "ours, cold cache",
         lambda port: [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", str(path),
                       "--port", str(port), "--no-discover", "--resamples", str(resamples)],
         "() => document.querySelectorAll('#sf-table tbody tr').length > 0"
@@ -205,6 +232,7 @@ def ours(path: Path, resamples: int) -> App:
         # the summary always changes (it names the threshold); the table and plots arrive in
         # the same message and are applied in the same update
         "() => { const e = document.querySelector('#sf-summary'); return e.innerText !== e.__oldText; }",
+        env,
     )  # fmt: skip
 
 
@@ -228,7 +256,7 @@ def measure(ctx, app: App, resamples: int) -> tuple[float, list[float]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     env = dict(os.environ, SKILLFOLLOW_RESAMPLES=str(resamples), GRADIO_ANALYTICS_ENABLED="False",
-               HF_HUB_OFFLINE="1")  # fmt: skip
+               HF_HUB_OFFLINE="1", **app.env())  # fmt: skip
     proc, t0 = _start(app.cmd(port), env)
     try:
         _wait_http(url, proc)
@@ -238,7 +266,7 @@ def measure(ctx, app: App, resamples: int) -> tuple[float, list[float]]:
         render = time.perf_counter() - t0
         page.wait_for_timeout(300)
         times = []
-        mark = MARK_OURS if app.name == "ours" else MARK_BARE
+        mark = MARK_BARE if app.name == "bare" else MARK_OURS
         for threshold in THRESHOLD_CLICKS:
             page.evaluate(mark)
             s = time.perf_counter()
@@ -294,24 +322,37 @@ def side_by_side(
     }
 
 
-def run_size(n_cells: int, args: argparse.Namespace, ctx) -> tuple[str, ...] | None:
+def run_size(n_cells: int, args: argparse.Namespace, ctx) -> list[tuple[str, ...]]:
     rows = n_cells * args.tasks
-    print(f"data: {n_cells:,} cells x {args.tasks} tasks = {rows:,} rows")
+    print(f"data: {n_cells:,} cells x {args.tasks} tasks = {rows:,} rows  ({_load()})")
     with tempfile.TemporaryDirectory(prefix="sf-bench-") as tmp:
         path = Path(tmp) / "transitions.parquet"
         pq.write_table(make_table(n_cells, args.tasks), path)
-        shown, cells = in_process(path, args.resamples)
+        warm = Path(tmp) / "board-cache"
+        shown, cells = in_process(path, args.resamples, warm)
         if ctx is None:
-            return None
-        result = side_by_side(
-            ctx, [ours(path, args.resamples), bare(cells, shown)], args.repeats, args.resamples
+            return []
+        apps = [ours(path, args.resamples, warm)] * (args.cache != "cold")
+        apps += [ours(path, args.resamples, None)] * (args.cache != "warm")
+        result = side_by_side(ctx, [*apps, bare(cells, shown)], args.repeats, args.resamples)
+    b_r, b_f = result["bare"]
+    data = f"{n_cells:,} cells ({rows:,} rows), {shown} rows shown"
+    out = []
+    for name, (o_r, o_f) in result.items():
+        ratios = (
+            ("-", "-")
+            if name == "bare"
+            else (f"{o_r / b_r:.2f}x (target <= 1.3x)", f"{o_f / b_f:.2f}x (target <= 1.5x)")
         )
-    (o_r, o_f), (b_r, b_f) = result["ours"], result["bare"]
-    return (
-        f"{n_cells:,} cells ({rows:,} rows), {shown} rows shown",
-        f"{o_r:.2f} s", f"{b_r:.2f} s", f"{o_r / b_r:.2f}x (target <= 1.3x)",
-        f"{1000 * o_f:.0f} ms", f"{1000 * b_f:.0f} ms", f"{o_f / b_f:.2f}x (target <= 1.5x)",
-    )  # fmt: skip
+        out.append(
+            (data, name, f"{o_r:.2f} s", ratios[0], f"{1000 * o_f:.0f} ms", ratios[1], _load())
+        )
+    return out
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f}/{five:.2f}"
 
 
 def main() -> None:
@@ -328,6 +369,12 @@ def main() -> None:
         "--repeats", type=int, default=3, help="starts of each app per size; medians shown [3]"
     )
     ap.add_argument(
+        "--cache",
+        choices=("both", "warm", "cold"),
+        default="both",
+        help="start the board with its start-up cache warm, cold, or both [both]",
+    )
+    ap.add_argument(
         "--no-browser", action="store_true", help="only the in-process figures (no Chromium)"
     )
     args = ap.parse_args()
@@ -335,27 +382,19 @@ def main() -> None:
         ap.error("--cells, --tasks, --repeats and --resamples must be positive")
     pw, ctx = (None, None) if args.no_browser else _browser()
     try:
-        table = [run_size(n, args, ctx) for n in args.cells]
+        table = [row for n in args.cells for row in run_size(n, args, ctx)]
     finally:
         if ctx is not None:
             ctx.close()
             pw.stop()
     if args.no_browser:
         return
-    header = (
-        "data",
-        "ours: render",
-        "bare: render",
-        "ratio",
-        "ours: filter",
-        "bare: filter",
-        "ratio",
-    )
+    header = ("data", "app", "render", "render vs bare", "filter", "filter vs bare", "load 1/5 min")
     print(f"\nmedians of {args.repeats} starts per app, alternating; render = process start to"
           " rows (+3 plots for ours) drawn in Chromium; filter = median of 8 threshold clicks")  # fmt: skip
     print(" | ".join(header))
     for row in table:
-        print(" | ".join(row or ()))
+        print(" | ".join(row))
 
 
 if __name__ == "__main__":

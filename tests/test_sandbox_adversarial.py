@@ -439,16 +439,18 @@ _KILL_HARNESS = """
 import os, signal
 
 def _harness_pids():
-    # only processes running the scoring harness (never the test runner)
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                cmdline = open(f'/proc/{entry}/cmdline', 'rb').read()
-            except OSError:
-                continue
-            if b'hf_skillfollow.scoring._harness' in cmdline:
-                pids.append(int(entry))
+    # the harness and the zygote it was forked from: this program's own ancestors only, so
+    # that other scorers running on the machine are left alone
+    pids, pid = [], os.getppid()
+    while pid > 1:
+        try:
+            cmdline = open(f'/proc/{pid}/cmdline', 'rb').read()
+            stat = open(f'/proc/{pid}/stat').read()
+        except OSError:
+            break
+        if b'hf_skillfollow.scoring._zygote' in cmdline:
+            pids.append(pid)
+        pid = int(stat[stat.rindex(')') + 2:].split()[1])
     return pids
 
 for pid in _harness_pids():
@@ -481,7 +483,7 @@ for entry in os.listdir('/proc'):
     if not entry.isdigit() or int(entry) == os.getpid():
         continue
     try:
-        if b'hf_skillfollow.scoring._harness' not in open(f'/proc/{entry}/cmdline', 'rb').read():
+        if b'hf_skillfollow.scoring._zygote' not in open(f'/proc/{entry}/cmdline', 'rb').read():
             continue
     except OSError:
         continue

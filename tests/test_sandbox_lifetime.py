@@ -2,7 +2,8 @@
 
 `hf-skillfollow score` (and `run` while it scores) is started under a small *reaper*: a
 process that makes itself the child subreaper (``PR_SET_CHILD_SUBREAPER``), so every
-descendant of the scorer — `unshare`, the harness, the program, the program's own children —
+descendant of the scorer — the zygotes, each run's first process, the harness, the program,
+the program's own children —
 stays in the reaper's process tree even after its parent dies. The scorer is killed once the
 programs are running (each sleeps and has forked a sleeping child); 2 s later the whole tree
 under the reaper must be empty.
@@ -33,7 +34,7 @@ CLI_USERNS = [
     " _sandbox.isolation_mode = lambda: 'userns';"
     " from hf_skillfollow.cli import main; sys.argv[0] = 'hf-skillfollow'; main()",
 ]
-HARNESS = b"hf_skillfollow.scoring._harness"
+HARNESS = b"hf_skillfollow.scoring._zygote"  # zygotes and every process forked from them
 # A program that never answers: it forks, and both processes sleep far past the test.
 SLEEPER = "import os, time\nos.fork()\ntime.sleep(600)\n"
 
@@ -178,8 +179,9 @@ def test_killing_score_leaves_no_sandbox_process(
         "2",
     ]
     with reaped(cmd, tmp_path, reaper_env) as reaper:
-        # two sandboxes, each: unshare, harness (init of its namespace), program, its child
-        reaper.wait_for_programs(8)
+        # two zygotes; two runs, each: first process, harness (init of its namespace),
+        # program, its child
+        reaper.wait_for_programs(10)
         _kill_and_check(reaper, sig)
     assert not (tmp_path / "verdicts.jsonl").exists()
 
@@ -211,5 +213,5 @@ def test_interrupting_run_while_it_scores_leaves_no_sandbox_process(
             str(tmp_path / "runs"),
         ]
         with reaped(cmd, tmp_path, reaper_env) as reaper:
-            reaper.wait_for_programs(8)  # SE and SD arms, scored at the same time
+            reaper.wait_for_programs(10)  # SE and SD arms, scored at the same time
             _kill_and_check(reaper, signal.SIGINT)

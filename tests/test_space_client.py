@@ -162,7 +162,12 @@ def _free_port() -> int:
 def start_app(tmp: Path) -> tuple[subprocess.Popen, str]:
     """`hf-skillfollow leaderboard` over the fixture, in its own process, on a free port."""
     port = _free_port()
-    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1")
+    env = dict(
+        os.environ,
+        GRADIO_ANALYTICS_ENABLED="False",
+        HF_HUB_OFFLINE="1",
+        SKILLFOLLOW_BOARD_CACHE=str(tmp / "board-cache"),  # not the user's cache folder
+    )
     cmd = [
         sys.executable,
         "-m",

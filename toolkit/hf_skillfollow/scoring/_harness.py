@@ -1,28 +1,24 @@
-"""The sandboxed harness: ``python -m hf_skillfollow.scoring._harness`` (started by ``_sandbox``).
+"""The sandboxed harness: what a run becomes once ``_zygote`` has set up its namespaces.
 
-Protocol: a JSON request on stdin; on the inherited ``data_fd`` the task's data as a
-length-prefixed section of pickled inputs, followed for candidates by the pickled expected
-outputs; the result on the inherited ``out_fd`` as one JSON line, followed for ``reference``
-runs by the payload that becomes the cache file (inputs section + expected outputs). The
-inherited ``lifeline_fd`` ends the harness when the scorer is gone (``_confine.die_with_scorer``).
+Protocol: the request (JSON, read by the run from a descriptor the zygote passed on); on the
+inherited ``data_fd`` the task's data as a length-prefixed section of pickled inputs,
+followed by the pickled expected outputs; the result on the inherited ``out_fd`` as one JSON
+line. The inherited ``lifeline_fd`` ends the harness when the scorer is gone
+(``_confine.die_with_scorer``).
 
 The harness confines itself (minimal root, limits, unprivileged uid, seccomp filter), then
-for untrusted code (``candidate``, ``program``) forks the program's process (``_child``) and
-judges what it sends (``_judge``); it reads the expected outputs only after that fork. ``reference`` runs (the dataset's canonical solutions) run in
-the harness itself. Any confinement failure is reported and nothing runs.
+forks the program's process (``_child``) and judges what it sends (``_judge``); it reads the
+expected outputs only after that fork. Any confinement failure is reported and nothing runs.
 """
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import json
 import os
 import pickle
-import resource
 import signal
-import sys
-import time
-from typing import Any
+from typing import Any, NoReturn
 
 from hf_skillfollow.scoring import _child, _confine, _judge, _rootfs, _seccomp, _wire
 
@@ -56,51 +52,21 @@ def _tuple(item: Any) -> Any:
 
 
 def _own_cpu_budget(req: dict[str, Any]) -> float:
-    # A judging harness unpickles and compares what the program sends: room for that, while
-    # the program's process gets exactly the task's budget (``_child``).
-    cpu_s = float(req["limits"]["cpu_s"])
-    return cpu_s if req["mode"] == "reference" else 2 * cpu_s + 5
+    # The judge decodes and compares what the program sends: room for that, while the
+    # program's process gets exactly the task's budget (``_child``).
+    return 2 * float(req["limits"]["cpu_s"]) + 5
 
 
-def _reference(req: dict[str, Any], data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """EvalPlus's ``trusted_exec``: deep-copied inputs, per-input time, not-None mapping."""
-    expected: dict[str, Any] = {}
-    header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
-    for stage in ("base", "plus"):
-        fn = _child.load_entry_point(req["code"], req["entry_point"])
-        outputs, times = [], []
-        for inp in data[f"{stage}_input"]:
-            start = time.process_time()
-            outputs.append(fn(*copy.deepcopy(inp)))
-            times.append(time.process_time() - start)
-        if req.get("output_not_none"):
-            outputs = [o is not None for o in outputs]
-        expected[stage], expected[f"{stage}_time"] = outputs, times
-        header[f"{stage}_cpu_s"] = sum(times)
-    header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    inputs = {k: data[k] for k in ("base_input", "plus_input")}
-    payload = _wire.section(_dumps(inputs)) + _dumps(expected)
-    return header, payload
+def report_sandbox_error(out: int, exc: BaseException) -> None:
+    """The run's result when the sandbox could not be set up: nothing ran."""
+    reason = f"sandbox: {_child.describe(exc)}"
+    result = {"passed": False, "sandbox_error": True, "reason": reason}
+    with contextlib.suppress(OSError):
+        _wire.write_all(out, json.dumps(result).encode() + b"\n")
 
 
-def _dumps(obj: Any) -> bytes:
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _dispatch(req: dict[str, Any], inputs: dict[str, Any], out: int) -> None:
-    if req["mode"] == "reference":
-        header, payload = _reference(req, inputs)
-        _wire.write_all(out, json.dumps(header).encode() + b"\n" + payload)
-        return
-    try:
-        result = _judge.judge(req, inputs, req.get("data_fd"))
-    except BaseException as exc:
-        result = {"passed": False, "reason": f"harness: {_child.describe(exc)}"}
-    _wire.write_all(out, json.dumps(result).encode() + b"\n")
-
-
-def main() -> None:
-    req = json.loads(sys.stdin.buffer.read())
+def serve(req: dict[str, Any]) -> NoReturn:
+    """Confine this process, judge the program, write the result; never returns."""
     out = req["out_fd"]
     try:
         _confine.die_with_scorer(req["lifeline_fd"], req["isolation"] != "none")
@@ -109,26 +75,12 @@ def main() -> None:
             inputs = pickle.loads(_wire.read_section(req["data_fd"], _INPUTS_LIMIT))
         _confine_self(req)
     except BaseException as exc:
-        _wire.write_all(
-            out,
-            json.dumps(
-                {
-                    "passed": False,
-                    "sandbox_error": True,
-                    "reason": f"sandbox: {_child.describe(exc)}",
-                }
-            ).encode()
-            + b"\n",
-        )
+        report_sandbox_error(out, exc)
         os._exit(3)
     try:
-        _dispatch(req, inputs, out)
+        result = _judge.judge(req, inputs, req.get("data_fd"))
     except BaseException as exc:
-        _wire.write_all(
-            out, json.dumps({"passed": False, "reason": _child.describe(exc)}).encode() + b"\n"
-        )
+        result = {"passed": False, "reason": f"harness: {_child.describe(exc)}"}
+    with contextlib.suppress(BaseException):
+        _wire.write_all(out, json.dumps(result).encode() + b"\n")
     os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

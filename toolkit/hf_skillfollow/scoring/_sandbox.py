@@ -1,34 +1,37 @@
-"""Parent side of the sandbox: start one fresh, confined process per program.
+"""Parent side of the sandbox: one fresh, confined process tree per program.
 
-Each run is ``unshare --mount --net --ipc --pid --mount-proc --fork --kill-child python -m
-hf_skillfollow.scoring._harness`` started with ``subprocess`` (never forked from a parent
-holding expected outputs), with a minimal environment. As root the child then drops to a
-fresh unprivileged uid; otherwise ``--user --map-root-user`` is added. Where namespaces are
-unavailable the run degrades to rlimits only and says so (``isolation: none``) in the result.
+Runs are forked by *zygotes* (``_zygote``): pre-imported interpreters started with
+``subprocess`` and a minimal environment, one per concurrent run, that never hold a request,
+task data or expected outputs. Each run enters new mount, network, IPC and PID namespaces
+(plus a user namespace when not root; as root the harness drops to a fresh unprivileged
+uid) and becomes the harness (``_harness``). Where namespaces are unavailable the run
+degrades to rlimits only and says so (``isolation: none``) in the result.
 
 Lifetime: each harness holds the read end of a *lifeline* pipe whose write end only this
 process holds, so it exits (taking its PID namespace along) when this process dies, however
-it dies. Runs started inside a ``CancelScope`` are killed when the scope is cancelled (an
-interrupted ``score`` or ``run``) and raise ``Cancelled`` instead of returning a verdict.
-See docs/sandbox.md.
+it dies; a zygote exits when its socket to this process closes. Runs started inside a
+``CancelScope`` are killed when the scope is cancelled (an interrupted ``score`` or ``run``)
+and raise ``Cancelled`` instead of returning a verdict. See docs/sandbox.md.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import itertools
 import json
 import os
-import shutil
+import queue
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -37,7 +40,8 @@ from typing import IO, Any
 import hf_skillfollow
 from hf_skillfollow.scoring._rootfs import SCRATCH
 
-_NS_FLAGS = ["--mount", "--net", "--ipc", "--pid", "--mount-proc", "--fork", "--kill-child"]
+_ZYGOTE = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._zygote"]
+_RUN = b"run"  # a zygote's only request; the run's descriptors travel with it
 _UID_BASE, _UID_SPAN = 200_000, 100_000
 _uids = itertools.count()
 _uid_lock = threading.Lock()
@@ -69,21 +73,20 @@ class SandboxResult:
 @cache
 def isolation_mode() -> str:
     """The strongest isolation this machine allows: ``root``, ``userns`` or ``none``."""
-    unshare = shutil.which("unshare")
-    if unshare is None or not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):
         return "none"
-    if os.geteuid() == 0 and _probe([unshare, *_NS_FLAGS]):
+    if os.geteuid() == 0 and _probe("root"):
         return "root"
-    if _probe([unshare, "--user", "--map-root-user", *_NS_FLAGS]):
+    if _probe("userns"):
         return "userns"
     return "none"
 
 
-def _probe(prefix: list[str]) -> bool:
+def _probe(mode: str) -> bool:
+    """Whether a run's namespaces (and a tmpfs mount in them) can be set up in ``mode``."""
+    cmd = [*_ZYGOTE, "--probe", mode]
     try:
-        proc = subprocess.run(
-            [*prefix, "mount", "-t", "tmpfs", "tmpfs", "/tmp"], capture_output=True, timeout=20
-        )
+        proc = subprocess.run(cmd, capture_output=True, timeout=60, env=_child_env(), cwd="/")
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0
@@ -175,112 +178,183 @@ def root_spec() -> dict[str, Any]:
     return {"expose": dirs, "files": files, "links": links, "hide": _hidden(dirs)}
 
 
-def _command(mode: str) -> list[str]:
-    python = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._harness"]
-    unshare = shutil.which("unshare") or "unshare"
-    if mode == "root":
-        return [unshare, *_NS_FLAGS, *python]
-    if mode == "userns":
-        return [unshare, "--user", "--map-root-user", *_NS_FLAGS, *python]
-    return python
-
-
 def run(
-    request: dict[str, Any],
-    limits: SandboxLimits,
-    data: IO[bytes] | None = None,
-    payload_sink: Callable[[IO[bytes]], None] | None = None,
+    request: dict[str, Any], limits: SandboxLimits, data: IO[bytes] | None = None
 ) -> SandboxResult:
-    """Run ``request`` (see ``_harness``) in a fresh confined process and collect its result.
-
-    ``payload_sink`` receives the stream positioned after the result line when the run
-    passed (reference runs write their pickled outputs there); it is never unpickled here.
-    """
+    """Run ``request`` (see ``_harness``) in a fresh confined process tree; its result."""
     mode = isolation_mode()
-    # The scratch dir for mode "none"; the namespace modes move to a private tmpfs instead.
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryDirectory(prefix="hf-skillfollow-") as scratch,
-    ):
-        fds = [out.fileno()] + ([data.fileno()] if data is not None else [])
+    uid = _next_uid() if mode == "root" else None
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(tempfile.TemporaryFile())
         full = {
             **request,
             "isolation": mode,
-            "uid": _next_uid() if mode == "root" else None,
+            "uid": uid,
             "limits": {
                 k: getattr(limits, k) for k in ("cpu_s", "memory_bytes", "file_bytes", "nproc")
             },
-            "out_fd": out.fileno(),
             "root": root_spec() if mode != "none" else None,
-            "data_fd": data.fileno() if data is not None else None,
         }
-        returncode, wall_killed, cpu_used = _spawn(
-            _command(mode), full, fds, limits.wall(), scratch
-        )
+        if mode == "none":  # the namespace modes work in a private tmpfs instead
+            full["scratch"] = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="hf-skillfollow-")
+            )
+        returncode, wall_killed, cpu_used = _spawn(full, out, data, limits.wall())
         out.seek(0)
         result = _parse(out.readline(64 * 1024), returncode, wall_killed, cpu_used, limits)
-        if payload_sink is not None and result["passed"]:
-            payload_sink(out)
-    details = {"isolation": mode, "uid": full["uid"], "cpu_s": round(cpu_used, 3)}
+    details = {"isolation": mode, "uid": uid, "cpu_s": round(cpu_used, 3)}
     return SandboxResult(result, returncode, mode, details)
 
 
 def _spawn(
-    cmd: list[str], request: dict[str, Any], fds: list[int], wall: float, cwd: str
-) -> tuple[int, bool, float]:
-    """Exit code, whether the wall-clock backstop fired, and CPU seconds used (wait4 rusage,
-    which includes the namespace init that ``unshare`` waited for)."""
+    request: dict[str, Any], out: IO[bytes], data: IO[bytes] | None, wall: float
+) -> tuple[int | None, bool, float]:
+    """Exit code (None: the zygote ended before the run did), whether the wall-clock backstop
+    fired, and CPU seconds used by the run's whole process tree."""
     scope = _scope.get()
     if scope is not None and scope.cancelled:
         raise Cancelled("the scorer is stopping")
-    # The lifeline's write end is not inheritable and never passed on: only this process
-    # holds it, so it closes exactly when this process ends or the run is over.
-    lifeline, keep_alive = os.pipe()
+    zygote = _zygotes.take()
+    ended: tuple[int, float] | None = None
+    fired = False
     try:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=[*fds, lifeline],
-            env=_child_env(),
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except BaseException:
-        os.close(keep_alive)
-        raise
+        # The lifeline's write end is not inheritable and never passed on: only this process
+        # holds it, so it closes exactly when this process ends or the run is over.
+        lifeline, keep_alive = os.pipe()
+        try:
+            with tempfile.TemporaryFile() as req:
+                req.write(json.dumps(request).encode())
+                req.seek(0)
+                fds = [req.fileno(), out.fileno(), lifeline]
+                pgid = zygote.start([*fds, *([data.fileno()] if data is not None else [])])
+            os.close(lifeline)
+            lifeline = -1
+            if pgid is not None:
+                with _registered(pgid, scope):
+                    ended, fired = _wait(zygote, pgid, wall)
+        finally:
+            if lifeline >= 0:
+                os.close(lifeline)
+            os.close(keep_alive)
     finally:
-        os.close(lifeline)
-    try:
-        with _registered(proc, scope):
-            returncode, fired, cpu = _wait(
-                proc, json.dumps({**request, "lifeline_fd": lifeline}).encode(), wall
-            )
-    finally:
-        os.close(keep_alive)
+        if ended is None:  # the zygote died, hung or was interrupted: never reuse it
+            _zygotes.discard(zygote)
+        else:
+            _zygotes.put(zygote)
     if scope is not None and scope.cancelled:
         raise Cancelled("the scorer is stopping")
-    return returncode, fired, cpu
+    status, cpu = ended if ended is not None else (None, 0.0)
+    return status, fired, cpu
 
 
-def _wait(proc: subprocess.Popen[bytes], stdin: bytes, wall: float) -> tuple[int, bool, float]:
+def _wait(zygote: _Zygote, pgid: int, wall: float) -> tuple[tuple[int, float] | None, bool]:
     fired = threading.Event()
-    timer = threading.Timer(wall, lambda: (fired.set(), _kill_group(proc)))
+    timer = threading.Timer(wall, lambda: (fired.set(), _kill_group(pgid)))
     timer.start()
     try:
-        assert proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.write(stdin)
-        with contextlib.suppress(BrokenPipeError):
-            proc.stdin.close()
-        _, status, usage = os.wait4(proc.pid, 0)
+        ended = zygote.ended(wall + 60)
     finally:
         timer.cancel()
-    _kill_group(proc)  # stragglers of the no-namespace fallback (the group outlives its leader)
-    _await_group_exit(proc.pid)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen consistent
-    return proc.returncode, fired.is_set(), usage.ru_utime + usage.ru_stime
+    if ended is None:
+        _kill_group(pgid)
+    _await_group_exit(pgid)
+    return ended, fired.is_set()
+
+
+class _Zygote:
+    """One zygote process and the host's end of its socket (see ``_zygote``)."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [*_ZYGOTE, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=[theirs.fileno()],
+                env=_child_env(),
+                cwd="/",
+                start_new_session=True,  # a Ctrl-C to the terminal reaches only the scorer
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.sock = ours
+
+    def start(self, fds: list[int]) -> int | None:
+        """Fork a run holding ``fds``: its process group (None: the zygote is gone)."""
+        self.sock.settimeout(60)
+        try:
+            socket.send_fds(self.sock, [_RUN], fds)
+            reply = self.sock.recv(64)
+        except OSError:
+            return None
+        return int(reply.split()[1]) if reply.startswith(b"pid ") else None
+
+    def ended(self, timeout: float) -> tuple[int, float] | None:
+        """The run's exit code and CPU seconds; None when the zygote is gone or hangs."""
+        self.sock.settimeout(timeout)
+        try:
+            reply = self.sock.recv(64)
+        except OSError:
+            return None
+        if not reply.startswith(b"exit "):
+            return None
+        _, status, cpu = reply.split()
+        return os.waitstatus_to_exitcode(int(status)), float(cpu)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        self.sock.close()  # the zygote exits when its socket closes; make sure of it
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+
+
+class _Zygotes:
+    """Idle zygotes, reused by later runs; started on demand, closed at exit."""
+
+    def __init__(self) -> None:
+        self.idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.all: set[_Zygote] = set()
+
+    def take(self) -> _Zygote:
+        while True:
+            try:
+                zygote = self.idle.get_nowait()
+            except queue.Empty:
+                break
+            if zygote.alive():
+                return zygote
+            self.discard(zygote)
+        zygote = _Zygote()
+        with self.lock:
+            self.all.add(zygote)
+        return zygote
+
+    def put(self, zygote: _Zygote) -> None:
+        self.idle.put(zygote)
+
+    def discard(self, zygote: _Zygote) -> None:
+        zygote.close()
+        with self.lock:
+            self.all.discard(zygote)
+
+    def close(self) -> None:
+        with self.lock:
+            zygotes, self.all = self.all, set()
+        for zygote in zygotes:
+            zygote.close()
+
+
+_zygotes = _Zygotes()
+atexit.register(_zygotes.close)
 
 
 class Cancelled(Exception):
@@ -305,44 +379,45 @@ class CancelScope:
     def cancel(self) -> None:
         with _live_lock:
             self.cancelled = True
-            procs = [proc for proc, scope in _live.items() if scope is self]
-        for proc in procs:
-            _kill_group(proc)
+            groups = [pgid for pgid, scope in _live.items() if scope is self]
+        for pgid in groups:
+            _kill_group(pgid)
 
 
 _scope: contextvars.ContextVar[CancelScope | None] = contextvars.ContextVar(
     "sandbox_scope", default=None
 )
-_live: dict[subprocess.Popen[bytes], CancelScope | None] = {}
+_live: dict[int, CancelScope | None] = {}  # process group of each run -> its scope
 _live_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _registered(proc: subprocess.Popen[bytes], scope: CancelScope | None) -> Iterator[None]:
+def _registered(pgid: int, scope: CancelScope | None) -> Iterator[None]:
     # Registered under the lock that cancel() takes: a run is either seen by the cancel's
     # sweep or sees the cancellation itself.
     with _live_lock:
-        _live[proc] = scope
+        _live[pgid] = scope
         cancelled = scope is not None and scope.cancelled
     if cancelled:
-        _kill_group(proc)
+        _kill_group(pgid)
     try:
         yield
     finally:
         with _live_lock:
-            del _live[proc]
+            del _live[pgid]
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # Killing `unshare` also kills the namespace's init (--kill-child), which takes every
-    # process of the namespace with it; the group kill covers the no-namespace fallback.
+def _kill_group(pgid: int) -> None:
+    # The group holds the run's first process and the harness, PID 1 of the namespace, whose
+    # death takes every process of the namespace with it; without namespaces, the program's
+    # processes too.
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def _await_group_exit(pgid: int, timeout: float = 5.0) -> None:
-    # After a wall-clock kill, `unshare` is reaped while the harness (PID 1 of the namespace,
-    # same group) may still be tearing the namespace down: wait until nothing of it is left.
+    # The zygote has reaped the run's first process, but the namespace may still be tearing
+    # down: wait until nothing of the group is left.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -353,7 +428,7 @@ def _await_group_exit(pgid: int, timeout: float = 5.0) -> None:
 
 
 def _parse(
-    header: bytes, returncode: int, wall_killed: bool, cpu_used: float, limits: SandboxLimits
+    header: bytes, returncode: int | None, wall_killed: bool, cpu_used: float, limits: SandboxLimits
 ) -> dict[str, Any]:
     if header:
         try:
@@ -372,6 +447,8 @@ def _parse(
             "passed": False,
             "reason": f"timeout: CPU time budget of {limits.cpu_s:.1f} s exceeded",
         }
+    if returncode is None:
+        return {"passed": False, "reason": "no verdict: the sandbox's zygote process ended"}
     return {
         "passed": False,
         "reason": f"no verdict: the program ended the process (exit status {returncode})",

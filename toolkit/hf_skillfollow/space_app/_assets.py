@@ -146,7 +146,7 @@ HEAD = """
     const head = document.querySelector("#sf-drill-header [data-sf-open]");
     if (head && head.dataset.sfOpen) params.set("cell", head.dataset.sfOpen);
     const query = params.toString();
-    if (query !== location.search.replace(/^\?/, "")) {
+    if (query !== location.search.replace(/^\\?/, "")) {
       history.replaceState(history.state, "", query ? `?${query}` : location.pathname);
     }
   };

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hf_skillfollow.space_app import _cache
 from hf_skillfollow.space_app._sources import load_sources, resolve_sources
 from hf_skillfollow.space_app._traces import TraceStore
 from hf_skillfollow.space_app._verification import Rescoring, load_rescoring, with_rescored
@@ -32,19 +33,39 @@ _HEAVY_COLUMNS = ("queries", "skills_returned", "se_error", "sd_error")
 
 @dataclass
 class Board:
-    """Precomputed cells (pooled; per run computed on the first toggle) plus the rows behind them."""
+    """Precomputed cells (pooled; per run computed on the first toggle) plus the rows behind them.
+
+    The rows (`transitions`, `rescoring`) are read on first use when the cells came from the
+    start-up cache (`_cache`): the first page needs only the cells.
+    """
 
     pooled: pd.DataFrame
-    transitions: pa.Table | None
     warnings: list[str]
     traces: TraceStore
     resamples: int
+    load_rows: Callable[[], tuple[pa.Table | None, Rescoring]]
     sources: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    rescoring: Rescoring = field(default_factory=lambda: Rescoring(None, None))
+    from_cache: bool = False
+    _rows: tuple[pa.Table | None, Rescoring] | None = None
     _per_run: pd.DataFrame | None = None
     _views: dict[bool, pd.DataFrame] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _rows_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def transitions(self) -> pa.Table | None:
+        return self._loaded_rows()[0]
+
+    @property
+    def rescoring(self) -> Rescoring:
+        return self._loaded_rows()[1]
+
+    def _loaded_rows(self) -> tuple[pa.Table | None, Rescoring]:
+        with self._rows_lock:
+            if self._rows is None:
+                self._rows = self.load_rows()
+            return self._rows
 
     def cells(self, runs_separately: bool = False) -> pd.DataFrame:
         if not runs_separately:
@@ -71,12 +92,13 @@ class Board:
 
     def task_rows(self, cell_id: str, run_id: str | None = None) -> pd.DataFrame:
         """The transitions rows of one cell (one run of it when `run_id` is given)."""
-        if self.transitions is None:
+        transitions = self.transitions
+        if transitions is None:
             return pd.DataFrame()
-        mask = pc.equal(self.transitions["cell_id"], cell_id)
+        mask = pc.equal(transitions["cell_id"], cell_id)
         if run_id:
-            mask = pc.and_(mask, pc.equal(self.transitions["run_id"], run_id))
-        return self.transitions.filter(mask).to_pandas()
+            mask = pc.and_(mask, pc.equal(transitions["run_id"], run_id))
+        return transitions.filter(mask).to_pandas()
 
 
 def load_board(
@@ -84,27 +106,52 @@ def load_board(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     discover: bool | None = None,
+    use_cache: bool = True,
 ) -> Board:
-    """Resolve and load sources, then compute every pooled cell once."""
+    """Resolve the sources, then read their cells from the start-up cache or compute every
+    pooled cell once from the rows (and cache it)."""
     t0 = time.perf_counter()
     names, warnings = resolve_sources(sources, discover=discover)
+    key = _cache.board_key(names, resamples) if use_cache and names else None
+    hit = _cache.read(key)
+    if hit is not None:
+        return Board(
+            pooled=_numpy_backed(hit.pooled),
+            warnings=warnings + hit.warnings,
+            traces=TraceStore(hit.run_source),
+            resamples=resamples,
+            load_rows=lambda: _rows_of(names),
+            sources=hit.loaded,
+            timings={"load_s": time.perf_counter() - t0, "metrics_s": 0.0},
+            from_cache=True,
+        )
     loaded = load_sources(names)
-    warnings += loaded.warnings
     t1 = time.perf_counter()
-    pooled = _cells(loaded.transitions, resamples, pool_runs=True, warnings=warnings)
-    rescoring, problems = load_rescoring(loaded.loaded, loaded.transitions)
-    warnings += problems
+    problems: list[str] = []
+    pooled = _cells(loaded.transitions, resamples, pool_runs=True, warnings=problems)
+    rescoring, unread = load_rescoring(loaded.loaded, loaded.transitions)
+    pooled = _numpy_backed(with_rescored(pooled, rescoring, per_run=False))
     t2 = time.perf_counter()
+    if not problems and not pooled.empty:
+        entry = _cache.Entry(pooled, loaded.warnings + unread, loaded.run_source, loaded.loaded)
+        _cache.write(key, entry)
+    rows = (loaded.transitions, rescoring)
     return Board(
-        pooled=with_rescored(pooled, rescoring, per_run=False),
-        rescoring=rescoring,
-        transitions=loaded.transitions,
-        warnings=warnings,
+        pooled=pooled,
+        warnings=warnings + loaded.warnings + problems + unread,
         traces=TraceStore(loaded.run_source),
         resamples=resamples,
+        load_rows=lambda: rows,
         sources=loaded.loaded,
         timings={"load_s": t1 - t0, "metrics_s": t2 - t1},
     )
+
+
+def _rows_of(sources: Sequence[str]) -> tuple[pa.Table | None, Rescoring]:
+    """The rows behind cached cells, read when a drill-down or per-run view first needs them."""
+    loaded = load_sources(sources)
+    rescoring, _ = load_rescoring(loaded.loaded, loaded.transitions)
+    return loaded.transitions, rescoring
 
 
 def _cells(
