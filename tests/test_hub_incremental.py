@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from hf_skillfollow.hub import build_repo, push_runs
+from hf_skillfollow.hub import _numbers, build_repo, push_runs
 from hf_skillfollow.hub._card import MAX_CARD_CELLS, render_card
+from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH
 from hf_skillfollow.hub._numbers import CARD_BOOTSTRAP_SEED, cell_display
 from hf_skillfollow.hub._stats import STATS_PATH, run_stats
 from hf_skillfollow.metrics import compute_cells
@@ -44,7 +45,12 @@ def _all_rows(files: dict[str, bytes]):
 def _expected_cells(transitions) -> list[dict[str, str]]:
     """The card's cell rows recomputed from every row with compute_cells."""
     cells = compute_cells(transitions, seed=CARD_BOOTSTRAP_SEED)
-    rows = [cell_display(m) for m in cells.to_dict("records")]
+    # pandas holds undefined numbers as NaN; the card shows them (and the flag) as n/a.
+    records = [
+        {k: None if isinstance(v, float) and v != v else v for k, v in m.items()}
+        for m in cells.to_dict("records")
+    ]
+    rows = [cell_display(m) for m in records]
     rows = sorted(rows, key=lambda r: (r["benchmark"], r["model"], r["pool"], r["partition"]))
     return [
         {
@@ -89,7 +95,7 @@ def test_pushing_a_run_reads_only_the_card_and_the_counts(tmp_path: Path) -> Non
     api.calls.clear()
     push_runs(_more_runs(tmp_path / "more"), "org/results", api=api)
     downloaded = sorted(c["filename"] for n, c in api.calls if n == "hf_hub_download")
-    assert downloaded == ["README.md", STATS_PATH]
+    assert downloaded == ["README.md", CARD_CELLS_PATH, STATS_PATH]
     _check_card(api.files["README.md"].decode(), _all_rows(api.files))
 
 
@@ -123,6 +129,60 @@ def test_missing_or_stale_counts_are_rebuilt_from_the_rows(tmp_path: Path) -> No
     _check_card((repo / "README.md").read_text(), transitions)
     stats = pq.read_table(repo / STATS_PATH)
     assert sorted(stats.column("run_id").to_pylist()) == ["run-a0", "run-a1", "run-c0"]
+
+
+def _count_computed_cells(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Spy on the card's metric computation: how many cells each render computes."""
+    computed: list[int] = []
+    real = _numbers.compute_cell_metrics
+
+    def spy(stats, group_by=None):  # noqa: ANN001, ANN202
+        records = real(stats, group_by=group_by)
+        computed.append(len(records))
+        return records
+
+    monkeypatch.setattr(_numbers, "compute_cell_metrics", spy)
+    return computed
+
+
+def test_a_push_computes_only_the_cells_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    computed = _count_computed_cells(monkeypatch)
+    repo = tmp_path / "repo"
+    a0, a1, b0 = two_cell_runs(tmp_path / "runs")
+    c0, b1 = _more_runs(tmp_path / "more")
+    pushed, per_push = [], []
+    # a new cell, a new cell, the first cell again (a second repeat pools into it), another
+    # new cell, then the second cell changed: each push computes exactly one cell.
+    for run in (a0, b0, a1, c0, b1):
+        computed.clear()
+        build_repo([run], repo, repo_id="org/results")
+        per_push.append(sum(computed))
+        pushed.append(run)
+        files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+        _check_card((repo / "README.md").read_text(), _all_rows(files))  # renders afresh
+    assert per_push == [1, 1, 1, 1, 1]
+    import json
+
+    kept = json.loads((repo / CARD_CELLS_PATH).read_text())["rows"]
+    assert len(kept) == 3  # the listed cells only; rows of replaced counts are dropped
+    computed.clear()
+    build_repo(pushed, repo, repo_id="org/results")  # nothing new: nothing computed
+    assert computed == []
+
+
+def test_an_unreadable_card_cache_is_recomputed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    build_repo(two_cell_runs(tmp_path / "runs"), repo, repo_id="org/results")
+    (repo / CARD_CELLS_PATH).write_text("{not json")
+    computed = _count_computed_cells(monkeypatch)
+    build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
+    assert computed == [3]
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    _check_card((repo / "README.md").read_text(), _all_rows(files))
 
 
 def test_card_lists_only_computed_cells_yet_counts_them_all() -> None:

@@ -44,6 +44,7 @@ def test_build_repo_writes_the_layout(tmp_path: Path) -> None:
         "data/transitions/run-a0.parquet",
         "data/transitions/run-a1.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/card_cells.json",
         "stats/runs.parquet",
     ]
     assert result.added["data/transitions/run-a0.parquet"] == 12

@@ -113,6 +113,7 @@ def test_first_push_creates_repo_and_adds_exactly_the_run_files_and_card(tmp_pat
         "data/transitions/run-a0.parquet",
         "data/transitions/run-a1.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/card_cells.json",
         "stats/runs.parquet",
     ]
     assert result.commit_url and result.commit_url.endswith("/commit/" + api.head)
@@ -151,10 +152,11 @@ def test_new_run_appends_only_its_files_and_the_card_covers_all_rows(tmp_path: P
         "README.md",
         "data/traces/run-b0.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/card_cells.json",
         "stats/runs.parquet",
     ]
     for path, data in first_files.items():  # published data never rewritten
-        if path not in ("README.md", "stats/runs.parquet"):
+        if path not in ("README.md", "stats/card_cells.json", "stats/runs.parquet"):
             assert api.files[path] == data
     card = api.files["README.md"].decode()
     assert "**40** paired task outcomes from **3** run(s)" in card

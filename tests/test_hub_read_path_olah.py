@@ -160,6 +160,7 @@ def test_load_dataset_by_config_name_through_the_mirror(served: dict, tmp_path: 
         "data/transitions/run-a0.parquet",
         "data/transitions/run-a1.parquet",
         "data/transitions/run-b0.parquet",
+        "stats/card_cells.json",
         "stats/runs.parquet",
     ]
     assert _sorted(out["transitions"]) == _run_rows(served, "transitions.parquet")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -159,24 +160,39 @@ def _columns_from_rows(rows: list[dict[str, object]], path: Path) -> pa.Table:
 
 
 def _check_unique(parts: list[tuple[str, pa.Table]]) -> None:
-    import pyarrow.compute as pc
+    """Refuse a (run_id, task_id) pair seen twice, naming the pair and where it was seen.
+
+    Vectorised (a repo of 12,500 runs is 10^6 rows): both columns become integer codes, one
+    int64 key per row, and a sort finds repeats; the sources are looked up only on failure.
+    """
+    import numpy as np
 
     if not parts:
         return
-    keys = pa.table({
-        "run_id": pa.chunked_array([t.column("run_id") for _, t in parts], pa.string()),
-        "task_id": pa.chunked_array([t.column("task_id") for _, t in parts], pa.string()),
-        "source": pa.array([i for i, (_, t) in enumerate(parts) for _ in range(t.num_rows)], pa.int32()),
-    })  # fmt: skip
-    counted = keys.group_by(["run_id", "task_id"]).aggregate(
-        [("source", "count"), ("source", "list")]
+    run_ids = _codes([t.column("run_id") for _, t in parts])
+    task_ids = _codes([t.column("task_id") for _, t in parts])
+    key = run_ids[0] * np.int64(max(len(task_ids[1]), 1)) + task_ids[0]
+    ordered = np.sort(key, kind="stable")
+    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+    if not repeated.size:
+        return
+    duplicated = np.unique(repeated)
+    first = int(np.flatnonzero(np.isin(key, duplicated))[0])
+    source_of_row = np.repeat(np.arange(len(parts)), [t.num_rows for _, t in parts])
+    where = sorted({parts[i][0] for i in source_of_row[key == key[first]]})
+    place = f"twice in {where[0]}" if len(where) == 1 else "in " + " and ".join(where)
+    run_id = run_ids[1][int(run_ids[0][first])].as_py()
+    task_id = task_ids[1][int(task_ids[0][first])].as_py()
+    raise SourceError(
+        f"duplicate (run_id, task_id) = ({run_id!r}, {task_id!r}) {place} "
+        f"({len(duplicated)} duplicated pair(s) in all); each task of a run must appear once"
     )
-    dupes = counted.filter(pc.greater(counted.column("source_count"), 1))
-    if dupes.num_rows:
-        first = dupes.slice(0, 1).to_pylist()[0]
-        where = sorted({parts[i][0] for i in first["source_list"]})
-        place = f"twice in {where[0]}" if len(where) == 1 else "in " + " and ".join(where)
-        raise SourceError(
-            f"duplicate (run_id, task_id) = ({first['run_id']!r}, {first['task_id']!r}) {place} "
-            f"({dupes.num_rows} duplicated pair(s) in all); each task of a run must appear once"
-        )
+
+
+def _codes(chunks: list[pa.ChunkedArray]) -> tuple[Any, pa.Array]:
+    """int64 code of each value (one dictionary over all chunks) and the dictionary."""
+    import numpy as np
+
+    column = pa.chunked_array([c for chunked in chunks for c in chunked.chunks], pa.string())
+    encoded = column.combine_chunks().dictionary_encode(null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary

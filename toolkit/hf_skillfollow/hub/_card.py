@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import yaml
@@ -25,6 +25,9 @@ from hf_skillfollow.schema import (
     TRANSITIONS_SCHEMA,
 )
 
+if TYPE_CHECKING:
+    from hf_skillfollow.hub._card_cache import CardRowCache
+
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
 MAX_CARD_CELLS = 200
@@ -32,7 +35,6 @@ _PROTOCOL_COLUMNS = (
     "prompts_hash", "tool_mode", "retrieval_policy", "retriever", "top_k", "max_calls",
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
-_RUN_COLUMNS = ("cell_id", "seed", *_PROTOCOL_COLUMNS)
 _OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")
 
 
@@ -46,17 +48,18 @@ def render_card(
     space: str | None = None,
     annotations: pa.Table | None = None,
     verifications: pa.Table | None = None,
+    cell_cache: CardRowCache | None = None,
 ) -> str:
     """The full README.md text: YAML header, description, protocol, cells, loading, schema.
 
     `stats` are the per-(run, cell) counts of `hf_skillfollow.hub._stats.run_stats`: every
     number on the card is a function of them, so the card never needs the rows themselves.
+    `cell_cache` holds cell rows of an earlier render (`_card_cache.py`); it gains this one's.
     """
     from hf_skillfollow.hub._card_annotations import annotation_rows
     from hf_skillfollow.verify._card import rescoring_context
 
-    runs = _run_rows(stats)
-    cells, n_cells = cell_rows(stats)
+    cells, n_cells = cell_rows(stats, cell_cache)
     n_rows = _n_rows(stats)
     has_annotations = annotations is not None and annotations.num_rows > 0
     context = {
@@ -72,11 +75,11 @@ def render_card(
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
         "n_rows": n_rows,
-        "n_runs": len(runs),
+        "n_runs": _n_runs(stats),
         "n_cells": n_cells,
         "cells": cells,
         "cells_left_out": max(0, n_cells - len(cells)),
-        "protocols": protocol_rows(runs, tool_schemas or {}),
+        "protocols": protocol_rows(stats, tool_schemas or {}),
         "has_traces": has_traces,
         "space": space,
         "stats_path": STATS_PATH,
@@ -174,77 +177,129 @@ def _n_rows(stats: pa.Table) -> int:
     return sum(int(pc.sum(stats.column(c)).as_py() or 0) for c in _OUTCOME_COUNTS)
 
 
-def _run_rows(stats: pa.Table) -> list[dict[str, Any]]:
-    """One dict per run with its protocol columns (constant within a run)."""
-    first: dict[str, dict[str, Any]] = {}
-    for row in stats.select(["run_id", *_RUN_COLUMNS]).to_pylist():
-        first.setdefault(row["run_id"], row)
-    return sorted(first.values(), key=lambda r: (r["cell_id"], r["run_id"]))
+def _n_runs(stats: pa.Table) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.count_distinct(stats.column("run_id")).as_py())
 
 
-def cell_rows(stats: pa.Table) -> tuple[list[dict[str, Any]], int]:
+def cell_rows(
+    stats: pa.Table, cache: CardRowCache | None = None
+) -> tuple[list[dict[str, Any]], int]:
     """The card's cells table (its first MAX_CARD_CELLS rows) and the number of cells.
 
-    Metrics are computed only for the cells listed: the order depends on identity columns
-    alone, so a repo of 10,000 cells costs 200 cells' bootstrap, not 10,000.
+    Only the cells listed are looked at: the order depends on identity columns alone, so a
+    repo of 10,000 cells costs at most 200 cells. Of those, only cells whose counts are not
+    in `cache` (`_card_cache.py`) are computed, so a push computes the cells it changed.
     """
+    from hf_skillfollow.hub._card_cache import CardRowCache, cell_key
     from hf_skillfollow.hub._numbers import cell_display, compute_cell_metrics
+    from hf_skillfollow.metrics import COUNT_COLUMNS
 
     if stats.num_rows == 0:
         return [], 0
-    codes, first = _cell_codes(stats)
-    identity = stats.select(list(CELL_COLUMNS)).take(first).to_pylist()
-    order = sorted(range(len(identity)), key=lambda i: _display_key(identity[i]))
-    listed = order[:MAX_CARD_CELLS]
-    if len(listed) < len(identity):
-        import pyarrow.compute as pc
+    cache = CardRowCache() if cache is None else cache
+    listed, codes, starts, n_cells = _listed_cells(stats)
+    identity = listed.select(list(CELL_COLUMNS)).take(starts).to_pylist()
+    sums = [_sum_by(codes, listed.column(c), len(identity)) for c in COUNT_COLUMNS]
+    n_runs = _distinct_runs(codes, listed.column("run_id"), len(identity))
+    keys = [cell_key(m, n_runs[i], [s[i] for s in sums]) for i, m in enumerate(identity)]
+    missing = {key: i for i, key in enumerate(keys) if cache.get(key) is None}
+    if missing:
+        import numpy as np
 
-        keep = pc.is_in(pa.array(codes), pa.array(sorted(listed), pa.int64()))
-        stats = stats.filter(keep)
-    rows = [cell_display(m) for m in compute_cell_metrics(stats)]
-    return sorted(rows, key=_display_order), len(identity)
+        # Grouped by key (as cell_id): metrics depend on counts and runs only, and the key
+        # maps each result back to its cell without comparing identity values.
+        rows_of_missing = np.isin(codes, list(missing.values()))
+        part = listed.filter(pa.array(rows_of_missing)).select(["run_id", *COUNT_COLUMNS])
+        part_keys = [keys[int(i)] for i in codes[rows_of_missing]]
+        part = part.append_column("cell_id", pa.array(part_keys, pa.string()))
+        for metrics in compute_cell_metrics(part, group_by=("cell_id",)):
+            key = metrics.pop("cell_id")
+            cache.put(key, cell_display(identity[missing[key]] | metrics))
+    return [cache.rows[key] for key in keys], n_cells
 
 
-def _cell_codes(stats: pa.Table) -> tuple[Any, Any]:
-    """Cell number of each stats row (in order of first appearance) and each cell's first row."""
+def _listed_cells(stats: pa.Table) -> tuple[pa.Table, Any, Any, int]:
+    """The stats rows of the first MAX_CARD_CELLS cells in the card's order.
+
+    Returns those rows (cell by cell), each row's cell number (0 = first listed), the first
+    row of each listed cell, and the number of cells in all. Sorted by the card's display
+    key (`_numbers.cell_display_key`), built column-wise: a repo holds 10^4 cells.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from hf_skillfollow.metrics._frame import segment_starts
+
+    def text(name: str) -> pa.ChunkedArray:
+        return pc.cast(stats.column(name), pa.string())
+
+    display = {
+        "_benchmark": pc.utf8_trim_whitespace(
+            pc.binary_join_element_wise(text("benchmark"), text("benchmark_version"), " ")
+        ),
+        "_model": text("model"),
+        "_pool": pc.binary_join_element_wise(text("skill_pool"), text("condition"), " / "),
+        "_partition": pc.binary_join_element_wise(
+            "seed ", text("partition_seed"), ", ", text("partition_size"), " tasks", ""
+        ),
+        "_cell_id": text("cell_id"),
+    }
+    # With the other cell columns the key holds every cell column (cell_id and model as they
+    # are), so equal keys are one cell, and cells are contiguous once sorted.
+    rest = [text(c) for c in CELL_COLUMNS if c not in ("cell_id", "model")]
+    parts = [*display.values(), *rest]
+    # One string joined with NUL sorts like the tuple of its parts when no part holds a NUL
+    # (NUL sorts first), and one sort key is several times faster than twenty.
+    joined = pc.binary_join_element_wise(*parts, "\x00")
+    if pc.max(pc.count_substring(joined, "\x00")).as_py() == len(parts) - 1:
+        order = pc.sort_indices(joined)
+        starts = segment_starts(pa.table({"key": joined.take(order)}), ["key"])
+    else:
+        keys = pa.table({str(i): part for i, part in enumerate(parts)})
+        order = pc.sort_indices(keys, [(c, "ascending") for c in keys.column_names])
+        starts = segment_starts(keys.take(order), keys.column_names)
+    n_cells = len(starts)
+    end = int(starts[MAX_CARD_CELLS]) if n_cells > MAX_CARD_CELLS else stats.num_rows
+    starts = starts[:MAX_CARD_CELLS]
+    codes = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, end)))
+    return stats.take(order.slice(0, end)), codes, starts, n_cells
+
+
+def _sum_by(codes: Any, column: pa.ChunkedArray, n: int) -> Any:
     import numpy as np
 
-    frame = stats.select(list(CELL_COLUMNS)).to_pandas()
-    codes = frame.groupby(list(CELL_COLUMNS), sort=False, dropna=False).ngroup().to_numpy()
-    _, first = np.unique(codes, return_index=True)
-    return codes.astype(np.int64), first
+    total = np.zeros(n, dtype=np.int64)
+    np.add.at(total, codes, column.to_numpy().astype(np.int64, copy=False))
+    return total
 
 
-def _display_key(m: Mapping[str, Any]) -> tuple[Any, ...]:
-    from hf_skillfollow.hub._numbers import cell_display_key
+def _distinct_runs(codes: Any, run_ids: pa.ChunkedArray, n: int) -> Any:
+    """Distinct run ids per cell code (a run holds one stats row per cell, but count safely)."""
+    import numpy as np
 
-    return cell_display_key(m)
-
-
-def _display_order(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (row["benchmark"], row["model"], row["pool"], row["partition"], row["cell_id"])
+    runs = run_ids.combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    span = int(runs.max(initial=0)) + 1
+    pairs = np.unique(codes.astype(np.int64) * span + runs)
+    return np.bincount(pairs // span, minlength=n)
 
 
 def protocol_rows(
-    runs: list[dict[str, Any]], tool_schemas: Mapping[str, Mapping[str, Any]]
+    stats: pa.Table, tool_schemas: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Distinct protocol settings with the cells and runs that used each."""
     from hf_skillfollow.hub._numbers import tool_signature
 
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for run in runs:
-        key = tuple(run[c] for c in _PROTOCOL_COLUMNS)
-        group = groups.setdefault(
-            key,
-            {c: run[c] for c in _PROTOCOL_COLUMNS} | {"cells": set(), "runs": 0, "seeds": set()},
-        )
-        group["cells"].add(run["cell_id"])
-        group["runs"] += 1
-        group["seeds"].add(run["seed"])
+    grouped = stats.group_by(list(_PROTOCOL_COLUMNS), use_threads=False).aggregate(
+        [("cell_id", "count_distinct"), ("run_id", "count_distinct"), ("seed", "distinct")]
+    )
     out = []
-    for group in groups.values():
-        seeds = sorted(group.pop("seeds"))
-        group["cells"] = len(group["cells"])
+    for row in grouped.to_pylist():
+        seeds = sorted(row.pop("seed_distinct"))
+        group = {c: row[c] for c in _PROTOCOL_COLUMNS}
+        group["cells"] = row["cell_id_count_distinct"]
+        group["runs"] = row["run_id_count_distinct"]
         group["seeds"] = ", ".join(map(str, seeds[:12])) + (
             f" (+{len(seeds) - 12} more)" if len(seeds) > 12 else ""
         )

@@ -16,11 +16,13 @@ from hf_skillfollow.formatting import with_interval as _with_interval
 CARD_BOOTSTRAP_SEED = 0
 
 
-def compute_cell_metrics(stats: pa.Table) -> list[dict[str, Any]]:
-    """One metrics record per cell (identity columns included), runs pooled by summing counts."""
+def compute_cell_metrics(
+    stats: pa.Table, group_by: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """One metrics record per cell (`group_by` columns included), runs pooled by summing counts."""
     from hf_skillfollow.metrics import compute_cells_from_counts
 
-    return _records(compute_cells_from_counts(stats, seed=CARD_BOOTSTRAP_SEED))
+    return _records(compute_cells_from_counts(stats, group_by=group_by, seed=CARD_BOOTSTRAP_SEED))
 
 
 def _records(result: Any) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from hf_skillfollow.hub._layout import (
     ANNOTATIONS_DIR,
     TRACES_DIR,
+    TRANSITIONS_DIR,
     HubError,
     RunTables,
     annotations_path,
@@ -25,14 +26,7 @@ from hf_skillfollow.hub._layout import (
     traces_path,
     transitions_path,
 )
-from hf_skillfollow.hub._stats import (
-    STATS_PATH,
-    merge_stats,
-    published_run_ids,
-    read_stats,
-    reconcile,
-    run_stats,
-)
+from hf_skillfollow.hub._stats import merge_stats, published_run_ids, reconcile, run_stats
 
 
 class RepoState(Protocol):
@@ -40,7 +34,11 @@ class RepoState(Protocol):
 
     name: str
 
-    def paths(self) -> set[str]: ...
+    def paths(self) -> frozenset[str]: ...
+
+    def files_in(self, folder: str) -> list[str]:
+        """Paths directly inside `folder`, in name order."""
+        ...
 
     def read(self, path: str) -> bytes: ...
 
@@ -114,15 +112,15 @@ def _check_same(
     )
 
 
-def repo_stats(plan: PushPlan, state: RepoState) -> pa.Table:
-    """Counts of every run the repo holds after the push, read from the published stats file.
+def repo_stats(plan: PushPlan, state: RepoState, published: pa.Table | None) -> pa.Table:
+    """Counts of every run the repo holds after the push, from the published stats file.
 
-    Published transitions are read only for runs the stats file lacks (a repo written before
-    the file existed, or a run added by hand), so a push costs what it adds, not the repo size.
+    `published` is that file's table (None when missing or unreadable). Published transitions
+    are read only for runs it lacks (a repo written before the file existed, or a run added
+    by hand), so a push costs what it adds, not the repo size.
     """
-    paths = state.paths()
-    published = read_stats(state.read(STATS_PATH)) if STATS_PATH in paths else None
-    old = reconcile(published, published_run_ids(paths), state.read, state.name)
+    listed = published_run_ids(state.files_in(TRANSITIONS_DIR))
+    old = reconcile(published, listed, state.read, state.name)
     new = [run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions)]
     return merge_stats([old, *new])
 
@@ -130,7 +128,7 @@ def repo_stats(plan: PushPlan, state: RepoState) -> pa.Table:
 def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
     """Every annotations row the repo will hold after the push (published + new), or None.
     Annotation files are small (one row per annotated flip), so the card reads them all."""
-    published = sorted(p for p in state.paths() if _is_data(p, ANNOTATIONS_DIR))
+    published = [p for p in state.files_in(ANNOTATIONS_DIR) if p.endswith(".parquet")]
     tables = [
         read_parquet_bytes(state.read(p), "annotations", f"{state.name}:{p}") for p in published
     ]
@@ -139,7 +137,9 @@ def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:
-    return any(_is_data(p, TRACES_DIR) for p in state.paths() | set(plan.add))
+    return any(p.endswith(".parquet") for p in state.files_in(TRACES_DIR)) or any(
+        _is_data(p, TRACES_DIR) for p in plan.add
+    )
 
 
 def published(path: str, state: RepoState) -> bytes | None:

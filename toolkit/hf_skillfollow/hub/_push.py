@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow.hub._card import render_card
+from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
 from hf_skillfollow.hub._layout import CARD_PATH, MANIFEST, HubError, RunTables, read_run_dir
 from hf_skillfollow.hub._numbers import known_tool_schemas
 from hf_skillfollow.hub._plan import (
@@ -164,8 +165,12 @@ def _prepare(
 
     plan = plan_push(runs, state)
     plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
-    stats = repo_stats(plan, state)
+    old_stats = published(STATS_PATH, state)
+    old_table = None if old_stats is None else read_stats(old_stats)
+    stats = repo_stats(plan, state, old_table)
     old_card = published(CARD_PATH, state)
+    old_cells = published(CARD_CELLS_PATH, state)
+    cell_cache = CardRowCache(old_cells)
     schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
     card = render_card(
         stats,
@@ -176,9 +181,8 @@ def _prepare(
         space=space or _linked_space(old_card),
         annotations=all_annotations(plan, state),
         verifications=all_records(plan, state),
+        cell_cache=cell_cache,
     ).encode()
-    old_stats = published(STATS_PATH, state)
-    old_table = None if old_stats is None else read_stats(old_stats)
     files = dict(plan.add)
     stats_updated = old_table is None or not old_table.equals(stats)
     if stats_updated:
@@ -186,6 +190,11 @@ def _prepare(
     card_updated = card != old_card
     if card_updated:
         files[CARD_PATH] = card
+    cells = cell_cache.to_bytes()
+    # Never a commit for the cache alone (say, after a toolkit upgrade on a push that adds
+    # nothing): it only saves work, and is refreshed by the next push that changes anything.
+    if files and cells != old_cells:
+        files[CARD_CELLS_PATH] = cells
     return _Prepared(plan, files, card_updated, stats_updated)
 
 

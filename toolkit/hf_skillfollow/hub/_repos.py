@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,29 +14,60 @@ REPO_TYPE = "dataset"
 BRANCH = "main"
 
 
+class Listing:
+    """A repo's paths, indexed once by folder: a push asks for one folder's files several
+    times, and a repo of 10^4 runs should not be scanned (or copied) for each question."""
+
+    def __init__(self, by_folder: dict[str, list[str]]) -> None:
+        self._by_folder = by_folder  # folder ("" for the root) -> paths directly inside it
+        self._sorted: set[str] = set()
+        self._paths: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> Listing:
+        by_folder: dict[str, list[str]] = {}
+        for path in paths:
+            by_folder.setdefault(path.rpartition("/")[0], []).append(path)
+        return cls(by_folder)
+
+    @property
+    def paths(self) -> frozenset[str]:
+        if self._paths is None:
+            self._paths = frozenset(p for files in self._by_folder.values() for p in files)
+        return self._paths
+
+    def files_in(self, folder: str) -> list[str]:
+        """Paths directly inside `folder` (no subfolders), in name order; do not modify."""
+        files = self._by_folder.get(folder, [])
+        if folder not in self._sorted:
+            files.sort()
+            self._sorted.add(folder)
+        return files
+
+
 class LocalRepoFolder:
     """A results repo as a plain folder (what `--dry-run DIR` writes)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.name = str(root)
-        self._paths: set[str] | None = None  # listed once per locked round, reset by write()
+        self._listing: Listing | None = None  # listed once per locked round, reset by write()
 
-    def paths(self) -> set[str]:
-        if self._paths is None:
-            self._paths = self._list()
-        return set(self._paths)
+    def paths(self) -> frozenset[str]:
+        return self._listed().paths
 
-    def _list(self) -> set[str]:
-        if not self.root.is_dir():
-            return set()
-        out: set[str] = set()
-        # os.walk, not Path.rglob: a repo of 10^4 runs is listed on every push.
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = [d for d in dirnames if d != ".git"]
-            rel = os.path.relpath(dirpath, self.root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            out.update(prefix + f for f in filenames)
+    def files_in(self, folder: str) -> list[str]:
+        return self._listed().files_in(folder)
+
+    def _listed(self) -> Listing:
+        if self._listing is None:
+            self._listing = Listing(self._list())
+        return self._listing
+
+    def _list(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        if self.root.is_dir():
+            _scan(str(self.root), "", out)
         return out
 
     def read(self, path: str) -> bytes:
@@ -55,13 +86,13 @@ class LocalRepoFolder:
         fd = os.open(self.root, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            self._paths = None  # another process may have written while we waited
+            self._listing = None  # another process may have written while we waited
             yield
         finally:
             os.close(fd)
 
     def write(self, files: dict[str, bytes]) -> None:
-        self._paths = None
+        self._listing = None
         # Data files first and the card last, each via rename: an interrupted write leaves
         # no half file, and the card never describes rows that are not there yet.
         for path, data in sorted(files.items(), key=lambda item: item[0] == CARD_PATH):
@@ -72,6 +103,23 @@ class LocalRepoFolder:
             os.replace(tmp, target)
 
 
+def _scan(directory: str, folder: str, out: dict[str, list[str]]) -> None:
+    """Files under `directory` by repo folder ("" for the root), .git left out.
+
+    scandir and its cached entry types, not Path.rglob or os.walk: a repo of 10^4 runs is
+    listed on every push, and this is about twice as fast as os.walk.
+    """
+    prefix = folder + "/" if folder else ""
+    files = out.setdefault(folder, [])
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name != ".git":
+                    _scan(entry.path, prefix + entry.name, out)
+            else:
+                files.append(prefix + entry.name)
+
+
 class HubRepo:
     """A results repo on the Hub, read through an `HfApi` (or a double with the same methods)."""
 
@@ -80,11 +128,16 @@ class HubRepo:
         self.repo_id = repo_id
         self.name = f"hf://datasets/{repo_id}"
         self.head = _head_sha(api, repo_id)
-        self._paths = set(api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=self.head))
+        self._listing = Listing.of(
+            api.list_repo_files(repo_id, repo_type=REPO_TYPE, revision=self.head)
+        )
         self._read: dict[str, bytes] = {}
 
-    def paths(self) -> set[str]:
-        return set(self._paths)
+    def paths(self) -> frozenset[str]:
+        return self._listing.paths
+
+    def files_in(self, folder: str) -> list[str]:
+        return self._listing.files_in(folder)
 
     def read(self, path: str) -> bytes:
         if path not in self._read:

@@ -79,30 +79,30 @@ def read_stats(data: bytes) -> pa.Table | None:
         return None
 
 
-def published_run_ids(paths: Iterable[str]) -> set[str]:
-    """Run ids with a transitions file in the listing."""
-    prefix = TRANSITIONS_DIR + "/"
-    return {
-        p[len(prefix) : -len(".parquet")]
-        for p in paths
-        if p.startswith(prefix) and p.endswith(".parquet") and "/" not in p[len(prefix) :]
-    }
+def published_run_ids(paths: Iterable[str]) -> list[str]:
+    """Run ids of the transitions files among `paths`, the files directly in TRANSITIONS_DIR."""
+    start, end = len(TRANSITIONS_DIR) + 1, -len(".parquet")
+    return [p[start:end] for p in paths if p.endswith(".parquet")]
 
 
 def reconcile(
-    published: pa.Table | None, listed: set[str], read: Callable[[str], bytes], source: str
+    published: pa.Table | None, listed: list[str], read: Callable[[str], bytes], source: str
 ) -> pa.Table:
     """Published stats of the runs still listed, plus counts of listed runs they lack."""
     import pyarrow.compute as pc
 
     kept = _stats_schema().empty_table() if published is None else published
-    kept = kept.filter(pc.is_in(kept.column("run_id"), pa.array(sorted(listed), pa.string())))
-    missing = sorted(listed - set(kept.column("run_id").to_pylist()))
+    listed_ids = pa.array(listed, pa.string())
+    kept = kept.filter(pc.is_in(kept.column("run_id"), value_set=listed_ids))
+    counted = pc.is_in(listed_ids, value_set=pc.unique(kept.column("run_id")))
+    missing = sorted(listed_ids.filter(pc.invert(counted)).to_pylist())
 
     def recount(run_id: str) -> pa.Table:
         path = transitions_path(run_id)
         return run_stats(read_parquet_bytes(read(path), "transitions", f"{source}:{path}"))
 
+    if not missing:
+        return kept
     # Only a repo published before this file existed has many; downloads overlap.
     with ThreadPoolExecutor(max_workers=8) as pool:
         recounted = list(pool.map(recount, missing))

@@ -60,7 +60,7 @@ def all_records(plan: PushPlan, state: RepoState) -> pa.Table | None:
     """Every record the repo will hold after the push, or None when it has none."""
     from hf_skillfollow.verify._record import read_record
 
-    published = [p for p in sorted(state.paths()) if _is_record(p)]
+    published = [p for p in state.files_in(REPO_DIR) if _is_record(p)]
     tables = [read_record(state.read(p), f"{state.name}:{p}") for p in published]
     tables += [read_record(data, p) for p, data in sorted(plan.add.items()) if _is_record(p)]
     return pa.concat_tables(tables) if tables else None
