@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pyarrow.parquet as pq
 
 from hf_skillfollow.schema import traces_from_rows, transitions_from_rows
 from tests._fixtures_hub import outcome_rows, trace_rows
+from tests._http_double import ChatServerDouble, Reply
 
 # (se_correct, sd_correct, returned) -> tasks. S_call: b=3, c=2, a=1, d=1; skip: b=1, c=1.
 COUNTS = {
@@ -85,23 +85,23 @@ def tool_reply(arguments: str) -> dict[str, Any]:
     }
 
 
-class ScriptedAnnotatorDouble:
+class ScriptedAnnotatorDouble(ChatServerDouble):
     """Scripted annotator model double (see the module docstring).
 
     `script` maps a task id (found in the request's "Solve <task id>" prompt) to the list of
     `arguments` strings to return, one per request; the last one repeats.
     """
 
+    model_id = "annotator-double"
+
     def __init__(self, script: dict[str, list[str]]) -> None:
+        super().__init__()
         self.script = {k: list(v) for k, v in script.items()}
         self.bodies: list[dict[str, Any]] = []
         self.raw: list[bytes] = []
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def _answer(self, raw: bytes) -> dict[str, Any]:
+    def answer(self, raw: bytes) -> Reply:
         body = json.loads(raw)
         with self._lock:
             self.raw.append(raw)
@@ -110,39 +110,7 @@ class ScriptedAnnotatorDouble:
             task = re.search(r"Solve (\S+)", user).group(1)
             replies = self.script[task]
             arguments = replies.pop(0) if len(replies) > 1 else replies[0]
-        return tool_reply(arguments)
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "annotator-double"}]})
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-                self._send(double._answer(raw))
-
-            def _send(self, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-    def __enter__(self) -> ScriptedAnnotatorDouble:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return Reply(body=tool_reply(arguments))
 
 
 def label_json(label: str, rationale: str = "because") -> str:

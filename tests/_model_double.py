@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from hf_skillfollow.tasks import Task
+from tests._http_double import ChatServerDouble, Reply
 
 #: (task, arm) -> the final answer text the double sends
 Answerer = Callable[[Task, str], str]
@@ -41,25 +40,17 @@ def scripted_answer(task: Task, arm: str) -> str:
     return f"Here is the solution.\n```python\n{program}\n```\n"
 
 
-class ScriptedModelServerDouble:
-    """Answers chat completions from `answer(task, arm)`, looking the task up by its prompt."""
+class ScriptedModelServerDouble(ChatServerDouble):
+    """Answers chat completions from `answerer(task, arm)`, looking the task up by its prompt."""
 
     def __init__(self, tasks: list[Task], answer: Answerer = scripted_answer) -> None:
+        super().__init__()
         self.by_prompt = {t.prompt: t for t in tasks}
-        self.answer = answer
+        self.answerer = answer
         self.requests = 0
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> ScriptedModelServerDouble:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(self, raw: bytes) -> Reply:
+        return Reply(body=self.reply(json.loads(raw or b"{}")))
 
     def reply(self, body: dict) -> dict:
         self.requests += 1
@@ -74,33 +65,9 @@ class ScriptedModelServerDouble:
                     "function": {"name": "search_skills", "arguments": json.dumps({"query": task.task_id})}}  # fmt: skip
             message["tool_calls"] = [call]
         else:
-            message["content"] = self.answer(task, "se" if se else "sd")
+            message["content"] = self.answerer(task, "se" if se else "sd")
         return {
             "id": "chatcmpl-double", "object": "chat.completion", "created": 0, "model": body.get("model", "double"),
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         }  # fmt: skip
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "double-model", "object": "model"}]})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                self._send(double.reply(json.loads(self.rfile.read(length) or b"{}")))
-
-            def _send(self, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler

@@ -13,8 +13,6 @@ import email.utils
 import json
 import threading
 import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -27,18 +25,9 @@ from hf_skillfollow.backends._openai import (
 )
 from hf_skillfollow.backends._server import free_port
 from hf_skillfollow.config import RunConfig
+from tests._http_double import ChatServerDouble, Reply
 
 FAST_BACKOFF = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
-
-
-@dataclass
-class Reply:
-    """One scripted answer of the provider double."""
-
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-    body: dict | None = None
 
 
 def completion_body(content: str = "hello", tool_calls: list | None = None) -> dict:
@@ -55,82 +44,38 @@ def completion_body(content: str = "hello", tool_calls: list | None = None) -> d
     }
 
 
-class ProviderDouble:
+class ProviderDouble(ChatServerDouble):
     """Scripted OpenAI-compatible provider double; the last reply repeats once the script ends.
     Records arrival times, request bodies and the peak number of requests in flight."""
 
     def __init__(self, script: list[Reply]) -> None:
+        super().__init__()
         self.script = list(script)
         self.arrivals: list[float] = []
         self.bodies: list[dict] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def _next(self, body: dict) -> Reply:
+    def answer(self, raw: bytes) -> Reply:
         with self._lock:
             self.arrivals.append(time.monotonic())
-            self.bodies.append(body)
+            self.bodies.append(json.loads(raw or b"{}"))
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
-            return self.script.pop(0) if len(self.script) > 1 else self.script[0]
+            reply = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if reply.body is not None:
+            return reply
+        body = (
+            completion_body()
+            if reply.status == 200
+            else {"error": {"message": f"scripted {reply.status}"}}
+        )
+        return Reply(reply.status, reply.headers, reply.delay_s, body)
 
-    def _done(self) -> None:
+    def finished(self) -> None:
         with self._lock:
             self.in_flight -= 1
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        double = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._send(
-                    Reply(
-                        body={"object": "list", "data": [{"id": "double-model", "object": "model"}]}
-                    )
-                )
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                reply = double._next(json.loads(self.rfile.read(length) or b"{}"))
-                try:
-                    time.sleep(reply.delay_s)
-                    self._send(reply)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout); that is the point of slow replies
-                finally:
-                    double._done()
-
-            def _send(self, reply: Reply) -> None:
-                default = (
-                    completion_body()
-                    if reply.status == 200
-                    else {"error": {"message": f"scripted {reply.status}"}}
-                )
-                payload = json.dumps(reply.body or default).encode()
-                self.send_response(reply.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-        return Handler
-
-    def __enter__(self) -> ProviderDouble:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def make_backend(url: str, *, timeout: float = 5.0, concurrency: int = 4) -> OpenAIBackend:

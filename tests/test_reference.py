@@ -115,3 +115,34 @@ def test_workers_and_their_tasks_end_with_the_scorer(tmp_path: Path) -> None:
     host.wait()
     time.sleep(2)
     assert not _alive(worker) and not any(_alive(t) for t in tasks)
+
+
+def test_the_expected_output_key_changes_with_the_benchmark_file_and_the_inputs(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Cached expected outputs are found again only for the same inputs: loaded tasks are
+    keyed by their file's digest (a one-input edit anywhere in the file changes every key),
+    hand-made tasks by their inputs' values."""
+    import json
+
+    from hf_skillfollow.scoring._code import task_key
+    from hf_skillfollow.tasks import load_tasks
+
+    source = data_dir / "mbppplus-v0.1.0.jsonl"
+    rows = [json.loads(line) for line in source.read_text().splitlines() if line.strip()]
+    rows[0]["plus_input"] = rows[0]["plus_input"][:-1]
+    edited = tmp_path / "mbppplus-edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keys = [
+        {t.task_id: task_key(t) for t in load_tasks("mbppplus", path)[0]}
+        for path in (source, source, edited)
+    ]
+    assert keys[0] == keys[1]
+    assert all(keys[0][t] != keys[2][t] for t in keys[0])
+    assert len(set(keys[0].values())) == len(keys[0])
+    one, other = (
+        _task("def f(x):\n    return x\n", [[1]], [[2]]),
+        _task("def f(x):\n    return x\n", [[1]], [[3]]),
+    )
+    assert task_key(one) != task_key(other)
+    assert task_key(one) == task_key(_task("def f(x):\n    return x\n", [[1]], [[2]]))

@@ -45,6 +45,9 @@ class Task:
     entry_point: str | None = None
     reference: str | None = None
     problem: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    #: digest of the benchmark file the task was loaded from (EvalPlus's md5 of the release):
+    #: with the loader's version it identifies ``problem``'s inputs without hashing them
+    source_digest: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def domain(self) -> str:
@@ -167,7 +170,7 @@ def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
         raise TaskLoadError(f"cannot load {benchmark} from {where}: {exc}") from exc
     label = f"file:{Path(path).name}" if path else release
     version = f"{benchmark}@{label}+md5.{digest[:12]}"
-    return [_code_task(benchmark, p) for p in problems.values()], version
+    return [_code_task(benchmark, p, digest) for p in problems.values()], version
 
 
 def _evalplus_problems(
@@ -206,12 +209,17 @@ def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
             os.environ[name] = old_env
 
 
-def _code_task(benchmark: str, problem: dict[str, Any]) -> Task:
+def _code_task(benchmark: str, problem: dict[str, Any], digest: str) -> Task:
     prompt = problem["prompt"]
     if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         prompt = _mbpp_prompt(problem)
     return Task(
-        benchmark, problem["task_id"], prompt, entry_point=problem["entry_point"], problem=problem
+        benchmark,
+        problem["task_id"],
+        prompt,
+        entry_point=problem["entry_point"],
+        problem=problem,
+        source_digest=digest,
     )
 
 

@@ -42,7 +42,8 @@ def leaderboard(
     """Launch the leaderboard over SOURCE... (run dirs, results-repo folders, parquet files or Hub repo ids).
 
     Without SOURCE, sources come from $SKILLFOLLOW_SOURCES (comma-separated). Every number is
-    recomputed from the transitions rows at start-up.
+    computed from the transitions rows; a start whose sources did not change reads back the
+    cells it computed last time ($SKILLFOLLOW_BOARD_CACHE, docs/leaderboard.md).
     """
     try:
         from hf_skillfollow.space_app import launch

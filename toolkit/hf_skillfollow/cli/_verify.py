@@ -126,21 +126,9 @@ class _progress:
     """A progress bar on stderr (stdout carries the result, possibly JSON)."""
 
     def __enter__(self) -> tuple[Any, Any]:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
+        from hf_skillfollow.cli._progress import bar
 
-        self.progress = Progress(
-            TextColumn("[bold]re-scoring"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[passed]} passed"),
-            console=Console(stderr=True),
-        )  # fmt: skip
+        self.progress = bar("re-scoring", "{task.fields[passed]} passed", stderr=True)
         self.progress.start()
         self.bar = None
         self.passed = 0

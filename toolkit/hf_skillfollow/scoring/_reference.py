@@ -25,7 +25,6 @@ import ctypes
 import json
 import os
 import pickle
-import queue
 import resource
 import select
 import signal
@@ -35,6 +34,8 @@ import sys
 import threading
 import time
 from typing import IO, Any
+
+from hf_skillfollow.scoring._idle import IdlePool
 
 _HEADER = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1
@@ -63,6 +64,9 @@ class _Worker:
             raise RuntimeError(f"reference worker ended (exit status {self.proc.wait()})")
         return reply
 
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
@@ -72,46 +76,22 @@ class _Pool:
     """Up to ``os.cpu_count()`` workers, started on demand and reused."""
 
     def __init__(self) -> None:
-        self.idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self.workers: IdlePool[_Worker] = IdlePool(_Worker)
         self.slots = threading.BoundedSemaphore(os.cpu_count() or 2)
-        self.all: list[_Worker] = []
-        self.lock = threading.Lock()
 
     def run(self, job: dict[str, Any]) -> dict[str, Any]:
         with self.slots:
-            worker = self._take()
+            worker = self.workers.take()
             try:
                 reply = worker.call(job)
             except BaseException:
-                self._drop(worker)
+                self.workers.discard(worker)
                 raise
-            self.idle.put(worker)
+            self.workers.put(worker)
             return reply
 
-    def _take(self) -> _Worker:
-        while True:
-            try:
-                worker = self.idle.get_nowait()
-            except queue.Empty:
-                break
-            if worker.proc.poll() is None:
-                return worker
-            self._drop(worker)  # ended while idle (killed from outside)
-        worker = _Worker()
-        with self.lock:
-            self.all.append(worker)
-        return worker
-
-    def _drop(self, worker: _Worker) -> None:
-        worker.close()
-        with self.lock:
-            self.all.remove(worker)
-
     def close(self) -> None:
-        with self.lock:
-            workers, self.all = self.all, []
-        for worker in workers:
-            worker.close()
+        self.workers.close()
 
 
 _pool: _Pool | None = None

@@ -22,7 +22,6 @@ import contextvars
 import itertools
 import json
 import os
-import queue
 import signal
 import socket
 import subprocess
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import hf_skillfollow
+from hf_skillfollow.scoring._idle import IdlePool
 from hf_skillfollow.scoring._rootfs import SCRATCH
 
 _ZYGOTE = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._zygote"]
@@ -316,44 +316,7 @@ class _Zygote:
         self.proc.wait()
 
 
-class _Zygotes:
-    """Idle zygotes, reused by later runs; started on demand, closed at exit."""
-
-    def __init__(self) -> None:
-        self.idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.all: set[_Zygote] = set()
-
-    def take(self) -> _Zygote:
-        while True:
-            try:
-                zygote = self.idle.get_nowait()
-            except queue.Empty:
-                break
-            if zygote.alive():
-                return zygote
-            self.discard(zygote)
-        zygote = _Zygote()
-        with self.lock:
-            self.all.add(zygote)
-        return zygote
-
-    def put(self, zygote: _Zygote) -> None:
-        self.idle.put(zygote)
-
-    def discard(self, zygote: _Zygote) -> None:
-        zygote.close()
-        with self.lock:
-            self.all.discard(zygote)
-
-    def close(self) -> None:
-        with self.lock:
-            zygotes, self.all = self.all, set()
-        for zygote in zygotes:
-            zygote.close()
-
-
-_zygotes = _Zygotes()
+_zygotes: IdlePool[_Zygote] = IdlePool(_Zygote)
 atexit.register(_zygotes.close)
 
 

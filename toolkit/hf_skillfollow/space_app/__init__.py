@@ -1,7 +1,8 @@
 """The leaderboard app shared by the Hugging Face Space (`space/app.py`) and `hf-skillfollow leaderboard`.
 
-Every number it shows is recomputed at load from `transitions` rows with
-`hf_skillfollow.metrics.compute_cells`; nothing pre-aggregated is read. Submodules import
+Every number it shows is computed from `transitions` rows with
+`hf_skillfollow.metrics.compute_cells`; nothing pre-aggregated is read. What it computed is
+cached keyed by the sources' revisions (`_cache`), so an unchanged start reads no rows. Submodules import
 gradio, pandas and pyarrow, so this package only re-exports lazily.
 """
 

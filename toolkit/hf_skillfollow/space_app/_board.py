@@ -1,6 +1,7 @@
 """The board's data: cells computed once at load, then only filtered.
 
-All metrics come from `hf_skillfollow.metrics.compute_cells` over the loaded transitions.
+All metrics come from `hf_skillfollow.metrics.compute_cells` over the loaded transitions, or
+from the start-up cache of an earlier such computation over the same revisions (`_cache`).
 Filters, thresholds and sorting work on the precomputed frame (masks over ~10^4 rows), so a
 filter change never recomputes a bootstrap.
 """

@@ -64,12 +64,14 @@ def cache_dir() -> Path | None:
 
 def board_key(sources: Sequence[str], resamples: int) -> str | None:
     """The entry's name for these sources now, or None when a revision cannot be told."""
-    revisions = []
-    for source in sources:
-        revision = source_revision(source)
-        if revision is None:
-            return None
-        revisions.append([source, revision])
+    from concurrent.futures import ThreadPoolExecutor
+
+    # One Hub round trip per repo: asked side by side, not one after another.
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(sources)))) as pool:
+        found = list(pool.map(source_revision, sources))
+    if any(r is None for r in found):
+        return None
+    revisions = [[s, r] for s, r in zip(sources, found, strict=True)]
     material = {
         "format": FORMAT,
         "resamples": resamples,

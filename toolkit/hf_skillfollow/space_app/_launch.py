@@ -33,7 +33,7 @@ def resamples_from_env(default: int | None = None) -> int:
 def make_demo(
     sources: Sequence[str] = (), *, discover: bool | None = None, resamples: int | None = None
 ) -> gr.Blocks:
-    """Load every source, compute the cells once, and build the app.
+    """Load every source (or its cached cells), compute the cells once, and build the app.
 
     Importing gradio takes about as long as loading 10^6 rows and computing their cells, and
     parquet reads and numpy release the GIL, so the board loads in a worker thread while this

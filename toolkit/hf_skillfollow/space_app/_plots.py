@@ -15,10 +15,13 @@ from html import escape
 import numpy as np
 import pandas as pd
 
-from hf_skillfollow.space_app._table import fast_records, interval, pp
+from hf_skillfollow.space_app._table import MAX_TABLE_ROWS, fast_records, interval, pp
 
-#: Points per plot. Larger selections plot a sample (see `capped`) and the caption says so.
-MAX_POINTS = 500
+#: Points per plot, as many as the table's first page shows. Larger
+#: selections plot a sample (see `capped`) and the caption says so. Each point is an SVG group
+#: with its hover text; at 500 points the three plots were ~0.5 MB of page and took Chromium
+#: ~1 s longer to draw than at 150-200 (bench/space.py, 12,500 cells).
+MAX_POINTS = MAX_TABLE_ROWS
 _W, _H = 440, 330
 _L, _R, _T, _B = 54, 12, 12, 46  # margins: room for tick labels and axis titles
 _PALETTE = 10  # colour classes sf-c0 .. sf-c9 in the page CSS

@@ -1,0 +1,57 @@
+"""Idle worker processes kept for reuse: the reference workers and the sandbox's zygotes."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+
+class Worker(Protocol):
+    def alive(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+W = TypeVar("W", bound=Worker)
+
+
+class IdlePool(Generic[W]):
+    """Workers started on demand by ``start``; a taken worker is either put back or
+    discarded by its taker. A worker that died while idle (killed from outside) is replaced."""
+
+    def __init__(self, start: Callable[[], W]) -> None:
+        self.start = start
+        self.idle: queue.SimpleQueue[W] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.all: list[W] = []
+
+    def take(self) -> W:
+        while True:
+            try:
+                worker = self.idle.get_nowait()
+            except queue.Empty:
+                break
+            if worker.alive():
+                return worker
+            self.discard(worker)
+        worker = self.start()
+        with self.lock:
+            self.all.append(worker)
+        return worker
+
+    def put(self, worker: W) -> None:
+        self.idle.put(worker)
+
+    def discard(self, worker: W) -> None:
+        worker.close()
+        with self.lock:
+            if worker in self.all:
+                self.all.remove(worker)
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.all = self.all, []
+        for worker in workers:
+            worker.close()
