@@ -193,6 +193,19 @@ def test_foreign_repo_folder_is_reported_as_not_skillfollow(tmp_path: Path) -> N
         load_transitions(repo)
 
 
+def test_a_foreign_or_broken_file_in_a_repo_is_named(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    build_repo(two_cell_runs(tmp_path / "runs"), repo, repo_id="org/name")
+    shard = repo / "data" / "transitions" / "run-b0.parquet"
+    table = pq.read_table(shard)
+    pq.write_table(table.drop_columns(["adherence"]), shard)
+    with pytest.raises(SchemaError, match=rf"{shard} has other transitions columns or types"):
+        load_transitions(repo)
+    shard.write_bytes(b"PAR1 not really")
+    with pytest.raises(SchemaError, match=rf"{shard}: not a readable parquet file"):
+        load_transitions(repo)
+
+
 def test_unknown_source_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(HubError, match=r"no such file or directory, and not a Hub dataset repo id"):
         load_transitions(str(tmp_path / "nope" / "x" / "y"))

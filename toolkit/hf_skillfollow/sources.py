@@ -9,6 +9,7 @@ is validated against schema v1 under its own name, so an error says which file i
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -62,21 +63,23 @@ def _folder_files(folder: Path) -> list[Path]:
     own = folder / RUN_TRANSITIONS
     if own.is_file():
         return [own]
-    found = {p for p in folder.rglob(RUN_TRANSITIONS) if p.is_file()}
-    found |= {
-        p for p in folder.rglob("*.parquet") if p.is_file() and _in_transitions_dir(p, folder)
-    }
+    found: list[str] = []
+    # One os.walk (a repo of 10^4 runs is 10^4 files): run files anywhere, and *.parquet in
+    # a folder that is, or is inside, a data/transitions folder.
+    for dirpath, _dirnames, filenames in os.walk(folder):
+        parts = Path(dirpath).relative_to(folder).parts
+        shard_dir = any(parts[i : i + 2] == ("data", "transitions") for i in range(len(parts)))
+        found += [
+            os.path.join(dirpath, f)
+            for f in filenames
+            if f == RUN_TRANSITIONS or (shard_dir and f.endswith(".parquet"))
+        ]
     if not found:
         raise SourceError(
             f"{folder}: no transitions found (looked for {RUN_TRANSITIONS} in run directories and "
             "*.parquet under data/transitions/)"
         )
-    return sorted(found)
-
-
-def _in_transitions_dir(path: Path, root: Path) -> bool:
-    parts = path.relative_to(root).parts[:-1]
-    return any(parts[i : i + 2] == ("data", "transitions") for i in range(len(parts) - 1))
+    return [Path(f) for f in sorted(found, key=lambda f: f.split(os.sep))]  # as Paths sort
 
 
 def _read_file(path: Path) -> pa.Table:
