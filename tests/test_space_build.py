@@ -106,7 +106,11 @@ def test_the_board_imports_no_evaluation_package(tmp_path: Path) -> None:
     build_space(root, SOURCES)
     repo = _repo_folder(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env |= {"GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    env |= {
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "HF_HUB_OFFLINE": "1",
+        "SKILLFOLLOW_BOARD_CACHE": str(tmp_path / "board-cache"),  # not the user's cache
+    }
     proc = subprocess.run(
         [sys.executable, "-c", _BOARD_IMPORTS, str(repo)],
         cwd=root,
@@ -265,6 +269,7 @@ def test_built_space_runs_from_a_fresh_venv_and_shows_the_right_numbers(tmp_path
         "GRADIO_SERVER_NAME": "127.0.0.1",
         "GRADIO_ANALYTICS_ENABLED": "False",
         "HF_HUB_OFFLINE": "1",
+        "SKILLFOLLOW_BOARD_CACHE": str(tmp_path / "board-cache"),  # not the user's cache
     }
     with open(log, "w") as out:
         proc = subprocess.Popen(

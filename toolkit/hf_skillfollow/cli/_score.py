@@ -119,8 +119,7 @@ def score(
     benchmark: str, samples: Path, output: Path, tasks_file: Path | None, workers: int
 ) -> None:
     """Score EvalPlus-format samples; code runs in the sandbox (base + plus inputs)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from hf_skillfollow.cli._progress import unit_progress
     from hf_skillfollow.scoring import score_many
     from hf_skillfollow.tasks import TaskLoadError, load_tasks
 
@@ -129,22 +128,10 @@ def score(
     except TaskLoadError as exc:
         raise click.ClickException(str(exc)) from None
     pairs = read_samples(samples, {t.task_id: t for t in tasks})
-    columns = (
-        TextColumn("[bold]scoring"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[passed]} passed"),
-    )
-    with Progress(*columns) as progress:
-        bar = progress.add_task("score", total=len(pairs), passed=0)
-        passed = [0]
-
-        def tick(verdict: Any) -> None:
-            passed[0] += int(verdict.passed)
-            progress.update(bar, advance=1, passed=passed[0])
-
-        verdicts = score_many(pairs, workers=workers, extract=False, progress=tick)
+    with unit_progress(len(pairs), "scoring") as on_done:
+        verdicts = score_many(
+            pairs, workers=workers, extract=False, progress=lambda v: on_done(not v.passed)
+        )
     write_verdicts(output, verdicts)
     n_pass = sum(v.passed for v in verdicts)
     click.echo(f"{benchmark} ({version}): {n_pass}/{len(verdicts)} passed; verdicts in {output}")

@@ -73,8 +73,10 @@ def score_many(
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
 
-    def one(item: tuple[int, tuple[Task, str]]) -> Verdict:
-        i, (task, text) = item
+    verdicts: list[Verdict] = []
+
+    def one(i: int) -> None:
+        task, text = pairs[i]
         if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, text)
@@ -85,14 +87,20 @@ def score_many(
             on_result(i, verdict)
         if progress is not None:
             progress(verdict)
-        return verdict
+        verdicts[i] = verdict
 
     from concurrent.futures import ThreadPoolExecutor
 
+    # Longest first (by the canonical solution's CPU time, where its expected outputs are
+    # cached): a task as slow as MBPP+'s Mbpp/599 (45 s) then no longer ends the batch alone.
+    order = sorted(range(len(pairs)), key=lambda i: -_known_cost(pairs[i][0]))
+    verdicts.extend([Verdict("", False, "")] * len(pairs))
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
-                return list(threads.map(one, enumerate(pairs)))
+                for _ in threads.map(one, order):
+                    pass
+                return verdicts
             except BaseException:
                 # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
                 scope.cancel()
@@ -122,6 +130,14 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
         raise
 
 
+def _known_cost(task: Task) -> float:
+    if _is_math(task):
+        return 0.0
+    from hf_skillfollow.scoring._code import cached_reference_cpu
+
+    return cached_reference_cpu(task)
+
+
 def _is_math(task: Task) -> bool:
     from hf_skillfollow.benchmarks import BENCHMARKS
 
@@ -140,7 +156,12 @@ def _pool() -> ProcessPoolExecutor:
     global _shared_pool
     with _pool_lock:
         if _shared_pool is None:
+            import atexit
+
             _shared_pool = _new_pool(2)
+            # shut down before interpreter teardown, which would leave its weakref callback
+            # to find multiprocessing half gone
+            atexit.register(_shared_pool.shutdown, cancel_futures=True)
         return _shared_pool
 
 

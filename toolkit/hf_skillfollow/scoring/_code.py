@@ -172,6 +172,18 @@ def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Pat
         return payload_path, json.loads(header_path.read_text())
 
 
+def cached_reference_cpu(task: Any) -> float:
+    """The canonical solution's CPU seconds if its expected outputs are cached, else 0."""
+    if "base_input" not in task.problem:
+        return 0.0
+    header = cache_dir() / task.benchmark / f"{task_key(task)}.json"
+    try:
+        h = json.loads(header.read_text())
+        return float(h["base_cpu_s"]) + float(h["plus_cpu_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
 def _lock(key: str) -> threading.Lock:
     with _locks_guard:
         return _locks.setdefault(key, threading.Lock())
