@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from hf_skillfollow.hub._card import render_card
-from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache, code_fingerprint
+from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
     MANIFEST,
@@ -174,6 +174,20 @@ def build_fixture(args: argparse.Namespace, n_old: int) -> Fixture:
     return fixture
 
 
+def _card_code() -> str:
+    """Hash of the code that writes the counts, the card and its cache (hub/, metrics/)."""
+    import hashlib
+
+    import hf_skillfollow.hub as hub
+    import hf_skillfollow.metrics as metrics
+
+    digest = hashlib.sha256()
+    for package in (hub, metrics):
+        for path in sorted(Path(package.__file__).parent.glob("*.py")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _derived_files(
     fixture: Fixture, table: pa.Table | None, sizes: tuple[int, ...], rows_per_run: int
 ) -> None:
@@ -186,7 +200,7 @@ def _derived_files(
         names = (f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json")
         fingerprint = root / f"code-{n}.txt"
         if all((root / name).is_file() for name in names) and (
-            fingerprint.is_file() and fingerprint.read_text() == code_fingerprint()
+            fingerprint.is_file() and fingerprint.read_text() == _card_code()
         ):
             continue
         if table is None:
@@ -197,7 +211,7 @@ def _derived_files(
         (root / names[0]).write_bytes(stats_bytes(stats))
         (root / names[1]).write_text(card, encoding="utf-8")
         (root / names[2]).write_bytes(cache.to_bytes())
-        fingerprint.write_text(code_fingerprint())
+        fingerprint.write_text(_card_code())
 
 
 def timed(label: str, fn, results: dict[str, float], repeats: int = 1):  # noqa: ANN001, ANN201

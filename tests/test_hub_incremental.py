@@ -195,6 +195,25 @@ def test_card_lists_only_computed_cells_yet_counts_them_all() -> None:
     assert f"**{MAX_CARD_CELLS + 5}** cell(s)" in card
 
 
+def test_card_lists_the_first_cells_in_display_order_as_text() -> None:
+    # "seed 100" sorts before "seed 42" as text, as the card's key compares them; versions
+    # and pools too. The 200 listed cells must be the first 200 of that order.
+    rows = []
+    for i in range(MAX_CARD_CELLS + 7):
+        rows += outcome_rows(
+            CELL_B,
+            run_id=f"r{i}",
+            cell_id=f"c{(i * 37) % 1000:04d}",
+            model="org/m",
+            partition_seed=i,
+            benchmark_version=f"v{i % 3}",
+            condition=("normal", "filler")[i % 2],
+        )
+    transitions = transitions_from_rows(rows)
+    card = render_card(run_stats(transitions), repo_id="org/x", has_traces=False)
+    assert _table(card, CELL_HEADER) == _expected_cells(transitions)[:MAX_CARD_CELLS]
+
+
 class ConflictingHfApiDouble(RecordingHfApiDouble):
     """The recording double, plus the Hub's answer to a stale `parent_commit`.
 

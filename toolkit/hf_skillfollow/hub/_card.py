@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import yaml
 
 from hf_skillfollow._version import __version__
+from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
 from hf_skillfollow.hub._columns import schema_rows
 from hf_skillfollow.hub._layout import ANNOTATIONS_DIR, TRACES_DIR, TRANSITIONS_DIR
 from hf_skillfollow.hub._stats import STATS_PATH
@@ -24,9 +25,6 @@ from hf_skillfollow.schema import (
     TRACES_SCHEMA,
     TRANSITIONS_SCHEMA,
 )
-
-if TYPE_CHECKING:
-    from hf_skillfollow.hub._card_cache import CardRowCache
 
 TEMPLATE = "results_card.md.j2"
 #: Cells listed in the card; the rest are counted and left to `hf-skillfollow report`.
@@ -83,6 +81,7 @@ def render_card(
         "has_traces": has_traces,
         "space": space,
         "stats_path": STATS_PATH,
+        "card_cells_path": CARD_CELLS_PATH,
         "transitions_schema": schema_rows(TRANSITIONS_SCHEMA),
         "traces_schema": schema_rows(TRACES_SCHEMA),
         "has_annotations": has_annotations,
@@ -192,7 +191,7 @@ def cell_rows(
     repo of 10,000 cells costs at most 200 cells. Of those, only cells whose counts are not
     in `cache` (`_card_cache.py`) are computed, so a push computes the cells it changed.
     """
-    from hf_skillfollow.hub._card_cache import CardRowCache, cell_key
+    from hf_skillfollow.hub._card_cache import cell_key
     from hf_skillfollow.hub._numbers import cell_display, compute_cell_metrics
     from hf_skillfollow.metrics import COUNT_COLUMNS
 
@@ -224,47 +223,62 @@ def _listed_cells(stats: pa.Table) -> tuple[pa.Table, Any, Any, int]:
     """The stats rows of the first MAX_CARD_CELLS cells in the card's order.
 
     Returns those rows (cell by cell), each row's cell number (0 = first listed), the first
-    row of each listed cell, and the number of cells in all. Sorted by the card's display
-    key (`_numbers.cell_display_key`), built column-wise: a repo holds 10^4 cells.
+    row of each listed cell, and the number of cells in all. The order is the card's display
+    key (`_numbers.cell_display_key`), then the other cell columns, which make equal keys one
+    cell. Done on integer codes (a repo holds 10^4 cells; string sorts over twenty columns
+    cost more than the rest of a push).
     """
     import numpy as np
     import pyarrow.compute as pc
 
-    from hf_skillfollow.metrics._frame import segment_starts
-
     def text(name: str) -> pa.ChunkedArray:
         return pc.cast(stats.column(name), pa.string())
 
-    display = {
-        "_benchmark": pc.utf8_trim_whitespace(
+    display = [
+        pc.utf8_trim_whitespace(
             pc.binary_join_element_wise(text("benchmark"), text("benchmark_version"), " ")
         ),
-        "_model": text("model"),
-        "_pool": pc.binary_join_element_wise(text("skill_pool"), text("condition"), " / "),
-        "_partition": pc.binary_join_element_wise(
+        stats.column("model"),
+        pc.binary_join_element_wise(text("skill_pool"), text("condition"), " / "),
+        pc.binary_join_element_wise(
             "seed ", text("partition_seed"), ", ", text("partition_size"), " tasks", ""
         ),
-        "_cell_id": text("cell_id"),
-    }
-    # With the other cell columns the key holds every cell column (cell_id and model as they
-    # are), so equal keys are one cell, and cells are contiguous once sorted.
-    rest = [text(c) for c in CELL_COLUMNS if c not in ("cell_id", "model")]
-    parts = [*display.values(), *rest]
-    # One string joined with NUL sorts like the tuple of its parts when no part holds a NUL
-    # (NUL sorts first), and one sort key is several times faster than twenty.
-    joined = pc.binary_join_element_wise(*parts, "\x00")
-    if pc.max(pc.count_substring(joined, "\x00")).as_py() == len(parts) - 1:
-        order = pc.sort_indices(joined)
-        starts = segment_starts(pa.table({"key": joined.take(order)}), ["key"])
-    else:
-        keys = pa.table({str(i): part for i, part in enumerate(parts)})
-        order = pc.sort_indices(keys, [(c, "ascending") for c in keys.column_names])
-        starts = segment_starts(keys.take(order), keys.column_names)
+        stats.column("cell_id"),
+    ]
+    rest = [stats.column(c) for c in CELL_COLUMNS if c not in ("cell_id", "model")]
+    key = np.zeros(stats.num_rows, dtype=np.int64)
+    span = 1
+    for column, ordered in [*((c, True) for c in display), *((c, False) for c in rest)]:
+        codes, n_values = _codes(column, ordered)
+        if span * n_values >= 2**62:  # renumber densely, keeping the order
+            key = np.unique(key, return_inverse=True)[1].astype(np.int64)
+            span = int(key.max()) + 1
+        key = key * n_values + codes
+        span *= n_values
+    order = np.argsort(key, kind="stable")
+    ordered_key = key[order]
+    starts = np.flatnonzero(np.r_[True, ordered_key[1:] != ordered_key[:-1]])
     n_cells = len(starts)
     end = int(starts[MAX_CARD_CELLS]) if n_cells > MAX_CARD_CELLS else stats.num_rows
     starts = starts[:MAX_CARD_CELLS]
     codes = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, end)))
-    return stats.take(order.slice(0, end)), codes, starts, n_cells
+    return stats.take(pa.array(order[:end])), codes, starts, n_cells
+
+
+def _codes(column: pa.ChunkedArray, ordered: bool) -> tuple[Any, int]:
+    """Integer code of each value and the number of values; with `ordered`, codes follow the
+    values' sort order (strings by code point, as Python compares them)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    encoded = column.combine_chunks().dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_values = len(encoded.dictionary)
+    if ordered:
+        rank = np.empty(n_values, dtype=np.int64)
+        rank[pc.sort_indices(encoded.dictionary).to_numpy()] = np.arange(n_values)
+        codes = rank[codes]
+    return codes, max(n_values, 1)
 
 
 def _sum_by(codes: Any, column: pa.ChunkedArray, n: int) -> Any:

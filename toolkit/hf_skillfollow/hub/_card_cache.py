@@ -57,7 +57,7 @@ def cell_key(identity: Mapping[str, Any], n_runs: int, counts: Iterable[int]) ->
     # repr of str/int/float/None is exact and stable across runs and platforms (floats print
     # their shortest round-trip form), and ten times cheaper than JSON for 200 cells.
     payload = repr(
-        (code_fingerprint(), sorted(identity.items()), int(n_runs), [int(c) for c in counts])
+        (_code_fingerprint(), sorted(identity.items()), int(n_runs), [int(c) for c in counts])
     )
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -78,7 +78,7 @@ def _parse(data: bytes | None) -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
-def code_fingerprint() -> str:
+def _code_fingerprint() -> str:
     """Hash of the sources that turn counts into a card row: a changed formula or display
     format invalidates every cached row, even without a version bump."""
     import hf_skillfollow.formatting as formatting

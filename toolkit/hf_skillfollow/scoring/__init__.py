@@ -156,7 +156,12 @@ def _pool() -> ProcessPoolExecutor:
     global _shared_pool
     with _pool_lock:
         if _shared_pool is None:
+            import atexit
+
             _shared_pool = _new_pool(2)
+            # shut down before interpreter teardown, which would leave its weakref callback
+            # to find multiprocessing half gone
+            atexit.register(_shared_pool.shutdown, cancel_futures=True)
         return _shared_pool
 
 

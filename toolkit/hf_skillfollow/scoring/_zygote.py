@@ -45,7 +45,8 @@ _PRELOAD += ("string", "typing", "fractions", "decimal", "operator", "copy")
 def main(sock_fd: int) -> None:
     for name in _PRELOAD:
         __import__(name)
-    _oracle.special_oracle()  # the judge's comparison of special tasks, also loaded once
+    with contextlib.suppress(ImportError):  # without EvalPlus the judge says so per task
+        _oracle.special_oracle()  # EvalPlus's special oracles, also loaded once
     sock = socket.socket(fileno=sock_fd)
     while True:
         try:
