@@ -216,11 +216,11 @@ class App:
 
 
 def ours(path: Path, resamples: int, cache: Path | None) -> App:
-    """The board; `cache` None = a fresh, empty cache folder for every start."""
+    """The board; `cache` None = a fresh, empty cache folder (beside `path`) for every start."""
     from hf_skillfollow.space_app._cache import ENV_CACHE
 
     def env() -> dict[str, str]:
-        return {ENV_CACHE: str(cache or tempfile.mkdtemp(prefix="sf-bench-cold-"))}
+        return {ENV_CACHE: str(cache or tempfile.mkdtemp(prefix="cold-", dir=path.parent))}
 
     return App(
         "ours, warm cache" if cache else "ours, cold cache",
@@ -279,12 +279,12 @@ def measure(ctx, app: App, resamples: int) -> tuple[float, list[float]]:
         _stop(proc)
 
 
-def _browser():
+def _browser(profile: str):
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
     ctx = pw.chromium.launch_persistent_context(
-        tempfile.mkdtemp(prefix="sf-bench-chromium-"),
+        profile,
         executable_path=CHROMIUM,
         args=CHROMIUM_ARGS,
         headless=True,
@@ -380,13 +380,14 @@ def main() -> None:
     args = ap.parse_args()
     if min(args.cells) < 1 or args.tasks < 1 or args.repeats < 1 or args.resamples < 1:
         ap.error("--cells, --tasks, --repeats and --resamples must be positive")
-    pw, ctx = (None, None) if args.no_browser else _browser()
-    try:
-        table = [row for n in args.cells for row in run_size(n, args, ctx)]
-    finally:
-        if ctx is not None:
-            ctx.close()
-            pw.stop()
+    with tempfile.TemporaryDirectory(prefix="sf-bench-chromium-") as profile:
+        pw, ctx = (None, None) if args.no_browser else _browser(profile)
+        try:
+            table = [row for n in args.cells for row in run_size(n, args, ctx)]
+        finally:
+            if ctx is not None:
+                ctx.close()
+                pw.stop()
     if args.no_browser:
         return
     header = ("data", "app", "render", "render vs bare", "filter", "filter vs bare", "load 1/5 min")

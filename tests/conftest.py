@@ -22,6 +22,13 @@ os.environ.setdefault("SKILLFOLLOW_MBPP_FILE", str(DATA_DIR / "mbppplus-v0.1.0.j
 os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _board_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The leaderboard's start-up cache (space_app/_cache.py) of every test, and of every app
+    process a test starts, in a temp folder instead of the user's ~/.cache."""
+    os.environ["SKILLFOLLOW_BOARD_CACHE"] = str(tmp_path_factory.mktemp("board-cache"))
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not (DATA_DIR / "mbppplus-v0.1.0.jsonl").is_file():
