@@ -139,6 +139,21 @@ def test_score_many_keeps_order_and_mixes_verdicts(mbpp: dict[str, Task]) -> Non
     assert sorted(seen) == sorted(ids)
 
 
+def test_slow_tasks_are_ranked_first(mbpp: dict[str, Task]) -> None:
+    """score_many starts the slowest tasks first: without cached expected outputs Mbpp/599
+    (whose canonical solution needs ~45 s of CPU, the most in MBPP+) ranks among the first
+    tenth by its inputs; a cached task ranks by its canonical solution's measured CPU time,
+    after the uncached ones (which also need their reference run)."""
+    from hf_skillfollow.scoring._code import cost_rank
+
+    uncached = [t for t in mbpp.values() if t.task_id != "Mbpp/3"]
+    ids = [t.task_id for t in sorted(uncached, key=cost_rank)]
+    assert ids.index("Mbpp/599") < len(ids) // 10
+    _, header = ensure_expected(mbpp["Mbpp/3"])
+    assert cost_rank(mbpp["Mbpp/3"]) == (1, -(header["base_cpu_s"] + header["plus_cpu_s"]))
+    assert cost_rank(mbpp["Mbpp/599"]) < cost_rank(mbpp["Mbpp/3"])
+
+
 @pytest.fixture(scope="module")
 def humaneval(data_dir: Path) -> dict[str, Task]:
     path = data_dir / "HumanEvalPlus-v0.1.10.jsonl.gz"

@@ -91,9 +91,9 @@ def score_many(
 
     from concurrent.futures import ThreadPoolExecutor
 
-    # Longest first (by the canonical solution's CPU time, where its expected outputs are
-    # cached): a task as slow as MBPP+'s Mbpp/599 (45 s) then no longer ends the batch alone.
-    order = sorted(range(len(pairs)), key=lambda i: -_known_cost(pairs[i][0]))
+    # Longest first, so that a task as slow as MBPP+'s Mbpp/599 (45 s, twice when its
+    # expected outputs are not cached yet) does not end the batch alone.
+    order = sorted(range(len(pairs)), key=lambda i: _cost_rank(pairs[i][0]))
     verdicts.extend([Verdict("", False, "")] * len(pairs))
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
@@ -130,12 +130,12 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
         raise
 
 
-def _known_cost(task: Task) -> float:
+def _cost_rank(task: Task) -> tuple[int, float]:
     if _is_math(task):
-        return 0.0
-    from hf_skillfollow.scoring._code import cached_reference_cpu
+        return (2, 0.0)
+    from hf_skillfollow.scoring._code import cost_rank
 
-    return cached_reference_cpu(task)
+    return cost_rank(task)
 
 
 def _is_math(task: Task) -> bool:

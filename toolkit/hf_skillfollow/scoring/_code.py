@@ -172,16 +172,31 @@ def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Pat
         return payload_path, json.loads(header_path.read_text())
 
 
-def cached_reference_cpu(task: Any) -> float:
-    """The canonical solution's CPU seconds if its expected outputs are cached, else 0."""
+def cost_rank(task: Any) -> tuple[int, float]:
+    """Sort key, most expensive first: tasks without cached expected outputs (they need the
+    reference run too) by the sum of the integers up to 10**9 among their inputs — loop
+    bounds: the slowest canonical solutions loop up to one (Mbpp/599 sums ``range(10**8)``)
+    and larger integers are arithmetic operands, not bounds — then cached tasks by the
+    canonical solution's CPU seconds."""
     if "base_input" not in task.problem:
-        return 0.0
+        return (2, 0.0)
     header = cache_dir() / task.benchmark / f"{task_key(task)}.json"
     try:
         h = json.loads(header.read_text())
-        return float(h["base_cpu_s"]) + float(h["plus_cpu_s"])
+        return (1, -(float(h["base_cpu_s"]) + float(h["plus_cpu_s"])))
     except (OSError, ValueError, KeyError, TypeError):
-        return 0.0
+        p = task.problem
+        bounds = sum(
+            abs(a) if abs(a) <= _LOOP_BOUND else 0
+            for inp in (*p["base_input"], *p["plus_input"])
+            if isinstance(inp, list | tuple)
+            for a in inp
+            if type(a) is int
+        )
+        return (0, -float(bounds))
+
+
+_LOOP_BOUND = 10**9
 
 
 def _lock(key: str) -> threading.Lock:
