@@ -155,4 +155,3 @@ def test_an_error_text_posing_as_a_timeout_is_marked_as_the_programs(task: Task)
     verdict = score_solution(task, program)
     assert not verdict.passed
     assert verdict.reason == "base input #0: raised timeout: CPU time budget of 4.0 s exceeded"
-
