@@ -61,6 +61,11 @@ class Verification:
     def disagreements(self) -> list[tuple[RowCheck, str]]:
         return [(r, arm) for r in self.checked for arm in ARMS if not r.arms[arm].agrees]
 
+    def provenance(self) -> dict[str, str]:
+        """Who verified, where, when and with which code: shown and recorded alike."""
+        keys = ("verification_id", "verified_at", "verified_by", "machine")
+        return {k: getattr(self, k) for k in (*keys, "toolkit_version", "scorer_version")}
+
 
 def new_verification(releases: Releases, verified_by: str | None = None) -> Verification:
     from hf_skillfollow._version import __version__

@@ -17,12 +17,7 @@ def summary(v: Verification) -> dict[str, Any]:
     """Everything the output shows, as plain JSON-ready values."""
     return {
         "status": "disagree" if v.disagreements else "agree",
-        "verification_id": v.verification_id,
-        "verified_at": v.verified_at,
-        "verified_by": v.verified_by,
-        "machine": v.machine,
-        "toolkit_version": v.toolkit_version,
-        "scorer_version": v.scorer_version,
+        **v.provenance(),
         "benchmark_releases": v.releases,
         "rows_checked": len(v.checked),
         "rows_agreeing": sum(r.agrees for r in v.checked),

@@ -18,12 +18,7 @@ def record_tables(v: Verification) -> dict[str, pa.Table]:
         by_run.setdefault(r.run_id, []).append(
             {
                 "schema_version": SCHEMA_VERSION,
-                "verification_id": v.verification_id,
-                "verified_at": v.verified_at,
-                "verified_by": v.verified_by,
-                "machine": v.machine,
-                "toolkit_version": v.toolkit_version,
-                "scorer_version": v.scorer_version,
+                **v.provenance(),
                 "benchmark": r.benchmark,
                 "benchmark_version": r.benchmark_version,
                 "benchmark_release": v.releases.get(r.benchmark_version, r.benchmark_version),
