@@ -1,12 +1,10 @@
 """The annotations config through the real Hub read path: a repo folder from `push --dry-run`
-served by the olah mirror (see tests/test_hub_read_path_olah.py), read by the unmodified
+served by the olah mirror (tests/_olah.py), read by the unmodified
 `datasets` client and by `hf-skillfollow report ORG/NAME --annotations`."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli
 from tests._annotation_fixtures import ScriptedAnnotatorDouble, label_json, write_annotation_run
-from tests.test_hub_read_path_olah import _client, _free_port, _git_commit, _wait_ready
+from tests._olah import client, git_commit, mirror
 
 REPO_ID = "org/annotated"
 LABELS = {
@@ -39,29 +37,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     repo = root / "mirrors" / "datasets" / "org" / "annotated"
     res = CliRunner().invoke(cli, ["push", str(run_dir), "--repo", REPO_ID, "--dry-run", str(repo)])
     assert res.exit_code == 0, res.output
-    _git_commit(repo)
-    port = _free_port()
-    config = root / "olah.toml"
-    config.write_text(
-        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nrepos-path = "{root / "cache"}"\n'
-        f'mirrors-path = ["{root / "mirrors"}"]\nmirror-netloc = "127.0.0.1:{port}"\n'
-        f'mirror-lfs-netloc = "127.0.0.1:{port}"\n[accessibility]\noffline = true\n'
-    )
-    log = root / "olah.out"
-    olah = [sys.executable, "-c", "from olah.server import cli; cli()"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*olah, "-c", str(config), "--log-path", str(root / "logs")],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(f"{endpoint}/api/datasets/{REPO_ID}/revision/main", proc, log)
+    git_commit(repo)
+    with mirror(root, REPO_ID) as endpoint:
         yield {"endpoint": endpoint, "run_dir": run_dir}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 LOAD = """
@@ -75,7 +53,7 @@ print(json.dumps({"rows": rows, "report": report.stdout, "stderr": report.stderr
 
 
 def test_annotations_config_and_report_through_the_mirror(served: dict, tmp_path: Path) -> None:
-    proc = _client(served, LOAD, REPO_ID, tmp=tmp_path)
+    proc = client(served["endpoint"], LOAD, REPO_ID, tmp=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     published = pq.read_table(served["run_dir"] / "annotations.parquet").to_pylist()

@@ -1,20 +1,11 @@
-"""The real read path: a repo folder from `push --dry-run`, served by the olah Hub mirror.
-
-olah (PyPI) runs offline on 127.0.0.1 and serves local git repos through the Hub's HTTP API,
-so the unmodified `huggingface_hub` and `datasets` clients read our repo exactly as they would
-read huggingface.co. HF_ENDPOINT must be set before those packages are imported, so every
-client runs in a fresh subprocess.
-"""
+"""The real read path: a repo folder from `push --dry-run`, served by the olah Hub mirror
+(tests/_olah.py), read by the unmodified `huggingface_hub` and `datasets` clients exactly as
+they would read huggingface.co, each in a fresh interpreter."""
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,41 +15,10 @@ from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli
 from tests._fixtures_hub import two_cell_runs
+from tests._olah import client, git_commit, mirror
 
-ROOT = Path(__file__).resolve().parents[1]
 REPO_ID = "org/results"
 TOKEN = "hf_TESTSECRETolahToken0987654321"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _git_commit(folder: Path) -> None:
-    env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org"}
-    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "commit.gpgsign=false", "commit", "-qm", "push"],
-    ):
-        subprocess.run(["git", *args], cwd=folder, env=env, check=True)
-
-
-def _wait_ready(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"olah exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"olah not ready after {timeout}s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -71,30 +31,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         cli, ["push", *map(str, runs), "--repo", REPO_ID, "--dry-run", str(repo)]
     )
     assert res.exit_code == 0, res.output
-    _git_commit(repo)
+    git_commit(repo)
     _foreign_repo(root / "mirrors" / "datasets" / "org" / "other")
-    port = _free_port()
-    config = root / "olah.toml"
-    config.write_text(
-        f'[basic]\nhost = "127.0.0.1"\nport = {port}\nrepos-path = "{root / "cache"}"\n'
-        f'mirrors-path = ["{root / "mirrors"}"]\nmirror-netloc = "127.0.0.1:{port}"\n'
-        f'mirror-lfs-netloc = "127.0.0.1:{port}"\n[accessibility]\noffline = true\n'
-    )
-    log = root / "olah.out"
-    olah = [sys.executable, "-c", "from olah.server import cli; cli()"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [*olah, "-c", str(config), "--log-path", str(root / "logs")],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(f"{endpoint}/api/datasets/{REPO_ID}/revision/main", proc, log)
+    with mirror(root, REPO_ID) as endpoint:
         yield {"endpoint": endpoint, "runs": runs, "root": root}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _foreign_repo(folder: Path) -> None:
@@ -105,25 +45,11 @@ def _foreign_repo(folder: Path) -> None:
         pa.table({"text": ["a", "b"], "label": [0, 1]}), folder / "data" / "train.parquet"
     )
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# not a results repo\n")
-    _git_commit(folder)
+    git_commit(folder)
 
 
 def _client(served: dict, code: str, *args: str, tmp: Path) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh interpreter whose Hub endpoint is the mirror (set before import)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE_"))}
-    env |= {
-        "HF_ENDPOINT": served["endpoint"],
-        "HF_HOME": str(tmp / "hf_home"),
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-    }
-    env |= {
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-        "PYTHONPATH": str(ROOT),
-    }
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300
-    )
+    return client(served["endpoint"], code, *args, tmp=tmp)
 
 
 def _sorted(rows: list[dict]) -> list[dict]:
