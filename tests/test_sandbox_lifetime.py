@@ -39,9 +39,12 @@ HARNESS = b"hf_skillfollow.scoring._zygote"  # zygotes and every process forked 
 SLEEPER = "import os, time\nos.fork()\ntime.sleep(600)\n"
 
 _REAPER = r"""
-import ctypes, os, subprocess, sys, threading, time
+import ctypes, os, signal, subprocess, sys, threading, time
 if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
     sys.exit('prctl failed')
+# A shell starting a job in the background (no job control) ignores SIGINT for it, and the
+# scorer would inherit that: the test is about how the scorer answers Ctrl-C, so restore it.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=open(os.environ['REAPER_LOG'], 'wb'))
 print(child.pid, flush=True)
