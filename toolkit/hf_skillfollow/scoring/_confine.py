@@ -140,6 +140,12 @@ def drop_capabilities() -> None:
         raise ConfineError("capset failed")
 
 
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent dies."""
+    if libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise ConfineError("prctl(PR_SET_PDEATHSIG) failed")
+
+
 def drop_privileges(uid: int | None, nproc: int) -> None:
     """Become ``uid`` (root mode) for good, cap its process count, forbid setuid gains."""
     if uid is not None:
@@ -148,9 +154,8 @@ def drop_privileges(uid: int | None, nproc: int) -> None:
         os.setresuid(uid, uid, uid)
         if os.getuid() != uid or os.geteuid() != uid:
             raise ConfineError("could not drop privileges")
-        # The parent-death signal set by `unshare --kill-child` is cleared by the uid change.
-        if libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise ConfineError("prctl(PR_SET_PDEATHSIG) failed")
+        # The parent-death signal (``_zygote.become_init``) is cleared by the uid change.
+        die_with_parent()
     # RLIMIT_NPROC counts the processes of the real uid: a fresh uid per candidate makes it
     # a per-candidate cap. Root (CAP_SYS_RESOURCE) would ignore it, hence the drop first.
     resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))

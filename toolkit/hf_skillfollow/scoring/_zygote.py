@@ -31,12 +31,19 @@ import sys
 from typing import NoReturn
 
 from hf_skillfollow.scoring import _harness, _oracle
-from hf_skillfollow.scoring._confine import MS_NODEV, MS_NOEXEC, MS_NOSUID, MS_REC, libc, mount
+from hf_skillfollow.scoring._confine import (
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_REC,
+    die_with_parent,
+    libc,
+    mount,
+)
 
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_PRIVATE = 1 << 18
-_PR_SET_PDEATHSIG = 1
 #: deterministic standard modules that programs commonly import: loaded once, here
 _PRELOAD = ("math", "cmath", "re", "collections", "itertools", "functools", "heapq", "bisect")
 _PRELOAD += ("string", "typing", "fractions", "decimal", "operator", "copy")
@@ -80,7 +87,7 @@ def start(fds: list[int]) -> NoReturn:
     out = fds[1]
     try:
         os.setsid()
-        _die_with_parent()
+        die_with_parent()
         req_fd, out, lifeline, *data = fds
         with os.fdopen(req_fd, "rb") as fh:
             req = json.loads(fh.read())
@@ -118,14 +125,9 @@ def enter_namespaces(user: bool) -> None:
 def become_init() -> None:
     """PID 1 of the new PID namespace: dies with the run's first process, sees only its own
     processes in a fresh ``/proc``, and keeps mounts from propagating to the host."""
-    _die_with_parent()
+    die_with_parent()
     mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-
-
-def _die_with_parent() -> None:
-    if libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError("prctl(PR_SET_PDEATHSIG) failed")
 
 
 def _pass_on(status: int) -> NoReturn:
