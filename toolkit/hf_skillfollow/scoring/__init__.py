@@ -73,7 +73,7 @@ def score_many(
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
 
-    verdicts: list[Verdict] = []
+    verdicts: dict[int, Verdict] = {}
 
     def one(i: int) -> None:
         task, text = pairs[i]
@@ -94,13 +94,12 @@ def score_many(
     # Longest first, so that a task as slow as MBPP+'s Mbpp/599 (45 s, twice when its
     # expected outputs are not cached yet) does not end the batch alone.
     order = sorted(range(len(pairs)), key=lambda i: _cost_rank(pairs[i][0]))
-    verdicts.extend([Verdict("", False, "")] * len(pairs))
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
                 for _ in threads.map(one, order):
                     pass
-                return verdicts
+                return [verdicts[i] for i in range(len(pairs))]
             except BaseException:
                 # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
                 scope.cancel()

@@ -164,8 +164,7 @@ def _canonical(x: Any) -> Any:
 def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Path, dict[str, Any]]:
     """Path of the task's cached payload (inputs + expected outputs) and its header."""
     key = task_key(task)
-    base = cache_dir() / task.benchmark
-    payload_path, header_path = base / f"{key}.pkl", base / f"{key}.json"
+    payload_path, header_path = _cache_paths(task, key)
     with _lock(key):
         if not (payload_path.is_file() and header_path.is_file()):
             _compute_expected(task, budget, payload_path, header_path)
@@ -180,9 +179,8 @@ def cost_rank(task: Any) -> tuple[int, float]:
     canonical solution's CPU seconds."""
     if "base_input" not in task.problem:
         return (2, 0.0)
-    header = cache_dir() / task.benchmark / f"{task_key(task)}.json"
     try:
-        h = json.loads(header.read_text())
+        h = json.loads(_cache_paths(task, task_key(task))[1].read_text())
         return (1, -(float(h["base_cpu_s"]) + float(h["plus_cpu_s"])))
     except (OSError, ValueError, KeyError, TypeError):
         p = task.problem
@@ -197,6 +195,12 @@ def cost_rank(task: Any) -> tuple[int, float]:
 
 
 _LOOP_BOUND = 10**9
+
+
+def _cache_paths(task: Any, key: str) -> tuple[Path, Path]:
+    """The task's cached payload (inputs + expected outputs) and its JSON header."""
+    base = cache_dir() / task.benchmark
+    return base / f"{key}.pkl", base / f"{key}.json"
 
 
 def _lock(key: str) -> threading.Lock:
