@@ -40,8 +40,10 @@ from hf_skillfollow.hub._layout import (
     RUN_TRANSITIONS,
     TRANSITIONS_DIR,
     parquet_bytes,
+    transitions_path,
 )
 from hf_skillfollow.hub._stats import STATS_PATH, run_stats, stats_bytes
+from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA
 
 
@@ -108,8 +110,9 @@ class Fixture:
     """The synthetic rows as files, built once and kept in a temp folder across bench runs.
 
     `files/` holds every run's published transitions file (the bytes a push would write),
-    `runs/` run directories of the runs the bench pushes (made on first use), `stats-N.parquet` and `README-N.md`
-    the counts and card of a repo of the first N runs, and `transitions.jsonl` the peer file.
+    `runs/` run directories of the runs the bench pushes (made on first use), `stats-N.parquet`,
+    `summary-N.json`, `card_cells-N.json` and `README-N.md` the counts, card summary, card-row
+    cache and card of a repo of the first N runs, and `transitions.jsonl` the peer file.
     Repos are assembled from hard links, so each bench run starts from a fresh repo in
     seconds; a push replaces files by rename, so it never writes through a link.
     """
@@ -140,6 +143,7 @@ class Fixture:
         os.link(self.root / f"stats-{n_old}.parquet", dest / STATS_PATH)
         os.link(self.root / f"README-{n_old}.md", dest / CARD_PATH)
         os.link(self.root / f"card_cells-{n_old}.json", dest / CARD_CELLS_PATH)
+        os.link(self.root / f"summary-{n_old}.json", dest / SUMMARY_PATH)
         return dest
 
 
@@ -197,7 +201,9 @@ def _derived_files(
     """
     root = fixture.root
     for n in sorted(set(sizes)):
-        names = (f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json")
+        names = (
+            f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json", f"summary-{n}.json"
+        )  # fmt: skip
         fingerprint = root / f"code-{n}.txt"
         if all((root / name).is_file() for name in names) and (
             fingerprint.is_file() and fingerprint.read_text() == _card_code()
@@ -206,11 +212,13 @@ def _derived_files(
         if table is None:
             table = synthetic_transitions(fixture.n_runs * rows_per_run, rows_per_run)
         stats = run_stats(table.slice(0, n * rows_per_run))
-        cache = CardRowCache()
-        card = render_card(stats, repo_id="org/bench", has_traces=False, cell_cache=cache)
+        paths = sorted(transitions_path(run_id) for run_id in fixture.run_ids()[:n])
+        cache, summary = CardRowCache(), CardSummary.of(stats, paths)
+        card = render_card(summary, repo_id="org/bench", has_traces=False, cell_cache=cache)
         (root / names[0]).write_bytes(stats_bytes(stats))
         (root / names[1]).write_text(card, encoding="utf-8")
         (root / names[2]).write_bytes(cache.to_bytes())
+        (root / names[3]).write_bytes(summary.to_bytes())
         fingerprint.write_text(_card_code())
 
 

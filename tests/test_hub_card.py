@@ -8,8 +8,9 @@ from pathlib import Path
 import yaml
 
 from hf_skillfollow.hub import build_repo
-from hf_skillfollow.hub._card import MAX_CARD_CELLS, render_card, size_category
+from hf_skillfollow.hub._card import render_card, size_category
 from hf_skillfollow.hub._stats import run_stats
+from hf_skillfollow.hub._summary import MAX_CARD_CELLS
 from hf_skillfollow.schema import TRACES_SCHEMA, TRANSITIONS_SCHEMA, transitions_from_rows
 from tests._fixtures_hub import (
     CELL_A,

@@ -18,10 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from hf_skillfollow.hub import _numbers, build_repo, push_runs
-from hf_skillfollow.hub._card import MAX_CARD_CELLS, render_card
+from hf_skillfollow.hub._card import render_card
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH
 from hf_skillfollow.hub._numbers import CARD_BOOTSTRAP_SEED, cell_display
-from hf_skillfollow.hub._stats import STATS_PATH, run_stats
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH, run_stats
+from hf_skillfollow.hub._summary import MAX_CARD_CELLS, SUMMARY_PATH
 from hf_skillfollow.metrics import compute_cells
 from hf_skillfollow.schema import transitions_from_rows
 from tests._fixtures_hub import CELL_A, CELL_B, outcome_rows, two_cell_runs, write_run_dir
@@ -95,7 +96,10 @@ def test_pushing_a_run_reads_only_the_card_and_the_counts(tmp_path: Path) -> Non
     api.calls.clear()
     push_runs(_more_runs(tmp_path / "more"), "org/results", api=api)
     downloaded = sorted(c["filename"] for n, c in api.calls if n == "hf_hub_download")
-    assert downloaded == ["README.md", CARD_CELLS_PATH, STATS_PATH]
+    # The main counts file only for its cell keys; the new counts go to the recent file.
+    assert downloaded == ["README.md", CARD_CELLS_PATH, STATS_PATH, SUMMARY_PATH]
+    assert STATS_PATH not in api.commits[-1]["paths"]
+    assert RECENT_PATH in api.commits[-1]["paths"]
     _check_card(api.files["README.md"].decode(), _all_rows(api.files))
 
 
@@ -136,8 +140,8 @@ def _count_computed_cells(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     computed: list[int] = []
     real = _numbers.compute_cell_metrics
 
-    def spy(stats, group_by=None):  # noqa: ANN001, ANN202
-        records = real(stats, group_by=group_by)
+    def spy(cells):  # noqa: ANN001, ANN202
+        records = real(cells)
         computed.append(len(records))
         return records
 
@@ -318,3 +322,82 @@ def test_card_links_the_space_and_keeps_the_link(tmp_path: Path, space: str) -> 
     assert link in (repo / "README.md").read_text()
     build_repo(runs[1:], repo, repo_id="org/results")  # a later push without --space
     assert link in (repo / "README.md").read_text()
+
+
+def _protocol_rows(card: str) -> list[list[str]]:
+    """The protocol table's rows without the tool column (which comes from the manifests)."""
+    rows = [line.split(" | ") for line in card.splitlines() if line.startswith("| `")]
+    return [row[:1] + row[2:] for row in rows]
+
+
+def test_summary_pushes_keep_the_first_cells_and_every_count_exact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One run per push into a repo with a summary: cells arrive before, between and after
+    the listed ones, repeats pool into listed and unlisted cells, and the recent-counts file
+    is merged into the main one on the way; after every push the card equals the card of a
+    full recomputation, and only the first push (an empty repo) recounts everything."""
+    from hf_skillfollow.hub import _counts, _summary
+
+    monkeypatch.setattr(_summary, "MAX_CARD_CELLS", 2)
+    monkeypatch.setattr(_counts, "_MIN_RECENT", 1)
+    monkeypatch.setattr(_counts, "_RECENT_SHARE", 1)
+    rebuilt: list[bool] = []
+    real_rebuilt = _counts._rebuilt
+
+    def spy(*args: Any) -> Any:
+        rebuilt.append(True)
+        return real_rebuilt(*args)
+
+    monkeypatch.setattr(_counts, "_rebuilt", spy)
+    repo, root = tmp_path / "repo", tmp_path / "runs"
+    order = [("d", 0), ("b", 0), ("e", 0), ("a", 0), ("c", 0), ("e", 1), ("a", 1), ("b", 1)]
+    for i, (name, repeat) in enumerate(order):
+        counts = (CELL_A, CELL_B, CELL_C)[i % 3]
+        run = write_run_dir(
+            root, f"run-{name}{repeat}", counts, cell_id=f"cell{name.upper()}000000000",
+            model=f"org/model-{name}", skill_pool="coding", repeat_index=repeat, seed=repeat,
+            partition_seed=40 + ord(name) % 2,
+        )  # fmt: skip
+        rebuilt.clear()
+        build_repo([run], repo, repo_id="org/results")
+        assert rebuilt == ([True] if i == 0 else [])
+        card = (repo / "README.md").read_text()
+        files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+        transitions = _all_rows(files)
+        assert _table(card, CELL_HEADER) == _expected_cells(transitions)[:2]
+        full = render_card(run_stats(transitions), repo_id="org/results", has_traces=True)
+        assert _strip_tools(card) == _strip_tools(full)
+        assert _protocol_rows(card) == _protocol_rows(full)
+    assert [r["model"] for r in _table(card, CELL_HEADER)] == ["org/model-a", "org/model-b"]
+    assert "**5** cell(s)" in card and "from **8** run(s)" in card
+    # The recent-counts file was merged into the main one at least once (rows: runs).
+    assert pq.read_table(repo / STATS_PATH).num_rows > 1
+    assert pq.read_table(repo / STATS_PATH).num_rows + pq.read_table(
+        repo / RECENT_PATH
+    ).num_rows == len(order)
+
+
+def test_a_summary_that_misses_a_hand_edit_is_rebuilt(tmp_path: Path) -> None:
+    """A run removed by hand, and one added by hand, after the summary was written: the
+    summary no longer matches the listing, so the push recounts from the rows."""
+    repo = tmp_path / "repo"
+    a0, a1, b0 = two_cell_runs(tmp_path / "runs")
+    c0, b1 = _more_runs(tmp_path / "more")
+    for run in (a0, a1, b0):
+        build_repo([run], repo, repo_id="org/results")
+    assert (repo / SUMMARY_PATH).is_file() and (repo / RECENT_PATH).is_file()
+    (repo / "data/transitions/run-a1.parquet").unlink()
+    (repo / "data/traces/run-a1.parquet").unlink()
+    other = build_repo([c0], tmp_path / "other", repo_id="org/results")
+    assert other.added
+    (repo / "data/transitions/run-c0.parquet").write_bytes(
+        (tmp_path / "other/data/transitions/run-c0.parquet").read_bytes()
+    )
+    build_repo([b1], repo, repo_id="org/results")
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    transitions = _all_rows(files)
+    assert sorted(set(transitions.column("run_id").to_pylist())) == [
+        "run-a0", "run-b0", "run-b1", "run-c0",
+    ]  # fmt: skip
+    _check_card((repo / "README.md").read_text(), transitions)

@@ -46,6 +46,7 @@ def test_build_repo_writes_the_layout(tmp_path: Path) -> None:
         "data/transitions/run-b0.parquet",
         "stats/card_cells.json",
         "stats/runs.parquet",
+        "stats/summary.json",
     ]
     assert result.added["data/transitions/run-a0.parquet"] == 12
     assert result.added["data/traces/run-b0.parquet"] == 40

@@ -115,6 +115,7 @@ def test_first_push_creates_repo_and_adds_exactly_the_run_files_and_card(tmp_pat
         "data/transitions/run-b0.parquet",
         "stats/card_cells.json",
         "stats/runs.parquet",
+        "stats/summary.json",
     ]
     assert result.commit_url and result.commit_url.endswith("/commit/" + api.head)
     assert [c["repo_type"] for n, c in api.calls if n != "create_repo"] == ["dataset"] * (
@@ -148,15 +149,17 @@ def test_new_run_appends_only_its_files_and_the_card_covers_all_rows(tmp_path: P
     first_files = dict(api.files)
     _push(runs, api)
     second = api.commits[1]
+    # The new run's counts go to the small recent-counts file; stats/runs.parquet stays.
     assert second["paths"] == [
         "README.md",
         "data/traces/run-b0.parquet",
         "data/transitions/run-b0.parquet",
         "stats/card_cells.json",
-        "stats/runs.parquet",
+        "stats/runs-recent.parquet",
+        "stats/summary.json",
     ]
     for path, data in first_files.items():  # published data never rewritten
-        if path not in ("README.md", "stats/card_cells.json", "stats/runs.parquet"):
+        if path not in ("README.md", "stats/card_cells.json", "stats/summary.json"):
             assert api.files[path] == data
     card = api.files["README.md"].decode()
     assert "**40** paired task outcomes from **3** run(s)" in card

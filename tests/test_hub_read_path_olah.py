@@ -88,6 +88,7 @@ def test_load_dataset_by_config_name_through_the_mirror(served: dict, tmp_path: 
         "data/transitions/run-b0.parquet",
         "stats/card_cells.json",
         "stats/runs.parquet",
+        "stats/summary.json",
     ]
     assert _sorted(out["transitions"]) == _run_rows(served, "transitions.parquet")
     assert _sorted(out["traces"]) == _run_rows(served, "traces.parquet")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -12,17 +12,27 @@ from hf_skillfollow.formatting import count as _int
 from hf_skillfollow.formatting import pp as _pp
 from hf_skillfollow.formatting import with_interval as _with_interval
 
+if TYPE_CHECKING:
+    from hf_skillfollow.hub._summary import ListedCell
+
 #: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
 CARD_BOOTSTRAP_SEED = 0
 
 
-def compute_cell_metrics(
-    stats: pa.Table, group_by: tuple[str, ...] | None = None
-) -> list[dict[str, Any]]:
-    """One metrics record per cell (`group_by` columns included), runs pooled by summing counts."""
-    from hf_skillfollow.metrics import compute_cells_from_counts
+def compute_cell_metrics(cells: Sequence[ListedCell]) -> list[dict[str, Any]]:
+    """One metrics record per cell, in order, from its summed counts and runs (`cell_key`
+    names the cell in each record)."""
+    from hf_skillfollow.metrics import COUNT_COLUMNS, compute_cells_from_sums
 
-    return _records(compute_cells_from_counts(stats, group_by=group_by, seed=CARD_BOOTSTRAP_SEED))
+    sums = {name: [cell.counts[i] for cell in cells] for i, name in enumerate(COUNT_COLUMNS)}
+    return _records(
+        compute_cells_from_sums(
+            {"cell_key": [cell.key for cell in cells]},
+            sums,
+            [cell.n_runs for cell in cells],
+            seed=CARD_BOOTSTRAP_SEED,
+        )
+    )
 
 
 def _records(result: Any) -> list[dict[str, Any]]:

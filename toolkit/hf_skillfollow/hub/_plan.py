@@ -16,7 +16,6 @@ import pyarrow as pa
 from hf_skillfollow.hub._layout import (
     ANNOTATIONS_DIR,
     TRACES_DIR,
-    TRANSITIONS_DIR,
     HubError,
     RunTables,
     annotations_path,
@@ -26,7 +25,6 @@ from hf_skillfollow.hub._layout import (
     traces_path,
     transitions_path,
 )
-from hf_skillfollow.hub._stats import merge_stats, published_run_ids, reconcile, run_stats
 
 
 class RepoState(Protocol):
@@ -34,7 +32,7 @@ class RepoState(Protocol):
 
     name: str
 
-    def paths(self) -> frozenset[str]: ...
+    def exists(self, path: str) -> bool: ...
 
     def files_in(self, folder: str) -> list[str]:
         """Paths directly inside `folder`, in name order."""
@@ -57,13 +55,12 @@ class PushPlan:
 def plan_push(runs: Sequence[RunTables], state: RepoState) -> PushPlan:
     """Files to add for `runs`; raises HubError for a run id published with other content."""
     plan = PushPlan()
-    existing = state.paths()
     files = [(run, config, path, table) for run in runs for config, path, table in _run_files(run)]
     # Encoding is per-file overhead bound and pyarrow releases the GIL while writing.
     with ThreadPoolExecutor(max_workers=4) as pool:
         encoded = list(pool.map(lambda f: parquet_bytes(f[3], f[1]), files))
     for (run, config, path, table), data in zip(files, encoded, strict=True):
-        if path in existing:
+        if state.exists(path):
             _check_same(state.read(path), data, table, config, path, state.name, run)
             plan.skipped.append(path)
         elif path in plan.add:
@@ -112,19 +109,6 @@ def _check_same(
     )
 
 
-def repo_stats(plan: PushPlan, state: RepoState, published: pa.Table | None) -> pa.Table:
-    """Counts of every run the repo holds after the push, from the published stats file.
-
-    `published` is that file's table (None when missing or unreadable). Published transitions
-    are read only for runs it lacks (a repo written before the file existed, or a run added
-    by hand), so a push costs what it adds, not the repo size.
-    """
-    listed = published_run_ids(state.files_in(TRANSITIONS_DIR))
-    old = reconcile(published, listed, state.read, state.name)
-    new = [run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions)]
-    return merge_stats([old, *new])
-
-
 def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
     """Every annotations row the repo will hold after the push (published + new), or None.
     Annotation files are small (one row per annotated flip), so the card reads them all."""
@@ -137,13 +121,13 @@ def all_annotations(plan: PushPlan, state: RepoState) -> pa.Table | None:
 
 
 def has_traces(plan: PushPlan, state: RepoState) -> bool:
-    return any(p.endswith(".parquet") for p in state.files_in(TRACES_DIR)) or any(
-        _is_data(p, TRACES_DIR) for p in plan.add
+    return any(_is_data(p, TRACES_DIR) for p in plan.add) or any(
+        p.endswith(".parquet") for p in state.files_in(TRACES_DIR)
     )
 
 
 def published(path: str, state: RepoState) -> bytes | None:
-    return state.read(path) if path in state.paths() else None
+    return state.read(path) if state.exists(path) else None
 
 
 def _is_data(path: str, folder: str) -> bool:

@@ -31,11 +31,10 @@ from hf_skillfollow.hub._plan import (
     has_traces,
     plan_push,
     published,
-    repo_stats,
 )
 from hf_skillfollow.hub._repos import BRANCH, REPO_TYPE, HubRepo, LocalRepoFolder
 from hf_skillfollow.hub._secrets import refuse_token_in, scrubbed
-from hf_skillfollow.hub._stats import STATS_PATH, read_stats, stats_bytes
+from hf_skillfollow.hub._summary import SUMMARY_PATH
 
 log = logging.getLogger("hf_skillfollow.hub")
 
@@ -161,40 +160,46 @@ def _prepare(
     space: str | None,
     paths: Sequence[str | Path] = (),
 ) -> _Prepared:
+    from hf_skillfollow.hub._counts import repo_counts
     from hf_skillfollow.hub._verifications import all_records, plan_records
 
     plan = plan_push(runs, state)
     plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
-    old_stats = published(STATS_PATH, state)
-    old_table = None if old_stats is None else read_stats(old_stats)
-    stats = repo_stats(plan, state, old_table)
+    annotations, verifications = all_annotations(plan, state), all_records(plan, state)
+    # Those two sections of the card read every run's counts; the rest reads the summary.
+    counts = repo_counts(
+        plan, state, need_table=annotations is not None or verifications is not None
+    )
     old_card = published(CARD_PATH, state)
     old_cells = published(CARD_CELLS_PATH, state)
     cell_cache = CardRowCache(old_cells)
     schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
     card = render_card(
-        stats,
+        counts.summary if counts.table is None else counts.table,
         repo_id=repo_id,
         has_traces=has_traces(plan, state),
         license=license,
         tool_schemas=schemas,
         space=space or _linked_space(old_card),
-        annotations=all_annotations(plan, state),
-        verifications=all_records(plan, state),
+        annotations=annotations,
+        verifications=verifications,
         cell_cache=cell_cache,
+        summary=counts.summary,
     ).encode()
-    files = dict(plan.add)
-    stats_updated = old_table is None or not old_table.equals(stats)
-    if stats_updated:
-        files[STATS_PATH] = stats_bytes(stats)
+    files = dict(plan.add) | counts.files
+    stats_updated = bool(counts.files)
     card_updated = card != old_card
     if card_updated:
         files[CARD_PATH] = card
-    cells = cell_cache.to_bytes()
-    # Never a commit for the cache alone (say, after a toolkit upgrade on a push that adds
+    # Never a commit for a cache alone (say, after a toolkit upgrade on a push that adds
     # nothing): it only saves work, and is refreshed by the next push that changes anything.
-    if files and cells != old_cells:
-        files[CARD_CELLS_PATH] = cells
+    if files:
+        summary = counts.summary.to_bytes()
+        if summary != published(SUMMARY_PATH, state):
+            files[SUMMARY_PATH] = summary
+        cells = cell_cache.to_bytes()
+        if cells != old_cells:
+            files[CARD_CELLS_PATH] = cells
     return _Prepared(plan, files, card_updated, stats_updated)
 
 

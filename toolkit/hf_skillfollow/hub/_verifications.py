@@ -32,19 +32,18 @@ def plan_records(paths: Sequence[str | Path], state: RepoState, plan: PushPlan) 
     files = record_files(Path(p) for p in paths)
     if not files:
         return
-    existing = state.paths()
     for file in files:
         data = file.read_bytes()
         table = read_record(data, str(file))
         for run_id in sorted(set(table.column("run_id").to_pylist())):
             where = transitions_path(run_id)
-            if where not in existing and where not in plan.add:
+            if not state.exists(where) and where not in plan.add:
                 raise HubError(
                     f"{file}: verifies run {run_id!r}, which is not in {state.name}; push a "
                     "record to the repo that holds the run it verifies"
                 )
         path = f"{REPO_DIR}/{file.name}"
-        if path in existing:
+        if state.exists(path):
             if state.read(path) != data:
                 raise HubError(
                     f"{file}: {path} is already published with other content; records are never "

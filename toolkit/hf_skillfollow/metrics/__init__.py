@@ -26,6 +26,7 @@ from hf_skillfollow.metrics._leaderboard import (
     cell_intervals,
     compute_cells,
     compute_cells_from_counts,
+    compute_cells_from_sums,
     disagreement_sensitivity,
 )
 from hf_skillfollow.metrics._mcnemar import mcnemar_exact
@@ -53,6 +54,7 @@ __all__ = [
     "classify",
     "compute_cells",
     "compute_cells_from_counts",
+    "compute_cells_from_sums",
     "count_cells",
     "delta_skip",
     "diff_cdf",

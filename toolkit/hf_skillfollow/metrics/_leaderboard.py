@@ -114,13 +114,37 @@ def compute_cells_from_counts(
         total = np.zeros(groups.n_groups, dtype=np.int64)
         np.add.at(total, groups.codes, _frame.int_column(counts, name))
         summed.append(total)
-    cell = CellCounts(*summed)
-    n_runs = groups.n_runs
     identity = {k: _frame.take(counts, k, groups.first_row) for k in keys}
+    return compute_cells_from_sums(
+        identity,
+        dict(zip(COUNT_COLUMNS, summed, strict=True)),
+        groups.n_runs,
+        min_cond=min_cond,
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
+def compute_cells_from_sums(
+    identity: dict[str, list[Any]],
+    sums: dict[str, Any],
+    n_runs: Any,
+    *,
+    min_cond: int = 10,
+    resamples: int = 20_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """`compute_cells` from counts already summed per cell: one entry per cell in `identity`
+    (column -> values), `sums` (each of COUNT_COLUMNS -> values) and `n_runs`."""
+    if int(min_cond) < 0:
+        raise ValueError(f"min_cond must be >= 0, got {min_cond}")
+    cell = CellCounts(*(np.asarray(sums[c], dtype=np.int64) for c in COUNT_COLUMNS))
     return _cells_frame(
         identity,
         cell,
-        n_runs,
+        np.asarray(n_runs, dtype=np.int64),
         min_cond=min_cond,
         resamples=resamples,
         seed=seed,

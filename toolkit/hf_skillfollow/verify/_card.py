@@ -19,11 +19,13 @@ MAX_CARD_DISAGREEMENTS = 100
 _EMPTY = {"marks": {}, "records": [], "disagreements": [], "disagreements_left_out": 0}
 
 
-def rescoring_context(stats: pa.Table, records: pa.Table | None) -> dict[str, Any]:
+def rescoring_context(stats: pa.Table | None, records: pa.Table | None) -> dict[str, Any]:
     from hf_skillfollow.verify._status import latest_records
 
     if records is None or records.num_rows == 0:
         return dict(_EMPTY)
+    if stats is None:
+        raise ValueError("re-scoring marks need every run's counts")
     latest = latest_records(records)
     se_ok = pc.equal(latest["se_rescored"], latest["se_recorded"])
     sd_ok = pc.equal(latest["sd_rescored"], latest["sd_recorded"])
