@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from hf_skillfollow.hub._card import render_card
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
+from hf_skillfollow.hub._counts import recent_limit
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
     MANIFEST,
@@ -42,7 +43,7 @@ from hf_skillfollow.hub._layout import (
     parquet_bytes,
     transitions_path,
 )
-from hf_skillfollow.hub._stats import STATS_PATH, run_stats, stats_bytes
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH, run_stats, stats_bytes
 from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA
 
@@ -141,6 +142,7 @@ class Fixture:
             os.link(self.root / "files" / f"{run_id}.parquet", data / f"{run_id}.parquet")
         (dest / "stats").mkdir()
         os.link(self.root / f"stats-{n_old}.parquet", dest / STATS_PATH)
+        os.link(self.root / f"recent-{n_old}.parquet", dest / RECENT_PATH)
         os.link(self.root / f"README-{n_old}.md", dest / CARD_PATH)
         os.link(self.root / f"card_cells-{n_old}.json", dest / CARD_CELLS_PATH)
         os.link(self.root / f"summary-{n_old}.json", dest / SUMMARY_PATH)
@@ -202,7 +204,8 @@ def _derived_files(
     root = fixture.root
     for n in sorted(set(sizes)):
         names = (
-            f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json", f"summary-{n}.json"
+            f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json", f"summary-{n}.json",
+            f"recent-{n}.parquet",
         )  # fmt: skip
         fingerprint = root / f"code-{n}.txt"
         if all((root / name).is_file() for name in names) and (
@@ -215,10 +218,16 @@ def _derived_files(
         paths = sorted(transitions_path(run_id) for run_id in fixture.run_ids()[:n])
         cache, summary = CardRowCache(), CardSummary.of(stats, paths)
         card = render_card(summary, repo_id="org/bench", has_traces=False, cell_cache=cache)
-        (root / names[0]).write_bytes(stats_bytes(stats))
+        # A push appends to the recent-counts file until it outgrows recent_limit, then merges
+        # it into the main one: the repo holds it half full, the size a push meets on average.
+        n_recent = recent_limit(n) // 2
+        base, recent = stats.slice(0, n - n_recent), stats.slice(n - n_recent)
+        summary.base_rows, summary.recent_rows = base.num_rows, recent.num_rows
+        (root / names[0]).write_bytes(stats_bytes(base))
         (root / names[1]).write_text(card, encoding="utf-8")
         (root / names[2]).write_bytes(cache.to_bytes())
         (root / names[3]).write_bytes(summary.to_bytes())
+        (root / names[4]).write_bytes(stats_bytes(recent))
         fingerprint.write_text(_card_code())
 
 
