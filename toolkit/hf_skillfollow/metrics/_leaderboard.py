@@ -41,11 +41,14 @@ def compute_cells(
     resamples: int = 20_000,
     seed: int = 0,
     confidence: float = 0.95,
+    intervals: bool = True,
 ) -> pd.DataFrame:
     """Paired metrics per cell from transitions rows (a pyarrow Table or pandas DataFrame).
 
     Rows of config-identical runs are pooled by summing counts (``pool_runs=False`` keeps
     each run apart). Rates are in percentage points; undefined ones are NaN with a reason.
+    ``intervals=False`` leaves the bootstrap interval columns NaN, to be filled later (for
+    some cells first) by `cell_intervals`, which gives the very values computed here.
     """
 
     if int(min_cond) < 0:
@@ -60,6 +63,7 @@ def compute_cells(
         resamples=resamples,
         seed=seed,
         confidence=confidence,
+        intervals=intervals,
     )
 
 
@@ -187,7 +191,9 @@ def _count(data: Any, groups: _pooling.Groups) -> CellCounts:
     )
 
 
-def _metrics(counts: CellCounts, n_runs: np.ndarray, **boot: Any) -> dict[str, np.ndarray]:
+def _metrics(
+    counts: CellCounts, n_runs: np.ndarray, *, intervals: bool = True, **boot: Any
+) -> dict[str, np.ndarray]:
     k = counts
     n_pairs, n_cond, n_skip = k.n_pairs, k.n_cond, k.n_skip
     oae = _effects.oae(k.b_all, k.c_all, n_pairs)
@@ -195,14 +201,12 @@ def _metrics(counts: CellCounts, n_runs: np.ndarray, **boot: Any) -> dict[str, n
     skip = _effects.delta_skip(k.skip("b"), k.skip("c"), n_skip)
     lift = _effects.accuracy_gap(k.a_cond + k.b_cond, n_cond, k.skip("a") + k.skip("b"), n_skip)
     select = _effects.accuracy_gap(k.a_cond + k.c_cond, n_cond, k.skip("a") + k.skip("c"), n_skip)
-    # OAE and RAE share one call so that equal (n, b, c) keys are bootstrapped once.
-    low, high = paired_bootstrap_ci(
-        np.concatenate([n_pairs, n_cond]),
-        np.concatenate([k.b_all, k.b_cond]),
-        np.concatenate([k.c_all, k.c_cond]),
-        **boot,
-    )
     g = len(n_pairs)
+    low, high = (
+        _both_intervals(n_pairs, k.b_all, k.c_all, n_cond, k.b_cond, k.c_cond, **boot)
+        if intervals
+        else (np.full(2 * g, np.nan), np.full(2 * g, np.nan))
+    )
     adherence, effective = _adherence(k, n_pairs)
     return {
         "n_runs": n_runs, "n_pairs": n_pairs, "n_cond": n_cond, "n_skip": n_skip, "n_invoked": k.n_invoked,
@@ -217,6 +221,49 @@ def _metrics(counts: CellCounts, n_runs: np.ndarray, **boot: Any) -> dict[str, n
         "delta_select": select.value, "delta_select_reason": select.reason,
         "n_adherent": k.n_adherent, "n_effective": k.n_effective,
         "adherence": adherence.value, "effective": effective.value, "adherence_reason": adherence.reason,
+    }  # fmt: skip
+
+
+def _both_intervals(
+    n_all: np.ndarray,
+    b_all: np.ndarray,
+    c_all: np.ndarray,
+    n_cond: np.ndarray,
+    b_cond: np.ndarray,
+    c_cond: np.ndarray,
+    **boot: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """OAE intervals then RAE intervals, one call so that equal (n, b, c) keys are
+    bootstrapped once."""
+    return paired_bootstrap_ci(
+        np.concatenate([n_all, n_cond]),
+        np.concatenate([b_all, b_cond]),
+        np.concatenate([c_all, c_cond]),
+        **boot,
+    )
+
+
+def cell_intervals(
+    cells: pd.DataFrame, *, resamples: int = 20_000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, np.ndarray]:
+    """The OAE and RAE interval columns of `compute_cells` rows, from their count columns.
+
+    Equal to what `compute_cells` computed with the same resamples, seed and confidence: an
+    interval is a pure function of (seed, n, b, c, resamples, confidence), whichever other
+    cells are computed with it (metrics/_bootstrap.py).
+    """
+
+    def ints(name: str) -> np.ndarray:
+        return cells[name].to_numpy(dtype=np.int64)
+
+    low, high = _both_intervals(
+        ints("n_pairs"), ints("b_all"), ints("c_all"), ints("n_cond"), ints("b_cond"), ints("c_cond"),
+        resamples=resamples, seed=seed, confidence=confidence,
+    )  # fmt: skip
+    g = len(cells)
+    return {
+        "oae_ci_low": low[:g], "oae_ci_high": high[:g],
+        "rae_ci_low": low[g:], "rae_ci_high": high[g:],
     }  # fmt: skip
 
 

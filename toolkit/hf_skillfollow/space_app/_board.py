@@ -4,6 +4,12 @@ All metrics come from `hf_skillfollow.metrics.compute_cells` over the loaded tra
 from the start-up cache of an earlier such computation over the same revisions (`_cache`).
 Filters, thresholds and sorting work on the precomputed frame (masks over ~10^4 rows), so a
 filter change never recomputes a bootstrap.
+
+A cold start of the app may defer the bootstrap intervals (`load_board(defer_intervals=True)`):
+the first view computes the intervals of the rows it shows (`with_intervals`), and
+`Board.complete` computes every other one once the page is up; anything else that reads the
+cells (a filter, the CSV, the drill-down, the API) waits for it, and the start-up cache is
+written only with the complete cells.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from hf_skillfollow.space_app._verification import Rescoring, load_rescoring, wi
 DEFAULT_RESAMPLES = 20_000
 THRESHOLDS: tuple[int, ...] = (5, 10, 15, 20)
 DEFAULT_MIN_COND = 10
+#: The bootstrap seed of every interval the board shows.
+SEED = 0
 # Columns the toolkit does not need for metrics; leaving them in arrow keeps load fast.
 _HEAVY_COLUMNS = ("queries", "skills_returned", "se_error", "sd_error")
 
@@ -40,7 +48,8 @@ class Board:
     start-up cache (`_cache`): the first page needs only the cells.
     """
 
-    pooled: pd.DataFrame
+    #: The pooled cells; their interval columns are NaN while `_incomplete` (read `pooled`).
+    _pooled: pd.DataFrame
     warnings: list[str]
     traces: TraceStore
     resamples: int
@@ -53,6 +62,66 @@ class Board:
     _views: dict[bool, pd.DataFrame] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _rows_lock: threading.Lock = field(default_factory=threading.Lock)
+    _incomplete: bool = False
+    #: Called with the complete cells once the deferred intervals are in (the cache write).
+    _on_complete: Callable[[pd.DataFrame], None] | None = None
+    _complete_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def pooled(self) -> pd.DataFrame:
+        """The pooled cells, every interval included (computing the deferred ones first)."""
+        self.complete()
+        return self._pooled
+
+    @property
+    def empty(self) -> bool:
+        return self._pooled.empty
+
+    def complete(self) -> None:
+        """Compute the intervals a deferred start left out; once, later callers wait for it."""
+        if not self._incomplete:
+            return
+        with self._complete_lock:
+            if not self._incomplete:
+                return
+            from hf_skillfollow.metrics import cell_intervals
+
+            filled = self._pooled.assign(
+                **cell_intervals(self._pooled, resamples=self.resamples, seed=SEED)
+            )
+            with self._lock:
+                self._pooled = filled
+                self._views.clear()
+            self._incomplete = False
+        if self._on_complete is not None:
+            self._on_complete(filled)
+
+    def complete_soon(self) -> None:
+        """`complete` in a background thread (nothing when there is nothing left to do)."""
+        if self._incomplete:
+            threading.Thread(
+                target=self.complete, name="skillfollow-intervals", daemon=True
+            ).start()
+
+    def first_view(self, columns: frozenset[str]) -> pd.DataFrame:
+        """`view(False, columns)` without waiting for deferred intervals: NaN where they are
+        not computed yet. Only for the start-up view, which fills its rows (`with_intervals`)."""
+        with self._lock:
+            return self._narrow(False, self._pooled, columns)
+
+    def with_intervals(self, frame: pd.DataFrame, labels: pd.Index) -> pd.DataFrame:
+        """`frame` (rows of `first_view`) with the intervals of the rows labelled `labels`
+        computed, equal to those `complete` computes; unchanged when nothing is deferred."""
+        if not self._incomplete or not len(labels):
+            return frame
+        from hf_skillfollow.metrics import cell_intervals
+
+        found = cell_intervals(self._pooled.loc[labels], resamples=self.resamples, seed=SEED)
+        out = frame.copy()
+        for name, values in found.items():
+            if name in out.columns:
+                out.loc[labels, name] = values
+        return out
 
     @property
     def transitions(self) -> pa.Table | None:
@@ -71,6 +140,7 @@ class Board:
     def cells(self, runs_separately: bool = False) -> pd.DataFrame:
         if not runs_separately:
             return self.pooled
+        self.complete()
         with self._lock:
             if self._per_run is None:
                 per_run = _per_run_cells(
@@ -85,11 +155,17 @@ class Board:
         columns" use `cells`). `columns` is the same set on every call."""
         wide = self.cells(runs_separately)
         with self._lock:
-            narrow = self._views.get(runs_separately)
-            if narrow is None:
-                keep = [c for c in wide.columns if c in columns or c.startswith("_")]
-                narrow = self._views[runs_separately] = wide[keep]
-            return narrow
+            return self._narrow(runs_separately, wide, columns)
+
+    def _narrow(
+        self, runs_separately: bool, wide: pd.DataFrame, columns: frozenset[str]
+    ) -> pd.DataFrame:
+        """The cached narrow view of `wide` (hold `_lock`; `complete` clears the cache)."""
+        narrow = self._views.get(runs_separately)
+        if narrow is None:
+            keep = [c for c in wide.columns if c in columns or c.startswith("_")]
+            narrow = self._views[runs_separately] = wide[keep]
+        return narrow
 
     def task_rows(self, cell_id: str, run_id: str | None = None) -> pd.DataFrame:
         """The transitions rows of one cell (one run of it when `run_id` is given)."""
@@ -108,16 +184,21 @@ def load_board(
     resamples: int = DEFAULT_RESAMPLES,
     discover: bool | None = None,
     use_cache: bool = True,
+    defer_intervals: bool = False,
 ) -> Board:
     """Resolve the sources, then read their cells from the start-up cache or compute every
-    pooled cell once from the rows (and cache it)."""
+    pooled cell once from the rows (and cache it).
+
+    `defer_intervals`: on a cache miss, leave the bootstrap intervals to `Board.complete`
+    (and the cache write with them), so that the first view only computes its own rows'.
+    """
     t0 = time.perf_counter()
     names, warnings = resolve_sources(sources, discover=discover)
     key = _cache.board_key(names, resamples) if use_cache and names else None
     hit = _cache.read(key)
     if hit is not None:
         return Board(
-            pooled=_numpy_backed(hit.pooled),
+            _pooled=_numpy_backed(hit.pooled),
             warnings=warnings + hit.warnings,
             traces=TraceStore(hit.run_source),
             resamples=resamples,
@@ -129,22 +210,36 @@ def load_board(
     loaded = load_sources(names)
     t1 = time.perf_counter()
     problems: list[str] = []
-    pooled = _cells(loaded.transitions, resamples, pool_runs=True, warnings=problems)
+    pooled = _cells(
+        loaded.transitions,
+        resamples,
+        pool_runs=True,
+        warnings=problems,
+        intervals=not defer_intervals,
+    )
     rescoring, unread = load_rescoring(loaded.loaded, loaded.transitions)
     pooled = _numpy_backed(with_rescored(pooled, rescoring, per_run=False))
     t2 = time.perf_counter()
-    if not problems and not pooled.empty:
-        entry = _cache.Entry(pooled, loaded.warnings + unread, loaded.run_source, loaded.loaded)
+
+    def write(complete: pd.DataFrame) -> None:
+        entry = _cache.Entry(complete, loaded.warnings + unread, loaded.run_source, loaded.loaded)
         _cache.write(key, entry)
+
+    cache = not problems and not pooled.empty
+    deferred = defer_intervals and not pooled.empty
+    if cache and not deferred:
+        write(pooled)
     rows = (loaded.transitions, rescoring)
     return Board(
-        pooled=pooled,
+        _pooled=pooled,
         warnings=warnings + loaded.warnings + problems + unread,
         traces=TraceStore(loaded.run_source),
         resamples=resamples,
         load_rows=lambda: rows,
         sources=loaded.loaded,
         timings={"load_s": t1 - t0, "metrics_s": t2 - t1},
+        _incomplete=deferred,
+        _on_complete=write if cache and deferred else None,
     )
 
 
@@ -156,7 +251,12 @@ def _rows_of(sources: Sequence[str]) -> tuple[pa.Table | None, Rescoring]:
 
 
 def _cells(
-    table: pa.Table | None, resamples: int, *, pool_runs: bool, warnings: list[str]
+    table: pa.Table | None,
+    resamples: int,
+    *,
+    pool_runs: bool,
+    warnings: list[str],
+    intervals: bool = True,
 ) -> pd.DataFrame:
     if table is None or table.num_rows == 0:
         return _decorate(pd.DataFrame(columns=_empty_columns(pool_runs)), pool_runs)
@@ -170,7 +270,8 @@ def _cells(
             pool_runs=pool_runs,
             min_cond=DEFAULT_MIN_COND,
             resamples=resamples,
-            seed=0,
+            seed=SEED,
+            intervals=intervals,
         )
     except Exception as exc:  # a bug or bad value must not blank the page; say what failed
         warnings.append(

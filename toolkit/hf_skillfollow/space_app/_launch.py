@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -13,6 +14,9 @@ if TYPE_CHECKING:
     from hf_skillfollow.space_app._board import Board
 
 ENV_RESAMPLES = "SKILLFOLLOW_RESAMPLES"
+#: Seconds after the app is built when deferred intervals are computed even if no page has
+#: loaded yet (so that the start-up cache is written on a Space nobody visits).
+COMPLETE_AFTER_S = 20.0
 
 
 def resamples_from_env(default: int | None = None) -> int:
@@ -37,12 +41,19 @@ def make_demo(
 
     Importing gradio takes about as long as loading 10^6 rows and computing their cells, and
     parquet reads and numpy release the GIL, so the board loads in a worker thread while this
-    thread imports gradio (0.5-1 s saved on a busy 2-core machine, bench/space.py).
+    thread imports gradio (0.5-1 s saved on a busy 2-core machine, bench/space.py). A cache
+    miss defers the bootstrap intervals of the rows the first view does not show until the
+    page has loaded (`Board.complete`), or `COMPLETE_AFTER_S` when no page asks first.
     """
     pending = _load_in_background(sources, resamples, discover)
     from hf_skillfollow.space_app._ui import build_app
 
-    return build_app(pending.result())
+    board = pending.result()
+    demo = build_app(board)
+    timer = threading.Timer(COMPLETE_AFTER_S, board.complete_soon)
+    timer.daemon = True
+    timer.start()
+    return demo
 
 
 def _load_in_background(
@@ -52,7 +63,7 @@ def _load_in_background(
         from hf_skillfollow.space_app._board import load_board
 
         n = resamples or resamples_from_env()
-        return load_board(sources, resamples=n, discover=discover)
+        return load_board(sources, resamples=n, discover=discover, defer_intervals=True)
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillfollow-load")
     try:

@@ -34,9 +34,20 @@ class Series:
     rows: pd.DataFrame
 
 
+#: (x, y) of the three plots, in page order.
+AXES = (("agg_lift", "rae"), ("coverage", "rae"), ("delta_select", "agg_lift"))
+
+
+def plotted(cells: pd.DataFrame, disagree: np.ndarray) -> pd.Index:
+    """Labels of the rows any of the three plots draws (each point's hover text shows its
+    RAE interval)."""
+    found = [_prepare(cells, disagree, x, y)[0].index for x, y in AXES]
+    return found[0].union(found[1]).union(found[2])
+
+
 def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
     """Aggregate lift (x) vs RAE (y) with RAE intervals; disagreement quadrants shaded."""
-    data, flag, note = _prepare(cells, disagree, "agg_lift", "rae")
+    data, flag, note = _prepare(cells, disagree, *AXES[0])
     series = [Series("signs agree", 0, data[~flag]), Series("sign disagreement ⚠", 3, data[flag])]
     return _figure(
         "Aggregate lift vs RAE" + note,
@@ -53,7 +64,7 @@ def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
 
 def coverage_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
     """Coverage (share of tasks with a returned skill) vs RAE, one colour per benchmark."""
-    data, _, note = _prepare(cells, disagree, "coverage", "rae")
+    data, _, note = _prepare(cells, disagree, *AXES[1])
     names = sorted(data["benchmark"].astype(str).unique())
     series = [
         Series(b, i % _PALETTE, data[data["benchmark"].astype(str) == b])
@@ -73,7 +84,7 @@ def coverage_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
 
 def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
     """Selection gap Δselect (x) vs aggregate lift (y), coloured by the sign of RAE."""
-    data, _, note = _prepare(cells, disagree, "delta_select", "agg_lift")
+    data, _, note = _prepare(cells, disagree, *AXES[2])
     rae = pd.to_numeric(data["rae"], errors="coerce").to_numpy(dtype=float)
     series = [
         Series("RAE > 0", 2, data[rae > 0]),

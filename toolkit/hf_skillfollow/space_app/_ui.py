@@ -58,7 +58,24 @@ class View:
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
     cells = board.cells(state.runs) if state.all_columns else board.view(state.runs, T.VIEW_COLUMNS)
+    return _render(cells, T.apply_filters(cells, state.filters), state, plots=plots)
+
+
+def first_view(board: Board) -> View:
+    """The default view, rendered into the page at start-up. After a cold start the cells'
+    intervals may still be deferred (`Board.complete`): only the rows this view shows, in the
+    table or in a plot, get theirs now; the sort, filters and flags do not read intervals."""
+    state = T.ViewState(T.Filters())
+    cells = board.first_view(T.VIEW_COLUMNS)
     filtered = T.apply_filters(cells, state.filters)
+    disagree = filtered[f"_dis_{state.filters.min_cond}"].to_numpy(dtype=bool)
+    shown = filtered.index[: T.MAX_TABLE_ROWS].union(_plots.plotted(filtered, disagree))
+    return _render(cells, board.with_intervals(filtered, shown), state, plots=True)
+
+
+def _render(
+    cells: pd.DataFrame, filtered: pd.DataFrame, state: T.ViewState, *, plots: bool
+) -> View:
     query = T.query_string(state.filters, runs=state.runs, all_columns=state.all_columns)
     shown = min(len(filtered), T.MAX_TABLE_ROWS)
     return View(
@@ -94,7 +111,7 @@ def build_app(board: Board) -> gr.Blocks:
             js_on_load=None,
             apply_default_css=False,
         )
-        if board.pooled.empty:
+        if board.empty:
             _empty_state(board)
         else:
             _board_tabs(demo, board)
@@ -116,10 +133,10 @@ def _empty_state(board: Board) -> None:
 
 
 def _board_tabs(demo: gr.Blocks, board: Board) -> None:
-    first = render_view(board, T.ViewState(T.Filters()))
+    first = first_view(board)
     with gr.Tabs(selected="board") as tabs:
         with gr.Tab("Leaderboard", id="board"):
-            c = _controls(board.cells(False))
+            c = _controls(board.first_view(T.VIEW_COLUMNS))
             summary = gr.HTML(
                 first.summary.replace("<div ", '<div data-sf-pending="1" ', 1),
                 elem_id="sf-summary",
@@ -293,6 +310,8 @@ def _wire(
     controls = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
 
     def from_url(request: gr.Request):
+        # The page is up: now compute what the start deferred (Board.complete).
+        board.complete_soon()
         return _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
 
     demo.load(
