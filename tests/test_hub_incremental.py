@@ -126,6 +126,7 @@ def test_missing_or_stale_counts_are_rebuilt_from_the_rows(tmp_path: Path) -> No
     (repo / "data/traces/run-b0.parquet").unlink()
     result = build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
     assert result.stats_updated and result.card_updated
+    assert result.stats_paths == [STATS_PATH, SUMMARY_PATH]  # rebuilt: no recent counts
     transitions = _all_rows(
         {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
     )
