@@ -1,9 +1,11 @@
 """Benchmark: push and load a results repo of 1,000,000 transitions rows (12,500 runs).
 
 Push: one run into an empty folder repo vs into a repo that already holds `--push-into` runs
-(what `push --dry-run` does: validate, plan, per-run counts, card, write; target: the second
-at most 2x the first, since a push reads the counts file instead of every published run),
-timed in-process (`build_repo`) and as `hf-skillfollow push` processes (what a user waits for).
+(what `push --dry-run` does: validate, plan, counts, card, write; target: the second at most
+2x the first, since a push updates the card's summary and appends to the small recent-counts
+file instead of reading every published run or every run's counts; the repo's recent-counts
+file is half full, as a push meets it on average), timed in-process (`build_repo`) and as
+`hf-skillfollow push` processes (what a user waits for).
 Load (cold: no datasets or toolkit cache): `load_transitions(folder)` + `to_pandas()`, the
 Space's loader (`space_app._sources.load_sources`) and `datasets.load_dataset` + `to_pandas()`,
 each against the peer: the same rows as one JSON Lines file read with
