@@ -1,9 +1,11 @@
 """Benchmark: push and load a results repo of 1,000,000 transitions rows (12,500 runs).
 
 Push: one run into an empty folder repo vs into a repo that already holds `--push-into` runs
-(what `push --dry-run` does: validate, plan, per-run counts, card, write; target: the second
-at most 2x the first, since a push reads the counts file instead of every published run),
-timed in-process (`build_repo`) and as `hf-skillfollow push` processes (what a user waits for).
+(what `push --dry-run` does: validate, plan, counts, card, write; target: the second at most
+2x the first, since a push updates the card's summary and appends to the small recent-counts
+file instead of reading every published run or every run's counts; the repo's recent-counts
+file is half full, as a push meets it on average), timed in-process (`build_repo`) and as
+`hf-skillfollow push` processes (what a user waits for).
 Load (cold: no datasets or toolkit cache): `load_transitions(folder)` + `to_pandas()`, the
 Space's loader (`space_app._sources.load_sources`) and `datasets.load_dataset` + `to_pandas()`,
 each against the peer: the same rows as one JSON Lines file read with
@@ -34,6 +36,7 @@ import pyarrow as pa
 
 from hf_skillfollow.hub._card import render_card
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
+from hf_skillfollow.hub._counts import recent_limit
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
     MANIFEST,
@@ -42,7 +45,7 @@ from hf_skillfollow.hub._layout import (
     parquet_bytes,
     transitions_path,
 )
-from hf_skillfollow.hub._stats import STATS_PATH, run_stats, stats_bytes
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH, run_stats, stats_bytes
 from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
 from hf_skillfollow.schema import TRANSITIONS_SCHEMA
 
@@ -141,6 +144,7 @@ class Fixture:
             os.link(self.root / "files" / f"{run_id}.parquet", data / f"{run_id}.parquet")
         (dest / "stats").mkdir()
         os.link(self.root / f"stats-{n_old}.parquet", dest / STATS_PATH)
+        os.link(self.root / f"recent-{n_old}.parquet", dest / RECENT_PATH)
         os.link(self.root / f"README-{n_old}.md", dest / CARD_PATH)
         os.link(self.root / f"card_cells-{n_old}.json", dest / CARD_CELLS_PATH)
         os.link(self.root / f"summary-{n_old}.json", dest / SUMMARY_PATH)
@@ -202,7 +206,8 @@ def _derived_files(
     root = fixture.root
     for n in sorted(set(sizes)):
         names = (
-            f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json", f"summary-{n}.json"
+            f"stats-{n}.parquet", f"README-{n}.md", f"card_cells-{n}.json", f"summary-{n}.json",
+            f"recent-{n}.parquet",
         )  # fmt: skip
         fingerprint = root / f"code-{n}.txt"
         if all((root / name).is_file() for name in names) and (
@@ -215,10 +220,16 @@ def _derived_files(
         paths = sorted(transitions_path(run_id) for run_id in fixture.run_ids()[:n])
         cache, summary = CardRowCache(), CardSummary.of(stats, paths)
         card = render_card(summary, repo_id="org/bench", has_traces=False, cell_cache=cache)
-        (root / names[0]).write_bytes(stats_bytes(stats))
+        # A push appends to the recent-counts file until it outgrows recent_limit, then merges
+        # it into the main one: the repo holds it half full, the size a push meets on average.
+        n_recent = recent_limit(n) // 2
+        base, recent = stats.slice(0, n - n_recent), stats.slice(n - n_recent)
+        summary.base_rows, summary.recent_rows = base.num_rows, recent.num_rows
+        (root / names[0]).write_bytes(stats_bytes(base))
         (root / names[1]).write_text(card, encoding="utf-8")
         (root / names[2]).write_bytes(cache.to_bytes())
         (root / names[3]).write_bytes(summary.to_bytes())
+        (root / names[4]).write_bytes(stats_bytes(recent))
         fingerprint.write_text(_card_code())
 
 

@@ -126,6 +126,7 @@ def test_missing_or_stale_counts_are_rebuilt_from_the_rows(tmp_path: Path) -> No
     (repo / "data/traces/run-b0.parquet").unlink()
     result = build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
     assert result.stats_updated and result.card_updated
+    assert result.stats_paths == [STATS_PATH, SUMMARY_PATH]  # rebuilt: no recent counts
     transitions = _all_rows(
         {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
     )
@@ -351,16 +352,25 @@ def test_summary_pushes_keep_the_first_cells_and_every_count_exact(
 
     monkeypatch.setattr(_counts, "_rebuilt", spy)
     repo, root = tmp_path / "repo", tmp_path / "runs"
-    order = [("d", 0), ("b", 0), ("e", 0), ("a", 0), ("c", 0), ("e", 1), ("a", 1), ("b", 1)]
-    for i, (name, repeat) in enumerate(order):
-        counts = (CELL_A, CELL_B, CELL_C)[i % 3]
-        run = write_run_dir(
-            root, f"run-{name}{repeat}", counts, cell_id=f"cell{name.upper()}000000000",
-            model=f"org/model-{name}", skill_pool="coding", repeat_index=repeat, seed=repeat,
-            partition_seed=40 + ord(name) % 2,
-        )  # fmt: skip
+    # (run id, model letter, repeat) per push; in the second push the run sorting first by id
+    # is the cell sorting last, while the list still has room.
+    pushes = [
+        [("run-d0", "d", 0)], [("run-x0", "g", 0), ("run-y0", "f", 0)], [("run-b0", "b", 0)],
+        [("run-e0", "e", 0)], [("run-a0", "a", 0)], [("run-c0", "c", 0)], [("run-e1", "e", 1)],
+        [("run-a1", "a", 1)], [("run-b1", "b", 1)],
+    ]  # fmt: skip
+    for i, push in enumerate(pushes):
+        runs = [
+            write_run_dir(
+                root, run_id, (CELL_A, CELL_B, CELL_C)[ord(name) % 3],
+                cell_id=f"cell{name.upper()}000000000", model=f"org/model-{name}",
+                skill_pool="coding", repeat_index=repeat, seed=repeat,
+                partition_seed=40 + ord(name) % 2,
+            )
+            for run_id, name, repeat in push
+        ]  # fmt: skip
         rebuilt.clear()
-        build_repo([run], repo, repo_id="org/results")
+        build_repo(runs, repo, repo_id="org/results")
         assert rebuilt == ([True] if i == 0 else [])
         card = (repo / "README.md").read_text()
         files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
@@ -369,13 +379,15 @@ def test_summary_pushes_keep_the_first_cells_and_every_count_exact(
         full = render_card(run_stats(transitions), repo_id="org/results", has_traces=True)
         assert _strip_tools(card) == _strip_tools(full)
         assert _protocol_rows(card) == _protocol_rows(full)
+        if i == 1:
+            assert [r["model"] for r in _table(card, CELL_HEADER)] == ["org/model-d", "org/model-f"]
     assert [r["model"] for r in _table(card, CELL_HEADER)] == ["org/model-a", "org/model-b"]
-    assert "**5** cell(s)" in card and "from **8** run(s)" in card
+    assert "**7** cell(s)" in card and "from **10** run(s)" in card
     # The recent-counts file was merged into the main one at least once (rows: runs).
     assert pq.read_table(repo / STATS_PATH).num_rows > 1
-    assert pq.read_table(repo / STATS_PATH).num_rows + pq.read_table(
-        repo / RECENT_PATH
-    ).num_rows == len(order)
+    assert (
+        pq.read_table(repo / STATS_PATH).num_rows + pq.read_table(repo / RECENT_PATH).num_rows == 10
+    )
 
 
 def test_a_summary_that_misses_a_hand_edit_is_rebuilt(tmp_path: Path) -> None:

@@ -146,3 +146,57 @@ def test_the_expected_output_key_changes_with_the_benchmark_file_and_the_inputs(
     )
     assert task_key(one) != task_key(other)
     assert task_key(one) == task_key(_task("def f(x):\n    return x\n", [[1]], [[2]]))
+
+
+def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
+    """``_flags`` skips decoding for outputs whose bytes hold no float and no class reference;
+    the flag must still be what decoding and comparing (the exact check) gives."""
+    import collections
+    import decimal
+    import fractions
+
+    import numpy as np
+
+    from hf_skillfollow.scoring._reference import _flags
+
+    nan = float("nan")
+    values = [
+        0,
+        -(10**30),
+        True,
+        None,
+        "Green Gauge",
+        "ÄÖü 漢字 \x93\x82",
+        b"G\x93",
+        bytearray(b"GG"),
+        [("A", "B"), ("C", "G")],
+        {"G": [1, 2]},
+        {1, 2, 3},
+        frozenset({"x"}),
+        ((),),
+        1.5,
+        nan,
+        [nan],
+        {nan},
+        (1, [nan]),
+        complex(nan, 0),
+        decimal.Decimal("NaN"),
+        decimal.Decimal("1.5"),
+        fractions.Fraction(1, 3),
+        np.array([1, 2]),
+        np.int64(3),
+        {1: 2}.values(),
+        {1: 2}.keys(),
+        collections.Counter("GG"),
+        collections.deque([1]),
+        collections.OrderedDict(a=1),
+    ]
+    for value in values:
+        blob = _wire.dumps(value)
+        try:
+            equal = pickle.loads(blob) == value
+            exact = _wire.SAME_BYTES_PASS if type(equal) is bool and equal else 0
+        except Exception:
+            exact = 0
+        assert _flags(value, blob, True, False) == exact, value
+        assert _flags(value, blob, False, False) == 0, value

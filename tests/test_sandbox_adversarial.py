@@ -332,6 +332,57 @@ def test_expected_outputs_cannot_be_scraped_from_memory(task: Task) -> None:
     assert verdict.reason == "base input #0: wrong output"
 
 
+_EARLIER = "MARK = {marker!r}\ndef square_perimeter(a):\n    return 4 * a\n"
+
+_MEMORY_SEARCH = """
+import ctypes
+
+_libc = ctypes.CDLL(None)
+_libc.memmem.restype = ctypes.c_void_p
+_libc.memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+
+def _hits(needle):
+    # In-place search (memmem: no copies that a later region could contain) of every readable
+    # anonymous region this process has, which it inherited from the process it was forked from.
+    own = ctypes.cast(ctypes.c_char_p(needle), ctypes.c_void_p).value
+    hits = 0
+    for line in open("/proc/self/maps"):
+        fields = line.split()
+        if "r" not in fields[1] or (len(fields) > 5 and fields[5] not in ("[heap]", "[stack]")):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        at = start
+        while at < end:
+            found = _libc.memmem(at, end - at, needle, len(needle))
+            if not found:
+                break
+            hits += found != own
+            at = found + 1
+    return hits
+
+def square_perimeter(a):
+    if not _hits(bytes([ord(c) for c in "CONTROL-{control}"])):
+        raise RuntimeError("the search is broken: its own source text was not found")
+    if _hits(bytes({marker_codes})):
+        raise RuntimeError("an earlier run's program is in this process's memory")
+    return 4 * a
+"""
+
+
+def test_an_earlier_runs_program_is_not_in_a_later_runs_memory(task: Task) -> None:
+    """Runs are forked from a long-lived zygote: a later program scans every readable region
+    of its own memory for a marker only an earlier program's source held (a correct
+    answer, say). The zygote must never have held it; a positive control (the later
+    program's own source text) proves the scan works."""
+    marker = f"EARLIER-RUN-{uuid.uuid4().hex}"
+    for _ in range(3):  # same zygote: runs are sequential
+        assert _score(task, _EARLIER.format(marker=marker)).passed
+    control = uuid.uuid4().hex
+    search = _MEMORY_SEARCH.format(control=control, marker_codes=[ord(c) for c in marker])
+    verdict = _score(task, search)
+    assert verdict.passed, verdict.reason
+
+
 def test_monkeypatching_the_harness_json_and_comparison_changes_nothing(task: Task) -> None:
     program = (
         "import sys, json, builtins\n"

@@ -90,8 +90,8 @@ def summary_lines(result) -> list[str]:  # noqa: ANN001 - PushResult, imported l
         lines.append(f"  {verb} {path} ({rows} rows)")
     for path in sorted(result.skipped):
         lines.append(f"  already published, identical: {path}")
-    if result.stats_updated:
-        lines.append(f"  {verb} stats/runs.parquet (per-run counts the card is computed from)")
+    for path in result.stats_paths:
+        lines.append(f"  {verb} {path} (counts the card is computed from)")
     lines.append(
         f"  {verb} README.md (card regenerated from all rows)"
         if result.card_updated

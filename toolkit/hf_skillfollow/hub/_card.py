@@ -18,8 +18,8 @@ from hf_skillfollow._version import __version__
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
 from hf_skillfollow.hub._columns import schema_rows
 from hf_skillfollow.hub._layout import ANNOTATIONS_DIR, TRACES_DIR, TRANSITIONS_DIR
-from hf_skillfollow.hub._stats import STATS_PATH
-from hf_skillfollow.hub._summary import PROTOCOL_COLUMNS, CardSummary
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH
+from hf_skillfollow.hub._summary import PROTOCOL_COLUMNS, SUMMARY_PATH, CardSummary
 from hf_skillfollow.schema import (
     ANNOTATIONS_SCHEMA,
     TRACES_SCHEMA,
@@ -61,6 +61,7 @@ def render_card(
         summary = stats if isinstance(stats, CardSummary) else CardSummary.of(stats, [])
     cells = cell_rows(summary, cell_cache)
     n_rows, n_cells = summary.n_rows, summary.n_cells
+    rescoring = rescoring_context(table, verifications)  # table is None: there are no records
     context = {
         "front_matter": front_matter(
             repo_id,
@@ -70,18 +71,20 @@ def render_card(
             has_annotations=has_annotations,
             has_verifications=verifications is not None,
         ),
-        "rescoring": rescoring_context(table, verifications),  # table is None: no records
+        "rescoring": rescoring,
         "repo_id": repo_id,
         "pretty_name": _pretty_name(repo_id),
         "n_rows": n_rows,
         "n_runs": summary.n_runs,
         "n_cells": n_cells,
-        "cells": cells,
+        "cell_lines": _cell_lines(cells, rescoring["marks"]),
         "cells_left_out": max(0, n_cells - len(cells)),
         "protocols": protocol_rows(summary, tool_schemas or {}),
         "has_traces": has_traces,
         "space": space,
         "stats_path": STATS_PATH,
+        "recent_path": RECENT_PATH,
+        "summary_path": SUMMARY_PATH,
         "card_cells_path": CARD_CELLS_PATH,
         "transitions_schema": schema_rows(TRANSITIONS_SCHEMA),
         "traces_schema": schema_rows(TRACES_SCHEMA),
@@ -194,6 +197,19 @@ def cell_rows(summary: CardSummary, cache: CardRowCache | None = None) -> list[d
         for key, c in missing:
             cache.put(key, _numbers.cell_display(identity[c.key] | by_cell[c.key]))
     return [cache.rows[key] for key in keys]
+
+
+def _cell_lines(cells: list[dict[str, Any]], marks: Mapping[str, str]) -> list[str]:
+    """The cells table's Markdown rows (built here, not in the template: a template loop
+    over 200 rows of 15 filtered fields costs more than the rest of the card)."""
+    md = _md_cell
+    return [
+        f"| {md(c['model'])} | {md(c['benchmark'])} | {md(c['partition'])} | {md(c['pool'])} "
+        f"| {c['runs']} | {c['n']} | {c['n_cond']} | {c['coverage']} | {c['rae']} | {c['oae']} "
+        f"| {c['delta_skip']} | {c['agg_lift']} | {c['sign_disagree']} | {c['reportable']} "
+        f"| {md(marks.get(c['cell_id'], 'not re-scored'))} |"
+        for c in cells
+    ]
 
 
 def protocol_rows(

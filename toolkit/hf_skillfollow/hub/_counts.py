@@ -3,7 +3,7 @@
 Fast path (the card's summary matches the repo's run listing): read the summary, the small
 recent-counts file and the `cell_key` column of the main counts file; count the new runs;
 update the summary; append to the recent file (merging it into the main file when it has
-grown to a quarter of it). Otherwise (a repo written before these files, a run removed or
+grown to a sixteenth of it). Otherwise (a repo written before these files, a run removed or
 added by hand, an unreadable file): read every published count, reconcile it with the
 listing (`_stats.reconcile`), and rebuild all three files from the result.
 """
@@ -30,10 +30,16 @@ from hf_skillfollow.hub._stats import (
 )
 from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
 
-#: The recent-counts file is merged into the main one once it holds more rows than this
-#: share of it (and than _MIN_RECENT): rows are rewritten a bounded number of times each.
-_RECENT_SHARE = 4
+#: The recent-counts file is merged into the main one once it holds more rows than
+#: 1/_RECENT_SHARE of it (and than _MIN_RECENT): a push reads and writes at most that many
+#: rows, and a merge, which rewrites every row, comes once per that many new rows.
+_RECENT_SHARE = 16
 _MIN_RECENT = 256
+
+
+def recent_limit(base_rows: int) -> int:
+    """Rows the recent-counts file may hold beside a main file of `base_rows` rows."""
+    return max(_MIN_RECENT, base_rows // _RECENT_SHARE)
 
 
 @dataclass
@@ -100,7 +106,7 @@ def _incremental(
 
     out = RepoCounts(summary, None)
     recent = merge_stats([recent, new])
-    compact = recent.num_rows > max(_MIN_RECENT, summary.base_rows // _RECENT_SHARE)
+    compact = recent.num_rows > recent_limit(summary.base_rows)
     base = None
     if compact or need_table:
         base = read_stats(base_data) if base_data is not None else empty_stats()

@@ -34,6 +34,7 @@ from hf_skillfollow.hub._plan import (
 )
 from hf_skillfollow.hub._repos import BRANCH, REPO_TYPE, HubRepo, LocalRepoFolder
 from hf_skillfollow.hub._secrets import refuse_token_in, scrubbed
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH
 from hf_skillfollow.hub._summary import SUMMARY_PATH
 
 log = logging.getLogger("hf_skillfollow.hub")
@@ -43,6 +44,7 @@ MAX_ATTEMPTS = 8
 # The Hub answers a commit whose parent_commit is no longer the branch head with 412
 # Precondition Failed (409 while another commit holds the repo's lock): both mean "re-read".
 _CONFLICT_STATUS = frozenset({409, 412})
+_COUNT_FILES = frozenset({STATS_PATH, RECENT_PATH, SUMMARY_PATH})
 _SPACE_LINK = re.compile(r"https://huggingface\.co/spaces/([A-Za-z0-9][\w.-]*/[\w.-]+)\)")
 
 
@@ -58,6 +60,7 @@ class PushResult:
     card_updated: bool = False
     stats_updated: bool = False
     commit_url: str | None = None
+    stats_paths: list[str] = field(default_factory=list)  # count files written (under stats/)
     attempts: int = 1  # read-plan-commit rounds (more than one after a concurrent push)
 
     @property
@@ -213,6 +216,7 @@ def _result(repo_id: str, target: str, dry_run: bool, prepared: _Prepared) -> Pu
         plan.skipped,
         prepared.card_updated,
         prepared.stats_updated,
+        stats_paths=sorted(p for p in prepared.files if p in _COUNT_FILES),
     )
 
 

@@ -6,8 +6,7 @@ Counts are sufficient for every number on the card (metrics are functions of sum
 so the card rendered from these rows equals the card rendered from every row
 (tests/test_hub_incremental.py). A push does not rewrite that file: the counts of the runs it
 adds go to the small `stats/runs-recent.parquet`, which is merged into `stats/runs.parquet`
-once it holds more than a quarter as many rows (so each run's counts are rewritten a bounded
-number of times, on average), see `_counts.py`.
+once it holds more than a sixteenth as many rows, see `_counts.py`.
 
 The files are a cache of the rows, never a source of truth: when the card's summary does
 not match the repo listing they are reconciled with it (runs whose transitions file is gone

@@ -132,6 +132,11 @@ class CardSummary:
         known = set(published_cells)
         runs_of_cell: set[tuple[str, str]] = set()
         runs_of_protocol: set[tuple[Any, str]] = set()
+        # A full list admits only cells sorting before its last one; one with room (every
+        # cell listed) admits every new cell, and the sort below keeps the first ones.
+        full = len(self.listed) >= MAX_CARD_CELLS
+        last = sort_key(self.listed[-1].identity) if full else ()
+        entered = False
         for row in new.to_pylist():
             run_id, key = row["run_id"], row["cell_key"]
             group = [row[c] for c in PROTOCOL_COLUMNS]
@@ -142,12 +147,14 @@ class CardSummary:
                 protocol.runs += 1
             if row["seed"] not in protocol.seeds:
                 protocol.seeds = sorted([*protocol.seeds, row["seed"]])
-            if key not in known:  # a new cell: counted, and a candidate for the list
+            if key not in known:  # a new cell: counted, and listed if it sorts early enough
                 known.add(key)
                 self.n_cells += 1
                 protocol.cells += 1
                 identity = {c: row[c] for c in CELL_COLUMNS}
-                listed[key] = ListedCell(key, identity, 0, [0] * len(COUNT_COLUMNS))
+                if not full or sort_key(identity) < last:
+                    listed[key] = ListedCell(key, identity, 0, [0] * len(COUNT_COLUMNS))
+                    entered = True
             cell = listed.get(key)
             if cell is None:  # published, and sorted after the listed cells: stays out
                 continue
@@ -155,15 +162,18 @@ class CardSummary:
             if (key, run_id) not in runs_of_cell:
                 runs_of_cell.add((key, run_id))
                 cell.n_runs += 1
-        ordered = sorted(listed.values(), key=lambda cell: sort_key(cell.identity))
-        self.listed = ordered[:MAX_CARD_CELLS]
+        if entered:  # else the listed cells and their order are unchanged
+            ordered = sorted(listed.values(), key=lambda cell: sort_key(cell.identity))
+            self.listed = ordered[:MAX_CARD_CELLS]
         self.protocols = list(protocols.values())
         self.files_digest, self.n_files = files_digest(paths), len(paths)
         self.n_runs += len(set(new.column("run_id").to_pylist()))
 
     def to_bytes(self) -> bytes:
-        data = {"format": _FORMAT, "max_cells": MAX_CARD_CELLS} | vars(self)
-        data["listed"] = [vars(cell) for cell in self.listed]  # asdict deep-copies: 10x slower
+        data = {"format": _FORMAT, "max_cells": MAX_CARD_CELLS, "columns": list(CELL_COLUMNS)}
+        data |= vars(self)
+        # Identities as lists in CELL_COLUMNS order: half the bytes (and time) of dicts.
+        data["listed"] = [vars(c) | {"identity": list(c.identity.values())} for c in self.listed]
         data["protocols"] = [vars(protocol) for protocol in self.protocols]
         return json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")
 
@@ -174,10 +184,16 @@ class CardSummary:
             return None
         try:
             raw = json.loads(data.decode("utf-8"))
-            if raw.pop("format") != _FORMAT or raw.pop("max_cells") != MAX_CARD_CELLS:
+            layout = (raw.pop("format"), raw.pop("max_cells"), raw.pop("columns"))
+            if layout != (_FORMAT, MAX_CARD_CELLS, list(CELL_COLUMNS)):
                 return None
             summary = cls(**raw)
-            summary.listed = [ListedCell(**c) for c in raw["listed"]]
+            summary.listed = [
+                ListedCell(
+                    **(c | {"identity": dict(zip(CELL_COLUMNS, c["identity"], strict=True))})
+                )
+                for c in raw["listed"]
+            ]
             summary.protocols = [Protocol(**p) for p in raw["protocols"]]
         except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
             return None

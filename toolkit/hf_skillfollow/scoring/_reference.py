@@ -247,10 +247,21 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     return header
 
 
+# Pickle protocol 5 opcodes: BINFLOAT (every float), STACK_GLOBAL and EXT1/2/4 (the only ways
+# to name a class or function, hence complex, Decimal, numpy, dict views). Any of these bytes
+# inside string data only sends the output to the exact check below.
+_MAYBE_SELF_UNEQUAL = (b"G", b"\x93", b"\x82", b"\x83", b"\x84")
+
+
 def _flags(out: Any, blob: bytes, same_bytes_pass_ok: bool, floats: bool) -> int:
     from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
 
     flags = FLOATS if floats else 0
+    if same_bytes_pass_ok and not any(op in blob for op in _MAYBE_SELF_UNEQUAL):
+        # No float and no class reference: the value is ints, strings, bytes, None, bools and
+        # containers of them, which equal any fresh copy. Decoding to compare would cost
+        # seconds on large outputs (Mbpp/255's come to ~1 GB of tuples).
+        return flags | SAME_BYTES_PASS
     if same_bytes_pass_ok:
         # A program output with these very bytes is a structurally identical value; EvalPlus
         # passes it if a fresh copy of the expected output compares equal (not so with NaN,
