@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hf_skillfollow.metrics import METRIC_COLUMNS, compute_cells, disagreement_sensitivity
+from hf_skillfollow.metrics import (
+    METRIC_COLUMNS,
+    cell_intervals,
+    compute_cells,
+    disagreement_sensitivity,
+)
 from hf_skillfollow.schema import CELL_COLUMNS
 from tests._cells import rows_for, table_for
 
@@ -79,3 +84,20 @@ def test_missing_outcome_column_is_named() -> None:
     table = table_for(AGREE).drop_columns(["returned"])
     with pytest.raises(ValueError, match=r"missing outcome column\(s\) \['returned'\]"):
         compute_cells(table)
+
+
+def test_deferred_intervals_equal_the_ones_computed_with_the_cells() -> None:
+    """`intervals=False` leaves only the interval columns out; `cell_intervals` over one cell
+    alone gives what `compute_cells` gave it beside the other (the Space's deferred start)."""
+    data = table_for(DISAGREE, AGREE)
+    full = compute_cells(data, resamples=500, seed=3)
+    later = compute_cells(data, resamples=500, seed=3, intervals=False)
+    ci = ["oae_ci_low", "oae_ci_high", "rae_ci_low", "rae_ci_high"]
+    assert later[ci].isna().all().all() and full[ci].notna().all().all()
+    pd.testing.assert_frame_equal(later.drop(columns=ci), full.drop(columns=ci))
+    one = later[later["cell_id"] == "dis"]
+    got = cell_intervals(one, resamples=500, seed=3)
+    want = full[full["cell_id"] == "dis"]
+    for name in ci:
+        np.testing.assert_array_equal(got[name], want[name].to_numpy())
+    assert got["rae_ci_low"][0] < 20.0 < got["rae_ci_high"][0]  # around RAE = +20 pp
