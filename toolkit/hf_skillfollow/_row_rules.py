@@ -84,10 +84,8 @@ _SHOW.maxstring = _SHOW.maxother = 60
 _SHOW.maxlist = 3
 
 
-def check_rows(table: pa.Table, config: str, source: str) -> None:
-    """Raise SchemaError for the first rule `table` breaks, naming source, row and columns."""
-    from hf_skillfollow.schema import SchemaError
-
+def first_violation(table: pa.Table, config: str, source: str) -> str | None:
+    """The first rule `table` breaks, naming source, row and columns; None if it breaks none."""
     for rule in RULES:
         if rule.config != config or table.num_rows == 0:
             continue
@@ -103,7 +101,8 @@ def check_rows(table: pa.Table, config: str, source: str) -> None:
             else ""
         )
         more = f"; {n_bad} row(s) in all" if n_bad > 1 else ""
-        raise SchemaError(
+        return (
             f"{source}: row {row}{task}, column(s) {', '.join(rule.columns)}: {rule.says} "
             f"({values}){more}"
         )
+    return None

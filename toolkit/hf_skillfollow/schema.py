@@ -121,9 +121,11 @@ def _checked_values(out: pa.Table, schema: pa.Schema, source: str) -> pa.Table:
         raise SchemaError(
             f"{source}: schema_version {sorted(versions)} is not supported (this toolkit reads v{SCHEMA_VERSION})"
         )
-    from hf_skillfollow._row_rules import check_rows
+    from hf_skillfollow._row_rules import first_violation
 
-    check_rows(out, (schema.metadata or {}).get(b"config", b"").decode(), source)
+    broken = first_violation(out, (schema.metadata or {}).get(b"config", b"").decode(), source)
+    if broken is not None:
+        raise SchemaError(broken)
     return out
 
 

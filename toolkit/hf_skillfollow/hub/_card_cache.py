@@ -43,6 +43,11 @@ class CardRowCache:
         self.used.add(key)
         self.computed += 1
 
+    @property
+    def changed(self) -> bool:
+        """Whether `to_bytes` would differ from the rows read: a row computed or dropped."""
+        return self.computed > 0 or self.used != self.rows.keys()
+
     def to_bytes(self) -> bytes:
         """The rows of this render only, so the file stays as small as the card's table."""
         rows = {k: self.rows[k] for k in sorted(self.used)}

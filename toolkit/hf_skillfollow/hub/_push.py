@@ -200,9 +200,8 @@ def _prepare(
         summary = counts.summary.to_bytes()
         if summary != published(SUMMARY_PATH, state):
             files[SUMMARY_PATH] = summary
-        cells = cell_cache.to_bytes()
-        if cells != old_cells:
-            files[CARD_CELLS_PATH] = cells
+        if cell_cache.changed:
+            files[CARD_CELLS_PATH] = cell_cache.to_bytes()
     return _Prepared(plan, files, card_updated, stats_updated)
 
 

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._dirs import cache_root
 from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
@@ -48,10 +49,7 @@ class ReferenceFailure(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("SKILLFOLLOW_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "hf-skillfollow"
-    )
-    return Path(root) / "expected"
+    return cache_root() / "expected"
 
 
 def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) -> Verdict:

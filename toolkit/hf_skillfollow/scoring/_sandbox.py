@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import hf_skillfollow
+from hf_skillfollow._dirs import cache_root
 from hf_skillfollow.scoring._idle import IdlePool
 from hf_skillfollow.scoring._rootfs import SCRATCH
 
@@ -152,10 +153,7 @@ def _within(path: str, parent: str) -> bool:
 def _hidden(exposed: tuple[str, ...]) -> tuple[str, ...]:
     """Known homes of expected outputs and benchmark data that lie inside an exposed
     directory, at their path inside the sandbox (read afresh: tests and users move them)."""
-    from hf_skillfollow.scoring._code import cache_dir
-
-    cache = cache_dir()
-    known = [str(cache), str(cache.parent)]
+    known = [str(cache_root())]
     known += [
         v
         for k, v in os.environ.items()

@@ -16,12 +16,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
-ENV_CACHE = "SKILLFOLLOW_CACHE_DIR"
+from hf_skillfollow._dirs import cache_root
 
 
 def default_state_path(sources: list[str]) -> Path:
     """One state file per set of sources, under the toolkit's cache folder."""
-    base = Path(os.environ.get(ENV_CACHE) or Path.home() / ".cache" / "hf-skillfollow")
+    base = cache_root()
     names = sorted(str(Path(s).expanduser().resolve()) if Path(s).expanduser().exists() else s
                    for s in sources)  # fmt: skip
     digest = hashlib.sha256("\0".join(names).encode()).hexdigest()[:16]
