@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from hf_skillfollow.schema import transitions_from_rows
-from hf_skillfollow.sources import SourceError, read_transitions
+from hf_skillfollow.schema import TRANSITIONS_SCHEMA, transitions_from_rows
+from hf_skillfollow.sources import _DICTIONARY_COLUMNS, SourceError, read_transitions
 from tests._rows import transition_row
 
 
@@ -48,3 +48,21 @@ def test_a_pair_in_two_sources_names_both(tmp_path: Path) -> None:
     b = _write(tmp_path / "b.parquet", [("r9", "Mbpp/1"), ("r1", "Mbpp/2")])
     with pytest.raises(SourceError, match=r"\('r1', 'Mbpp/2'\) in .*a\.parquet and .*b\.parquet"):
         read_transitions(b, a)
+
+
+def test_a_parquet_file_reads_back_equal_to_its_rows_with_plain_string_columns(
+    tmp_path: Path,
+) -> None:
+    """The identity columns are read as dictionaries for speed; what comes back is the
+    schema's plain strings, value for value."""
+    rows = [
+        transition_row(run_id=f"r{i % 3}", task_id=f"Mbpp/{i}", model=f"org/m{i % 3}")
+        for i in range(9)
+    ]
+    written = transitions_from_rows(rows)
+    path = tmp_path / "t.parquet"
+    pq.write_table(written, path)
+    table = read_transitions(path)
+    assert {"model", "run_id", "cell_id"} <= set(_DICTIONARY_COLUMNS)
+    assert table.schema.equals(TRANSITIONS_SCHEMA) and table.equals(written)
+    assert table["model"].to_pylist() == [f"org/m{i % 3}" for i in range(9)]
