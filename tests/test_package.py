@@ -46,6 +46,33 @@ def test_cli_help_lists_commands_without_importing_them() -> None:
     assert _loaded_after(probe) == []
 
 
+def test_loading_code_tasks_leaves_datasets_unloaded_and_evalplus_whole(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """EvalPlus's data package imports `datasets` (~2 s) for its EvalPerf loader only: loading
+    MBPP+ or HumanEval+ tasks must not pay it, and that loader must still reach the real library."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"x": 1}\n{"x": 2}\n')
+    probe = (
+        "from hf_skillfollow.tasks import load_tasks\n"
+        f"tasks, _ = load_tasks('mbppplus', {str(data_dir / 'mbppplus-v0.1.0.jsonl')!r})\n"
+        "assert len(tasks) == 399\n"
+        f"tasks, _ = load_tasks('humanevalplus', {str(data_dir / 'HumanEvalPlus-v0.1.10.jsonl.gz')!r})\n"
+        "assert len(tasks) == 164\n"
+        "import sys\n"
+        "print('datasets loaded:', 'datasets' in sys.modules)\n"
+        "import evalplus.data\n"
+        f"ds = evalplus.data.load_dataset('json', data_files={str(rows)!r}, split='train',"
+        f" cache_dir={str(tmp_path / 'cache')!r})\n"
+        "import datasets\n"
+        "assert isinstance(ds, datasets.Dataset) and ds['x'] == [1, 2], ds\n"
+        "assert sys.modules['datasets'].__file__.endswith('datasets/__init__.py')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "datasets loaded: False" in out.stdout
+
+
 def test_lazy_public_names_resolve() -> None:
     import hf_skillfollow
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
+import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -176,8 +178,7 @@ def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
 def _evalplus_problems(
     benchmark: str, path: str | None
 ) -> tuple[dict[str, dict[str, Any]], str, str]:
-    from evalplus.data import humaneval, mbpp
-
+    humaneval, mbpp = _evalplus_data()
     if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
         with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
             return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
@@ -187,6 +188,35 @@ def _evalplus_problems(
             humaneval.get_human_eval_plus_hash(),
             humaneval.HUMANEVAL_PLUS_VERSION,
         )
+
+
+def _evalplus_data() -> tuple[Any, Any]:
+    """EvalPlus's ``humaneval`` and ``mbpp`` loader modules.
+
+    Their package (``evalplus.data``) imports ``datasets`` for its EvalPerf loader alone,
+    which this toolkit never calls; that import is ~2 s of every ``score``/``run`` start. If
+    ``datasets`` is not loaded yet, the package gets a stand-in while it imports, whose
+    ``load_dataset`` loads the real library on first call; the real module is what any later
+    ``import datasets`` finds."""
+    if "evalplus.data" in sys.modules or "datasets" in sys.modules:
+        from evalplus.data import humaneval, mbpp
+
+        return humaneval, mbpp
+    stand_in = types.ModuleType("datasets")
+
+    def load_dataset(*args: Any, **kwargs: Any) -> Any:
+        import datasets
+
+        return datasets.load_dataset(*args, **kwargs)
+
+    stand_in.load_dataset = load_dataset  # type: ignore[attr-defined]
+    sys.modules["datasets"] = stand_in
+    try:
+        from evalplus.data import humaneval, mbpp
+    finally:
+        if sys.modules.get("datasets") is stand_in:
+            del sys.modules["datasets"]
+    return humaneval, mbpp
 
 
 @contextmanager
@@ -237,6 +267,7 @@ def _mbpp_prompt(problem: dict[str, Any]) -> str:
 
 
 def _is_original_humaneval(path: str) -> bool:
+    _evalplus_data()  # the package first, without `datasets`
     from evalplus.data.utils import stream_jsonl
 
     first = next(iter(stream_jsonl(path)), {})
