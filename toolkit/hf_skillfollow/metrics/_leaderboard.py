@@ -103,8 +103,6 @@ def compute_cells_from_counts(
 
     Counts are summed per cell and runs counted by distinct `run_id`, then the same metrics.
     """
-    if int(min_cond) < 0:
-        raise ValueError(f"min_cond must be >= 0, got {min_cond}")
     keys = _pooling.group_columns(group_by, pool_runs)
     _frame.require_columns(counts, (*keys, "run_id"), "identity")
     _frame.require_columns(counts, COUNT_COLUMNS, "count")
