@@ -198,23 +198,21 @@ def _evalplus_data() -> tuple[Any, Any]:
     ``datasets`` is not loaded yet, the package gets a stand-in while it imports, whose
     ``load_dataset`` loads the real library on first call; the real module is what any later
     ``import datasets`` finds."""
-    if "evalplus.data" in sys.modules or "datasets" in sys.modules:
-        from evalplus.data import humaneval, mbpp
+    stand_in = None
+    if "evalplus.data" not in sys.modules and "datasets" not in sys.modules:
+        stand_in = types.ModuleType("datasets")
 
-        return humaneval, mbpp
-    stand_in = types.ModuleType("datasets")
+        def load_dataset(*args: Any, **kwargs: Any) -> Any:
+            import datasets
 
-    def load_dataset(*args: Any, **kwargs: Any) -> Any:
-        import datasets
+            return datasets.load_dataset(*args, **kwargs)
 
-        return datasets.load_dataset(*args, **kwargs)
-
-    stand_in.load_dataset = load_dataset  # type: ignore[attr-defined]
-    sys.modules["datasets"] = stand_in
+        stand_in.load_dataset = load_dataset  # type: ignore[attr-defined]
+        sys.modules["datasets"] = stand_in
     try:
         from evalplus.data import humaneval, mbpp
     finally:
-        if sys.modules.get("datasets") is stand_in:
+        if stand_in is not None and sys.modules.get("datasets") is stand_in:
             del sys.modules["datasets"]
     return humaneval, mbpp
 

@@ -93,15 +93,18 @@ class CardSummary:
             + [(c, "first") for c in CELL_COLUMNS]
         )
         summary.n_cells = cells.num_rows
-        identities = cells.select([f"{c}_first" for c in CELL_COLUMNS]).to_pylist()
-        order = sorted(range(cells.num_rows), key=lambda i: _key_of(identities[i]))
+        identities = [
+            {c: first[f"{c}_first"] for c in CELL_COLUMNS}
+            for first in cells.select([f"{c}_first" for c in CELL_COLUMNS]).to_pylist()
+        ]
+        order = sorted(range(cells.num_rows), key=lambda i: sort_key(identities[i]))
         keys = cells.column("cell_key").to_pylist()
         n_runs_of = cells.column("run_id_count_distinct").to_pylist()
         sums = [cells.column(f"{c}_sum").to_pylist() for c in COUNT_COLUMNS]
         summary.listed = [
             ListedCell(
                 keys[i],
-                {c: identities[i][f"{c}_first"] for c in CELL_COLUMNS},
+                identities[i],
                 int(n_runs_of[i]),
                 [int(s[i]) for s in sums],
             )
@@ -207,10 +210,6 @@ def sort_key(identity: dict[str, Any]) -> tuple[Any, ...]:
 
     rest = tuple(identity[c] for c in CELL_COLUMNS if c not in ("cell_id", "model"))
     return (*cell_display_key(identity), *rest)
-
-
-def _key_of(first: dict[str, Any]) -> tuple[Any, ...]:
-    return sort_key({c: first[f"{c}_first"] for c in CELL_COLUMNS})
 
 
 def identity_key(values: Sequence[Any]) -> str:

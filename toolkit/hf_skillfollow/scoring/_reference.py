@@ -257,21 +257,22 @@ def _flags(out: Any, blob: bytes, same_bytes_pass_ok: bool, floats: bool) -> int
     from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
 
     flags = FLOATS if floats else 0
-    if same_bytes_pass_ok and not any(op in blob for op in _MAYBE_SELF_UNEQUAL):
+    if not same_bytes_pass_ok:
+        return flags
+    if not any(op in blob for op in _MAYBE_SELF_UNEQUAL):
         # No float and no class reference: the value is ints, strings, bytes, None, bools and
         # containers of them, which equal any fresh copy. Decoding to compare would cost
         # seconds on large outputs (Mbpp/255's come to ~1 GB of tuples).
         return flags | SAME_BYTES_PASS
-    if same_bytes_pass_ok:
-        # A program output with these very bytes is a structurally identical value; EvalPlus
-        # passes it if a fresh copy of the expected output compares equal (not so with NaN,
-        # or numpy arrays, whose comparison has no truth value).
-        try:
-            equal = pickle.loads(blob) == out
-            if type(equal) is bool and equal:
-                flags |= SAME_BYTES_PASS
-        except Exception:
-            pass
+    # A program output with these very bytes is a structurally identical value; EvalPlus
+    # passes it if a fresh copy of the expected output compares equal (not so with NaN,
+    # or numpy arrays, whose comparison has no truth value).
+    try:
+        equal = pickle.loads(blob) == out
+        if type(equal) is bool and equal:
+            flags |= SAME_BYTES_PASS
+    except Exception:
+        pass
     return flags
 
 
