@@ -20,6 +20,7 @@ from hf_skillfollow.scoring._verdict import Verdict
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from hf_skillfollow.scoring._schedule import Schedule
     from hf_skillfollow.tasks import Task
 
 __all__ = [
@@ -64,50 +65,101 @@ def score_many(
 
     ``extract=False`` scores code answers as complete programs (the ``score`` command).
     ``on_result(i, verdict)`` is called as soon as pair ``i`` is scored (``verify`` saves
-    each verdict at once, so an interrupted run resumes without re-scoring it).
+    each verdict at once, so an interrupted run resumes without re-scoring it). Missing
+    expected outputs are computed first, then programs run longest first (``_schedule``).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    from hf_skillfollow.scoring import _code
     from hf_skillfollow.scoring._sandbox import CancelScope
 
+    programs = [
+        text if _is_math(task) else (extract_code(text or "") if extract else text)
+        for task, text in pairs
+    ]
+    schedule, references = _plan(pairs, programs)
+    failures: dict[str, _code.ReferenceFailure] = {}
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
-
     verdicts: dict[int, Verdict] = {}
 
+    def reference(key: str) -> None:
+        cost = 0.0
+        try:
+            _, header = _code.ensure_expected(references[key])
+            cost = float(header["base_cpu_s"]) + float(header["plus_cpu_s"])
+        except _code.ReferenceFailure as exc:
+            failures[key] = exc  # its programs get "cannot score", without a second try
+        finally:
+            schedule.reference_done(key, cost)
+
     def one(i: int) -> None:
-        task, text = pairs[i]
+        task, program = pairs[i][0], programs[i]
         if _is_math(task):
             assert math_pool is not None
-            verdict = _math_via(math_pool, task, text)
+            verdict = _math_via(math_pool, task, program)
+        elif failures and (failure := failures.get(_code.task_key(task))) is not None:
+            verdict = _code.cannot_score(task, program, failure)
         else:
             with scope.active():
-                verdict = score_solution(task, extract_code(text or "") if extract else text)
+                verdict = score_solution(task, program)
         if on_result is not None:
             on_result(i, verdict)
         if progress is not None:
             progress(verdict)
         verdicts[i] = verdict
 
-    from concurrent.futures import ThreadPoolExecutor
+    def work() -> None:
+        while (item := schedule.take()) is not None:
+            if item[0] == "reference":
+                reference(str(item[1]))
+            else:
+                one(item[1])
 
-    # Longest first, so that a task as slow as MBPP+'s Mbpp/599 (45 s, twice when its
-    # expected outputs are not cached yet) does not end the batch alone.
-    order = sorted(range(len(pairs)), key=lambda i: _cost_rank(pairs[i][0]))
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
     try:
         with ThreadPoolExecutor(max_workers=workers) as threads:
             try:
-                for _ in threads.map(one, order):
-                    pass
+                futures = [threads.submit(work) for _ in range(workers)]
+                # all done, or the first failure (raised here) without waiting for the rest
+                for future in wait(futures, return_when=FIRST_EXCEPTION).done:
+                    future.result()
                 return [verdicts[i] for i in range(len(pairs))]
             except BaseException:
                 # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
+                schedule.close()
                 scope.cancel()
                 threads.shutdown(wait=False, cancel_futures=True)
                 raise
     finally:
         if math_pool is not None:
             math_pool.shutdown(cancel_futures=True)
+
+
+def _plan(
+    pairs: Sequence[tuple[Task, str]], programs: list[str]
+) -> tuple[Schedule, dict[str, Task]]:
+    """The schedule, and the tasks whose expected outputs it computes first (by key)."""
+    from hf_skillfollow.scoring import _code
+    from hf_skillfollow.scoring._schedule import Schedule
+
+    references: dict[str, Task] = {}
+    waiting: dict[str, list[int]] = {}
+    ready: dict[int, float] = {}
+    for i, (task, _) in enumerate(pairs):
+        if _is_math(task):
+            ready[i] = -1.0  # after the code programs: they run in their own process pool
+            continue
+        cost = _code.cached_cost(task) if _code.scorable(task, programs[i]) else 0.0
+        if cost is not None:
+            ready[i] = cost
+            continue
+        key = _code.task_key(task)
+        references.setdefault(key, task)
+        waiting.setdefault(key, []).append(i)
+    order = sorted(references, key=lambda k: -_code.estimated_cost(references[k]))
+    return Schedule(order, waiting, ready), references
 
 
 async def score_answer_async(task: Task, text: str) -> Verdict:
@@ -127,14 +179,6 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
     except asyncio.CancelledError:
         scope.cancel()
         raise
-
-
-def _cost_rank(task: Task) -> tuple[int, float]:
-    if _is_math(task):
-        return (2, 0.0)
-    from hf_skillfollow.scoring._code import cost_rank
-
-    return cost_rank(task)
 
 
 def _is_math(task: Task) -> bool:

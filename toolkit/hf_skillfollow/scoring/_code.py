@@ -69,7 +69,7 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     try:
         payload_path, header = ensure_expected(task, budget)
     except ReferenceFailure as exc:
-        return Verdict(task.task_id, False, f"cannot score: {exc}", {"extracted": program})
+        return cannot_score(task, program, exc)
     cpu = max(budget.cpu_floor_s, budget.cpu_factor * (header["base_cpu_s"] + header["plus_cpu_s"]))
     memory = max(budget.memory_bytes, 2 * header["maxrss_bytes"] + 2 * _sandbox.GIB)
     limits = _sandbox.SandboxLimits(cpu_s=cpu, memory_bytes=memory)
@@ -77,6 +77,11 @@ def score_program(task: Any, program: str, budget: CodeBudget = DEFAULT_BUDGET) 
     with open(payload_path, "rb") as data:
         outcome = _sandbox.run(request, limits, data)
     return _verdict(task, program, outcome, limits)
+
+
+def cannot_score(task: Any, program: str, failure: ReferenceFailure) -> Verdict:
+    """The verdict for a program whose task's canonical solution failed."""
+    return Verdict(task.task_id, False, f"cannot score: {failure}", {"extracted": program})
 
 
 def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
@@ -169,27 +174,35 @@ def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Pat
         return payload_path, json.loads(header_path.read_text())
 
 
-def cost_rank(task: Any) -> tuple[int, float]:
-    """Sort key, most expensive first: tasks without cached expected outputs (they need the
-    reference run too) by the sum of the integers up to 10**9 among their inputs — loop
-    bounds: the slowest canonical solutions loop up to one (Mbpp/599 sums ``range(10**8)``)
-    and larger integers are arithmetic operands, not bounds — then cached tasks by the
-    canonical solution's CPU seconds."""
-    if "base_input" not in task.problem:
-        return (2, 0.0)
+def cached_cost(task: Any) -> float | None:
+    """The canonical solution's measured CPU seconds, if the task's expected outputs are
+    cached (a passing program costs about as much); None otherwise."""
     try:
         h = json.loads(_cache_paths(task, task_key(task))[1].read_text())
-        return (1, -(float(h["base_cpu_s"]) + float(h["plus_cpu_s"])))
+        return float(h["base_cpu_s"]) + float(h["plus_cpu_s"])
     except (OSError, ValueError, KeyError, TypeError):
-        p = task.problem
-        bounds = sum(
+        return None
+
+
+def estimated_cost(task: Any) -> float:
+    """A guess at the reference run's cost, from the inputs alone: the sum of the integers
+    up to 10**9 among them. Loop bounds: the slowest canonical solutions loop up to one
+    (Mbpp/599 sums ``range(10**8)``); larger integers are arithmetic operands, not bounds."""
+    p = task.problem
+    return float(
+        sum(
             abs(a) if abs(a) <= _LOOP_BOUND else 0
             for inp in (*p["base_input"], *p["plus_input"])
             if isinstance(inp, list | tuple)
             for a in inp
             if type(a) is int
         )
-        return (0, -float(bounds))
+    )
+
+
+def scorable(task: Any, program: str) -> bool:
+    """Whether scoring ``program`` needs the task's expected outputs (else it fails at once)."""
+    return bool(program.strip()) and "base_input" in task.problem
 
 
 _LOOP_BOUND = 10**9
