@@ -33,9 +33,17 @@ def _task(code: str, base: list, plus: list, entry: str = "f") -> Task:
 
 
 def _payload(path: Path) -> dict:
-    with path.open("rb") as fh:
-        _wire.read_section(fh.fileno(), 1 << 30)
-        return pickle.loads(fh.read())
+    """The expected outputs as the judge reads them (after the inputs section)."""
+    from hf_skillfollow.scoring._judge import _load_expected
+
+    fd = os.open(path, os.O_RDONLY)
+    _wire.read_section(fd, 1 << 30)
+    stages = _load_expected(fd)  # closes fd
+    out: dict = {}
+    for stage, expected in stages.items():
+        out[stage] = [bytes(b) for b in expected.blobs]
+        out[f"{stage}_flags"] = expected.flags
+    return out
 
 
 def test_expected_outputs_are_wire_bytes_with_flags() -> None:
@@ -200,3 +208,27 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
             exact = 0
         assert _flags(value, blob, True, False) == exact, value
         assert _flags(value, blob, False, False) == 0, value
+
+
+@pytest.mark.parametrize(
+    ("change", "passes"),
+    [
+        ("", True),  # the very bytes: compared as they arrive, never held whole
+        ("out[-1] = 10**6 - 7", False),  # same length, differs in the last chunk
+        ("out[3] = 7", False),  # same length, differs in the first chunk
+        ("out = tuple(out)", False),  # a tuple's bytes: decoded, and not equal to a list
+        ("out[-1] = float(out[-1])", True),  # other bytes, equal value: decoded, then equal
+    ],
+)
+def test_a_multi_megabyte_output_is_judged_by_its_value(change: str, passes: bool) -> None:
+    """Expected: a list of 400,000 ints (~2.4 MB, several pipe chunks). Identical bytes pass
+    without decoding; bytes that differ anywhere are decoded and compared like EvalPlus."""
+    from hf_skillfollow.scoring import score_solution
+
+    canonical = "def f(n):\n    return list(range(10**6 - n, 10**6))\n"
+    task = _task(canonical, [[400_000]], [[3]])
+    program = f"def f(n):\n    out = list(range(10**6 - n, 10**6))\n    {change or 'pass'}\n    return out\n"
+    verdict = score_solution(task, program)
+    assert verdict.passed is passes, verdict.reason
+    if not passes:
+        assert verdict.reason == "base input #0: wrong output", verdict.reason

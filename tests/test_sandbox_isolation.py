@@ -146,19 +146,35 @@ def _table(path):
         blob = open(path, 'rb').read()
     except OSError:
         return None
-    size = struct.unpack('<Q', blob[:8])[0]
-    inputs, expected = pickle.loads(blob[8:8 + size]), pickle.loads(blob[8 + size:])
-    return {
-        repr(inp): out
-        for stage in ('base', 'plus')
-        for inp, out in zip(inputs[stage + '_input'], expected[stage])
-    }
+    sections, pos = [], 0
+    for _ in range(2):  # the inputs, then the index of the expected outputs
+        size = struct.unpack('<Q', blob[pos:pos + 8])[0]
+        sections.append(pickle.loads(blob[pos + 8:pos + 8 + size]))
+        pos += 8 + size
+    inputs, index = sections
+    table = {}
+    for stage in ('base', 'plus'):
+        for inp, length in zip(inputs[stage + '_input'], index[stage]):
+            table[repr(inp)] = pickle.loads(blob[pos:pos + length])
+            pos += length
+    return table
 
 _TABLE = _table(PAYLOAD)
 
 def square_perimeter(a):
     return _TABLE[repr([a])] if _TABLE else -1
 """
+
+
+def test_the_cache_reader_forges_every_output_where_the_cache_is_readable(task: Task) -> None:
+    """Positive control for the attack below: run outside the sandbox, the same program reads
+    the payload and answers every base and plus input of its task correctly."""
+    payload, _ = ensure_expected(task)
+    namespace: dict = {}
+    exec(f"PAYLOAD = {str(payload)!r}\n" + _FROM_CACHE, namespace)
+    p = task.problem
+    for inp in [*p["base_input"], *p["plus_input"]]:
+        assert namespace["square_perimeter"](*inp) == 4 * inp[0]
 
 
 @pytest.mark.parametrize("where", ["checkout", "interpreter"])

@@ -58,15 +58,11 @@ def _isolate(pipe: int, req: dict[str, Any]) -> None:
     _confine.set_dumpable(True)  # the judge is the one that must not be inspectable
 
 
-def _send(pipe: int, tag: bytes, body: bytes = b"") -> None:
-    _wire.write_all(pipe, _wire.message(tag, body))
-
-
 def _send_error(pipe: int, exc: BaseException) -> None:
     if isinstance(exc, CpuTimeout):  # the judge checks this claim against our CPU usage
-        _send(pipe, _wire.TIMEOUT_CLAIM)
+        _wire.send(pipe, _wire.TIMEOUT_CLAIM)
     else:
-        _send(pipe, _wire.ERR, describe(exc).encode("utf-8", "replace"))
+        _wire.send(pipe, _wire.ERR, describe(exc).encode("utf-8", "replace"))
 
 
 def load_entry_point(code: str, entry_point: str) -> Any:
@@ -78,17 +74,17 @@ def load_entry_point(code: str, entry_point: str) -> Any:
     return namespace[entry_point]
 
 
-def _encode(req: dict[str, Any], out: Any) -> bytes:
-    """The message for one output. EvalPlus's not-None tasks only look at ``out is not
-    None`` (unless it is a bool); its set tasks accept any iterable, so one that is not
-    plain data (a generator) is sent as its elements."""
+def _encode(req: dict[str, Any], out: Any) -> tuple[bytes, bytes]:
+    """The tag and body of the message for one output. EvalPlus's not-None tasks only look
+    at ``out is not None`` (unless it is a bool); its set tasks accept any iterable, so one
+    that is not plain data (a generator) is sent as its elements."""
     if req.get("output_not_none") and not isinstance(out, bool):
-        return _wire.message(_wire.NOT_NONE, b"\x01" if out is not None else b"\x00")
+        return _wire.NOT_NONE, b"\x01" if out is not None else b"\x00"
     try:
-        return _wire.message(_wire.OK, _wire.dumps(out))
+        return _wire.OK, _wire.dumps(out)
     except BaseException as exc:
         if req.get("output_set_eq"):
-            return _wire.message(_wire.ITEMS, _wire.dumps(list(out)))
+            return _wire.ITEMS, _wire.dumps(list(out))
         raise TypeError(
             f"output of type {type.__repr__(type(out))} cannot be checked outside the "
             f"program (it is not plain data): {describe(exc)}"
@@ -102,14 +98,14 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
     except BaseException as exc:
         _send_error(pipe, exc)
         return False
-    _send(pipe, _wire.LOADED)
+    _wire.send(pipe, _wire.LOADED)
     for inp in inputs:
         try:
-            blob = _encode(req, fn(*inp))
+            tag, body = _encode(req, fn(*inp))
         except BaseException as exc:
             _send_error(pipe, exc)
             return False
-        _wire.write_all(pipe, blob)
+        _wire.send(pipe, tag, body)
     return True
 
 

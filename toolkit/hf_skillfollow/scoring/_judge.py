@@ -12,6 +12,7 @@ used up its CPU budget, whatever the program printed, raised or signalled.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import pickle
 import signal
@@ -20,6 +21,8 @@ from typing import Any
 
 from hf_skillfollow.scoring import _child, _wire
 
+#: the expected outputs' index (lengths and flags) is at most this long
+_INDEX_LIMIT = 1 << 30
 #: a message that is not an output (stage loaded, error text, flag) is at most this long
 _SMALL = 64 * 1024
 _SAME = b"="  # internal tag: the program sent the expected output's exact bytes
@@ -40,7 +43,7 @@ class Expected:
     """The expected outputs of one stage, as written by ``_reference``: ``_wire.dumps``
     bytes and per-output flags. Values are unpickled (our own bytes) only when needed."""
 
-    def __init__(self, blobs: list[bytes], flags: bytes) -> None:
+    def __init__(self, blobs: list[memoryview], flags: bytes) -> None:
         self.blobs, self.flags = blobs, flags
 
     def same_bytes_pass(self, i: int) -> bool:
@@ -63,9 +66,7 @@ def judge(req: dict[str, Any], inputs: dict[str, Any], data_fd: int | None) -> d
     inbox = _wire.Inbox(read_fd, pid)
     try:
         assert data_fd is not None
-        expected = pickle.loads(_wire.read_rest(data_fd))  # trusted: our own reference run
-        os.close(data_fd)
-        return _judge_candidate(req, inputs, expected, inbox)
+        return _judge_candidate(req, inputs, _load_expected(data_fd), inbox)
     except _child.CpuTimeout:
         return _fail(None, None, "timeout: checking the outputs exceeded its CPU budget")
     finally:
@@ -74,16 +75,35 @@ def judge(req: dict[str, Any], inputs: dict[str, Any], data_fd: int | None) -> d
         inbox.reap(block=True)
 
 
+def _load_expected(data_fd: int) -> dict[str, Expected]:
+    """The expected outputs that follow the inputs in the data file (``_reference``'s
+    layout: an index, then the outputs' bytes back to back), mapped, not copied."""
+    index = pickle.loads(_wire.read_section(data_fd, _INDEX_LIMIT))  # trusted: our own bytes
+    pos = os.lseek(data_fd, 0, os.SEEK_CUR)
+    size = os.fstat(data_fd).st_size
+    if pos + sum(index["base"]) + sum(index["plus"]) != size:
+        raise ValueError("the expected-output file does not match its index")
+    view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ)) if size else memoryview(b"")
+    os.close(data_fd)  # the mapping outlives the descriptor
+    stages = {}
+    for stage in ("base", "plus"):
+        blobs = []
+        for length in index[stage]:
+            blobs.append(view[pos : pos + length])
+            pos += length
+        stages[stage] = Expected(blobs, index[f"{stage}_flags"])
+    return stages
+
+
 def _fail(stage: str | None, index: int | None, reason: str) -> dict[str, Any]:
     return {"passed": False, "stage": stage, "index": index, "reason": reason}
 
 
 def _judge_candidate(
-    req: dict[str, Any], inputs: dict[str, Any], expected: dict[str, Any], inbox: _wire.Inbox
+    req: dict[str, Any], inputs: dict[str, Any], expected: dict[str, Expected], inbox: _wire.Inbox
 ) -> dict[str, Any]:
     for stage in ("base", "plus"):
-        outputs = Expected(expected[stage], expected[f"{stage}_flags"])
-        failure = _judge_stage(req, stage, inputs[f"{stage}_input"], outputs, inbox)
+        failure = _judge_stage(req, stage, inputs[f"{stage}_input"], expected[stage], inbox)
         if failure is not None:
             return failure
     counts = f"{len(inputs['base_input'])} base + {len(inputs['plus_input'])} plus inputs"
@@ -136,12 +156,15 @@ def _receive(
     blob = None if expected is None else expected.blobs[i]
     limit = _SMALL if blob is None else max(1 << 20, 64 * len(blob))
     try:
-        message = inbox.next(limit)
+        message = inbox.next(limit, like=blob)
     except _wire.WireError as exc:
         return _wire.ERR, f"malformed output message: {exc}"
     if message is None:
         return _wire.ERR, _ended(req, inbox)
     tag, body = message
+    if body is None:  # OK with the very bytes of the expected output: decode them as our own
+        assert expected is not None
+        return (_SAME, None) if expected.same_bytes_pass(i) else (_wire.OK, expected.value(i))
     if tag == _wire.LOADED and blob is None and not body:
         return tag, None
     if tag == _wire.ERR:
@@ -159,12 +182,10 @@ def _receive(
         return (items[0], _Items(items[1])) if items[0] == _wire.OK else items
     if tag != _wire.OK:
         return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
-    if body == blob:  # the very bytes of the expected output: decode them as our own
-        return (_SAME, None) if expected.same_bytes_pass(i) else (_wire.OK, expected.value(i))
     return _decode(body, blob)
 
 
-def _decode(body: bytes, blob: bytes) -> tuple[bytes, Any]:
+def _decode(body: bytes, blob: memoryview) -> tuple[bytes, Any]:
     try:
         return _wire.OK, _wire.decode(body, max_elements=max(1 << 16, 8 * len(blob)))
     except _wire.NotComparable as exc:

@@ -10,11 +10,14 @@ semantics and writes the task's cache payload itself; nothing of one task surviv
 next. A worker exits when its stdin closes (the process that started it is gone), killing a
 task in progress, and a task's process dies with its worker (``PR_SET_PDEATHSIG``).
 
-Payload (read by ``_judge``): a length-prefixed pickle of the inputs, then a pickle of
-``{"base": [bytes], "plus": [bytes], "base_flags": bytes, "plus_flags": bytes}``: each
-expected output as ``_wire.dumps`` bytes, and per output ``_wire.SAME_BYTES_PASS`` (identical
-bytes from the program pass: the value equals a fresh copy of itself, and no special oracle
-applies) and ``_wire.FLOATS`` (EvalPlus's ``is_floats``, which sets ``atol`` for the stage).
+Payload (read by ``_judge``): a length-prefixed pickle of the inputs; a length-prefixed
+pickle of the index ``{"base": [int], "plus": [int], "base_flags": bytes, "plus_flags":
+bytes}``: the byte length of each expected output, and per output ``_wire.SAME_BYTES_PASS``
+(identical bytes from the program pass: the value equals a fresh copy of itself, and no
+special oracle applies) and ``_wire.FLOATS`` (EvalPlus's ``is_floats``, which sets ``atol``
+for the stage); then the expected outputs' ``_wire.dumps`` bytes, base then plus, back to
+back, so that the judge maps them from the file instead of copying them (Mbpp/255's come to
+~1 GB).
 """
 
 from __future__ import annotations
@@ -240,10 +243,16 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     signal.alarm(0)
     header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     inputs = {"base_input": job["base_input"], "plus_input": job["plus_input"]}
+    index = {
+        **{stage: [len(b) for b in expected[stage]] for stage in ("base", "plus")},
+        **{k: expected[k] for k in ("base_flags", "plus_flags")},
+    }
     fd = os.open(job["path"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as sink:
         sink.write(section(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)))
-        pickle.dump(expected, sink, protocol=pickle.HIGHEST_PROTOCOL)
+        sink.write(section(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)))
+        for stage in ("base", "plus"):
+            sink.writelines(expected[stage])
     return header
 
 

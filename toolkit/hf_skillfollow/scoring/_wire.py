@@ -25,8 +25,8 @@ import pickle
 import select
 import struct
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
 
 _HEADER = struct.Struct("<Q")
 _CHUNK = 1 << 20
@@ -480,6 +480,15 @@ def message(tag: bytes, body: bytes = b"") -> bytes:
     return _HEADER.pack(len(body) + 1) + tag + body
 
 
+def send(fd: int, tag: bytes, body: bytes = b"") -> None:
+    """Write one message; a large body is written as it is, not copied behind its header."""
+    if len(body) < _CHUNK:
+        write_all(fd, message(tag, body))
+    else:
+        write_all(fd, _HEADER.pack(len(body) + 1) + tag)
+        write_all(fd, body)
+
+
 def write_all(fd: int, blob: bytes) -> None:
     view = memoryview(blob)
     while view:
@@ -493,13 +502,6 @@ def read_section(fd: int, limit: int) -> bytes:
     if size > limit:
         raise WireError(f"section of {size} bytes exceeds the {limit}-byte limit")
     return _read_exact(fd, size)
-
-
-def read_rest(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, _CHUNK):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _read_exact(fd: int, size: int) -> bytes:
@@ -525,37 +527,64 @@ class Inbox:
         self.fd, self.pid = fd, pid
         self.exit: tuple[int, Any] | None = None  # (wait status, rusage) once reaped
 
-    def next(self, limit: int) -> tuple[bytes, bytes] | None:
-        """(tag, body) of the next message, whose size must not exceed ``limit`` bytes."""
+    def next(self, limit: int, like: Any = None) -> tuple[bytes, bytes | None] | None:
+        """(tag, body) of the next message, whose size must not exceed ``limit`` bytes.
+
+        ``like`` (a buffer): the body an ``OK`` message is expected to carry. A message that
+        is exactly ``OK`` + ``like`` comes back as ``(OK, None)``, compared as it arrives
+        and never held whole (an output can be a gigabyte)."""
         header = self._take(_HEADER.size, at_boundary=True)
         if header is None:
             return None
         (size,) = _HEADER.unpack(header)
         if size == 0 or size - 1 > limit:
             raise WireError(f"a message of {size} bytes exceeds the {limit}-byte limit")
-        body = self._take(size, at_boundary=False)
-        if body is None:
-            raise WireError("the program's process ended in the middle of a message")
-        return body[:1], body[1:]
+        if like is None or size - 1 != len(like):
+            body = self._take(size, at_boundary=False)
+            return body[:1], body[1:]
+        tag = self._take(1, at_boundary=False)
+        if tag != OK:
+            return tag, self._take(size - 1, at_boundary=False)
+        pos = 0
+        for chunk in self._chunks(size - 1):
+            end = pos + len(chunk)
+            # bytes(): a memoryview compares byte by byte in Python's slow path
+            if chunk != bytes(like[pos:end]):  # differs: the body in full, for decoding
+                rest = self._take(size - 1 - end, at_boundary=False)
+                return tag, b"".join((bytes(like[:pos]), chunk, rest))
+            pos = end
+        return tag, None
 
     def _take(self, size: int, at_boundary: bool) -> bytes | None:
         # Grows with what arrives: a header announcing gigabytes allocates nothing ahead.
-        chunks: list[bytes] = []
+        if size == 0:
+            return b""
+        chunks = list(self._chunks(size, at_boundary))
+        if not chunks:
+            return None  # ended cleanly between messages
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def _chunks(self, size: int, at_boundary: bool = False) -> Iterator[bytes]:
+        """``size`` bytes as they arrive; raises if the stream ends before (nothing at all
+        is a clean end where ``at_boundary``)."""
         got = 0
         while got < size:
             try:
                 chunk = os.read(self.fd, min(size - got, _CHUNK))
             except BlockingIOError:
                 if not self._wait_readable():
-                    return None if at_boundary and got == 0 else self._truncated(got, size)
+                    if at_boundary and got == 0:
+                        return
+                    self._truncated(got, size)
                 continue
             if not chunk:
-                return None if at_boundary and got == 0 else self._truncated(got, size)
-            chunks.append(chunk)
+                if at_boundary and got == 0:
+                    return
+                self._truncated(got, size)
             got += len(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            yield chunk
 
-    def _truncated(self, got: int, size: int) -> None:
+    def _truncated(self, got: int, size: int) -> NoReturn:
         raise WireError(f"message truncated after {got} of {size} bytes")
 
     def _wait_readable(self) -> bool:
