@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import copy
 import ctypes
+import gc
 import json
 import os
 import pickle
@@ -143,6 +144,7 @@ def _serve() -> None:
     # warm the imports every task needs, once, before the first fork
     from hf_skillfollow.scoring import _child, _oracle, _wire  # noqa: F401
 
+    gc.freeze()  # as in _zygote: what every task's fork inherits is not collected again
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (job := _receive(stdin)) is not None:
         _send(stdout, _run_forked(job))
