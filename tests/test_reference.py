@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -157,8 +158,9 @@ def test_the_expected_output_key_changes_with_the_benchmark_file_and_the_inputs(
 
 
 def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
-    """``_flags`` skips decoding for outputs whose bytes hold no float and no class reference;
-    the flag must still be what decoding and comparing (the exact check) gives."""
+    """``_flags`` skips decoding for outputs whose bytes hold no class reference and no float
+    that could be NaN; the flag must still be what decoding and comparing (the exact check)
+    gives, for every NaN bit pattern, infinities and strings that look like either."""
     import collections
     import decimal
     import fractions
@@ -183,7 +185,15 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
         frozenset({"x"}),
         ((),),
         1.5,
+        [0.0, -0.0, 1e308, -1e-308],
+        float("inf"),
+        [-float("inf"), 2.5],
         nan,
+        -nan,
+        struct.unpack(">d", b"\x7f\xf0\x00\x00\x00\x00\x00\x01")[0],  # a signalling NaN
+        struct.unpack(">d", b"\xff\xff\xff\xff\xff\xff\xff\xff")[0],
+        [1.0, nan],
+        "G\x7f\xf8 looks like a NaN",
         [nan],
         {nan},
         (1, [nan]),
