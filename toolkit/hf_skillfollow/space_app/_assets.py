@@ -120,9 +120,14 @@ HEAD = """
   if (window.__skillfollowBoard) return;
   window.__skillfollowBoard = true;
   let nonce = 0;
-  const send = (id, value) => {
+  // A click that comes before the hidden box is mounted (Gradio loads each component's code
+  // on its own) is kept and delivered once the box is there, not dropped.
+  const send = (id, value, tries = 0) => {
     const box = document.querySelector(`#${id} textarea, #${id} input`);
-    if (!box) return;
+    if (!box) {
+      if (tries < 100) setTimeout(() => send(id, value, tries + 1), 100);
+      return;
+    }
     box.value = `${value}\\t${++nonce}`;
     box.dispatchEvent(new Event("input", { bubbles: true }));
   };
