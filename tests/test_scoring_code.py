@@ -144,13 +144,15 @@ def test_slow_tasks_are_guessed_first_and_cached_ones_measured(mbpp: dict[str, T
     """Without cached expected outputs, Mbpp/599 (whose canonical solution needs ~25-45 s of
     CPU, the most in MBPP+) is guessed among the first tenth by its inputs; a cached task's
     cost is its canonical solution's measured CPU time."""
-    from hf_skillfollow.scoring._code import cached_cost, estimated_cost
+    from hf_skillfollow.scoring._code import cached_cost, estimated_cost, task_key
 
     uncached = [t for t in mbpp.values() if t.task_id != "Mbpp/3"]
     ids = [t.task_id for t in sorted(uncached, key=estimated_cost, reverse=True)]
     assert ids.index("Mbpp/599") < len(ids) // 10
     _, header = ensure_expected(mbpp["Mbpp/3"])
-    assert cached_cost(mbpp["Mbpp/3"]) == header["base_cpu_s"] + header["plus_cpu_s"]
+    cost = cached_cost(mbpp["Mbpp/3"], task_key(mbpp["Mbpp/3"]))
+    assert cost == header["base_cpu_s"] + header["plus_cpu_s"]
+    assert cached_cost(mbpp["Mbpp/599"], task_key(mbpp["Mbpp/599"])) is None
 
 
 def test_a_failing_reference_is_run_once_for_all_its_programs(

@@ -77,8 +77,8 @@ def score_many(
         text if _is_math(task) else (extract_code(text or "") if extract else text)
         for task, text in pairs
     ]
-    schedule, references = _plan(pairs, programs)
-    failures: dict[str, _code.ReferenceFailure] = {}
+    schedule, references, waiting = _plan(pairs, programs)
+    failures: dict[int, _code.ReferenceFailure] = {}  # by program
     math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
     verdicts: dict[int, Verdict] = {}
@@ -89,7 +89,8 @@ def score_many(
             _, header = _code.ensure_expected(references[key])
             cost = float(header["base_cpu_s"]) + float(header["plus_cpu_s"])
         except _code.ReferenceFailure as exc:
-            failures[key] = exc  # its programs get "cannot score", without a second try
+            # its programs get "cannot score", without a second try
+            failures.update(dict.fromkeys(waiting[key], exc))
         finally:
             schedule.reference_done(key, cost)
 
@@ -98,7 +99,7 @@ def score_many(
         if _is_math(task):
             assert math_pool is not None
             verdict = _math_via(math_pool, task, program)
-        elif failures and (failure := failures.get(_code.task_key(task))) is not None:
+        elif (failure := failures.get(i)) is not None:
             verdict = _code.cannot_score(task, program, failure)
         else:
             with scope.active():
@@ -139,8 +140,9 @@ def score_many(
 
 def _plan(
     pairs: Sequence[tuple[Task, str]], programs: list[str]
-) -> tuple[Schedule, dict[str, Task]]:
-    """The schedule, and the tasks whose expected outputs it computes first (by key)."""
+) -> tuple[Schedule, dict[str, Task], dict[str, list[int]]]:
+    """The schedule, the tasks whose expected outputs it computes first (by key), and the
+    programs (indices) that wait for each."""
     from hf_skillfollow.scoring import _code
     from hf_skillfollow.scoring._schedule import Schedule
 
@@ -151,15 +153,18 @@ def _plan(
         if _is_math(task):
             ready[i] = -1.0  # after the code programs: they run in their own process pool
             continue
-        cost = _code.cached_cost(task) if _code.scorable(task, programs[i]) else 0.0
+        if not _code.scorable(task, programs[i]):
+            ready[i] = 0.0  # fails at once, without expected outputs
+            continue
+        key = _code.task_key(task)
+        cost = _code.cached_cost(task, key)
         if cost is not None:
             ready[i] = cost
             continue
-        key = _code.task_key(task)
         references.setdefault(key, task)
         waiting.setdefault(key, []).append(i)
     order = sorted(references, key=lambda k: -_code.estimated_cost(references[k]))
-    return Schedule(order, waiting, ready), references
+    return Schedule(order, waiting, ready), references, waiting
 
 
 async def score_answer_async(task: Task, text: str) -> Verdict:

@@ -174,11 +174,12 @@ def ensure_expected(task: Any, budget: CodeBudget = DEFAULT_BUDGET) -> tuple[Pat
         return payload_path, json.loads(header_path.read_text())
 
 
-def cached_cost(task: Any) -> float | None:
+def cached_cost(task: Any, key: str) -> float | None:
     """The canonical solution's measured CPU seconds, if the task's expected outputs are
-    cached (a passing program costs about as much); None otherwise."""
+    cached under ``key`` (its ``task_key``; a passing program costs about as much); None
+    otherwise."""
     try:
-        h = json.loads(_cache_paths(task, task_key(task))[1].read_text())
+        h = json.loads(_cache_paths(task, key)[1].read_text())
         return float(h["base_cpu_s"]) + float(h["plus_cpu_s"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

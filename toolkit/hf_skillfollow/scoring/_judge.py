@@ -83,7 +83,7 @@ def _load_expected(data_fd: int) -> dict[str, Expected]:
     size = os.fstat(data_fd).st_size
     if pos + sum(index["base"]) + sum(index["plus"]) != size:
         raise ValueError("the expected-output file does not match its index")
-    view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ)) if size else memoryview(b"")
+    view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ))  # size > pos > 0
     os.close(data_fd)  # the mapping outlives the descriptor
     stages = {}
     for stage in ("base", "plus"):
