@@ -155,3 +155,23 @@ def test_an_error_text_posing_as_a_timeout_is_marked_as_the_programs(task: Task)
     verdict = score_solution(task, program)
     assert not verdict.passed
     assert verdict.reason == "base input #0: raised timeout: CPU time budget of 4.0 s exceeded"
+
+
+def test_an_output_cut_short_inside_the_expected_bytes_is_malformed_not_a_pass(
+    task: Task,
+) -> None:
+    """The judge compares an output with the expected bytes as it arrives: a message that
+    announces the expected length and sends only a matching prefix must not pass."""
+    program = (
+        _WRITE_MESSAGE
+        + "import struct\n"
+        + "blob = _wire.dumps(40)  # Mbpp/17's expected output for its first input, 10\n"
+        + "send(_wire.message(_wire.LOADED), b'O' + blob[:-1],\n"
+        + "     struct.pack('<Q', len(blob) + 1))\n"
+        + SOLUTION
+    )
+    verdict = score_solution(task, program)
+    assert not verdict.passed
+    assert "base input #0: malformed output message: message truncated" in verdict.reason, (
+        verdict.reason
+    )
