@@ -54,10 +54,14 @@ def browser(tmp_path_factory):
         b.close()
 
 
-def _open(browser, url: str, width: int = 1440, height: int = 900, query: str = ""):
+def _open(
+    browser, url: str, width: int = 1440, height: int = 900, query: str = "", ready: str = ROWS
+):
+    """A new page at ``url + query``, once ``ready`` is visible (the board's rows; a link to
+    a cell opens the drill-down tab, which hides them)."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(url + query)
-    page.locator(ROWS).first.wait_for(timeout=90_000)
+    page.locator(ready).first.wait_for(timeout=90_000)
     return page
 
 
@@ -157,7 +161,8 @@ def test_plot_point_and_shared_cell_link_open_the_drill_down(browser, app_url):
     page.locator('#sf-plots .sf-pt[data-sf-cell="cellA"] circle').first.click()
     page.locator("#sf-matrices").get_by_text("b = 9").first.wait_for(timeout=60_000)
     page.close()
-    page = _open(browser, app_url, query="?cell=cellB&min_cond=5")
+    # the link opens the drill-down tab: waiting for the board's rows raced that switch
+    page = _open(browser, app_url, query="?cell=cellB&min_cond=5", ready="#sf-matrices")
     page.locator("#sf-matrices").get_by_text("c = 6").first.wait_for(timeout=60_000)
     page.close()
 
