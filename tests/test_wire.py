@@ -15,6 +15,7 @@ import math
 import os
 import pickle
 import struct
+import time
 
 import numpy as np
 import pytest
@@ -220,3 +221,62 @@ def test_announced_sizes_allocate_nothing_ahead() -> None:
         inbox.next(1024)
     inbox.reap(block=True)
     os.close(read_fd)
+
+
+def _inbox_fed(pieces: list[bytes], pause_s: float = 0.0) -> _wire.Inbox:
+    """An Inbox reading what a forked process writes, piece by piece, then it exits."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover
+        os.close(read_fd)
+        for piece in pieces:
+            os.write(write_fd, piece)
+            time.sleep(pause_s)
+        os._exit(0)
+    os.close(write_fd)
+    return _wire.Inbox(read_fd, pid)
+
+
+_MESSAGES = [
+    (_wire.LOADED, b""),
+    (_wire.OK, dumps([1, 2, 3])),
+    (_wire.OK, dumps("x" * 5000)),
+    (_wire.OK, dumps(7)),
+    (_wire.ERR, b"ValueError: no"),
+]
+#: what each message above is compared with: identical, identical, a different value of the
+#: same length, a different length
+_LIKE = [None, dumps([1, 2, 3]), dumps("y" * 5000), dumps(70000), None]
+_WANT = [
+    (_wire.LOADED, b""),
+    (_wire.OK, None),
+    (_wire.OK, dumps("x" * 5000)),
+    (_wire.OK, dumps(7)),
+    (_wire.ERR, b"ValueError: no"),
+]
+
+
+@pytest.mark.parametrize("split", ["one write", "byte by byte"])
+def test_the_inbox_reads_messages_however_they_arrive(split: str) -> None:
+    """Many messages in one read, and messages cut anywhere (headers included) across
+    reads, come out the same, each compared with its expected bytes."""
+    stream = b"".join(_wire.message(tag, body) for tag, body in _MESSAGES)
+    if split == "one write":
+        inbox = _inbox_fed([stream])
+    else:  # small pauses so that the reader really sees the pieces one by one
+        inbox = _inbox_fed([stream[i : i + 1] for i in range(len(stream))], pause_s=1e-5)
+    got = [inbox.next(1 << 20, like=like) for like in _LIKE]
+    assert got == _WANT
+    assert inbox.next(1 << 20) is None  # ended cleanly between messages
+    inbox.reap(block=True)
+    os.close(inbox.fd)
+
+
+def test_a_message_cut_by_the_end_of_its_process_is_truncated() -> None:
+    stream = _wire.message(_wire.OK, dumps(5)) + _wire.message(_wire.OK, dumps("abc"))[:-2]
+    inbox = _inbox_fed([stream])
+    assert inbox.next(1024, like=dumps(5)) == (_wire.OK, None)
+    with pytest.raises(WireError, match="truncated"):
+        inbox.next(1024, like=dumps("abc"))
+    inbox.reap(block=True)
+    os.close(inbox.fd)

@@ -519,13 +519,16 @@ class Inbox:
     """Messages from the program's process ``pid`` on the pipe ``fd``.
 
     ``next()`` returns None once the process has ended and its pipe is drained, even if a
-    process it started still holds the pipe open.
+    process it started still holds the pipe open. Reads are buffered (a program's outputs
+    are mostly a few bytes each: one read serves many), at most ``_CHUNK`` bytes at a time,
+    so a message announcing gigabytes allocates nothing ahead of what arrives.
     """
 
     def __init__(self, fd: int, pid: int) -> None:
         os.set_blocking(fd, False)
         self.fd, self.pid = fd, pid
         self.exit: tuple[int, Any] | None = None  # (wait status, rusage) once reaped
+        self._buf, self._pos = b"", 0
 
     def next(self, limit: int, like: Any = None) -> tuple[bytes, bytes | None] | None:
         """(tag, body) of the next message, whose size must not exceed ``limit`` bytes.
@@ -541,6 +544,7 @@ class Inbox:
             raise WireError(f"a message of {size} bytes exceeds the {limit}-byte limit")
         if like is None or size - 1 != len(like):
             body = self._take(size, at_boundary=False)
+            assert body is not None
             return body[:1], body[1:]
         tag = self._take(1, at_boundary=False)
         if tag != OK:
@@ -551,14 +555,17 @@ class Inbox:
             # bytes(): a memoryview compares byte by byte in Python's slow path
             if chunk != bytes(like[pos:end]):  # differs: the body in full, for decoding
                 rest = self._take(size - 1 - end, at_boundary=False)
+                assert rest is not None
                 return tag, b"".join((bytes(like[:pos]), chunk, rest))
             pos = end
         return tag, None
 
     def _take(self, size: int, at_boundary: bool) -> bytes | None:
-        # Grows with what arrives: a header announcing gigabytes allocates nothing ahead.
-        if size == 0:
-            return b""
+        end = self._pos + size
+        if end <= len(self._buf):  # the common case: already read
+            piece = self._buf[self._pos : end]
+            self._pos = end
+            return piece
         chunks = list(self._chunks(size, at_boundary))
         if not chunks:
             return None  # ended cleanly between messages
@@ -569,20 +576,26 @@ class Inbox:
         is a clean end where ``at_boundary``)."""
         got = 0
         while got < size:
-            try:
-                chunk = os.read(self.fd, min(size - got, _CHUNK))
-            except BlockingIOError:
-                if not self._wait_readable():
-                    if at_boundary and got == 0:
-                        return
-                    self._truncated(got, size)
-                continue
-            if not chunk:
+            if self._pos == len(self._buf) and not self._fill():
                 if at_boundary and got == 0:
                     return
                 self._truncated(got, size)
-            got += len(chunk)
-            yield chunk
+            piece = self._buf[self._pos : self._pos + size - got]
+            self._pos += len(piece)
+            got += len(piece)
+            yield piece
+
+    def _fill(self) -> bool:
+        """Read what has arrived (waiting for something); False at the end of the stream."""
+        while True:
+            try:
+                self._buf, self._pos = os.read(self.fd, _CHUNK), 0
+            except BlockingIOError:
+                if not self._wait_readable():
+                    self._buf = b""
+                    return False
+                continue
+            return bool(self._buf)
 
     def _truncated(self, got: int, size: int) -> NoReturn:
         raise WireError(f"message truncated after {got} of {size} bytes")
