@@ -11,6 +11,7 @@ import collections
 import decimal
 import faulthandler
 import fractions
+import io
 import math
 import os
 import pickle
@@ -280,3 +281,35 @@ def test_a_message_cut_by_the_end_of_its_process_is_truncated() -> None:
         inbox.next(1024, like=dumps("abc"))
     inbox.reap(block=True)
     os.close(inbox.fd)
+
+
+def _fresh_dumps(obj: object) -> bytes:
+    """What ``dumps`` wrote before it reused its pickler: a new one per value."""
+    buf = io.BytesIO()
+    pickler = _wire._Pickler(buf, protocol=5)
+    pickler.dispatch_table = _wire._DISPATCH
+    pickler.fast = True
+    pickler.dump(obj)
+    return buf.getvalue()
+
+
+def _nested(depth: int, leaf: object) -> list:
+    value: list = [leaf, leaf]
+    for _ in range(depth):
+        value = [value, 1.5]
+    return value
+
+
+def test_the_reused_pickler_writes_what_a_fresh_one_writes_even_after_failures() -> None:
+    """Failures deep inside a value (past the depth where the fast pickler starts tracking
+    containers for cycles) and cycles must leave nothing behind for the next value."""
+    with pytest.raises(AttributeError):  # a local function cannot be pickled
+        dumps(_nested(80, lambda: 0))
+    cycle: list = []
+    cycle.append(_nested(70, cycle))
+    with pytest.raises(ValueError):
+        dumps(cycle)
+    shared = [1, 2]
+    values = [*_HONEST, _nested(80, shared), _nested(3, "x" * (2 << 20)), True]
+    for value in values:
+        assert dumps(value) == _fresh_dumps(value)
