@@ -66,6 +66,19 @@ def test_expected_outputs_are_wire_bytes_with_flags() -> None:
     assert header["base_cpu_s"] >= 0 and header["maxrss_bytes"] > 0
 
 
+def test_each_call_gets_its_own_copy_of_its_input_as_in_evalplus() -> None:
+    """EvalPlus deep-copies each input before the call: a canonical solution that mutates
+    its argument sees a fresh copy every time, even where inputs share one object, and the
+    inputs kept for the programs are the unmutated ones."""
+    shared = [1, 2]
+    task = _task("def f(xs):\n    xs.append(0)\n    return len(xs)\n", [[shared], [shared]], [])
+    path, _ = ensure_expected(task)
+    assert [pickle.loads(b) for b in _payload(path)["base"]] == [3, 3]
+    with open(path, "rb") as fh:
+        inputs = pickle.loads(_wire.read_section(fh.fileno(), 1 << 30))
+    assert inputs["base_input"] == [[[1, 2]], [[1, 2]]]
+
+
 def test_a_failing_canonical_solution_is_a_reference_failure() -> None:
     with pytest.raises(ReferenceFailure, match="ZeroDivisionError"):
         ensure_expected(_task("def f(x):\n    return 1 / x\n", [[1]], [[0]]))
@@ -209,7 +222,8 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
         collections.deque([1]),
         collections.OrderedDict(a=1),
     ]
-    for value in values:
+    # each again behind 5000 bytes of text: large outputs are searched another way
+    for value in [*values, *(("x" * 5000, v) for v in values)]:
         blob = _wire.dumps(value)
         try:
             equal = pickle.loads(blob) == value

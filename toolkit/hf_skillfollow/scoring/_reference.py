@@ -23,7 +23,6 @@ back, so that the judge maps them from the file instead of copying them (Mbpp/25
 from __future__ import annotations
 
 import atexit
-import copy
 import ctypes
 import gc
 import json
@@ -41,6 +40,7 @@ import time
 from typing import IO, Any
 
 from hf_skillfollow.scoring._idle import IdlePool
+from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
 
 _HEADER = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1
@@ -227,12 +227,13 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
     expected: dict[str, Any] = {}
     for stage in ("base", "plus"):
-        # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs
+        # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs (copied by
+        # pickle, twice as fast as copy.deepcopy for plain data, and the same copy)
         fn = load_entry_point(job["code"], job["entry_point"])
         outputs, spent = [], 0.0
         for inp in job[f"{stage}_input"]:
             start = time.process_time()
-            outputs.append(fn(*copy.deepcopy(inp)))
+            outputs.append(fn(*pickle.loads(pickle.dumps(inp, pickle.HIGHEST_PROTOCOL))))
             spent += time.process_time() - start
         if job["output_not_none"]:
             outputs = [o is not None for o in outputs]
@@ -264,18 +265,26 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
 # strings, bytes, None, bools and containers of them, which equal a fresh copy unless a float
 # is NaN: every float is BINFLOAT ("G" and 8 big-endian bytes), and a NaN's begin 7f/ff then
 # f0-ff (as do infinities'). A match inside string data only sends the output to the exact
-# check below.
+# check below. Small outputs take one combined pattern (~0.6 us instead of ~2 for five
+# scans); large ones the scans, which search a byte at C speed (15x the pattern's).
 _CLASS_REFS = (b"\x93", b"\x82", b"\x83", b"\x84")
 _MAYBE_NAN = re.compile(rb"G[\x7f\xff][\xf0-\xff]")
+_EITHER = re.compile(rb"[\x82\x83\x84\x93]|G[\x7f\xff][\xf0-\xff]")
+_SMALL = 4096
+
+
+def _suspect(blob: bytes) -> bool:
+    """Whether ``blob`` may name a class or hold a NaN."""
+    if len(blob) <= _SMALL:
+        return _EITHER.search(blob) is not None
+    return any(op in blob for op in _CLASS_REFS) or _MAYBE_NAN.search(blob) is not None
 
 
 def _flags(out: Any, blob: bytes, same_bytes_pass_ok: bool, floats: bool) -> int:
-    from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
-
     flags = FLOATS if floats else 0
     if not same_bytes_pass_ok:
         return flags
-    if not any(op in blob for op in _CLASS_REFS) and not _MAYBE_NAN.search(blob):
+    if not _suspect(blob):
         # Decoding to compare would cost seconds on large outputs (Mbpp/255's come to
         # ~1 GB of tuples; HumanEval+'s float outputs 2 s in all).
         return flags | SAME_BYTES_PASS
