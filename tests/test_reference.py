@@ -205,6 +205,9 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
         -nan,
         struct.unpack(">d", b"\x7f\xf0\x00\x00\x00\x00\x00\x01")[0],  # a signalling NaN
         struct.unpack(">d", b"\xff\xff\xff\xff\xff\xff\xff\xff")[0],
+        struct.unpack(">d", b"\xff\xf0\x00\x00\x00\x00\x01\x00")[0],
+        struct.unpack(">d", b"\x7f\xf8\x00\x00\x00\x00\x00\x00")[0],
+        [float("inf")] * 3 + [-float("inf"), 1e308 * 10],
         [1.0, nan],
         "G\x7f\xf8 looks like a NaN",
         [nan],
