@@ -53,11 +53,9 @@ class Limits:
 
 
 @cache
-@cache
 def libc() -> ctypes.CDLL:
     # The C library is already loaded into the interpreter: no library search (find_library
-    # would run ldconfig, which the minimal root does not have). One handle per process (and
-    # its forks): a new one, and its function lookups, cost ~30 us per call.
+    # would run ldconfig, which the minimal root does not have).
     return ctypes.CDLL(None, use_errno=True)
 
 
