@@ -272,7 +272,7 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
 _CLASS_REFS = (b"\x93", b"\x82", b"\x83", b"\x84")
 _NAN = rb"G[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))"
 _MAYBE_NAN = re.compile(_NAN)
-_EITHER = re.compile(rb"[\x82\x83\x84\x93]|" + _NAN)
+_EITHER = re.compile(b"[" + b"".join(_CLASS_REFS) + b"]|" + _NAN)
 _SMALL = 4096
 
 

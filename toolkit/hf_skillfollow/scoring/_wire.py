@@ -558,7 +558,9 @@ class Inbox:
             if 0 < size <= limit + 1 and end <= len(buf):
                 self._pos = end
                 tag, body = buf[start : start + 1], buf[start + 1 : end]
-                if like is not None and tag == OK and len(body) == len(like) and body == like:
+                # bytes(): as below (a 1 MB body against a memoryview: 3.3 ms, not 0.2)
+                same = like is not None and tag == OK and len(body) == len(like)
+                if same and body == bytes(like):
                     return tag, None
                 return tag, body
         header = self._take(_HEADER.size, at_boundary=True)

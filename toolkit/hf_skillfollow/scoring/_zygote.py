@@ -48,7 +48,6 @@ _MS_PRIVATE = 1 << 18
 #: deterministic standard modules that programs commonly import: loaded once, here
 _PRELOAD = ("math", "cmath", "re", "collections", "itertools", "functools", "heapq", "bisect")
 _PRELOAD += ("string", "typing", "fractions", "decimal", "operator", "copy")
-_LIBC_CALLS = ("unshare", "mount", "umount2", "prctl", "syscall")
 
 
 def main(sock_fd: int) -> None:
@@ -56,8 +55,6 @@ def main(sock_fd: int) -> None:
         __import__(name)
     with contextlib.suppress(ImportError):  # without EvalPlus the judge says so per task
         _oracle.special_oracle()  # EvalPlus's special oracles, also loaded once
-    for name in _LIBC_CALLS:  # looked up once, not in every run
-        getattr(libc(), name)
     # What is imported lives as long as each run: its collections need not walk it again
     # (nor write to its pages, which the fork shares).
     gc.freeze()
