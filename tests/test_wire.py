@@ -313,3 +313,17 @@ def test_the_reused_pickler_writes_what_a_fresh_one_writes_even_after_failures()
     values = [*_HONEST, _nested(80, shared), _nested(3, "x" * (2 << 20)), True]
     for value in values:
         assert dumps(value) == _fresh_dumps(value)
+
+
+@pytest.mark.parametrize("body", [b"O" + b"x" * 2000, b""])
+def test_a_whole_message_over_the_limit_or_empty_is_refused_when_already_read(
+    body: bytes,
+) -> None:
+    """The path for a message already in the buffer keeps the size checks of the other."""
+    stream = struct.pack("<Q", len(body)) + body + _wire.message(_wire.OK, dumps(1))
+    inbox = _inbox_fed([stream])
+    inbox._fill()  # the whole stream in the buffer, as after a read that served many
+    with pytest.raises(WireError, match="exceeds the 1024-byte limit"):
+        inbox.next(1024)
+    inbox.reap(block=True)
+    os.close(inbox.fd)
