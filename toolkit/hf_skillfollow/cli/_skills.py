@@ -8,6 +8,7 @@ restyle or take over the terminal (docs/skills.md, "Hostile input").
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,7 +133,7 @@ def show_cmd(pool: str, name: str) -> None:
     with _clear_errors():
         skill = loaded.get(name)
     text = skill.text
-    if click.get_text_stream("stdout").isatty():
+    if sys.stdout.isatty():
         text = _plain(text, keep="\n\t")  # the exact bytes only where no terminal interprets them
     click.echo(text, nl=not text.endswith("\n"))
 
