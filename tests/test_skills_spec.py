@@ -181,6 +181,8 @@ WARNINGS = [
     # (folder, front-matter lines, field, message pattern)
     ("other-folder", "name: alpha", "field 'name'", "Directory name 'other-folder' must match"),
     ("Alpha", "name: Alpha", "field 'name'", "must be lowercase"),
+    # attributed to 'name' although the folder's name holds another field's
+    ("description-of", "name: d-o", "field 'name'", "Directory name 'description-of'"),
     ("a" * 65, f"name: {'a' * 65}", "field 'name'", "exceeds 64 character limit"),
     ("a--b", "name: a--b", "field 'name'", "consecutive hyphens"),
     ("-ab", "name: -ab", "field 'name'", "start or end with a hyphen"),

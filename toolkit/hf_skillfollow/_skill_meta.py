@@ -174,12 +174,18 @@ def _spec_rules(meta: Mapping[object, object], fields: Fields, path: Path) -> li
     return findings
 
 
+#: skills-ref's messages name their field in their first words
+_MESSAGE_FIELDS = (
+    (("Skill name", "Directory name", "Field 'name'"), "field 'name'"),
+    (("Description", "Field 'description'"), "field 'description'"),
+    (("Compatibility", "Field 'compatibility'"), "field 'compatibility'"),
+)
+
+
 def _field_of(message: str) -> str:
-    # skills-ref returns bare sentences; each names its field in its first words
-    head = message.lower()[:40]
-    for key in ("compatibility", "description", "name"):
-        if key in head:
-            return f"field '{key}'"
+    for prefixes, name in _MESSAGE_FIELDS:
+        if message.startswith(prefixes):
+            return name
     return "front matter"
 
 

@@ -223,16 +223,14 @@ def read_resource(skill: Skill, relpath: str) -> str:
         pass
     normal = posixpath.normpath(relpath) if relpath else ""
     if relpath.startswith(("/", "\\")) or normal == ".." or normal.startswith("../"):
-        reason = "is outside the skill folder"
+        reason = "outside the skill folder"
     elif relpath == SKILL_FILE:
-        reason = "is the SKILL.md itself (activate the skill to read it)"
+        reason = "the SKILL.md itself (activate the skill to read it)"
+    elif relpath in (unserved := dict(skill.unserved)):
+        reason = f"{unserved[relpath]}; not served"
     else:
-        reason = dict(skill.unserved).get(relpath, "is not a file of this skill")
-    raise SkillFileError(
-        f"skill {skill.name!r}: {short(relpath)} {reason}"
-        if reason.startswith("is ")
-        else f"skill {skill.name!r}: {short(relpath)}: {reason}; not served"
-    )
+        reason = "not a file of this skill"
+    raise SkillFileError(f"skill {skill.name!r}: {short(relpath)}: {reason}")
 
 
 def _build(path: Path) -> SkillReport:
