@@ -284,3 +284,27 @@ def test_catalog_prompts_hash_differs_from_search_and_is_pool_independent(
 ) -> None:
     assert prompts_hash("coding", "catalog") != prompts_hash("coding", "search")
     assert prompts_hash("coding", "catalog") != prompts_hash("math", "catalog")
+
+
+def test_docs_quote_the_prompts_and_tools_exactly() -> None:
+    """docs/skills.md, "Access protocols", quotes every string a model reads, verbatim."""
+    from hf_skillfollow import prompts
+
+    docs = (Path(__file__).parents[1] / "docs" / "skills.md").read_text(encoding="utf-8")
+    section = docs[docs.index("## Access protocols") :]
+    quoted = [
+        prompts.system_prompt("coding", skill_enabled=True),
+        prompts.system_prompt("coding", skill_enabled=False),
+        prompts.system_prompt(
+            "coding", skill_enabled=True, access="catalog", catalog=prompts.CATALOG_SLOT
+        ),
+        prompts.FINAL_ANSWER_REQUEST,
+        prompts.CATALOG_FINAL_ANSWER_REQUEST,
+        prompts.INVALID_CALL.format(problem="<reason>"),
+    ]
+    for tool in [prompts.tool_schema(), *prompts.catalog_tools()]:
+        function = tool["function"]
+        quoted.append(function["description"])
+        quoted += [p["description"] for p in function["parameters"]["properties"].values()]
+    missing = [text for text in quoted if text not in section]
+    assert not missing

@@ -81,8 +81,7 @@ class SkillToolsModelServerDouble(ChatServerDouble):
         messages = body.get("messages", [])
         prompt = next(m["content"] for m in messages if m.get("role") == "user")
         task = self.by_prompt[prompt]
-        tools = {t["function"]["name"] for t in body.get("tools") or []}
-        results = [m.get("content") or "" for m in messages if m.get("role") == "tool"]
+        tools, results, emulated = _offered(body)
         call = None
         if tools and body.get("tool_choice") != "none" and calls_a_tool(task.task_id):
             name, description = target(task.task_id)
@@ -94,7 +93,12 @@ class SkillToolsModelServerDouble(ChatServerDouble):
                 path = results[0].split("<file>", 1)[1].split("</file>", 1)[0]
                 call = ("read_skill_file", {"name": name, "path": path})
         message: dict = {"role": "assistant", "content": ""}
-        if call:
+        if call and emulated:  # the text protocol of tool_mode=emulated
+            message["content"] = (
+                "<tool_call>" + json.dumps({"name": call[0], "arguments": call[1]}) + "</tool_call>"
+            )
+            call = None
+        elif call:
             message["tool_calls"] = [{"id": f"call_{len(results)}", "type": "function",
                                       "function": {"name": call[0], "arguments": json.dumps(call[1])}}]  # fmt: skip
         else:
@@ -104,6 +108,26 @@ class SkillToolsModelServerDouble(ChatServerDouble):
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if call else "stop"}],
             "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         }  # fmt: skip
+
+
+def _offered(body: dict) -> tuple[set[str], list[str], bool]:
+    """(tool names offered, earlier tool results, whether the tools came as emulated text)."""
+    messages = body.get("messages", [])
+    if body.get("tools"):
+        results = [m.get("content") or "" for m in messages if m.get("role") == "tool"]
+        return {t["function"]["name"] for t in body["tools"]}, results, False
+    system = messages[0].get("content") or "" if messages else ""
+    names = {
+        n for n in ("search_skills", "activate_skill", "read_skill_file") if f"- {n}: " in system
+    }
+    results = [
+        (m.get("content") or "")
+        .removeprefix("<tool_response>\n")
+        .removesuffix("\n</tool_response>")
+        for m in messages
+        if m.get("role") == "user" and (m.get("content") or "").startswith("<tool_response>")
+    ]
+    return names, results, bool(names)
 
 
 def cli(*args: str):
@@ -117,11 +141,11 @@ def _pool(root: Path) -> Path:
     return pool
 
 
-def _run(out: Path, url: str, pool: Path, tasks_file: Path, access: str) -> Path:
+def _run(out: Path, url: str, pool: Path, tasks_file: Path, access: str, *extra: str) -> Path:
     proc = cli("run", "--backend", "openai", "--model", "double-model", "--base-url", url,
                "--benchmark", "math500", "--tasks-file", str(tasks_file), "--partition-size",
                str(N_TASKS), "--skills", str(pool), "--access", access, "--top-k", "2",
-               "-o", str(out), "--resamples", "200")  # fmt: skip
+               "-o", str(out), "--resamples", "200", *extra)  # fmt: skip
     assert proc.exit_code == 0, proc.output[-3000:]
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
@@ -140,8 +164,13 @@ def runs(tmp_path_factory, data_dir):
         double.bodies.clear()
         search = _run(root / "search", double.url, pool, tasks_file, "search")
         search_bodies = list(double.bodies)
-    return {"catalog": catalog, "search": search, "root": root,
-            "bodies": {"catalog": catalog_bodies, "search": search_bodies}}  # fmt: skip
+        double.bodies.clear()
+        emulated = _run(root / "emulated", double.url, pool, tasks_file, "catalog",
+                        "--tool-mode", "emulated")  # fmt: skip
+        emulated_bodies = list(double.bodies)
+    return {"catalog": catalog, "search": search, "emulated": emulated, "root": root,
+            "bodies": {"catalog": catalog_bodies, "search": search_bodies,
+                       "emulated": emulated_bodies}}  # fmt: skip
 
 
 def _rows(run_dir: Path) -> list[dict]:
@@ -163,9 +192,13 @@ def _expected(task_ids: list[str]) -> dict[str, int]:
     return out
 
 
-def test_catalog_run_records_exactly_the_scripted_activations(runs) -> None:
-    rows = {r["task_id"]: r for r in _rows(runs["catalog"])}
+@pytest.mark.parametrize("mode", ["catalog", "emulated"])
+def test_catalog_run_records_exactly_the_scripted_activations(runs, mode) -> None:
+    rows = {r["task_id"]: r for r in _rows(runs[mode])}
     assert len(rows) == N_TASKS and {r["access"] for r in rows.values()} == {"catalog"}
+    assert {r["tool_mode"] for r in rows.values()} == {
+        "native" if mode == "catalog" else "emulated"
+    }
     for t, r in rows.items():
         name = target(t)[0]
         reads = calls_a_tool(t) and name == "alpha-search"
@@ -224,6 +257,18 @@ def test_request_bytes_show_catalog_and_enum_in_se_and_neither_in_sd(runs) -> No
     }
 
 
+def test_emulated_catalog_describes_both_tools_in_text_and_sd_has_neither(runs) -> None:
+    bodies = runs["bodies"]["emulated"]
+    assert not any(b.get("tools") for b in bodies)  # emulated: nothing native
+    se = [b for b in bodies if "<available_skills>" in b["messages"][0]["content"]]
+    sd = [b for b in bodies if "<available_skills>" not in b["messages"][0]["content"]]
+    assert len(sd) == N_TASKS and len(se) >= N_TASKS
+    system = se[0]["messages"][0]["content"]
+    assert "- activate_skill: " in system and "- read_skill_file: " in system
+    assert '"enum": ["alpha-search", "beta-count"]' in system
+    assert all("activate_skill" not in b["messages"][0]["content"] for b in sd)
+
+
 def test_search_run_sends_listing_1_and_records_the_searches(runs) -> None:
     se = [b for b in runs["bodies"]["search"] if b.get("tools")]
     (tool,) = se[0]["tools"]
@@ -238,6 +283,19 @@ def test_search_run_sends_listing_1_and_records_the_searches(runs) -> None:
         assert r["returned"] == calls_a_tool(t) and r["n_calls"] == int(calls_a_tool(t))
         if calls_a_tool(t):
             assert r["skills_returned"][0] == target(t)[0]  # BM25 ranks the described skill first
+
+
+def test_annotator_sees_the_activated_skills_as_retrieved_ones(runs) -> None:
+    from hf_skillfollow.annotate._units import load_units
+
+    units = {u.task_id: u for u in load_units([runs["catalog"]], everything=True)}
+    rows = {r["task_id"]: r for r in _rows(runs["catalog"])}
+    assert set(units) == {t for t in rows if calls_a_tool(t)}  # S_call: the activated tasks
+    for t, unit in units.items():
+        name = target(t)[0]
+        assert unit.view.skill_names == (name,)
+        assert unit.view.queries == tuple(rows[t]["queries"])
+        assert unit.view.tool_results[0].startswith(f'<skill_content name="{name}">')
 
 
 def _report(*sources: Path) -> list[dict]:
