@@ -218,6 +218,36 @@ def test_a_usable_violation_is_a_warning_and_the_skill_loads(
     assert any(re.search(pattern, f.message) for f in pool.findings if f.field == field)
 
 
+def test_an_unquoted_colon_is_read_as_quoted_with_a_warning(tmp_path: Path) -> None:
+    """The client guide's most common invalid YAML, accepted by other clients' parsers."""
+    path = tmp_path / "pdf" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text(
+        "---\nname: pdf\ndescription: Use this skill when: the user's file is a PDF\n"
+        "compatibility: needs: poppler\nlicense: MIT\n---\nBody.\n"
+    )
+    pool = load_pool(tmp_path)
+    skill = pool.get("pdf")
+    assert skill.description == "Use this skill when: the user's file is a PDF"
+    assert (skill.compatibility, skill.license) == ("needs: poppler", "MIT")
+    assert [(f.severity, f.field, f.message) for f in pool.findings] == [
+        (
+            "warning",
+            "front matter",
+            "not valid YAML: the value of 'description', 'compatibility' holds ': ' unquoted;"
+            " read as if quoted",
+        )
+    ]
+
+
+def test_yaml_the_colon_fallback_cannot_fix_stays_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "pdf" / "SKILL.md"
+    path.parent.mkdir()
+    path.write_text("---\nname: pdf\ndescription: a: b\ntags: [x\n---\nBody.\n")
+    with pytest.raises(SkillPoolError, match="front matter: malformed YAML"):
+        load_pool(tmp_path)
+
+
 def test_a_bad_optional_value_is_dropped_not_half_kept(tmp_path: Path) -> None:
     spec_skill(tmp_path, "alpha", type="recipe", tags="x", allowed_tools="[Read, Bash]")
     skill = load_pool(tmp_path).get("alpha")

@@ -10,6 +10,7 @@ validator so they follow the reference implementation (docs/skills.md, "Diagnost
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +114,44 @@ def _parse_yaml(block: str, path: Path) -> dict[object, object] | Finding:
     return data
 
 
+#: A top-level `key: value` line whose plain value could hide a second `: `.
+_PLAIN_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]+([^'\"\[{|>&*!%@`#\s].*?)[ \t]*$")
+
+
+def _quote_colon_values(block: str) -> tuple[str, list[str]] | None:
+    """The block with each unquoted top-level value holding ': ' single-quoted, and those keys.
+
+    The client guide's fallback for files other clients' lenient parsers accept
+    (`description: Use when: ...`); None when no line needs it.
+    """
+    lines, keys = [], []
+    for line in block.split("\n"):
+        match = _PLAIN_FIELD.match(line)
+        if match and ": " in match.group(2):
+            key, value = match.groups()
+            lines.append(f"{key}: '{value.replace(chr(39), chr(39) * 2)}'")
+            keys.append(key)
+        else:
+            lines.append(line)
+    return ("\n".join(lines), keys) if keys else None
+
+
+def _parse_lenient(block: str, path: Path) -> tuple[dict[object, object] | Finding, list[Finding]]:
+    """`_parse_yaml`, retried once with `_quote_colon_values` when the YAML is malformed."""
+    meta = _parse_yaml(block, path)
+    if not (isinstance(meta, Finding) and meta.message.startswith("malformed YAML")):
+        return meta, []
+    repaired = _quote_colon_values(block)
+    if repaired is None:
+        return meta, []
+    retry = _parse_yaml(repaired[0], path)
+    if isinstance(retry, Finding):
+        return meta, []
+    keys = ", ".join(f"'{k}'" for k in repaired[1])
+    note = f"not valid YAML: the value of {keys} holds ': ' unquoted; read as if quoted"
+    return retry, [warning(path, "front matter", note)]
+
+
 def _required(meta: Mapping[object, object], key: str, path: Path) -> str | Finding:
     value = meta.get(key)
     if value is None:
@@ -130,7 +169,7 @@ def parse_skill(text: str, path: Path) -> tuple[Fields | None, list[Finding]]:
     if isinstance(split, Finding):
         return None, [split]
     block, body = split
-    meta = _parse_yaml(block, path)
+    meta, repairs = _parse_lenient(block, path)
     if isinstance(meta, Finding):
         return None, [meta]
     name, description = _required(meta, "name", path), _required(meta, "description", path)
@@ -141,7 +180,7 @@ def parse_skill(text: str, path: Path) -> tuple[Fields | None, list[Finding]]:
         return None, errors
     assert isinstance(name, str) and isinstance(description, str)
     fields = Fields(name=name, description=description, body=body.strip("\n"))
-    findings = _spec_rules(meta, fields, path) + _optional_fields(meta, fields, path)
+    findings = repairs + _spec_rules(meta, fields, path) + _optional_fields(meta, fields, path)
     if not fields.body.strip():
         findings.append(
             warning(path, "body", "empty (the Markdown after the front matter has no text)")
