@@ -231,16 +231,27 @@ def test_file_names_with_control_characters_are_not_served(tmp_path: Path) -> No
         read_resource(pool.get("alpha"), "evil\x1b[31mname.md")
 
 
-def test_a_pool_holding_too_much_resource_text_is_refused(
+def test_a_pool_holding_too_much_text_is_refused_as_soon_as_it_is_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import hf_skillfollow.skills as skills_module
 
-    monkeypatch.setattr(skills_module, "MAX_POOL_RESOURCE_BYTES", 10)
-    folder = skill(tmp_path, "alpha")
+    built: list[Path] = []
+    real_build = skills_module._build
+
+    def counting_build(path: Path):  # type: ignore[no-untyped-def]
+        built.append(path)
+        return real_build(path)
+
+    monkeypatch.setattr(skills_module, "_build", counting_build)
+    monkeypatch.setattr(skills_module, "MAX_POOL_CHARS", 2 * len(SPEC_FRONT.format(name="a")))
+    folder = skill(tmp_path, "a")
     (folder / "a.md").write_text("x" * 11)
-    with pytest.raises(SkillPoolError, match=r"resources: 11 characters of resource text"):
+    for name in ("b", "c", "d"):
+        skill(tmp_path, name)
+    with pytest.raises(SkillPoolError, match=r"skill pool: more than \d+ characters of skill text"):
         load_pool(tmp_path)
+    assert [p.parent.name for p in built] == ["a", "b"]  # c and d were never read
 
 
 def test_aliases_are_refused_without_libyaml_too(

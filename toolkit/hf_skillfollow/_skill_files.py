@@ -27,8 +27,8 @@ MAX_RESOURCE_BYTES = 64 * 1024
 MAX_SKILL_ENTRIES = 1000
 #: Folder levels below a skill folder that are listed; deeper files are not served.
 MAX_RESOURCE_DEPTH = 6
-#: Bytes of resource text one pool may hold in memory before it is refused.
-MAX_POOL_RESOURCE_BYTES = 64 * 1024 * 1024
+#: Characters of text (SKILL.md files and resources) one pool may hold before it is refused.
+MAX_POOL_CHARS = 64 * 1024 * 1024
 #: Discovery: folder levels searched below each start folder, folders visited, skills found.
 MAX_SCAN_DEPTH = 6
 MAX_SCAN_DIRS = 2000

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hf_skillfollow._skill_files import (
-    MAX_POOL_RESOURCE_BYTES,
+    MAX_POOL_CHARS,
     MAX_RESOURCE_BYTES,
     SKILL_FILE,
     discover,
@@ -324,16 +324,19 @@ def validate_pool(path_or_name: str | Path) -> PoolReport:
     files, pool_findings = discover(root)
     if not files:
         raise SkillPoolError(f"{root}: skill pool is empty (no <skill>/{SKILL_FILE} files)")
-    reports = _with_collisions([_build(f) for f in files])
-    held = sum(len(t) for r in reports if r.skill for t in r.skill.resource_texts)
-    if held > MAX_POOL_RESOURCE_BYTES:
-        pool_findings.append(
-            error(
-                root,
-                "resources",
-                f"{held} characters of resource text, more than the {MAX_POOL_RESOURCE_BYTES} allowed",
+    reports, held = [], 0
+    for file in files:
+        report = _build(file)
+        if report.skill is not None:
+            held += len(report.skill.text) + sum(map(len, report.skill.resource_texts))
+        if held > MAX_POOL_CHARS:
+            # checked per skill, so at most one skill's worth (1,000 capped files) is read past it
+            raise SkillPoolError(
+                f"{root}: skill pool: more than {MAX_POOL_CHARS} characters of skill text "
+                "(SKILL.md files and resources); point POOL at a smaller library"
             )
-        )
+        reports.append(report)
+    reports = _with_collisions(reports)
     return PoolReport(root=root, skills=tuple(reports), findings=tuple(pool_findings))
 
 
