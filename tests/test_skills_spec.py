@@ -449,7 +449,9 @@ def test_shipped_pool_hashes_are_unchanged_by_resource_hashing() -> None:
     assert load_pool("math").content_hash == (
         "9cf2e54cf75196240d8b680aa7ac2d92773c0541a6bd89b1323aec81f3896f96"
     )
-    assert all(not s.resources for s in load_pool("coding")) and not load_pool("coding").findings
+    for name in ("coding", "math"):
+        pool = load_pool(name)
+        assert all(not s.resources for s in pool) and pool.findings == (), name
 
 
 # --- the catalog -------------------------------------------------------------------------

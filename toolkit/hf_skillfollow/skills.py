@@ -261,11 +261,7 @@ def _build(path: Path) -> SkillReport:
         metadata=fields.metadata,
         allowed_tools=fields.allowed_tools,
         resource_texts=tuple(resources.texts[r] for r in rels),
-        unserved=tuple(
-            (f.file.relative_to(path.parent).as_posix(), f.message.removesuffix("; not served"))
-            for f in resources.findings
-            if f.field == "resource"
-        ),
+        unserved=tuple(sorted(resources.unserved.items())),
     )
     return SkillReport(path, skill, tuple(findings))
 
