@@ -115,8 +115,10 @@ def test_a_skill_folder_is_not_searched_for_more_skills(tmp_path: Path) -> None:
 
 
 def test_one_skill_folder_is_a_pool_of_one(tmp_path: Path) -> None:
-    spec_skill(tmp_path, "solo")
+    skill_md = spec_skill(tmp_path, "solo")
     assert load_pool(tmp_path / "solo").names == ["solo"]
+    assert load_pool(skill_md).names == ["solo"]  # its SKILL.md stands for the folder
+    assert validate_pool(skill_md).root == tmp_path / "solo"
 
 
 def test_git_node_modules_and_hidden_folders_are_skipped(tmp_path: Path) -> None:
