@@ -193,6 +193,7 @@ WARNINGS = [
     ("alpha", f"name: alpha\ncompatibility: {'c' * 501}", "field 'compatibility'", "500"),
     ("alpha", "name: alpha\ncompatibility: [x]", "field 'compatibility'", "must be a string"),
     ("alpha", "name: alpha\nauthor: me\nversion: 2", "front matter", "unknown field.*'author'"),
+    ("alpha", 'name: alpha\ndescription: "a\\x1b[2Jb"', "field 'description'", "control char"),
     ("alpha", "name: alpha\ntype: recipe", "field 'type'", "utility|procedure|guard"),
     ("alpha", "name: alpha\ntags: x", "field 'tags'", "list of strings"),
     ("alpha", "name: alpha\nsignature: [1]", "field 'signature'", "a string"),
