@@ -493,12 +493,13 @@ def test_catalog_depends_on_names_and_descriptions_only(tmp_path: Path) -> None:
 # --- untyped skills in search ----------------------------------------------------------
 
 
-def test_a_types_filter_never_returns_an_untyped_skill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["bm25s", "pyserini"])
+def test_a_types_filter_never_returns_an_untyped_skill(tmp_path: Path, backend: str) -> None:
     from hf_skillfollow.retrieval import make_retriever
 
     spec_skill(tmp_path, "typed", description="Sliding window over arrays.", type="utility")
     spec_skill(tmp_path, "untyped", description="Sliding window over strings.")
-    retriever = make_retriever("bm25s", load_pool(tmp_path))
+    retriever = make_retriever(backend, load_pool(tmp_path))
     assert {h.name for h in retriever.search("sliding window", k=5)} == {"typed", "untyped"}
     assert [h.name for h in retriever.search("sliding window", k=5, types=["utility"])] == ["typed"]
     assert retriever.search("sliding window", k=5, types=["guard", "procedure"]) == []
