@@ -298,6 +298,15 @@ def test_annotator_sees_the_activated_skills_as_retrieved_ones(runs) -> None:
         assert unit.view.tool_results[0].startswith(f'<skill_content name="{name}">')
 
 
+def test_verify_rescores_the_catalog_run_and_agrees(runs, tmp_path) -> None:
+    proc = cli("verify", str(runs["catalog"]), "--no-record", "--format", "json", "--state",
+               str(tmp_path / "state.jsonl"))  # fmt: skip
+    assert proc.exit_code == 0, proc.output[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["rows_checked"] == data["rows_agreeing"] == N_TASKS
+    assert data["disagreements"] == []
+
+
 def _report(*sources: Path) -> list[dict]:
     proc = cli("report", *map(str, sources), "--format", "json", "--resamples", "200",
                "--min-cond", "1")  # fmt: skip
