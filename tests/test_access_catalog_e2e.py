@@ -147,6 +147,8 @@ def _run(out: Path, url: str, pool: Path, tasks_file: Path, access: str, *extra:
                str(N_TASKS), "--skills", str(pool), "--access", access, "--top-k", "2",
                "-o", str(out), "--resamples", "200", *extra)  # fmt: skip
     assert proc.exit_code == 0, proc.output[-3000:]
+    note = "note: --top-k is ignored with --access catalog"
+    assert (note in proc.output) == (access == "catalog")
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
 
@@ -305,6 +307,31 @@ def test_verify_rescores_the_catalog_run_and_agrees(runs, tmp_path) -> None:
     data = json.loads(proc.stdout)
     assert data["rows_checked"] == data["rows_agreeing"] == N_TASKS
     assert data["disagreements"] == []
+
+
+def test_an_interrupted_catalog_run_resumes_without_redoing_and_keeps_its_protocol(
+    runs, tmp_path, data_dir
+) -> None:
+    import shutil
+
+    run_dir = tmp_path / runs["catalog"].name
+    shutil.copytree(runs["catalog"], run_dir)
+    lines = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "records.jsonl").write_text("".join(lines[:3]))  # 3 of 8 pairs finished
+    tasks, _ = load_tasks("math500", data_dir / "math500.jsonl")
+    with SkillToolsModelServerDouble(tasks) as double:
+        refused = cli("run", "--resume", str(run_dir), "--access", "search")
+        assert refused.exit_code != 0 and "--access 'search' (run: 'catalog')" in refused.output
+        proc = cli("run", "--resume", str(run_dir), "--base-url", double.url, "--no-report")
+        assert proc.exit_code == 0, proc.output[-3000:]
+        by_prompt = {t.prompt: t.task_id for t in tasks}
+        asked = {by_prompt[b["messages"][1]["content"]] for b in double.bodies}
+    after = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    assert after[:3] == lines[:3] and len(after) == N_TASKS  # kept, not redone, none twice
+    done = {json.loads(line)["task_id"] for line in lines[:3]}
+    assert len(asked) == N_TASKS - 3 and all(t not in asked for t in done)
+    rows = {r["task_id"]: r for r in _rows(run_dir)}
+    assert rows == {r["task_id"]: r for r in _rows(runs["catalog"])}  # the same outcomes
 
 
 def _report(*sources: Path) -> list[dict]:
