@@ -45,6 +45,8 @@ RICH = ["[/]", "[bold red]FAKE[/bold red]", "[link=https://attacker.example]x[/l
 PAYLOADS = [*MARKDOWN, *HTML, *CSV, *ESCAPE_SEQUENCES, *RICH]
 
 #: characters that must never reach a terminal raw
-TERMINAL_FORBIDDEN = [chr(c) for c in range(0x20) if chr(c) not in "\n"] + [
-    chr(c) for c in range(0x7F, 0xA0)
-] + ["\u202e", "\u202c"]
+TERMINAL_FORBIDDEN = (
+    [chr(c) for c in range(0x20) if chr(c) not in "\n"]
+    + [chr(c) for c in range(0x7F, 0xA0)]
+    + ["\u202e", "\u202c"]
+)

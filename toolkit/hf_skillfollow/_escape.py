@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 __all__ = [
     "for_csv_cell",
+    "frame_to_csv",
     "for_html",
     "for_markdown",
     "for_markdown_code",
@@ -51,9 +53,16 @@ _MARKDOWN_LINE_START = re.compile(r"^(\s*\d*)([-+=.)])")
 _CSV_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
-def visible_controls(text: str) -> str:
-    """Control characters as Python escapes (`\\x1b`, `\\u202e`): shown, never acted on."""
-    return _CONTROL.sub(lambda m: ascii(m.group())[1:-1], text)
+def visible_controls(text: str, keep: str = "") -> str:
+    """Control characters as Python escapes (`\\x1b`, `\\u202e`): shown, never acted on.
+
+    Characters in `keep` (say the newlines of a multi-line message we wrote) stay as they are.
+    """
+
+    def shown(m: re.Match[str]) -> str:
+        return m.group() if m.group() in keep else ascii(m.group())[1:-1]
+
+    return _CONTROL.sub(shown, text)
 
 
 def for_terminal(value: object) -> str:
@@ -66,7 +75,7 @@ def for_terminal(value: object) -> str:
 
 def for_html(value: object) -> str:
     """Text content or a double- or single-quoted attribute value of HTML."""
-    return html.escape(visible_controls(_text(value)), quote=True)
+    return html.escape(visible_controls(_text(value), keep="\n\t"), quote=True)
 
 
 def for_markdown(value: object) -> str:
@@ -93,13 +102,31 @@ def for_markdown_code(value: object) -> str:
 def for_csv_cell(value: object) -> object:
     """A CSV cell that a spreadsheet shows as text, never evaluates; non-strings unchanged.
 
-    A string starting with `=`, `+`, `-`, `@`, tab, CR or LF (or their full-width forms,
-    which some spreadsheets read alike) gets a leading apostrophe, as OWASP advises; the CSV
-    writer then quotes it as any other cell.
+    Control characters are shown as escapes first (a bare CR is not quoted by pandas' writer
+    and starts a new row in a spreadsheet; an escape sequence acts on a terminal that shows
+    the file); then a string starting with `=`, `+`, `-` or `@` (or their full-width forms,
+    which some spreadsheets read alike) gets a leading apostrophe, as OWASP advises, and the
+    CSV writer quotes it as any other cell.
     """
     if not isinstance(value, str):
         return value
+    value = visible_controls(value)
     return "'" + value if value.startswith(_CSV_TRIGGERS) else value
+
+
+def frame_to_csv(frame: Any) -> str:
+    """A pandas frame as CSV text with every string cell passed through `for_csv_cell`.
+
+    Numbers stay numbers (a negative float is written as -1.5, not as text): only cells that
+    hold strings can carry a formula.
+    """
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    safe = frame.copy()
+    for column in safe.columns:
+        if not (is_numeric_dtype(safe[column]) or is_bool_dtype(safe[column])):
+            safe[column] = safe[column].astype(object).map(for_csv_cell)
+    return str(safe.to_csv(index=False))
 
 
 def _text(value: object) -> str:
