@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from html import escape
 
 import numpy as np
 import pandas as pd
 
+from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app._table import MAX_TABLE_ROWS, fast_records, interval, pp
 
 #: Points per plot, as many as the table's first page shows. Larger
