@@ -174,7 +174,7 @@ class Board:
                 return self._per_run
             if self._across is None:
                 self._across = _across_sources(
-                    self.pooled, self.tables, self.rescoring, self.resamples, self.warnings
+                    self.tables, self.rescoring, self.resamples, self.warnings
                 )
             return self._across
 
@@ -382,7 +382,6 @@ def _single_run_ids(table: pa.Table) -> dict[str, str]:
 
 
 def _across_sources(
-    pooled: pd.DataFrame,
     tables: dict[str, pa.Table],
     rescoring: Rescoring,
     resamples: int,
@@ -415,8 +414,12 @@ def _across_sources(
     if cells.empty:
         return _decorate(pd.DataFrame(columns=[*_empty_columns(True), SOURCE]), True)
     keys = list(CELL_COLUMNS)
+    assert combined is not None
+    named = combined.select(keys).append_column(SOURCE, combined[SOURCE].cast(pa.string()))
     names = (
-        pooled[[*keys, SOURCE]]
+        named.group_by([*keys, SOURCE], use_threads=False)
+        .aggregate([])
+        .to_pandas()
         .groupby(keys, dropna=False, sort=False)[SOURCE]
         .agg(lambda s: "\n".join(dict.fromkeys(map(str, s))))
         .rename("_sources")
@@ -428,8 +431,9 @@ def _across_sources(
     cells["n_sources"] = cells["_sources"].str.count("\n") + 1
     runs = cells["cell_id"].astype(str).map(lambda c: sorted(left_out.get(c, ())))
     cells["_excluded_runs"] = runs.map("\n".join)
+    owners = {s.run_id: " and ".join(s.sources) for s in shared if s.conflict}
     cells["conflicts"] = runs.map(
-        lambda r: f"run(s) {', '.join(r)} left out: the sources publish different rows" if r else ""
+        lambda r: "; ".join(f"run {run} left out: {owners[run]} publish other rows" for run in r)
     )
     out = _decorate(cells, True, across=True, warnings=warnings)
     status = rescoring.status
@@ -533,22 +537,36 @@ def _keys(
     keys = out["cell_id"].astype(str) + "@" + where
     if not pool_runs:
         keys = keys + "|" + out["run_id"].astype(str)
-    repeat = keys.groupby(keys, sort=False).cumcount()
-    if repeat.any():
-        for key in keys[repeat > 0].unique()[:5]:
+    shared = keys.duplicated(keep=False)
+    if shared.any():
+        for key in keys[shared].unique()[:5]:
             if warnings is not None:
                 cell_id, _, _ = str(key).partition("@")
-                whose = (
-                    "the pooled view"
-                    if across
-                    else f"source '{out.loc[keys == key, SOURCE].iloc[0]}'"
-                )
+                first = out.loc[keys == key, SOURCE].iloc[0]
+                whose = "the pooled view" if across else f"source '{first}'"
                 warnings.append(
                     f"In {whose}, cell_id '{cell_id}' names {int((keys == key).sum())} cells with "
                     "different identity columns (model, benchmark, ...): they are shown apart"
                 )
-        keys = keys.where(repeat == 0, keys + "~" + (repeat + 1).astype(str))
+        # Each such cell gets a digest of its identity, so its key does not depend on which
+        # of them was computed first.
+        keys = keys.where(~shared, keys + "~" + _identity_digests(out[shared]))
     return keys.to_numpy(dtype=object)
+
+
+def _identity_digests(cells: pd.DataFrame) -> pd.Series:
+    import hashlib
+
+    from hf_skillfollow.schema import CELL_COLUMNS
+
+    columns = [c for c in CELL_COLUMNS if c in cells.columns]
+    return pd.Series(
+        [
+            hashlib.sha256(repr(values).encode("utf-8", "surrogatepass")).hexdigest()[:6]
+            for values in cells[columns].itertuples(index=False, name=None)
+        ],
+        index=cells.index,
+    )
 
 
 def _numpy_backed(cells: pd.DataFrame) -> pd.DataFrame:
