@@ -24,44 +24,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hf_skillfollow.schema import annotations_from_rows
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._board import cell_key, load_board
 from hf_skillfollow.space_app._ui import _show_cell, _show_traces, render_view
+from tests._board_fixtures import VICTIM
+from tests._board_fixtures import write_annotations as _annotations
 from tests._fixtures_hub import CELL_A, write_run_dir
 from tests.test_verify_records_push import _record
 
 RESAMPLES = 400
-VICTIM = {"cell_id": "cellV", "model": "org/victim", "skill_pool": "coding"}
 #: 20 retrieval-invoked harmful flips: SE wrong, SD right.
 HARMFUL = {(False, True, True): 20}
 SHOW_ALL = ["non-reportable cells"]
-
-
-def _annotations(run_dir: Path, annotator: str, *, bad_column: bool = False) -> Path:
-    rows = []
-    for t in pq.read_table(run_dir / "transitions.parquet").to_pylist():
-        if t["returned"] and t["se_correct"] != t["sd_correct"]:
-            rows.append(
-                {
-                    "schema_version": 1, "run_id": t["run_id"], "cell_id": t["cell_id"],
-                    "task_id": t["task_id"], "repeat_index": t["repeat_index"],
-                    "annotator": annotator, "annotator_model": "m", "annotator_backend": "openai",
-                    "prompt_hash": "h", "flip": "helpful" if t["se_correct"] else "harmful",
-                    "label": "misapplied/overapplied", "rationale": "r", "failure": None,
-                    "attempts": 1, "raw_output": "{}", "annotated_at": "2025-01-01T00:00:00Z",
-                }
-            )  # fmt: skip
-    table = annotations_from_rows(rows)
-    if bad_column:
-        table = table.append_column("extra", pa.array(["x"] * table.num_rows))
-    path = run_dir / "annotations.parquet"
-    pq.write_table(table, path)
-    return path
 
 
 def _honest(root: Path) -> Path:
