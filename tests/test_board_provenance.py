@@ -148,6 +148,7 @@ def test_the_hostile_rows_stay_under_their_own_source_and_say_so(boards):
     header, *_ = _show_cell(both, cell_key("cellV", honest))
     assert "Hugging Face (official)" not in header and "alice@lab" in header
     assert f"published in <code>{honest}</code>" in header
+    assert f"<b>Re-scored</b> by <code>{honest}</code>: <b>✓ 20/20</b>" in header
 
 
 def test_pooling_the_sources_is_asked_for_and_shows_the_mix_and_the_conflict(boards):
