@@ -158,3 +158,23 @@ def test_budget_counts_decoded_bytes_across_the_files_of_one_source(tmp_path, mo
         _budget.check_files(files, "transitions", str(root))
     _budget.check_files(files[:1], "transitions", str(root))
     assert os.path.getsize(files[0]) > 0 and pa is not None
+
+
+def test_the_board_csv_export_never_starts_a_cell_with_a_formula(tmp_path):
+    """Item 8 on the board's CSV route (the escaping itself is hf_skillfollow._escape's)."""
+    import csv
+    import io
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from hf_skillfollow.space_app._ui import _csv_route
+
+    root = tmp_path / "formula"
+    write_run_dir(root, "run-f", CELL_A, cell_id="cellF", model="=HYPERLINK(\"http://x\",\"y\")")
+    board = _load(root, use_cache=False)
+    client = TestClient(Starlette(routes=[_csv_route(board)]))
+    response = client.get("/export.csv?nonreportable=1")
+    assert response.status_code == 200
+    (row,) = list(csv.DictReader(io.StringIO(response.text)))
+    assert row["model"] == "'=HYPERLINK(\"http://x\",\"y\")" and row["n_pairs"] == "20"
