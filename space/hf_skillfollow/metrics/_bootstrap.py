@@ -40,7 +40,7 @@ The two ways sample the same bootstrap distribution; they consume the stream dif
 above EXACT_MAX_N the interval is another draw of it than version 2 gave (version 2 is not
 computable there at scale). Two draws of a 20,000-resample percentile differ by Monte Carlo
 error, about 0.027 * sqrt(n) * sd(step) support steps (sd), which exceeds one step (100/n pp)
-for n beyond a few thousand whatever the method; `bench/metrics.py --bootstrap` prints it.
+for n beyond a few thousand whatever the method; `bench/metrics.py --large-n N` prints it.
 
 numpy draws the multinomial as successive binomials with probabilities
 ``p[j] / (1 - p[0] - ... - p[j-1])``; like the CDF rounding of version 1, their rounding

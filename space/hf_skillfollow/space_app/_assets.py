@@ -143,7 +143,7 @@ HEAD = """
   document.addEventListener("click", act);
   document.addEventListener("keydown", (e) => { if (e.key === "Enter") act(e); });
   const ours = ["benchmark", "partition", "pool", "model", "min_cond", "nonreportable", "runs",
-    "all", "sort", "cell"];
+    "all", "sort", "cell", "pool_sources"];
   const sync = () => {
     const summary = document.querySelector("#sf-summary [data-sf-query]");
     if (!summary || (summary.dataset.sfPending && location.search)) return;

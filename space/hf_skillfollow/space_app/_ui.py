@@ -469,6 +469,8 @@ def _csv_route(board: Board):
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
 
+    from hf_skillfollow._escape import frame_to_csv
+
     def export(request: Request) -> Response:
         params: dict[str, list[str]] = {}
         for k, v in request.query_params.multi_items():
@@ -478,7 +480,8 @@ def _csv_route(board: Board):
         except ValueError as exc:
             return PlainTextResponse(f"bad query: {exc}", status_code=400)
         filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
-        body = T.csv_frame(filtered, state.filters.min_cond).to_csv(index=False)
+        # Model names and ids are the submitters': a leading = + - @ would run in a spreadsheet.
+        body = frame_to_csv(T.csv_frame(filtered, state.filters.min_cond))
         return Response(
             body,
             media_type="text/csv; charset=utf-8",

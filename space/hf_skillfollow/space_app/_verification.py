@@ -181,8 +181,14 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
     if status.num_rows == 0:
         return ""
     counts = group_counts(status, ["cell_id"]).to_pylist()[0]
+    checked = status.filter(status["checked"])["source"].cast(pa.string()).unique().to_pylist()
+    by = (
+        " by " + " and ".join(f"<code>{escape(s)}</code>" for s in sorted(checked))
+        if checked
+        else ""
+    )
     parts = [
-        f'<div class="sf-rescored"><p>{_LEAD}: <b>{escape(counts["rescored"])}</b> '
+        f'<div class="sf-rescored"><p>{_LEAD}{by}: <b>{escape(counts["rescored"])}</b> '
         f"({counts['rescored_rows']} of {counts['rows']} rows re-scored, "
         f"{counts['agreeing_rows']} agree with the published bits)</p>"
     ]
