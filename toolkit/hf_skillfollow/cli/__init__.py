@@ -49,6 +49,17 @@ class _LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, spec[1]) for name, spec in sorted(_COMMANDS.items())])
 
+    def invoke(self, ctx: click.Context) -> object:
+        # Error lines quote file names, ids and messages from untrusted sources: their control
+        # characters and escape sequences are shown as text, never sent to the terminal raw.
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            from hf_skillfollow._escape import visible_controls
+
+            exc.message = visible_controls(exc.message, keep="\n")
+            raise
+
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="hf-skillfollow")

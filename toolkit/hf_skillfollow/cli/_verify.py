@@ -9,8 +9,9 @@ import click
 
 from hf_skillfollow.verify._render import FORMATS
 
-#: exit status: every checked row agrees / some row disagrees / verification could not run
-EXIT_AGREE, EXIT_DISAGREE, EXIT_CANNOT_RUN = 0, 1, 2
+#: exit status: every checked row agrees / some row disagrees / verification could not run /
+#: (--strict) every checked row agrees but some rows could not be re-scored (no traces)
+EXIT_AGREE, EXIT_DISAGREE, EXIT_CANNOT_RUN, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 class CannotVerify(click.ClickException):
@@ -57,6 +58,8 @@ def _tasks_files(
 @click.option("--no-record", is_flag=True, help="Write no verification record.")
 @click.option("--by", "verified_by", metavar="NAME",
               help="Who is verifying, as named in the record [user@host].")  # fmt: skip
+@click.option("--strict", is_flag=True,
+              help="Exit 3 unless every row was re-scored (rows without traces make it fail).")  # fmt: skip
 def verify(
     sources: tuple[str, ...],
     fmt: str,
@@ -67,12 +70,15 @@ def verify(
     record_dir: Path | None,
     no_record: bool,
     verified_by: str | None,
+    strict: bool,
 ) -> None:
     """Re-extract every SE and SD final answer from the traces, re-score it with the scorer and
     benchmark release recorded in the row, and compare with the published se_correct/sd_correct.
 
     Exit status: 0 when every checked row agrees, 1 on any disagreement, 2 when verification
-    could not run (unreadable source, no traces, release or scorer not available here).
+    could not run (unreadable source, no traces, release or scorer not available here, a run
+    id that cannot name a record file, a record folder that is a symbolic link), 3 with
+    --strict when no row disagrees but some rows were not re-scored.
     """
     from hf_skillfollow.verify._inputs import VerifyInputError, read_rows
     from hf_skillfollow.verify._releases import UnavailableError, resolve
@@ -87,16 +93,20 @@ def verify(
                 "SE and SD traces (push runs with their traces.parquet)"
             )
         releases = resolve(rows, tasks_files)
-    except (VerifyInputError, UnavailableError) as exc:
+        # Where the records go is checked before any answer is scored, not after.
+        folders = None if no_record else _record_folders(rows, record_dir)
+    except (VerifyInputError, UnavailableError, ValueError) as exc:
         raise CannotVerify(f"cannot verify: {exc}") from None
     path = state_path or default_state_path(list(sources))
     with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
         result = _run(rows, releases, state, workers, verified_by, on_start, on_verdict)
     click.echo(render(result, fmt), nl=False)
-    if not no_record and result.checked:
-        for written in _write_record(result, rows, record_dir):
+    if folders is not None and result.checked:
+        for written in _write_record(result, folders):
             click.echo(f"verification record: {written}", err=True)
-    raise SystemExit(EXIT_DISAGREE if result.disagreements else EXIT_AGREE)
+    if result.disagreements:
+        raise SystemExit(EXIT_DISAGREE)
+    raise SystemExit(EXIT_INCOMPLETE if strict and result.unchecked else EXIT_AGREE)
 
 
 def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> Any:  # noqa: ANN001
@@ -108,18 +118,33 @@ def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> A
     )  # fmt: skip
 
 
-def _write_record(result: Any, rows: list[Any], record_dir: Path | None) -> list[Path]:
+def _record_folders(rows: list[Any], record_dir: Path | None) -> dict[str, Path]:
+    """run_id -> the folder its record goes to; ValueError for a run id that cannot name a
+    file or a folder that is a symbolic link (see `verify._write`)."""
     from hf_skillfollow.hub._layout import is_run_dir
     from hf_skillfollow.verify._record import RECORD_DIR
-    from hf_skillfollow.verify._write import write_records
+    from hf_skillfollow.verify._write import check_record_folder, check_run_id
 
     folders: dict[str, Path] = {}
     for row in rows:
+        if row.has_traces:
+            check_run_id(row.run_id, row.source)
         here = Path(row.source)
         folders[row.run_id] = record_dir or (
             here / RECORD_DIR if is_run_dir(here) else Path(RECORD_DIR)
         )
-    return write_records(result, folders)
+    for folder in set(folders.values()) - {record_dir}:  # --record-dir is the user's own choice
+        check_record_folder(folder)
+    return folders
+
+
+def _write_record(result: Any, folders: dict[str, Path]) -> list[Path]:
+    from hf_skillfollow.verify._write import write_records
+
+    try:
+        return write_records(result, folders)
+    except (OSError, ValueError) as exc:
+        raise CannotVerify(f"the verification ran but its record was not written: {exc}") from None
 
 
 class _progress:

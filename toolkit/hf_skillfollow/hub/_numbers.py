@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -12,8 +12,9 @@ from hf_skillfollow.formatting import count as _int
 from hf_skillfollow.formatting import pp as _pp
 from hf_skillfollow.formatting import with_interval as _with_interval
 
-if TYPE_CHECKING:
-    from hf_skillfollow.hub._summary import ListedCell
+# The card's order of cells lives with the summary that lists them: this module imports
+# _summary, never the other way round.
+from hf_skillfollow.hub._summary import ListedCell, cell_display_key
 
 #: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
 CARD_BOOTSTRAP_SEED = 0
@@ -46,24 +47,6 @@ def _records(result: Any) -> list[dict[str, Any]]:
 def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
     # pandas gives NaN for undefined floats; the card shows them as n/a like None.
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
-
-
-def pool_condition(m: Mapping[str, Any]) -> str:
-    """`pool / condition`, with the access protocol when it is not the paper's `search`."""
-    access = m.get("access") or "search"
-    suffix = "" if access == "search" else f" / {access}"
-    return f"{m['skill_pool']} / {m['condition']}{suffix}"
-
-
-def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
-    """The card's sort key of a cell, from its identity columns alone."""
-    return (
-        f"{m['benchmark']} {m['benchmark_version']}".strip(),
-        m["model"],
-        pool_condition(m),
-        f"seed {m['partition_seed']}, {m['partition_size']} tasks",
-        m["cell_id"],
-    )
 
 
 def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
