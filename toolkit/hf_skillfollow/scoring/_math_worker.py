@@ -31,6 +31,8 @@ MATH_TIMEOUT_S = 120.0
 #: address-space limit of a math worker, read when it starts (its interpreter maps ~60 MB;
 #: ``\boxed{(x+1)^{10^{7}}}`` maps 400 MB before math-verify's 5 s timeout ends it)
 MEMORY_BYTES = 1 << 30
+#: how long a new worker may take to load math-verify
+STARTUP_TIMEOUT_S = 120.0
 
 
 class _WorkerEnded(Exception):
@@ -47,15 +49,27 @@ class _Worker:
             start_new_session=True,
         )
         self.buffer = b""
+        # its imports take ~1.5 s: they are not counted against the first answer's check
+        try:
+            ready = self._read(STARTUP_TIMEOUT_S)
+        except _WorkerEnded:
+            ready = None
+        if ready != {"ready": True}:
+            self.close()
+            raise RuntimeError(f"math worker did not start ({ready or self.status()})")
 
     def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         """The worker's reply, or None when ``timeout`` passed first."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(request).encode() + b"\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             raise _WorkerEnded from None
+        return self._read(timeout)
+
+    def _read(self, timeout: float) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         while b"\n" not in self.buffer:
@@ -166,6 +180,8 @@ def _serve(memory_bytes: int) -> None:
     from hf_skillfollow.scoring._math import score_math
 
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    stdout.write(b'{"ready": true}\n')
+    stdout.flush()
     for line in stdin:
         request = json.loads(line)
         task = _Task(request["task_id"], request["reference"])
