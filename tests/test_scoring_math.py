@@ -71,6 +71,7 @@ def test_a_hedge_is_judged_by_its_boxed_answer_only(math500: dict[str, Task]) ->
     assert score_answer(four, hedge).passed
 
 
+@pytest.mark.slow  # 2,500 checks: ~30 s on 2 loaded cores
 def test_over_all_of_math500_a_hedge_scores_as_its_box_alone(math500: dict[str, Task]) -> None:
     # Issue 21: \boxed{3} passed 19 problems, \boxed{2} 18, and the hedge 37 (their union).
     tasks = list(math500.values())
