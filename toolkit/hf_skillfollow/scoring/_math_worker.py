@@ -42,10 +42,14 @@ class _WorkerEnded(Exception):
 class _Worker:
     def __init__(self) -> None:
         # its own session: a cancelled batch kills the worker's group (``_sandbox.CancelScope``)
+        # this process's import path, however it was set (an installed package, PYTHONPATH, a
+        # test runner's rootdir): the worker must import the same scorer
+        path = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", __name__, str(MEMORY_BYTES)],
+            [sys.executable, "-m", __name__, str(MEMORY_BYTES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": path},
             start_new_session=True,
         )
         self.buffer = b""
