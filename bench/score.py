@@ -5,9 +5,12 @@ CLIs, with the same number of workers, on the same samples file, side by side in
 - cold: empty caches (EvalPlus computes its ground-truth pickle; we compute expected outputs
   per task with the trusted reference workers),
 - warm: caches filled; both repeated ``--repeats`` times, to count verdict flips.
-Prints wall times, the speed ratios (evalplus / ours), verdict agreement and stability, and
-the machine's load average. Target: ours >= 2x faster cold and warm, identical verdicts on
-canonical solutions, zero flips.
+Prints wall times, the speed ratios (evalplus / ours), verdict agreement and stability, the
+machine's load average, and how far ours is from its own limit: the canonical solutions' CPU
+time as measured in process (by our reference workers, around each call; read from the
+cache's headers), spent twice when cold (expected outputs, then the program) and once when
+warm, divided by the workers, or the largest task's share if that is longer. Target: ours
+>= 2x faster cold and warm, identical verdicts on canonical solutions, zero flips.
 
     python bench/score.py [--data-dir DIR] [--benchmark mbppplus|humanevalplus|both]
                           [--repeats 3] [--workers 2] [--no-cold]
@@ -110,6 +113,44 @@ def run_ours(
     return seconds, {v["task_id"]: v["passed"] for v in verdicts}
 
 
+def canonical_cpu(cache: Path, suite: Suite) -> list[float]:
+    """Each task's canonical CPU seconds, measured in process when its expected outputs were
+    computed (``base_cpu_s + plus_cpu_s`` in the cache's headers)."""
+    costs = []
+    for header in (cache / "expected" / suite.name).glob("*.json"):
+        data = json.loads(header.read_text())
+        costs.append(float(data["base_cpu_s"]) + float(data["plus_cpu_s"]))
+    return costs
+
+
+def own_limit(costs: list[float], passes: int, workers: int) -> float:
+    """Wall seconds a scorer needs at least: ``passes`` runs of every canonical solution's
+    CPU, spread over ``workers``, and never less than the largest task's ``passes`` runs
+    (a reference and its program run one after the other)."""
+    return max(passes * sum(costs) / workers, passes * max(costs, default=0.0))
+
+
+def _report_limit(times: dict[str, list[float]], costs: list[float], workers: int) -> None:
+    if not costs:
+        return
+    print(
+        f"ours vs its own limit (canonical CPU measured in process: {sum(costs):.1f} s over "
+        f"{len(costs)} tasks, largest {max(costs):.1f} s):"
+    )
+    for phase, passes in (("cold", 2), ("warm", 1)):
+        ours = times.get(f"ours {phase}")
+        if not ours:
+            continue
+        limit, best = own_limit(costs, passes, workers), min(ours)
+        how = f"{passes} x {sum(costs):.1f} s / {workers} workers"
+        if limit > passes * sum(costs) / workers:
+            how = f"{passes} x the largest task"
+        print(
+            f"  {phase}: limit {how} = {limit:.1f} s; ours (best) {best:.1f} s = "
+            f"{best / limit:.2f}x the limit, {best - limit:.1f} s above"
+        )
+
+
 def _flips(ids: list[str], runs: list[dict[str, bool]]) -> list[str]:
     return [t for t in ids if len({run.get(t) for run in runs}) > 1]
 
@@ -120,6 +161,7 @@ def _report(
     times: dict[str, list[float]],
     verdicts: dict[str, list[dict[str, bool]]],
     workers: int,
+    costs: list[float],
 ) -> None:
     print(
         f"\n== {suite.title} canonical solutions: {len(ids)} tasks, {workers} workers each, "
@@ -139,6 +181,7 @@ def _report(
         if theirs and ours:
             e, o = min(theirs), min(ours)
             print(f"speed-up {phase} (best of each): evalplus / ours = {e / o:.2f}x")
+    _report_limit(times, costs, workers)
     ours_all = verdicts.get("ours cold", []) + verdicts.get("ours warm", [])
     theirs_all = verdicts.get("evalplus cold", []) + verdicts.get("evalplus warm", [])
     first = ours_all[0]
@@ -181,7 +224,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
                     times.setdefault(f"{who} {phase}", []).append(seconds)
                     verdicts.setdefault(f"{who} {phase}", []).append(result)
                     print(f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s", flush=True)
-        _report(suite, ids, times, verdicts, workers)
+        _report(suite, ids, times, verdicts, workers, canonical_cpu(caches["ours"], suite))
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from hf_skillfollow import columns
+from hf_skillfollow._text import safe_data
 from hf_skillfollow.columns import Column
 
 SCHEMA_VERSION = 1
@@ -174,7 +175,8 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
             raise SchemaError(f"{source}: row {i} has unexpected key(s) {sorted(unknown)}")
     fill = {n: v for n, v in BACKFILL.items() if n in schema.names}
     try:
-        table = pa.Table.from_pylist([{**fill, **r} for r in rows], schema=schema)
+        # safe_data: a lone surrogate in a string would make pyarrow raise UnicodeEncodeError
+        table = pa.Table.from_pylist([safe_data({**fill, **r}) for r in rows], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         column = _failing_column(rows, schema)
         where = f"{source}: column {column!r}" if column else source
