@@ -22,7 +22,9 @@ from hf_skillfollow.store import RunStore
 
 PINNED_CELL_ID = "dd508fd412c01a83"
 PINNED_TRANSITIONS_SHA256 = "68b94f6d00a7cf3e915acf1d2166e2d306f86b0deb490e9cb1dabe317aa6ec09"
-PINNED_TRACES_SHA256 = "f8d0cc86ab765bd6d387d4caeeb69ed9f279678da45f47d67e986aa4745da832"
+# re-pinned when traces gained the own-task grading columns (grader, judge, judge_verdicts,
+# addresses_grader; issue 22), which are null in these rows
+PINNED_TRACES_SHA256 = "0ad1dabddabef8bac9851ef5fe7c36756d4266c55c61ee6aaac749c4f1db6b50"
 PINNED_RUN_DIR_TRANSITIONS_SHA256 = (
     "75cc1c851911922cfbe6a40b96de356bb36b18f600b24d5f580659bd177d9313"
 )

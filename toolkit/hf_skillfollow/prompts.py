@@ -24,7 +24,11 @@ _TASK_INSTRUCTIONS = {
         "Reply inside a ```python block — only the function, no test code."
     ),
     "math": "Solve the problem. Put the final answer in \\boxed{}.",
+    # a maintainer's own tasks graded by expectations (docs/tasks.md): no form is imposed
+    "general": "Complete the task. Give your complete final answer in your reply.",
 }
+#: the prompt domain of each grader of a maintainer's own tasks (docs/tasks.md)
+GRADER_DOMAIN = {"tests": "coding", "answer": "math", "expectations": "general"}
 
 FINAL_ANSWER_REQUEST = "You have used all skill searches available. Now give your final answer."
 
@@ -70,7 +74,16 @@ def tool_schema() -> dict[str, Any]:
 
 
 def prompts_hash(domain: str) -> str:
-    """Hash of both arms' prompts, the tool schema and the final-answer request."""
+    """Hash of both arms' prompts, the tool schema and the final-answer request.
+
+    A `general` benchmark's tasks use the prompts of their graders' domains: all three are
+    hashed."""
+    if domain == "general":
+        return stable_hash({d: _arms_hash(d) for d in sorted(set(GRADER_DOMAIN.values()))})
+    return _arms_hash(domain)
+
+
+def _arms_hash(domain: str) -> str:
     return stable_hash(
         {
             "se": system_prompt(domain, skill_enabled=True),
