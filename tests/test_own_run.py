@@ -204,3 +204,30 @@ def test_skill_evals_run_blinds_the_judge_and_reports_per_skill(
             if t["task_id"].startswith(name + "/") and name in t["skills_returned"]
         ]
         assert r["coverage"] == pytest.approx(100 * len(retrieved) / r["n"])
+
+
+def _verify(run_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DOUBLE_KEY": "k"}
+    cmd = [*CLI, "verify", str(run_dir), "--tasks-file", f"custom={OWN / 'tasks.jsonl'}",
+           "--no-record", "--fresh", "--state", str(run_dir.parent / "verify-state.jsonl"), *extra]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_verify_regrades_with_the_recorded_judge(custom_run) -> None:
+    run_dir, _, _ = custom_run
+    with AgentAndJudgeDouble(answerer) as judge:  # the same judge, served anew
+        proc = _verify(run_dir, "--judge-base-url", judge.url, "--judge-api-key-env", "DOUBLE_KEY")
+        regraded = len(judge.judge_requests)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert regraded == 2 * 3  # both answers of the judged task, three repeats each
+
+
+def test_verify_says_plainly_when_the_judge_cannot_be_reached(custom_run) -> None:
+    run_dir, _, _ = custom_run
+    proc = _verify(run_dir)
+    assert proc.returncode == 2
+    assert "graded by the judge double-model@" in proc.stderr and "--judge-base-url" in proc.stderr
+    proc = _verify(
+        run_dir, "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-api-key-env", "DOUBLE_KEY"
+    )
+    assert proc.returncode == 2 and "is not reachable at http://127.0.0.1:9/v1" in proc.stderr

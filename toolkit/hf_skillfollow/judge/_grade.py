@@ -10,6 +10,7 @@ never a pass, and counted apart from the fails in the report.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,11 @@ class JudgeSettings:
     def judge(self) -> str:
         """`<model>@<prompt hash>`, as the annotator is named."""
         return f"{self.model}@{self.prompt_hash}"
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> JudgeSettings:
+        """The settings a recorded verdict was produced with (`verify` re-grades with them)."""
+        return cls(**record["settings"])
 
     def identity(self) -> dict[str, Any]:
         """What defines the judge in the cell id (everything but where it is reached)."""
@@ -117,6 +123,7 @@ def summarise(replies: list[_structured.Reply], n: int, settings: JudgeSettings)
     record: dict[str, Any] = {
         "judge": settings.judge,
         "judge_backend": settings.backend,
+        "settings": dataclasses.asdict(settings),
         "repeats": repeats,
         "n_expectations": n,
         "n_valid": len(valid),
