@@ -188,6 +188,12 @@ def plan_resume(
         raise RunDirError(
             f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})"
         )
+    judge = manifest.get("judge")
+    if judge is not None and judge_settings(config).identity() != judge:
+        raise RunDirError(
+            f"{run_dir}: the judge differs from the run's ({judge_settings(config).judge} != "
+            f"{judge['judge']}); its instructions changed with the toolkit: start a new run"
+        )
     notes = store.recover(set_aside=set_aside, run_id=manifest["run_id"])
     tasks = [by_id[i] for i in manifest["task_ids"]]
     return RunPlan(config, store, manifest, tasks, pool, tuple(notes))
