@@ -66,7 +66,7 @@ def synthetic_transitions(n_cells: int, n_tasks: int, seed: int = 7) -> pa.Table
     constants = {
         "schema_version": 1, "repeat_index": 0, "created_at": "2026-01-01T00:00:00+00:00", "backend": "openai",
         "tool_mode": "native", "retrieval_policy": "auto", "benchmark_version": "v1", "partition_size": n_tasks,
-        "skill_pool": "coding", "skill_pool_hash": "abc", "retriever": "bm25s", "max_calls": 3, "temperature": 0.7,
+        "skill_pool": "coding", "skill_pool_hash": "abc", "access": "search", "retriever": "bm25s", "max_calls": 3, "temperature": 0.7,
         "max_tokens": 8192, "seed": 0, "prompts_hash": "p1", "toolkit_version": "0.1.0",
     }  # fmt: skip
     columns: dict[str, pa.Array] = {}

@@ -18,6 +18,7 @@ from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
+Access = Literal["search", "catalog"]
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -55,7 +56,7 @@ class RunConfig(BaseModel):
     )
     retrieval_policy: RetrievalPolicy = Field(
         "auto",
-        description="`forced` makes the SE arm's first turn a `search_skills` call (explicit-fetch variant; not for published comparisons).",
+        description="`forced` makes the SE arm's first turn a skill tool call (`search_skills`; with `catalog`, `activate_skill`): the explicit-fetch variant, not for published comparisons.",
     )
     tool_parser: str | None = Field(
         None, description="vLLM tool parser (e.g. hermes) for the vllm backends."
@@ -87,9 +88,25 @@ class RunConfig(BaseModel):
         False, description="Use the merged single library of all shipped pools."
     )
     condition: Condition = Field("normal", description="Skill-content control.")
-    retriever: str = Field("bm25s", description="Retriever registry name: bm25s or pyserini.")
-    top_k: int = Field(3, ge=1, le=20, description="Skills returned per search.")
-    max_calls: int = Field(3, ge=1, le=10, description="Maximum `search_skills` calls per task.")
+    access: Access = Field(
+        "search",
+        description="Skill access protocol: `search` (the paper's `search_skills` BM25 tool) or "
+        "`catalog` (the Agent Skills catalog in the SE prompt, `activate_skill` and "
+        "`read_skill_file`); docs/skills.md.",
+    )
+    retriever: str = Field(
+        "bm25s", description="Retriever registry name: bm25s or pyserini (`search` only)."
+    )
+    top_k: int = Field(
+        3, ge=1, le=20, description="Skills returned per search (`search` only; recorded as given)."
+    )
+    max_calls: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="Maximum skill tool calls per task (`search_skills` calls; with `catalog`, "
+        "activations and reads together).",
+    )
 
     temperature: float = Field(
         0.7, ge=0.0, le=2.0, description="Sampling temperature, same for both arms."

@@ -15,16 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._redact import is_redacted, redact_url, scrub, url_secrets
 from hf_skillfollow._version import __version__
-from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.agent import ArmResult, Decoding, run_sd, run_se
 from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
-from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.prompts import prompts_hash, protocol_tools
 from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
 from hf_skillfollow.scoring._version import SCORER_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
 
 if TYPE_CHECKING:
+    from hf_skillfollow.access import AccessProtocol
     from hf_skillfollow.backends._base import ChatBackend
     from hf_skillfollow.judge import JudgeSettings
     from hf_skillfollow.skills import SkillPool
@@ -100,7 +101,12 @@ def resolve_pool(config: RunConfig) -> SkillPool:
         )
     if config.merged_library:
         return merged_pool([load_pool("coding"), load_pool("math")])
-    return load_pool(config.skills_dir if config.skills_dir else config.domain)
+    pool = load_pool(config.skills_dir if config.skills_dir else config.domain)
+    if config.benchmark == "skill-evals":  # the skills' answer keys are not theirs to read
+        from hf_skillfollow.tasks_custom import without_evals
+
+        return without_evals(pool)
+    return pool
 
 
 def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
@@ -120,10 +126,13 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
 
 def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> RunPlan:
     """Create a fresh run directory for repeat `repeat_index` of the cell."""
+    from hf_skillfollow.access import check_access
+
     pool = resolve_pool(config)
+    check_access(config.access, pool)
     tasks, version = select_tasks(config)
     run_config = config.model_copy(update={"seed": config.seed + repeat_index})
-    p_hash = prompts_hash(config.domain)
+    p_hash = prompts_hash(config.domain, config.access)
     protocol = config.protocol_dict()
     judged = any(t.grader == "expectations" for t in tasks)
     judge = judge_settings(config).identity() if judged else None
@@ -153,7 +162,7 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
         "skill_pool_hash": pool.content_hash,
         "prompts_hash": p_hash,
         **({"judge": judge} if judge is not None else {}),
-        "tool_schema": tool_schema(),
+        "tool_schema": protocol_tools(config.access)[0],
         "versions": _package_versions(),
         "platform": platform.platform(),
     }
@@ -179,6 +188,15 @@ def plan_resume(
         raise RunDirError(
             f"{run_dir}: the skill pool changed since the run started (hash {pool.content_hash} != {manifest['skill_pool_hash']})"
         )
+    if prompts_hash(config.domain, config.access) != manifest["prompts_hash"]:
+        raise RunDirError(
+            f"{run_dir}: the run was started with other prompts or tool schemas (prompts hash "
+            f"{manifest['prompts_hash']}, this toolkit's {prompts_hash(config.domain, config.access)}); "
+            "finish it with the toolkit version that started it, or start a new run"
+        )
+    from hf_skillfollow.access import check_access
+
+    check_access(config.access, pool)
     from hf_skillfollow.tasks import load_tasks
 
     tasks, version = load_tasks(config.benchmark, config.tasks_file, config.skills_dir)
@@ -252,10 +270,10 @@ async def execute(
     """Run every pending pair with bounded concurrency; each finished pair is appended at once.
 
     `judge_backend` grades `expectations` tasks (default: `backend`, the run's own model)."""
-    from hf_skillfollow.retrieval import make_retriever
+    from hf_skillfollow.access import make_access
 
     config = plan.config
-    retriever = make_retriever(config.retriever, plan.pool)
+    access = make_access(config, plan.pool)
     pending = plan.pending  # reads the records file: once per execute
     # A batching backend (in-process vLLM) advances every open conversation in one call, so
     # the whole partition is in flight; others get the configured bound.
@@ -267,7 +285,7 @@ async def execute(
 
     async def one(task: Task) -> None:
         async with gate:
-            record = await run_pair(plan, backend, retriever, task, judge_backend or backend)
+            record = await run_pair(plan, backend, access, task, judge_backend or backend)
         plan.store.append_record(scrub(record.as_dict(), secrets))
         if on_pair:
             t = record.transition
@@ -280,7 +298,7 @@ async def execute(
 async def run_pair(
     plan: RunPlan,
     backend: ChatBackend,
-    retriever: Any,
+    access: AccessProtocol,
     task: Task,
     judge_backend: ChatBackend | None = None,
 ) -> PairRecord:
@@ -290,16 +308,13 @@ async def run_pair(
     decoding = Decoding(
         seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens
     )
-    tool = SkillTool(
-        plan.pool, retriever, condition=config.condition, top_k=config.top_k, seed=config.seed
-    )
     se, sd = await asyncio.gather(
         run_se(
             backend,
             task.domain,
             task.prompt,
             decoding,
-            tool,
+            access,
             max_calls=config.max_calls,
             forced=config.retrieval_policy == "forced",
         ),

@@ -184,6 +184,33 @@ def skill_folders(pool: Any) -> list[tuple[str, Path]]:
     return [(s.name, Path(getattr(s, "folder", None) or s.path.parent)) for s in pool.skills]
 
 
+def without_evals(pool: Any) -> Any:
+    """`pool` with every skill's `evals/` files withdrawn from what the agent may read.
+
+    A skill's evals hold the expected outputs and expectations its eval tasks are graded on;
+    served to the SE arm (the catalog protocol's `read_skill_file`), they would hand it the
+    answer key. The pool's content hash changes accordingly (it hashes served files)."""
+    import dataclasses
+
+    prefix = f"{EVALS_FILE.parent.as_posix()}/"
+    skills = []
+    for skill in pool.skills:
+        resources = tuple(getattr(skill, "resources", ()))
+        if not any(r.startswith(prefix) for r in resources):
+            skills.append(skill)
+            continue
+        keep = [i for i, r in enumerate(resources) if not r.startswith(prefix)]
+        texts = tuple(skill.resource_texts)
+        skills.append(
+            dataclasses.replace(
+                skill,
+                resources=tuple(resources[i] for i in keep),
+                resource_texts=tuple(texts[i] for i in keep) if texts else (),
+            )
+        )
+    return dataclasses.replace(pool, skills=tuple(skills))
+
+
 def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`."""
     tasks: list[Task] = []

@@ -12,7 +12,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("hf_skillfollow.cli._run:run", "Run a paired SE/SD evaluation against a model."),
     "score": ("hf_skillfollow.cli._score:score", "Score EvalPlus-format samples in the sandbox."),
     "report": ("hf_skillfollow.cli._report:report", "Compute the paired metrics from transitions."),
-    "skills": ("hf_skillfollow.cli._skills:skills", "List, show, search and export skill pools."),
+    "skills": (
+        "hf_skillfollow.cli._skills:skills",
+        "List, show, validate, search and export skill pools.",
+    ),
     "annotate": (
         "hf_skillfollow.cli._annotate:annotate",
         "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",

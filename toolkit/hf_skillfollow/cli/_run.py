@@ -11,7 +11,7 @@ from typing import Any, get_args
 import click
 
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
-from hf_skillfollow.config import Condition, RetrievalPolicy, ToolMode
+from hf_skillfollow.config import Access, Condition, RetrievalPolicy, ToolMode
 from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
@@ -122,9 +122,17 @@ def _build_config(params: dict[str, Any]):
     type=click.Choice(get_args(Condition)),
     help="[normal]",
 )
-@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s]")
-@click.option("--top-k", type=int, help="[3]")
-@click.option("--max-calls", type=int, help="[3]")
+@click.option(
+    "--access",
+    type=click.Choice(get_args(Access)),
+    help="How SE reaches the skills: search (the paper's search_skills BM25 tool) or catalog "
+    "(the skill catalog in the prompt, activate_skill, read_skill_file) [search].",
+)
+@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s] (search only)")
+@click.option("--top-k", type=int, help="[3] (search only)")
+@click.option(
+    "--max-calls", type=int, help="Skill tool calls per task (catalog: activations and reads) [3]."
+)
 @click.option("--temperature", type=float, help="[0.7]")
 @click.option("--max-tokens", type=int, help="[8192; 512 with the local backend]")
 @click.option("--seed", type=int, help="[0]")
@@ -196,7 +204,7 @@ def run(
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(scrub(str(exc), secrets)) from None
-    for note in plans[0].notes:
+    for note in (*plans[0].notes, *_ignored_by_access(plans[0].config, params)):
         click.echo(note, err=True)
     from hf_skillfollow.backends._server import BackendStartupError
 
@@ -219,6 +227,19 @@ def run(
         click.echo(f"wrote {n_rows} transitions to {plan.store.root}")
     if report:
         _print_report([p.store.root for p in plans], resamples)
+
+
+def _ignored_by_access(config: Any, params: dict[str, Any]) -> list[str]:
+    """Notes for flags given that the run's access protocol does not use."""
+    if config.access != "catalog":
+        return []
+    given = _given(params)
+    return [
+        f"note: {flag} is ignored with --access catalog (an activation returns one whole skill, "
+        "chosen by name; nothing is searched)"
+        for flag, key in (("--top-k", "top_k"), ("--retriever", "retriever"))
+        if key in given
+    ]
 
 
 async def _run_all(plans: list) -> None:

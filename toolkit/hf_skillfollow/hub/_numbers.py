@@ -48,12 +48,19 @@ def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
 
 
+def pool_condition(m: Mapping[str, Any]) -> str:
+    """`pool / condition`, with the access protocol when it is not the paper's `search`."""
+    access = m.get("access") or "search"
+    suffix = "" if access == "search" else f" / {access}"
+    return f"{m['skill_pool']} / {m['condition']}{suffix}"
+
+
 def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
     """The card's sort key of a cell, from its identity columns alone."""
     return (
         f"{m['benchmark']} {m['benchmark_version']}".strip(),
         m["model"],
-        f"{m['skill_pool']} / {m['condition']}",
+        pool_condition(m),
         f"seed {m['partition_seed']}, {m['partition_size']} tasks",
         m["cell_id"],
     )
@@ -110,10 +117,14 @@ def _json_type(spec: Mapping[str, Any]) -> str:
 
 
 def known_tool_schemas() -> dict[str, dict[str, Any]]:
-    """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
+    """prompts_hash -> (first) tool schema for the prompts this toolkit version itself uses."""
     try:
         from hf_skillfollow.benchmarks import DOMAINS
-        from hf_skillfollow.prompts import prompts_hash, tool_schema
+        from hf_skillfollow.prompts import prompts_hash, protocol_tools
     except ImportError:
         return {}
-    return {prompts_hash(domain): tool_schema() for domain in DOMAINS}
+    return {
+        prompts_hash(domain, access): protocol_tools(access)[0]
+        for domain in DOMAINS
+        for access in ("search", "catalog")
+    }

@@ -33,7 +33,7 @@ SUMMARY_PATH = "stats/summary.json"
 MAX_CARD_CELLS = 200
 #: The protocol table's columns (all of them cell columns, so a cell has one protocol).
 PROTOCOL_COLUMNS = (
-    "prompts_hash", "tool_mode", "retrieval_policy", "retriever", "top_k", "max_calls",
+    "prompts_hash", "access", "tool_mode", "retrieval_policy", "retriever", "top_k", "max_calls",
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
 OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")

@@ -40,7 +40,7 @@ def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
 
 _HEADER_FIELDS = (
     "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
-    "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
+    "access", "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
     "retrieval_policy", "cell_id",
 )  # fmt: skip
 
