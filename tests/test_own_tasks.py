@@ -219,3 +219,17 @@ def test_duplicate_eval_ids_are_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     with pytest.raises(TaskLoadError, match=r"evals.json: eval '1': field 'id': duplicate id"):
         load_tasks("skill-evals", skills_dir=pool)
+
+
+def test_skill_evals_withdraw_the_answer_key_from_the_agent() -> None:
+    from hf_skillfollow.config import RunConfig
+    from hf_skillfollow.runner import resolve_pool
+    from hf_skillfollow.skills import load_pool
+
+    served = {r for s in load_pool(OWN / "skills") for r in s.resources}
+    assert "evals/evals.json" in served  # the loader serves every file of a skill folder
+    pool = resolve_pool(RunConfig(benchmark="skill-evals", skills_dir=OWN / "skills"))
+    assert not [r for s in pool for r in s.resources if r.startswith("evals/")]
+    assert pool.content_hash != load_pool(OWN / "skills").content_hash
+    custom = resolve_pool(RunConfig(benchmark="custom", skills_dir=OWN / "skills"))
+    assert custom.content_hash == load_pool(OWN / "skills").content_hash
