@@ -24,6 +24,18 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class AskSettings:
+    """How a structured request is asked (the annotator's and the judge's settings extend it)."""
+
+    model: str  # the name recorded in the data (a local path is published by its file name)
+    backend: str
+    temperature: float = 0.0
+    max_tokens: int = 256
+    seed: int = 0
+    max_attempts: int = 3
+
+
+@dataclass(frozen=True)
 class Reply(Generic[T]):
     """The parsed value (None when every attempt failed), the last raw reply, the number of
     requests made and, on failure, why each attempt failed."""

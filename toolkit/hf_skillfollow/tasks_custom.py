@@ -76,15 +76,19 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         where = f"{path}:{number}"
         if len(raw) > MAX_LINE_BYTES:
             raise TaskLoadError(f"{where}: line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
-        except (ValueError, RecursionError) as exc:
-            raise TaskLoadError(f"{where}: invalid JSON ({str(exc)[:120]})") from None
+        data = _json(raw, where)
         if not isinstance(data, dict):
             raise TaskLoadError(f"{where}: expected a JSON object, got {type(data).__name__}")
         yield number, data
+
+
+def _json(blob: bytes, where: str) -> Any:
+    try:
+        return json.loads(blob.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:  # deep nesting is refused, never expanded
+        raise TaskLoadError(f"{where}: invalid JSON ({str(exc)[:120]})") from None
 
 
 def _custom_task(path: Path, number: int, row: dict[str, Any]) -> Task:
@@ -234,12 +238,7 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
 
 
 def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes) -> list[Task]:
-    try:
-        data = json.loads(blob.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise TaskLoadError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    except (ValueError, RecursionError) as exc:
-        raise TaskLoadError(f"{path}: invalid JSON ({str(exc)[:120]})") from None
+    data = _json(blob, str(path))
     evals = data.get("evals") if isinstance(data, dict) else None
     if not isinstance(evals, list):
         raise TaskLoadError(f"{path}: field 'evals': a list of evals is required")

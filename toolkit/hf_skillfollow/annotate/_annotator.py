@@ -26,15 +26,8 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AnnotatorSettings:
+class AnnotatorSettings(_structured.AskSettings):
     """How the annotator model is asked."""
-
-    model: str  # the name recorded in the data (a local path is published by its file name)
-    backend: str
-    temperature: float = 0.0
-    max_tokens: int = 256
-    seed: int = 0
-    max_attempts: int = 3
 
     @property
     def prompt_hash(self) -> str:

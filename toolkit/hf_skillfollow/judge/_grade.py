@@ -25,16 +25,11 @@ REPEAT_STRIDE = 1000
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
+class JudgeSettings(_structured.AskSettings):
     """How the judge model is asked; `identity` is recorded in traces and the cell id."""
 
-    model: str  # as published (a local path by its file name)
-    backend: str
-    repeats: int = 2
-    temperature: float = 0.0
     max_tokens: int = 1024
-    seed: int = 0
-    max_attempts: int = 3
+    repeats: int = 2
 
     @property
     def prompt_hash(self) -> str:
