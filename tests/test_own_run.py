@@ -231,3 +231,25 @@ def test_verify_says_plainly_when_the_judge_cannot_be_reached(custom_run) -> Non
         run_dir, "--judge-base-url", "http://127.0.0.1:9/v1", "--judge-api-key-env", "DOUBLE_KEY"
     )
     assert proc.returncode == 2 and "is not reachable at http://127.0.0.1:9/v1" in proc.stderr
+
+
+def test_custom_tasks_run_in_the_catalog_protocol(
+    tmp_path: Path, private_score_cache: Path
+) -> None:
+    lines = (OWN / "tasks.jsonl").read_text().splitlines()
+    graded = tmp_path / "graded.jsonl"
+    graded.write_text("\n".join(lines[:4]) + "\n")  # tests and answer tasks
+    out = tmp_path / "runs"
+    with AgentAndJudgeDouble(answerer, search=False) as double:
+        proc = _run(["--benchmark", "custom", "--tasks-file", str(graded), "--skills",
+                     str(OWN / "skills"), "--partition-size", "4", "--access", "catalog",
+                     "--no-report"], double.url, out)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = _run_dir(out)
+    rows = {r["task_id"]: r for r in pq.read_table(run_dir / "transitions.parquet").to_pylist()}
+    assert {t: (r["se_correct"], r["sd_correct"]) for t, r in rows.items()} == {
+        "add": (True, False), "square": (True, True), "two-plus-two": (True, True),
+        "half": (False, True),
+    }  # fmt: skip
+    se = next(t for t in pq.read_table(run_dir / "traces.parquet").to_pylist() if t["arm"] == "se")
+    assert "<available_skills>" in se["messages"][0]["content"]
