@@ -243,8 +243,9 @@ def test_custom_tasks_run_in_the_catalog_protocol(
     with AgentAndJudgeDouble(answerer, search=False) as double:
         proc = _run(["--benchmark", "custom", "--tasks-file", str(graded), "--skills",
                      str(OWN / "skills"), "--partition-size", "4", "--access", "catalog",
-                     "--no-report"], double.url, out)  # fmt: skip
+                     "--judge-repeats", "3", "--no-report"], double.url, out)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "--judge-repeats: no task of this run is graded by the judge; not used" in proc.stderr
     run_dir = _run_dir(out)
     rows = {r["task_id"]: r for r in pq.read_table(run_dir / "transitions.parquet").to_pylist()}
     assert {t: (r["se_correct"], r["sd_correct"]) for t, r in rows.items()} == {

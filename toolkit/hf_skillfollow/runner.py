@@ -169,7 +169,20 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
     store = RunStore(output_dir / run_id)
     store.root.mkdir(parents=True, exist_ok=False)
     store.write_manifest(manifest)
-    return RunPlan(run_config, store, manifest, tasks, pool)
+    return RunPlan(run_config, store, manifest, tasks, pool, _unused_judge(config, judged))
+
+
+def _unused_judge(config: RunConfig, judged: bool) -> tuple[str, ...]:
+    from hf_skillfollow.config import JUDGE_FIELDS
+
+    given = sorted(
+        flag_name(f)
+        for f in JUDGE_FIELDS
+        if getattr(config, f) != RunConfig.model_fields[f].default
+    )
+    if judged or not given:
+        return ()
+    return (f"{', '.join(given)}: no task of this run is graded by the judge; not used",)
 
 
 def plan_resume(
