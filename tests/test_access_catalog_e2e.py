@@ -147,6 +147,8 @@ def _run(out: Path, url: str, pool: Path, tasks_file: Path, access: str, *extra:
                str(N_TASKS), "--skills", str(pool), "--access", access, "--top-k", "2",
                "-o", str(out), "--resamples", "200", *extra)  # fmt: skip
     assert proc.exit_code == 0, proc.output[-3000:]
+    note = "note: --top-k is ignored with --access catalog"
+    assert (note in proc.output) == (access == "catalog")
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
 
@@ -298,6 +300,40 @@ def test_annotator_sees_the_activated_skills_as_retrieved_ones(runs) -> None:
         assert unit.view.tool_results[0].startswith(f'<skill_content name="{name}">')
 
 
+def test_verify_rescores_the_catalog_run_and_agrees(runs, tmp_path) -> None:
+    proc = cli("verify", str(runs["catalog"]), "--no-record", "--format", "json", "--state",
+               str(tmp_path / "state.jsonl"))  # fmt: skip
+    assert proc.exit_code == 0, proc.output[-3000:]
+    data = json.loads(proc.stdout)
+    assert data["rows_checked"] == data["rows_agreeing"] == N_TASKS
+    assert data["disagreements"] == []
+
+
+def test_an_interrupted_catalog_run_resumes_without_redoing_and_keeps_its_protocol(
+    runs, tmp_path, data_dir
+) -> None:
+    import shutil
+
+    run_dir = tmp_path / runs["catalog"].name
+    shutil.copytree(runs["catalog"], run_dir)
+    lines = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "records.jsonl").write_text("".join(lines[:3]))  # 3 of 8 pairs finished
+    tasks, _ = load_tasks("math500", data_dir / "math500.jsonl")
+    with SkillToolsModelServerDouble(tasks) as double:
+        refused = cli("run", "--resume", str(run_dir), "--access", "search")
+        assert refused.exit_code != 0 and "--access 'search' (run: 'catalog')" in refused.output
+        proc = cli("run", "--resume", str(run_dir), "--base-url", double.url, "--no-report")
+        assert proc.exit_code == 0, proc.output[-3000:]
+        by_prompt = {t.prompt: t.task_id for t in tasks}
+        asked = {by_prompt[b["messages"][1]["content"]] for b in double.bodies}
+    after = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    assert after[:3] == lines[:3] and len(after) == N_TASKS  # kept, not redone, none twice
+    done = {json.loads(line)["task_id"] for line in lines[:3]}
+    assert len(asked) == N_TASKS - 3 and all(t not in asked for t in done)
+    rows = {r["task_id"]: r for r in _rows(run_dir)}
+    assert rows == {r["task_id"]: r for r in _rows(runs["catalog"])}  # the same outcomes
+
+
 def _report(*sources: Path) -> list[dict]:
     proc = cli("report", *map(str, sources), "--format", "json", "--resamples", "200",
                "--min-cond", "1")  # fmt: skip
@@ -394,3 +430,37 @@ def test_catalog_run_on_the_embedded_model(tmp_path: Path, data_dir: Path) -> No
         system = t["messages"][0]["content"]
         assert ("<available_skills>" in system) == (t["arm"] == "se")
     assert "RAE" in proc.stdout
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(1800)  # first start compiles the model: minutes on a busy 2-core CPU
+def test_vllm_catalog_paired_run(tmp_path: Path, data_dir: Path) -> None:
+    """`--access catalog` on in-process vLLM (SmolLM2-135M, hermes parser), forced first
+    activation: the catalog's two tools go through the chat template and the JSON-Schema
+    constraint holds the forced call to the enum of names."""
+    import importlib.util
+    import os
+
+    from tests.test_vllm import MODEL_DIR, RUN_ARGS
+
+    if importlib.util.find_spec("vllm") is None or not (MODEL_DIR / "config.json").is_file():
+        pytest.fail("vLLM or its converted model is missing; run .ci/setup-vllm")
+    out = tmp_path / "runs"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "hf_skillfollow.cli", "run", "--backend", "vllm", "--tasks-file",
+         str(data_dir / "mbppplus-v0.1.0.jsonl"), *RUN_ARGS, "--skills", str(_pool(tmp_path)),
+         "--access", "catalog", "-o", str(out)],
+        capture_output=True, text=True, timeout=1500, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    rows = _rows(run_dir)
+    assert rows and {r["access"] for r in rows} == {"catalog"}
+    assert all(r["se_error"] is None and r["sd_error"] is None for r in rows), rows
+    for trace in pq.read_table(run_dir / "traces.parquet").to_pylist():
+        if trace["arm"] != "se":
+            continue
+        (call,) = json.loads(trace["messages"][2]["tool_calls"])
+        assert call["function"]["name"] == "activate_skill"
+        assert json.loads(call["function"]["arguments"])["name"] in ("alpha-search", "beta-count")

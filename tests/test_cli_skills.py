@@ -195,7 +195,7 @@ def test_skill_text_cannot_inject_markup_or_escape_sequences(tmp_path: Path) -> 
     _write(
         tmp_path,
         "evil",
-        'name: evil\ndescription: "[bold red]boom[/bold red] \\x1b[2J\\x1b]0;pwned\\x07 \\u202e"\n'
+        'name: evil\ndescription: "[bold red]boom[/bold red] :skull: \\x1b[2J\\x1b]0;pwned\\x07 \\u202e"\n'
         'license: "[link=file:///etc]x[/link]"',
     )
     (tmp_path / "evil" / "a\x1b[31m.md").write_text("x")
@@ -206,7 +206,11 @@ def test_skill_text_cannot_inject_markup_or_escape_sequences(tmp_path: Path) -> 
         assert code == 0, out
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     _, listed = _invoke("list", str(tmp_path))
-    assert "[bold red]boom[/bold red]" in listed and "\\x1b[2J" in listed and "\\u202e" in listed
+    assert (
+        "[bold red]boom[/bold red] :skull:" in listed
+        and "\\x1b[2J" in listed
+        and "\\u202e" in listed
+    )
     assert "[link=file:///etc]x[/link]" in listed
     _, report = _invoke("validate", str(tmp_path))
     assert "a\\x1b[31m.md: resource:" in report and "[red]odd" in report

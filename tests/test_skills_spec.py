@@ -115,8 +115,10 @@ def test_a_skill_folder_is_not_searched_for_more_skills(tmp_path: Path) -> None:
 
 
 def test_one_skill_folder_is_a_pool_of_one(tmp_path: Path) -> None:
-    spec_skill(tmp_path, "solo")
+    skill_md = spec_skill(tmp_path, "solo")
     assert load_pool(tmp_path / "solo").names == ["solo"]
+    assert load_pool(skill_md).names == ["solo"]  # its SKILL.md stands for the folder
+    assert validate_pool(skill_md).root == tmp_path / "solo"
 
 
 def test_git_node_modules_and_hidden_folders_are_skipped(tmp_path: Path) -> None:
@@ -191,6 +193,7 @@ WARNINGS = [
     ("alpha", f"name: alpha\ncompatibility: {'c' * 501}", "field 'compatibility'", "500"),
     ("alpha", "name: alpha\ncompatibility: [x]", "field 'compatibility'", "must be a string"),
     ("alpha", "name: alpha\nauthor: me\nversion: 2", "front matter", "unknown field.*'author'"),
+    ("alpha", 'name: alpha\ndescription: "a\\x1b[2Jb"', "field 'description'", "control char"),
     ("alpha", "name: alpha\ntype: recipe", "field 'type'", "utility|procedure|guard"),
     ("alpha", "name: alpha\ntags: x", "field 'tags'", "list of strings"),
     ("alpha", "name: alpha\nsignature: [1]", "field 'signature'", "a string"),
@@ -449,7 +452,9 @@ def test_shipped_pool_hashes_are_unchanged_by_resource_hashing() -> None:
     assert load_pool("math").content_hash == (
         "9cf2e54cf75196240d8b680aa7ac2d92773c0541a6bd89b1323aec81f3896f96"
     )
-    assert all(not s.resources for s in load_pool("coding")) and not load_pool("coding").findings
+    for name in ("coding", "math"):
+        pool = load_pool(name)
+        assert all(not s.resources for s in pool) and pool.findings == (), name
 
 
 # --- the catalog -------------------------------------------------------------------------
@@ -488,12 +493,13 @@ def test_catalog_depends_on_names_and_descriptions_only(tmp_path: Path) -> None:
 # --- untyped skills in search ----------------------------------------------------------
 
 
-def test_a_types_filter_never_returns_an_untyped_skill(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["bm25s", "pyserini"])
+def test_a_types_filter_never_returns_an_untyped_skill(tmp_path: Path, backend: str) -> None:
     from hf_skillfollow.retrieval import make_retriever
 
     spec_skill(tmp_path, "typed", description="Sliding window over arrays.", type="utility")
     spec_skill(tmp_path, "untyped", description="Sliding window over strings.")
-    retriever = make_retriever("bm25s", load_pool(tmp_path))
+    retriever = make_retriever(backend, load_pool(tmp_path))
     assert {h.name for h in retriever.search("sliding window", k=5)} == {"typed", "untyped"}
     assert [h.name for h in retriever.search("sliding window", k=5, types=["utility"])] == ["typed"]
     assert retriever.search("sliding window", k=5, types=["guard", "procedure"]) == []

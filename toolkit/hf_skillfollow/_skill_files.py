@@ -119,7 +119,10 @@ def read_skill_md(path: Path) -> str | Finding:
 class Resources:
     """The servable files of one skill folder and the reasons the others are not served."""
 
+    #: relative POSIX path -> text, for every servable file
     texts: dict[str, str]
+    #: relative POSIX path -> why it is not served, for every other file or folder listed
+    unserved: dict[str, str]
     findings: list[Finding]
 
 
@@ -167,38 +170,35 @@ def scan_resources(skill_md: Path) -> Resources:
     folder = skill_md.parent
     real_folder = folder.resolve()
     texts: dict[str, str] = {}
+    unserved: dict[str, str] = {}
     findings: list[Finding] = []
     try:
         for path, depth in _entries(folder, _Lister(MAX_SKILL_ENTRIES)):
             rel = path.relative_to(folder).as_posix()
             if rel == SKILL_FILE:
                 continue
+            reason = None
             if path.is_dir() and not path.is_symlink():
-                if depth >= MAX_RESOURCE_DEPTH:
-                    findings.append(
-                        warning(
-                            path, "resource", f"deeper than {MAX_RESOURCE_DEPTH} levels; not served"
-                        )
-                    )
-                continue
-            reason = _unservable_name(rel)
-            text = None
+                if depth < MAX_RESOURCE_DEPTH:
+                    continue
+                reason = f"deeper than {MAX_RESOURCE_DEPTH} levels"
+            else:
+                reason = _unservable_name(rel)
             if reason is None:
                 try:
-                    text = _read_resource(path, real_folder)
+                    texts[rel] = _read_resource(path, real_folder)
+                    continue
                 except _Refused as exc:
                     reason = str(exc)
-            if text is None:
-                findings.append(warning(path, "resource", f"{reason}; not served"))
-            else:
-                texts[rel] = text
+            unserved[rel] = reason
+            findings.append(warning(path, "resource", f"{reason}; not served"))
     except _Refused:
         findings.append(
             error(folder, "resources", f"more than {MAX_SKILL_ENTRIES} files and folders")
         )
     except OSError as exc:
         findings.append(error(folder, "resources", f"cannot be listed ({exc.strerror})"))
-    return Resources(texts, findings)
+    return Resources(texts, unserved, findings)
 
 
 def _unservable_name(rel: str) -> str | None:

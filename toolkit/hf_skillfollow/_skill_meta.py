@@ -181,6 +181,10 @@ def parse_skill(text: str, path: Path) -> tuple[Fields | None, list[Finding]]:
     assert isinstance(name, str) and isinstance(description, str)
     fields = Fields(name=name, description=description, body=body.strip("\n"))
     findings = repairs + _spec_rules(meta, fields, path) + _optional_fields(meta, fields, path)
+    if has_control_chars(description.replace("\n", " ").replace("\t", " ")):
+        findings.append(
+            warning(path, "field 'description'", "holds control characters (kept as written)")
+        )
     if not fields.body.strip():
         findings.append(
             warning(path, "body", "empty (the Markdown after the front matter has no text)")

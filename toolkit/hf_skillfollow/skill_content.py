@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 import re
+from html import escape
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -193,12 +194,10 @@ class Activation:
 
 
 def _activation_text(name: str, body: str, files: Sequence[str]) -> str:
-    resources = (
-        RESOURCES_TEMPLATE.format(files="\n".join(RESOURCE_LINE.format(path=f) for f in files))
-        if files
-        else ""
-    )
-    return ACTIVATION_TEMPLATE.format(name=name, body=body, resources=resources)
+    # Names and paths come from untrusted folders: escaped, so none can close the wrapper.
+    lines = "\n".join(RESOURCE_LINE.format(path=escape(f)) for f in files)
+    resources = RESOURCES_TEMPLATE.format(files=lines) if files else ""
+    return ACTIVATION_TEMPLATE.format(name=escape(name), body=body, resources=resources)
 
 
 def render_activation(

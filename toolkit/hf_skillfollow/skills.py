@@ -261,11 +261,7 @@ def _build(path: Path) -> SkillReport:
         metadata=fields.metadata,
         allowed_tools=fields.allowed_tools,
         resource_texts=tuple(resources.texts[r] for r in rels),
-        unserved=tuple(
-            (f.file.relative_to(path.parent).as_posix(), f.message.removesuffix("; not served"))
-            for f in resources.findings
-            if f.field == "resource"
-        ),
+        unserved=tuple(sorted(resources.unserved.items())),
     )
     return SkillReport(path, skill, tuple(findings))
 
@@ -317,6 +313,8 @@ def _resolve(path_or_name: str | Path) -> Path:
 def validate_pool(path_or_name: str | Path) -> PoolReport:
     """Every finding for the pool at `path_or_name`; raises only when there is no pool to check."""
     root = _resolve(path_or_name)
+    if root.name == SKILL_FILE and root.is_file():
+        root = root.parent  # a SKILL.md stands for its skill folder
     if not root.is_dir():
         raise SkillPoolError(
             f"{root}: skill pool must be a directory of <skill>/{SKILL_FILE} folders"

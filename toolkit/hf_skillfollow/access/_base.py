@@ -45,8 +45,9 @@ class AccessProtocol(Protocol):
     tools: list[dict[str, Any]]
 
     @classmethod
-    def check(cls, pool: SkillPool) -> None:
-        """Raise ValueError (naming the way out) if this protocol cannot serve `pool`."""
+    def check(cls, pool: SkillPool) -> object:
+        """Raise ValueError (naming the way out) if this protocol cannot serve `pool`; the
+        value is the protocol's own (the catalog text for `catalog`)."""
         ...
 
     def system_prompt(self, domain: str) -> str:

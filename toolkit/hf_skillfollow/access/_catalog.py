@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from html import escape
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,8 @@ class CatalogSession:
             text, self.access.condition, rng_seed=f"{self.access.seed}:{name}:{path}"
         )
         request = f"{READ_TOOL}({name}, {path})"
-        return CallOutcome(FILE_TEMPLATE.format(name=name, path=path, content=content), request)
+        text = FILE_TEMPLATE.format(name=escape(name), path=escape(path), content=content)
+        return CallOutcome(text, request)
 
 
 def _arguments(arguments: str, names: list[str], tool: str) -> tuple[dict[str, str], str | None]:

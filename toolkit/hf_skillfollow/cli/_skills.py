@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +27,9 @@ from hf_skillfollow.skills import (
     load_pool,
     validate_pool,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _POOL_HELP = (
     "POOL is a skills folder (<skill>/SKILL.md folders), a repository holding skills/, "
@@ -43,6 +47,13 @@ def _markup(text: object) -> str:
     from rich.markup import escape
 
     return escape(_plain(" ".join(str(text).split())))
+
+
+def _console(**options: object) -> Console:
+    """A Rich console that adds nothing of its own: no emoji codes (`:x:`), no highlighting."""
+    from rich.console import Console
+
+    return Console(emoji=False, highlight=False, **options)  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -98,7 +109,6 @@ _OPTIONAL = {
 )
 @click.argument("pool")
 def list_cmd(pool: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     loaded = _pool(pool)
@@ -116,7 +126,7 @@ def list_cmd(pool: str) -> None:
     for name, s in zip(names, loaded.skills, strict=True):
         cells = [_markup(_OPTIONAL[k](s)) for k in extra]
         table.add_row(name, s.type or "-", _markup(s.description), *cells)
-    Console().print(table)
+    _console().print(table)
     if loaded.findings:
         click.echo(
             f"{len(loaded.findings)} warning(s): `hf-skillfollow skills validate {_plain(pool)}`"
@@ -152,9 +162,8 @@ def _finding_line(finding: Finding, skill_md: Path | None) -> str:
 
 
 def _print_report(report: PoolReport) -> None:
-    from rich.console import Console
 
-    console = Console(highlight=False, soft_wrap=True)
+    console = _console(soft_wrap=True)
     if report.findings:
         console.print(f"[bold]pool[/bold] {_markup(report.root)}")
         for finding in report.findings:
@@ -262,7 +271,6 @@ def search_cmd(
 
 
 def _print_hits(pool: SkillPool, hits: list[Hit], query: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{_markup(pool.name)}: top {len(hits)} for {_markup(repr(query))}")
@@ -273,7 +281,7 @@ def _print_hits(pool: SkillPool, hits: list[Hit], query: str) -> None:
     for rank, hit in enumerate(hits, 1):
         kind = pool.get(hit.name).type or "-"
         table.add_row(str(rank), _markup(hit.name), kind, f"{hit.score:.4f}")
-    console = Console()
+    console = _console()
     console.print(table if hits else "no skill matched the query")
 
 
