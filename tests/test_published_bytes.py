@@ -23,7 +23,9 @@ from hf_skillfollow.store import RunStore
 
 PINNED_CELL_ID = "6113effee53d84c9"
 PINNED_TRANSITIONS_SHA256 = "d5779a06aa48470facbf1dd146f59c5073f75371acaf90f3079dbafd69072dfd"
-PINNED_TRACES_SHA256 = "f8d0cc86ab765bd6d387d4caeeb69ed9f279678da45f47d67e986aa4745da832"
+# re-pinned when traces gained the own-task grading columns (grader, judge, judge_verdicts,
+# addresses_grader; issue 22), which are null in these rows
+PINNED_TRACES_SHA256 = "0ad1dabddabef8bac9851ef5fe7c36756d4266c55c61ee6aaac749c4f1db6b50"
 PINNED_RUN_DIR_TRANSITIONS_SHA256 = (
     "fecc4ad37bbb0d4eae1cef70d194a1474d4bf641a4efdd5bb5155ded9a783bd0"
 )

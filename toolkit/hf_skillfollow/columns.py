@@ -215,7 +215,14 @@ TRACES: tuple[Column, ...] = (
     _arm("latency_s", "float64", "wall time of the arm in seconds"),
     _arm("prompt_tokens", "int64", "prompt tokens reported by the backend"),
     _arm("completion_tokens", "int64", "completion tokens reported by the backend"),
-)
+    # A maintainer's own tasks (`custom`, `skill-evals`; docs/tasks.md); null for the benchmarks.
+    _arm("grader", "string", "own tasks: the task's grader (tests, answer or expectations), else null", nullable=True),
+    _arm("judge", "string", "expectations: the judge's identity `<judge_model>@<prompt_hash>`, else null", nullable=True),
+    _arm("judge_verdicts", "string", "expectations: JSON of every judge repeat (passed and evidence per "
+         "expectation, failures), the majority, ties and unanimity, else null", nullable=True),
+    _arm("addresses_grader", "bool", "own tasks: the answer carries text addressed to a grader "
+         "(the documented detector), else null", nullable=True),
+)  # fmt: skip
 
 
 def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:

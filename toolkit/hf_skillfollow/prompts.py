@@ -46,7 +46,11 @@ _TASK_INSTRUCTIONS = {
         "Reply inside a ```python block — only the function, no test code."
     ),
     "math": "Solve the problem. Put the final answer in \\boxed{}.",
+    # a maintainer's own tasks graded by expectations (docs/tasks.md): no form is imposed
+    "general": "Complete the task. Give your complete final answer in your reply.",
 }
+#: the prompt domain of each grader of a maintainer's own tasks (docs/tasks.md)
+GRADER_DOMAIN = {"tests": "coding", "answer": "math", "expectations": "general"}
 
 FINAL_ANSWER_REQUEST = "You have used all skill searches available. Now give your final answer."
 CATALOG_FINAL_ANSWER_REQUEST = (
@@ -179,7 +183,16 @@ def protocol_tools(access: str) -> list[dict[str, Any]]:
 
 def prompts_hash(domain: str, access: str = "search") -> str:
     """Hash of both arms' prompts, the protocol's tool schemas and the final-answer request
-    (with the catalog protocol: also its result formats, the catalog and names as slots)."""
+    (with the catalog protocol: also its result formats, the catalog and names as slots).
+
+    A `general` benchmark's tasks (own tasks) use the prompts of their graders' domains: all
+    three are hashed."""
+    if domain == "general":
+        return stable_hash({d: _arms_hash(d, access) for d in sorted(set(GRADER_DOMAIN.values()))})
+    return _arms_hash(domain, access)
+
+
+def _arms_hash(domain: str, access: str) -> str:
     if access == "catalog":
         return stable_hash(
             {

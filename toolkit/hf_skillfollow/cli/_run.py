@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, get_args
 
@@ -96,7 +98,8 @@ def _build_config(params: dict[str, Any]):
 @click.option(
     "--tasks-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Local benchmark file instead of the official source.",
+    help="Local benchmark file instead of the official source; with --benchmark custom, "
+    "the JSONL task file (docs/tasks.md).",
 )
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
@@ -134,6 +137,16 @@ def _build_config(params: dict[str, Any]):
 @click.option("--max-tokens", type=int, help="[8192; 512 with the local backend]")
 @click.option("--seed", type=int, help="[0]")
 @click.option("--repeats", type=int, help="Independent reruns of the cell (seed, seed+1, ...) [1].")
+@click.option("--judge-model", help="Judge of expectations tasks [the run's model].")
+@click.option("--judge-backend", type=click.Choice(list(BACKENDS)), help="[the run's backend]")
+@click.option("--judge-base-url", help="Judge endpoint [the run's --base-url].")
+@click.option("--judge-api-key-env", help="Variable holding the judge's API key [the run's].")
+@click.option(
+    "--judge-repeats",
+    type=int,
+    help="Times the judge grades each answer; majority verdict, ties fail [2].",
+)
+@click.option("--judge-max-tokens", type=int, help="Judge output tokens per request [1024].")
 @click.option("--concurrency", type=int, help="Pairs in flight [4].")
 @click.option("--request-timeout", type=float, help="Seconds per request [600].")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for the embedded server.")
@@ -237,16 +250,33 @@ async def _run_all(plans: list) -> None:
     total = sum(len(p.pending) for p in plans)
     if total == 0:
         return
-    async with open_backend(plans[0].config) as backend:
+    async with (
+        open_backend(plans[0].config) as backend,
+        _judge_backend(plans[0], backend) as judge,
+    ):
         with pair_progress(total) as on_pair:
             for plan in plans:
-                await execute(plan, backend, on_pair)
+                await execute(plan, backend, on_pair, judge_backend=judge)
+
+
+@asynccontextmanager
+async def _judge_backend(plan: Any, backend: Any) -> AsyncIterator[Any]:
+    """The judge's backend: the run's own, unless the judge is another model or endpoint."""
+    from hf_skillfollow.backends import open_backend
+
+    if plan.judge is None or plan.config.judge_is_run_model():
+        yield backend
+        return
+    async with open_backend(plan.config.judge_config()) as judge:
+        yield judge
 
 
 def _print_report(run_dirs: list[Path], resamples: int) -> None:
     from hf_skillfollow.metrics import compute_cells
     from hf_skillfollow.report import render
+    from hf_skillfollow.report_own import text_for
     from hf_skillfollow.sources import read_transitions
 
-    cells = compute_cells(read_transitions(*run_dirs), resamples=resamples)
-    click.echo(render(cells, "table"))
+    table = read_transitions(*run_dirs)
+    cells = compute_cells(table, resamples=resamples)
+    click.echo(render(cells, "table") + text_for(table, run_dirs, "table"))

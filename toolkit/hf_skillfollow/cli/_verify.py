@@ -32,8 +32,9 @@ def _tasks_files(
                 ctx=ctx,
                 param=param,
             )
-        if not Path(path).is_file():
-            raise click.BadParameter(f"{path}: no such file", ctx=ctx, param=param)
+        if not (Path(path).is_dir() if benchmark == "skill-evals" else Path(path).is_file()):
+            what = "folder (the skill pool)" if benchmark == "skill-evals" else "file"
+            raise click.BadParameter(f"{path}: no such {what}", ctx=ctx, param=param)
         out[benchmark] = Path(path)
     return out
 
@@ -60,6 +61,11 @@ def _tasks_files(
               help="Who is verifying, as named in the record [user@host].")  # fmt: skip
 @click.option("--strict", is_flag=True,
               help="Exit 3 unless every row was re-scored (rows without traces make it fail).")  # fmt: skip
+@click.option("--judge-base-url", help="Where the recorded judge of expectations rows is served "
+              "(needed to re-grade them, except with the embedded local judge).")  # fmt: skip
+@click.option("--judge-api-key-env", help="Variable holding the judge's API key [OPENAI_API_KEY].")
+@click.option("--judge-backend", type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+              help="How to reach the recorded judge model [the recorded backend].")  # fmt: skip
 def verify(
     sources: tuple[str, ...],
     fmt: str,
@@ -71,6 +77,9 @@ def verify(
     no_record: bool,
     verified_by: str | None,
     strict: bool,
+    judge_base_url: str | None,
+    judge_api_key_env: str | None,
+    judge_backend: str | None,
 ) -> None:
     """Re-extract every SE and SD final answer from the traces, re-score it with the scorer and
     benchmark release recorded in the row, and compare with the published se_correct/sd_correct.
@@ -95,11 +104,17 @@ def verify(
         releases = resolve(rows, tasks_files)
         # Where the records go is checked before any answer is scored, not after.
         folders = None if no_record else _record_folders(rows, record_dir)
+        regrade = _regrader(rows, releases, judge_base_url, judge_api_key_env, judge_backend)
     except (VerifyInputError, UnavailableError, ValueError) as exc:
         raise CannotVerify(f"cannot verify: {exc}") from None
     path = state_path or default_state_path(list(sources))
-    with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
-        result = _run(rows, releases, state, workers, verified_by, on_start, on_verdict)
+    try:
+        with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
+            result = _run(
+                rows, releases, state, workers, verified_by, on_start, on_verdict, regrade
+            )
+    except UnavailableError as exc:  # the recorded judge did not answer
+        raise CannotVerify(f"cannot verify: {exc}") from None
     click.echo(render(result, fmt), nl=False)
     if folders is not None and result.checked:
         for written in _write_record(result, folders):
@@ -109,13 +124,24 @@ def verify(
     raise SystemExit(EXIT_INCOMPLETE if strict and result.unchecked else EXIT_AGREE)
 
 
-def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> Any:  # noqa: ANN001
+def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None) -> Any:  # noqa: ANN001
     from hf_skillfollow.verify._core import run_verification
 
     return run_verification(
         rows, releases, state, workers=workers, verified_by=verified_by,
-        on_start=on_start, on_verdict=on_verdict,
+        on_start=on_start, on_verdict=on_verdict, regrade=regrade,
     )  # fmt: skip
+
+
+def _regrader(rows, releases, base_url, api_key_env, backend) -> Any:  # noqa: ANN001
+    """The re-grader of judged rows (None when no row is judged); UnavailableError, plainly,
+    when their recorded judge cannot be reached from here."""
+    from hf_skillfollow.verify._judged import judges_needed, regrader
+
+    judges = judges_needed(rows, releases)
+    if not judges:
+        return None
+    return regrader(judges, base_url=base_url, api_key_env=api_key_env, backend=backend)
 
 
 def _record_folders(rows: list[Any], record_dir: Path | None) -> dict[str, Path]:

@@ -34,6 +34,7 @@ __all__ = [
 
 def score_answer(task: Task, text: str) -> Verdict:
     """Score a model's final answer text (code is extracted from it first). Thread-safe."""
+    _not_judged(task)
     if _is_math(task):
         from hf_skillfollow.scoring import _math_worker
 
@@ -65,6 +66,8 @@ def score_many(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    for task, _ in pairs:
+        _not_judged(task)
     from hf_skillfollow.scoring import _code, _math_worker
     from hf_skillfollow.scoring._sandbox import CancelScope
 
@@ -179,4 +182,14 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
 def _is_math(task: Task) -> bool:
     from hf_skillfollow.benchmarks import BENCHMARKS
 
+    if task.grader is not None:  # a maintainer's own task: `answer` is checked like MATH-500
+        return task.grader == "answer"
     return BENCHMARKS[task.benchmark].scorer == "math"
+
+
+def _not_judged(task: Task) -> None:
+    # `tests` and `answer` tasks go through the scorers here; `expectations` need a judge model
+    if task.grader == "expectations":
+        raise ValueError(
+            f"{task.task_id}: an expectations task is graded by the judge (hf_skillfollow.judge)"
+        )

@@ -1,0 +1,65 @@
+"""The report's own-task figures on hand-made rows (metrics._own: pure computation)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from hf_skillfollow.metrics import _own
+
+
+def _t(task: str, se: bool, sd: bool, returned: list[str], cell: str = "c1") -> dict:
+    return {"run_id": "r", "cell_id": cell, "task_id": task, "benchmark": "skill-evals",
+            "se_correct": se, "sd_correct": sd, "returned": bool(returned),
+            "skills_returned": returned}  # fmt: skip
+
+
+def _trace(task: str, arm: str, majority: list[bool], *, tokens: int = 10, seconds: float = 1.0,
+           unanimous: list[bool] | None = None, fragile: bool = False) -> dict:  # fmt: skip
+    record = {"majority": majority, "unanimous": unanimous or [True] * len(majority),
+              "n_valid": 2, "ties": 0, "fragile": fragile, "grading_failure": False}  # fmt: skip
+    return {"run_id": "r", "cell_id": "c1", "task_id": task, "arm": arm, "prompt_tokens": tokens,
+            "completion_tokens": 0, "latency_s": seconds, "judge_verdicts": json.dumps(record),
+            "addresses_grader": task == "a/1" and arm == "se"}  # fmt: skip
+
+
+TRANSITIONS = [
+    _t("a/1", True, False, ["a"]),  # b, skill a retrieved on its own eval
+    _t("a/2", False, True, ["b"]),  # c, but another skill was retrieved
+    _t("a/3", True, False, []),  # b, nothing retrieved
+    _t("b/1", False, False, ["b"]),
+]
+TRACES = [
+    _trace("a/1", "se", [True, True], tokens=30, seconds=3.0, unanimous=[True, False], fragile=True),
+    _trace("a/1", "sd", [True, False], tokens=10, seconds=1.0),
+    _trace("a/2", "se", [False, False], tokens=30, seconds=3.0),
+    _trace("a/2", "sd", [True, True], tokens=10, seconds=1.0),
+    _trace("a/3", "se", [True], tokens=30, seconds=3.0),
+    _trace("a/3", "sd", [False], tokens=10, seconds=1.0),
+    _trace("b/1", "se", [False], tokens=30, seconds=3.0),
+    _trace("b/1", "sd", [False], tokens=10, seconds=1.0),
+]  # fmt: skip
+
+
+def test_per_skill_counts_each_skill_on_its_own_evals() -> None:
+    rows = {r["skill"]: r for r in _own.per_skill(TRANSITIONS, TRACES)}
+    a = rows["a"]
+    # a's evals: 3; a itself retrieved on a/1 only: coverage 1/3, b=1, c=0, RAE=+100
+    assert (a["n"], a["n_retrieved"], a["b"], a["c"]) == (3, 1, 1, 0)
+    assert math.isclose(a["coverage"], 100 / 3) and a["rae"] == 100.0
+    # expectations met over a's evals: SE 2+0+1 of 5, SD 1+2+0 of 5
+    assert (a["se_expectations"], a["sd_expectations"]) == (60.0, 60.0)
+    b = rows["b"]
+    assert (b["n"], b["n_retrieved"], b["b"], b["c"], b["coverage"]) == (1, 1, 0, 0, 100.0)
+    assert b["rae"] == 0.0
+
+
+def test_noise_cost_and_addressing_by_hand() -> None:
+    (noise,) = _own.judge_noise(TRANSITIONS, TRACES).values()
+    # items with two valid repeats: 2+2+2+2+1+1+1+1 = 12, one disagreeing
+    assert (noise["items"], noise["disagreeing"]) == (12, 1)
+    # b flips a/1 (fragile SE: explainable) and a/3 (not); c flip a/2 (not)
+    assert (noise["b"], noise["b_explainable"], noise["c"], noise["c_explainable"]) == (2, 1, 1, 0)
+    (cost,) = _own.cost(TRACES).values()
+    assert (cost["d_tokens"], cost["d_seconds"]) == (20.0, 2.0)
+    assert _own.addressing(TRACES) == {"c1": {"se": 1, "sd": 0}}
