@@ -22,6 +22,20 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RAY = str(Path(sys.executable).with_name("ray"))
+#: `ray start`, keeping a loopback --node-ip-address as given. Ray 2.60 replaces 127.0.0.1 with
+#: the machine's routable address (`services.resolve_ip_for_localhost`), and its servers then
+#: listen there; with the address kept, every node's servers listen on 127.0.0.1 only. The
+#: variable makes the node's own processes (agents, workers) keep loopback too (it is read at
+#: their import; this process read it before it was set, so its worker-node check passes).
+RAY_START = (
+    "import os, sys\n"
+    "import ray._private.services as services\n"
+    "services.resolve_ip_for_localhost = lambda host: host\n"
+    "os.environ['RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER'] = '0'\n"
+    "from ray.scripts.scripts import main\n"
+    "sys.argv = ['ray', *sys.argv[1:]]\n"
+    "main()\n"
+)
 
 
 def free_port() -> int:
@@ -49,25 +63,31 @@ class LocalRayCluster:
                      "--disable-usage-stats", f"--temp-dir={self.temp_dir}"], head_cpus)  # fmt: skip
         self.wait_for_nodes(1)
 
-    def _start(self, args: list[str], cpus: int) -> subprocess.Popen:
-        cmd = [RAY, "start", "--block", "--node-ip-address", "127.0.0.1", f"--num-cpus={cpus}",
-               "--num-gpus=0", *args]  # fmt: skip
+    def _start(self, args: list[str], cpus: int, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
+        cmd = [*prefix, sys.executable, "-c", RAY_START, "start", "--block", "--node-ip-address",
+               "127.0.0.1", f"--num-cpus={cpus}", "--num-gpus=0", *args]  # fmt: skip
         proc = subprocess.Popen(cmd, env=node_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         self.nodes.append(proc)
         return proc
 
-    def add_worker(self, cpus: int = 1) -> subprocess.Popen:
+    def add_worker(self, cpus: int = 1, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
+        """A worker node; `prefix` wraps its command (e.g. `taskset -c 1` to pin it to a core)."""
         n = self.alive_nodes() + 1
-        proc = self._start([f"--address={self.address}"], cpus)
+        proc = self._start([f"--address={self.address}"], cpus, prefix)
         self.wait_for_nodes(n)
         return proc
 
     def alive_nodes(self) -> int:
-        out = subprocess.run([RAY, "status", f"--address={self.address}"], env=node_env(),
-                             capture_output=True, text=True, timeout=60)  # fmt: skip
-        active = out.stdout.split("Active:")[-1].split("Pending:")[0]
-        return len(re.findall(r"node_", active))
+        code = (
+            f"import ray; ray.init(address={self.address!r}, _node_ip_address='127.0.0.1', "
+            "log_to_driver=False); print(sum(n['Alive'] for n in ray.nodes()))"
+        )
+        env = {**node_env(), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # keep 127.0.0.1 (above)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+        lines = out.stdout.strip().splitlines()
+        return int(lines[-1]) if out.returncode == 0 and lines else 0
 
     def wait_for_nodes(self, n: int, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
@@ -119,5 +139,13 @@ def listening_addresses(pgids: set[int]) -> list[tuple[str, str]]:
 
 
 def is_loopback(address: str) -> bool:
+    """'127.0.0.1:80', '[::1]:80', '[::ffff:127.0.0.1]:80' -> True; '*:80', '0.0.0.0:80' -> False."""
+    import ipaddress
+
     host = address.rsplit(":", 1)[0].strip("[]")
-    return host == "::1" or host.startswith("127.")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or bool(mapped and mapped.is_loopback)

@@ -34,6 +34,10 @@ class RayExecutor:
         self._remote: Any = None
 
     async def __aenter__(self) -> RayExecutor:
+        if self.node_ip_address and _is_loopback(self.node_ip_address):
+            # Ray 2.60 replaces a loopback node address with the machine's routable one unless
+            # this is off (read when ray is imported); a loopback-only local cluster needs it.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         try:
             import ray
         except ImportError:
@@ -72,6 +76,15 @@ class RayExecutor:
             raise (cause or exc) from None
         finally:
             poll.cancel()
+
+
+def _is_loopback(address: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
 
 
 async def _poll_records(job: Job, view: Any) -> None:
