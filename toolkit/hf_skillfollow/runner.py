@@ -106,12 +106,8 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
     return (chosen[: config.limit] if config.limit else chosen), version
 
 
-def plan_new_run(
-    config: RunConfig, output_dir: Path, repeat_index: int = 0, *, run_dir: Path | None = None
-) -> RunPlan:
-    """Create a fresh run directory for repeat `repeat_index` of the cell: `run_dir` if given
-    (a sweep names its folders after the cell, to find them again), else a new one in
-    `output_dir` named after the run id."""
+def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> RunPlan:
+    """Create a fresh run directory for repeat `repeat_index` of the cell."""
     pool = resolve_pool(config)
     tasks, version = select_tasks(config)
     run_config = config.model_copy(update={"seed": config.seed + repeat_index})
@@ -143,7 +139,7 @@ def plan_new_run(
         "versions": _package_versions(),
         "platform": platform.platform(),
     }
-    store = RunStore(run_dir if run_dir is not None else output_dir / run_id)
+    store = RunStore(output_dir / run_id)
     store.root.mkdir(parents=True, exist_ok=False)
     store.write_manifest(manifest)
     return RunPlan(run_config, store, manifest, tasks, pool)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow.store import RunDirError, RunStore
-from hf_skillfollow.sweep._plan import Job, job_state
+from hf_skillfollow.sweep._plan import STAGING_DIR, Job, job_state
 
 if TYPE_CHECKING:
     from hf_skillfollow.backends._base import ChatBackend
@@ -77,7 +77,12 @@ def open_plan(job: Job) -> RunPlan:
                 "can continue; move it away"
             )
         job.run_dir.rmdir()  # left by a kill between mkdir and the manifest's write
-    return plan_new_run(config, job.run_dir.parent, job.repeat_index, run_dir=job.run_dir)
+    # `run`'s own planning, in a staging folder, then moved (one rename, under the job's lock)
+    # to the folder named after the cell; a kill in between leaves only a manifest in staging.
+    plan = plan_new_run(config, job.run_dir.parent / STAGING_DIR, job.repeat_index)
+    os.rename(plan.store.root, job.run_dir)
+    plan.store = RunStore(job.run_dir)
+    return plan
 
 
 async def run_job(

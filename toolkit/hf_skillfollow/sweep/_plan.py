@@ -18,6 +18,8 @@ from hf_skillfollow.sweep._matrix import Cell
 #: The sweep's own status file in its output folder: what the last session ended with.
 STATUS_FILE = "sweep-status.json"
 LOCK_DIR = ".locks"
+#: where a new run is planned before it is moved to its cell's folder
+STAGING_DIR = ".staging"
 
 
 @dataclass(frozen=True)
