@@ -249,3 +249,14 @@ def test_importing_the_toolkit_and_the_sweep_package_never_imports_ray() -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_repeats_make_one_run_directory_per_repeat(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL.split("include:")[0] + "repeats: 3\n")
+    _, _, cells = load(str(path))
+    jobs = jobs_for(cells, tmp_path / "out")
+    assert len(cells) == 6 and len(jobs) == 18
+    first = [j for j in jobs if j.cell is cells[0]]
+    assert [j.repeat_index for j in first] == [0, 1, 2]
+    assert [j.run_dir.name.rsplit("-", 1)[1] for j in first] == ["r0", "r1", "r2"]
+    assert all(c.config.repeats == 3 for c in cells)

@@ -200,7 +200,7 @@ def test_a_failing_cell_is_retried_and_a_dead_one_marked_failed_while_the_rest_g
     out = tmp_path / "out"
     with _DownAtFirst(math_tasks, down_for=1) as double:
         models = ("  - {name: Flaky, model: double-model}\n"
-                  "  - {name: Dead, model: x, base_url: 'http://127.0.0.1:9/v1'}\n")  # fmt: skip
+                  "  - {name: Dead, model: x, base_url: 'http://u:sekrit@127.0.0.1:9/v1'}\n")  # fmt: skip
         path = sweep_file(tmp_path, double.url, math_file, models=models)
         code, output = invoke(str(path), "-o", str(out))
     assert code == 1
@@ -214,6 +214,7 @@ def test_a_failing_cell_is_retried_and_a_dead_one_marked_failed_while_the_rest_g
     assert sorted(e["status"] for e in status.values()) == ["done", "failed"]
     dead = next(e for e in status.values() if e["status"] == "failed")
     assert dead["attempts"] == 2 and "cannot reach" in dead["reason"]
+    assert "sekrit" not in output and "sekrit" not in (out / "sweep-status.json").read_text()
     code, plan = invoke(str(path), "-o", str(out), "--plan")
     assert code == 0 and "(last session: failed, " in plan and "done       3/3" in plan
 

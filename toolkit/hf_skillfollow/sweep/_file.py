@@ -145,7 +145,7 @@ class SweepFile(_Strict):
         None,
         description="Where the run directories go [runs/NAME], relative to the current folder.",
     )
-    max_cells: int = Field(4, ge=1, description="Cells in flight at once (local executor).")
+    max_cells: int = Field(4, ge=1, description="Cells in flight at once.")
     retry: Retry = Field(default_factory=Retry, description="Retries of a failed cell.")
     settings: dict[str, Any] = Field(
         default_factory=dict, description="RunConfig fields for every cell (before the axes)."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,11 +57,13 @@ class SweepResult:
         return [name for name, r in self.results.items() if r.status == "failed"]
 
 
-def _reason(exc: BaseException) -> str:
-    from hf_skillfollow._redact import scrub
+def _reason(exc: BaseException, base_url: str | None = None) -> str:
+    """One line for the log and the status file; credentials in the base URL never appear."""
+    from hf_skillfollow._redact import scrub, url_secrets
 
-    text = str(exc) or type(exc).__name__
-    return scrub(f"{type(exc).__name__}: {text}" if type(exc).__name__ not in text else text, ())
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    name = type(exc).__name__
+    return scrub(text if name in text else f"{name}: {text}", url_secrets(base_url))
 
 
 def _final(exc: BaseException) -> bool:
@@ -76,7 +79,7 @@ async def run_sweep(
     retry: Retry,
     max_cells: int,
     push: PushTarget | None = None,
-    already_done: list[Job] = (),  # type: ignore[assignment]
+    already_done: Sequence[Job] = (),
     output_dir: Path | None = None,
 ) -> SweepResult:
     from hf_skillfollow.backends._openai import RetryPolicy
@@ -102,7 +105,7 @@ async def run_sweep(
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - every failure is reported, none lost
-                    reason = _reason(exc)
+                    reason = _reason(exc, job.cell.config.base_url)
                     if _final(exc) or attempt == retry.attempts:
                         result.results[job.name] = JobResult("failed", attempt, reason=reason)
                         view.failed(job, reason)
@@ -132,7 +135,7 @@ class _Pusher:
         self.target, self.view = target, view
         self.lock = asyncio.Lock()
 
-    async def push(self, run_dirs: list[Path], what: str) -> None:
+    async def push(self, run_dirs: Sequence[Path], what: str) -> None:
         if not run_dirs:
             return
         from hf_skillfollow.hub import push_runs
@@ -141,7 +144,7 @@ class _Pusher:
         async with self.lock:
             try:
                 res = await asyncio.to_thread(
-                    push_runs, run_dirs, t.repo_id, private=t.private, token=t.token,
+                    push_runs, list(run_dirs), t.repo_id, private=t.private, token=t.token,
                     dry_run_dir=t.dry_run_dir,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a failed push never stops the sweep
