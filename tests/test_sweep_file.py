@@ -260,3 +260,37 @@ def test_repeats_make_one_run_directory_per_repeat(tmp_path: Path) -> None:
     assert [j.repeat_index for j in first] == [0, 1, 2]
     assert [j.run_dir.name.rsplit("-", 1)[1] for j in first] == ["r0", "r1", "r2"]
     assert all(c.config.repeats == 3 for c in cells)
+
+
+def test_live_view_on_a_terminal_and_plain_lines_otherwise(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from hf_skillfollow.runner import PairOutcome
+    from hf_skillfollow.sweep import plan
+    from hf_skillfollow.sweep._view import LiveView, LogView, Tally, make_view
+
+    _, _, cells = load(str(write(tmp_path, SMALL)))
+    jobs = jobs_for(cells, tmp_path / "out")
+    tally = Tally.of(plan(jobs, tmp_path / "out").states)
+    assert isinstance(make_view(tally), LogView)  # pytest's stdout is not a terminal
+    screen = io.StringIO()
+    view = LiveView(tally, Console(file=screen, force_terminal=True, width=120))
+    with view:
+        view.started(jobs[0], 1)
+        view.pair_callback(jobs[0])(PairOutcome("t1", 54, error=True))
+        view.retrying(jobs[1], 1, "HTTP 503", 2.0)
+        view.failed(jobs[2], "cannot reach the endpoint")
+        view.live.refresh()
+    text = screen.getvalue()
+    assert "cells 0/7 done, 1 running, 1 failed, 5 pending" in text
+    assert "pairs 1/" in text and "1 errors" in text and "54 tokens" in text
+    assert "A mbppplus-42" in text and "FAILED" in text
+    log = io.StringIO()
+    plain = LogView(Tally.of(plan(jobs, tmp_path / "out").states), log)
+    plain.started(jobs[0], 2)
+    assert (
+        log.getvalue().endswith("start  A mbppplus-42 r0 (try 2)\n")
+        and "\x1b[" not in log.getvalue()
+    )

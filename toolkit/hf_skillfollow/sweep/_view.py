@@ -147,12 +147,12 @@ class LogView(_Base):
 class LiveView(_Base):
     """A redrawn panel: the tally, a pairs bar, the running cells; events scroll above it."""
 
-    def __init__(self, tally: Tally) -> None:
+    def __init__(self, tally: Tally, console: Any = None) -> None:
         super().__init__(tally)
         from rich.console import Console
         from rich.live import Live
 
-        self.console = Console()
+        self.console = console or Console()
         self.live = Live(console=self.console, refresh_per_second=4, get_renderable=self._render)
 
     def __enter__(self) -> LiveView:
