@@ -39,6 +39,10 @@ class ChatServerDouble:
     def answer(self, raw: bytes) -> Reply:
         raise NotImplementedError
 
+    def models(self) -> Reply:
+        """The answer to ``GET`` (the model list a client checks the endpoint with)."""
+        return Reply(body={"object": "list", "data": [{"id": self.model_id, "object": "model"}]})
+
     def finished(self) -> None:
         """Called after every POST, whether its answer reached the client or not."""
 
@@ -57,8 +61,7 @@ def _handler(double: ChatServerDouble) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            models = {"object": "list", "data": [{"id": double.model_id, "object": "model"}]}
-            self._send(Reply(body=models))
+            self._send(double.models())
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length", 0)))

@@ -43,14 +43,18 @@ def scripted_answer(task: Task, arm: str) -> str:
 class ScriptedModelServerDouble(ChatServerDouble):
     """Answers chat completions from `answerer(task, arm)`, looking the task up by its prompt."""
 
-    def __init__(self, tasks: list[Task], answer: Answerer = scripted_answer) -> None:
+    def __init__(
+        self, tasks: list[Task], answer: Answerer = scripted_answer, latency_s: float = 0.0
+    ) -> None:
         super().__init__()
         self.by_prompt = {t.prompt: t for t in tasks}
         self.answerer = answer
         self.requests = 0
+        #: a fixed wait before every chat answer (a provider's latency, for throughput checks)
+        self.latency_s = latency_s
 
     def answer(self, raw: bytes) -> Reply:
-        return Reply(body=self.reply(json.loads(raw or b"{}")))
+        return Reply(body=self.reply(json.loads(raw or b"{}")), delay_s=self.latency_s)
 
     def reply(self, body: dict) -> dict:
         self.requests += 1

@@ -21,6 +21,15 @@ BACKENDS = LazyRegistry(
     },
 )
 
+#: name -> sweep executor class (an async context manager running one job attempt at a time).
+EXECUTORS = LazyRegistry(
+    "executor",
+    {
+        "local": "hf_skillfollow.sweep._executors._local:LocalExecutor",
+        "ray": "hf_skillfollow.sweep._executors._ray:RayExecutor",
+    },
+)
+
 #: name -> factory taking a SkillPool and returning a Retriever.
 RETRIEVERS = LazyRegistry(
     "retriever",

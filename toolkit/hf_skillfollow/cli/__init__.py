@@ -10,6 +10,10 @@ from hf_skillfollow._version import __version__
 #: subcommand -> ("module:attr", one-line help)
 _COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("hf_skillfollow.cli._run:run", "Run a paired SE/SD evaluation against a model."),
+    "sweep": (
+        "hf_skillfollow.cli._sweep:sweep",
+        "Run every cell of a sweep file (a model panel), resumable, sharded, on Ray.",
+    ),
     "score": ("hf_skillfollow.cli._score:score", "Score EvalPlus-format samples in the sandbox."),
     "report": ("hf_skillfollow.cli._report:report", "Compute the paired metrics from transitions."),
     "skills": (

@@ -1,0 +1,296 @@
+"""Sweep files: the matrix, include/exclude, the shipped paper panel, shards, bad input.
+
+Nothing here contacts a model or loads benchmark data: the plan is computed from the file
+and the output folder only. Expected cell lists and counts are written out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from hf_skillfollow.config import RunConfig
+from hf_skillfollow.sweep import (
+    SweepFileError,
+    expand,
+    jobs_for,
+    load,
+    parse_shard,
+    read_sweep_file,
+    select_shard,
+    shipped_sweeps,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+SMALL = """
+name: small
+model_defaults: {backend: openai, base_url: "http://127.0.0.1:9/v1", concurrency: 3}
+models:
+  - {name: A, model: org/a}
+  - {name: B, model: org/b, concurrency: 5}
+benchmarks:
+  - {benchmark: mbppplus, partition_seeds: [42, 43]}
+  - {benchmark: math500, partition_seeds: 7, partition_size: 20}
+include:
+  - {models: [B], benchmarks: [mbppplus], partition_seeds: [42], conditions: [filler, random]}
+exclude:
+  - {models: [A], benchmarks: [math500]}
+"""
+
+
+def labels(path: Path) -> list[str]:
+    _, _, cells = load(str(path))
+    return [c.label for c in cells]
+
+
+def test_matrix_include_and_exclude_give_the_cells_written_out_by_hand(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL)
+    assert labels(path) == [
+        "A mbppplus-42", "A mbppplus-43",
+        "B mbppplus-42", "B mbppplus-43", "B math500-7",
+        "B mbppplus-42 filler", "B mbppplus-42 random",
+    ]  # fmt: skip
+    _, _, cells = load(str(path))
+    b_math = cells[4].config
+    assert (b_math.model, b_math.benchmark, b_math.partition_seed, b_math.partition_size) == (
+        "org/b", "math500", 7, 20,
+    )  # fmt: skip
+    assert b_math.concurrency == 5 and cells[0].config.concurrency == 3
+    assert cells[0].config.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_a_cell_repeated_by_an_include_block_is_one_cell(tmp_path: Path) -> None:
+    text = SMALL.replace(
+        "exclude:", "  - {models: [A], benchmarks: [mbppplus], conditions: [normal]}\nexclude:"
+    )
+    path = write(tmp_path, text)
+    assert len(labels(path)) == 7
+
+
+def test_each_cell_is_the_run_config_the_run_command_builds(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL)
+    _, _, cells = load(str(path))
+    expected = RunConfig(backend="openai", model="org/b", base_url="http://127.0.0.1:9/v1",
+                         concurrency=5, benchmark="mbppplus", partition_seed=42, condition="random")  # fmt: skip
+    assert cells[6].config == expected
+
+
+def test_generic_axes_and_the_access_axis_map_onto_run_config_fields(tmp_path: Path) -> None:
+    text = SMALL.split("include:")[0] + "axes: {max_calls: [1, 2]}\n"
+    _, _, cells = load(str(write(tmp_path, text)))
+    assert [c.config.max_calls for c in cells[:2]] == [1, 2] and len(cells) == 12
+    with_access = SMALL.split("include:")[0] + "access: [catalog]\n"
+    if "access" in RunConfig.model_fields:  # issue 19's field: the axis sets it
+        _, _, cells = load(str(write(tmp_path, with_access)))
+        assert {c.config.access for c in cells} == {"catalog"}  # type: ignore[attr-defined]
+    else:  # before it exists, the error names the setting
+        with pytest.raises(SweepFileError, match=r"access: not a run setting"):
+            load(str(write(tmp_path, with_access)))
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("- a list\n", "a sweep file is a mapping"),
+        ("name: x\nmodels: [\n", "not valid YAML"),
+        ("name: x\nbenchmarks: [{benchmark: mbppplus}]\n", "models: Field required"),
+        (SMALL.replace("models: [B], benchmarks", "models: [Z], benchmarks"),
+         r"include\[0\].models: unknown \['Z'\]"),
+        (SMALL.replace("partition_size: 20", "partition_size: 0"), "partition_size"),
+        (SMALL.replace("concurrency: 3}", "concurrency: 3, top_k: 0}"),
+         "cell A mbppplus-42: top_k: Input should be greater than or equal to 1"),
+        (SMALL + "axes: {bogus_field: [1]}\n", "bogus_field: not a run setting"),
+        (SMALL.replace("{benchmark: math500", "{benchmark: nope"), "unknown benchmark 'nope'"),
+        (SMALL.replace("{name: B, model: org/b", "{name: A, model: org/b"), "duplicate model name 'A'"),
+    ],
+)  # fmt: skip
+def test_bad_sweep_files_name_the_file_and_the_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SweepFileError, match=message) as info:
+        load(str(path))
+    assert str(path) in str(info.value)
+
+
+def test_cli_reports_a_bad_sweep_file_without_a_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: x\n")
+    out = CliRunner().invoke(cli, ["sweep", str(path), "--plan"])
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    assert f"{path}: models: Field required" in out.output
+    out = CliRunner().invoke(cli, ["sweep", "no-such-sweep", "--plan"])
+    assert out.exit_code == 1 and "shipped: paper-panel" in out.output
+
+
+# The paper panel, counted by hand from ../shared/notes/paper-panel.md:
+#   main: 17 models x (MBPP+ 42, 43, 44 + HumanEval+ 42 + MATH-500 42, 43, 44)  = 119
+#   controls: 2 models x 3 MBPP+ seeds x 4 conditions besides normal           =  24
+#   sensitivity: 3 models x MBPP+ 42 x (top-k 1, top-k 5, merged library)      =   9
+PAPER_CELLS = 17 * 7 + 2 * 3 * 4 + 3 * 3
+
+
+def test_paper_panel_plan_lists_its_cells_and_conversations() -> None:
+    out = CliRunner().invoke(
+        cli, ["sweep", "paper-panel", "--plan", "--json", "-o", "/nonexistent/x"]
+    )
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.output)
+    assert PAPER_CELLS == 152
+    assert plan["cells"] == plan["runs"] == PAPER_CELLS
+    assert plan["pairs"] == 80 * PAPER_CELLS and plan["conversations"] == 2 * 80 * PAPER_CELLS
+    assert plan["done_pairs"] == 0 and plan["estimated_tokens"] is None
+    jobs = plan["jobs"]
+    assert sum("filler" in j["cell"] for j in jobs) == 6  # 2 models x 3 seeds
+    assert sum(j["cell"].endswith(" merged") for j in jobs) == 3
+    assert sum(" math500-" in j["cell"] for j in jobs) == 17 * 3
+    assert len({j["run_dir"] for j in jobs}) == PAPER_CELLS
+
+
+def test_paper_panel_cells_carry_the_studys_settings() -> None:
+    _, sweep, cells = load("paper-panel")
+    assert sorted({c.config.model for c in cells}) == sorted(m.model for m in sweep.models)
+    assert len(sweep.models) == 17
+    for c in cells:
+        cfg = c.config
+        assert (cfg.temperature, cfg.max_tokens, cfg.max_calls, cfg.partition_size) == (
+            0.7,
+            8192,
+            3,
+            80,
+        )
+        assert cfg.backend == "openai" and cfg.base_url == "https://openrouter.ai/api/v1"
+        assert cfg.api_key_env == "OPENROUTER_API_KEY"
+    controls = {(c.model, c.config.condition) for c in cells if c.config.condition != "normal"}
+    assert {m for m, _ in controls} == {"DeepSeek-V3.2", "Gemini-2.5-Flash-lite"}
+    topk = {(c.model, c.config.top_k) for c in cells if c.config.top_k != 3}
+    assert topk == {
+        (m, k) for m in ("Gemini-2.5-Flash-lite", "DeepSeek-V3.2", "Claude-4.5-H") for k in (1, 5)
+    }
+
+
+def test_paper_panel_ships_in_the_package_and_the_repo_file_is_the_same() -> None:
+    shipped = shipped_sweeps()["paper-panel"]
+    assert (REPO / "sweeps" / "paper-panel.yaml").read_bytes() == shipped.read_bytes()
+    globs = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]
+    rel = shipped.relative_to(REPO / "toolkit" / "hf_skillfollow")
+    assert any(rel.match(g) for g in globs["hf_skillfollow"])
+
+
+def test_shards_partition_the_sweep_and_appended_cells_move_nothing(tmp_path: Path) -> None:
+    _, sweep, cells = load("paper-panel")
+    keys = [c.key for c in cells]
+    for n in (1, 2, 3, 5):
+        shards = [[c.key for c in select_shard(cells, i, n)] for i in range(1, n + 1)]
+        assert sorted(k for s in shards for k in s) == sorted(keys)  # union, no overlap
+        assert all(shards), "an empty shard on 152 cells"
+    text = (REPO / "sweeps" / "paper-panel.yaml").read_text()
+    grown = text.replace(
+        "  - {name: GLM4-32B, model: z-ai/glm-4-32b}",
+        "  - {name: GLM4-32B, model: z-ai/glm-4-32b}\n  - {name: New, model: new/model}",
+    )
+    bigger = expand(read_sweep_file(write(tmp_path, grown)), tmp_path / "s.yaml")
+    assert len(bigger) == len(cells) + 7
+    for i in range(1, 4):
+        before = {c.key for c in select_shard(cells, i, 3)}
+        after = {c.key for c in select_shard(bigger, i, 3)}
+        assert before <= after
+    by_model = [select_shard(cells, i, 4, "model") for i in range(1, 5)]
+    owners = {}
+    for i, shard in enumerate(by_model):
+        for c in shard:
+            assert owners.setdefault(c.model, i) == i  # each model on one machine
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1", "a/b", "1/0"])
+def test_bad_shard_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="--shard"):
+        parse_shard(text)
+
+
+def test_run_dirs_are_a_function_of_the_cell(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL)
+    _, _, cells = load(str(path))
+    first = [j.run_dir for j in jobs_for(cells, tmp_path / "out")]
+    again = [j.run_dir for j in jobs_for(load(str(path))[2], tmp_path / "out")]
+    assert first == again and len(set(first)) == len(first)
+    # where and how fast a model is reached is not the cell: the folders stay
+    faster = write(tmp_path, SMALL.replace("concurrency: 3}", "concurrency: 9}").replace(
+        "127.0.0.1:9", "127.0.0.1:10"), "t.yaml")  # fmt: skip
+    assert [j.run_dir for j in jobs_for(load(str(faster))[2], tmp_path / "out")] == first
+    # a renamed model alias finds its existing folder by the cell key
+    first[0].mkdir(parents=True)
+    renamed = write(
+        tmp_path, SMALL.replace("{name: A,", "{name: AA,").replace("[A]", "[AA]"), "u.yaml"
+    )
+    assert jobs_for(load(str(renamed))[2], tmp_path / "out")[0].run_dir == first[0]
+
+
+def test_importing_the_toolkit_and_the_sweep_package_never_imports_ray() -> None:
+    code = ("import sys, hf_skillfollow, hf_skillfollow.sweep, hf_skillfollow.cli._sweep; "
+            "from hf_skillfollow.registries import EXECUTORS; assert 'ray' in EXECUTORS; "
+            "print('ray' in sys.modules)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_repeats_make_one_run_directory_per_repeat(tmp_path: Path) -> None:
+    path = write(tmp_path, SMALL.split("include:")[0] + "repeats: 3\n")
+    _, _, cells = load(str(path))
+    jobs = jobs_for(cells, tmp_path / "out")
+    assert len(cells) == 6 and len(jobs) == 18
+    first = [j for j in jobs if j.cell is cells[0]]
+    assert [j.repeat_index for j in first] == [0, 1, 2]
+    assert [j.run_dir.name.rsplit("-", 1)[1] for j in first] == ["r0", "r1", "r2"]
+    assert all(c.config.repeats == 3 for c in cells)
+
+
+def test_live_view_on_a_terminal_and_plain_lines_otherwise(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from hf_skillfollow.runner import PairOutcome
+    from hf_skillfollow.sweep import plan
+    from hf_skillfollow.sweep._view import LiveView, LogView, Tally, make_view
+
+    _, _, cells = load(str(write(tmp_path, SMALL)))
+    jobs = jobs_for(cells, tmp_path / "out")
+    tally = Tally.of(plan(jobs, tmp_path / "out").states)
+    assert isinstance(make_view(tally), LogView)  # pytest's stdout is not a terminal
+    screen = io.StringIO()
+    view = LiveView(tally, Console(file=screen, force_terminal=True, width=120))
+    with view:
+        view.started(jobs[0], 1)
+        view.pair_callback(jobs[0])(PairOutcome("t1", 54, error=True))
+        view.retrying(jobs[1], 1, "HTTP 503", 2.0)
+        view.failed(jobs[2], "cannot reach the endpoint")
+        view.live.refresh()
+    text = screen.getvalue()
+    assert "cells 0/7 done, 1 running, 1 failed, 5 pending" in text
+    assert "pairs 1/" in text and "1 errors" in text and "54 tokens" in text
+    assert "A mbppplus-42" in text and "FAILED" in text
+    log = io.StringIO()
+    plain = LogView(Tally.of(plan(jobs, tmp_path / "out").states), log)
+    plain.started(jobs[0], 2)
+    assert (
+        log.getvalue().endswith("start  A mbppplus-42 r0 (try 2)\n")
+        and "\x1b[" not in log.getvalue()
+    )

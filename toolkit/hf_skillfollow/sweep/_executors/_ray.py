@@ -1,0 +1,98 @@
+"""Cells as Ray tasks on a running cluster (`ray start --head` / `--address`).
+
+Each job attempt is one task reserving its model's resources (`num_gpus` for an in-process
+vLLM model, CPUs for API models and scoring, custom resources to reach the nodes that serve a
+model). Ray's own task retries are off: a lost worker or node is one failed attempt of the
+sweep's retry loop, like any other failure, and the next attempt resumes the run directory
+(which must be on a path every node sees). Progress is read from the records files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from hf_skillfollow.sweep._cell import JobOutcome, run_job_blocking
+from hf_skillfollow.sweep._plan import Job
+
+_POLL_S = 1.0
+
+
+class RayUnavailableError(RuntimeError):
+    pass
+
+
+class RayExecutor:
+    max_in_flight: int | None = None
+
+    def __init__(
+        self, address: str | None = None, node_ip_address: str | None = None, **_: Any
+    ) -> None:
+        self.address = address or os.environ.get("RAY_ADDRESS")
+        self.node_ip_address = node_ip_address
+        self._remote: Any = None
+
+    async def __aenter__(self) -> RayExecutor:
+        if self.node_ip_address and _is_loopback(self.node_ip_address):
+            # Ray 2.60 replaces a loopback node address with the machine's routable one unless
+            # this is off (read when ray is imported); a loopback-only local cluster needs it.
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        try:
+            import ray
+        except ImportError:
+            raise RayUnavailableError(
+                "--executor ray needs Ray: pip install 'hf-skillfollow[ray]'"
+            ) from None
+        if not self.address:
+            raise RayUnavailableError(
+                "--executor ray: no cluster address; pass --ray-address HOST:PORT or set "
+                "RAY_ADDRESS (start one with `ray start --head`)"
+            )
+        kwargs: dict[str, Any] = {"address": self.address, "log_to_driver": False}
+        if self.node_ip_address:
+            kwargs["_node_ip_address"] = self.node_ip_address
+        ray.init(**kwargs)
+        self._remote = ray.remote(max_retries=0)(run_job_blocking)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        import ray
+
+        ray.shutdown()
+
+    async def run(self, job: Job, view: Any) -> JobOutcome:
+        import ray
+
+        res = job.cell.resources
+        ref = self._remote.options(
+            num_cpus=res.num_cpus, num_gpus=res.num_gpus, resources=dict(res.custom) or None
+        ).remote(job)
+        poll = asyncio.create_task(_poll_records(job, view))
+        try:
+            return await ref
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, Exception) else None
+            raise (cause or exc) from None
+        finally:
+            poll.cancel()
+
+
+def _is_loopback(address: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+async def _poll_records(job: Job, view: Any) -> None:
+    path = job.run_dir / "records.jsonl"
+    while True:
+        try:
+            with open(path, "rb") as fh:
+                view.set_done(job, fh.read().count(b"\n"))
+        except OSError:
+            pass
+        await asyncio.sleep(_POLL_S)

@@ -1,0 +1,210 @@
+"""Sweep file -> the list of cells: the matrix, its `include` blocks, minus `exclude` matches.
+
+Each cell is a plain `RunConfig` (exactly what `hf-skillfollow run` would build from the same
+settings) plus the labels the sweep selects and shows it by. Cells are kept in file order and
+de-duplicated by their key (the cell-defining settings and the seed), so a later block that
+repeats an earlier cell adds nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hf_skillfollow.config import RunConfig, stable_hash
+from hf_skillfollow.sweep._file import (
+    SCALAR_AXES,
+    BenchmarkEntry,
+    ModelEntry,
+    Resources,
+    Selection,
+    SweepFile,
+    SweepFileError,
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the sweep: a run configuration and where it sits in the matrix."""
+
+    config: RunConfig
+    model: str  # alias from the sweep file
+    benchmark: str  # benchmark label from the sweep file
+    coords: tuple[tuple[str, Any], ...]  # axis -> value, what include/exclude match on
+    resources: Resources
+
+    @property
+    def key(self) -> str:
+        """Stable id of the cell: its protocol settings and seed (not where it runs or how fast)."""
+        return cell_key(self.config)
+
+    @property
+    def label(self) -> str:
+        coords = dict(self.coords)
+        parts = [self.model, f"{self.benchmark}-{self.config.partition_seed}"]
+        if self.config.condition != "normal":
+            parts.append(self.config.condition)
+        if self.config.top_k != 3:
+            parts.append(f"top{self.config.top_k}")
+        if self.config.merged_library:
+            parts.append("merged")
+        if coords.get("access") is not None:
+            parts.append(str(coords["access"]))
+        if self.config.skills_dir is not None:
+            parts.append(Path(self.config.skills_dir).name)
+        parts += [f"{k}={v}" for k, v in self.coords if k.startswith("axes.")]
+        return " ".join(parts)
+
+    @property
+    def slug(self) -> str:
+        """The label as a folder name."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.label.replace(" ", "__"))[:80]
+
+
+def cell_key(config: RunConfig) -> str:
+    return stable_hash({**config.protocol_dict(), "seed": config.seed}, length=12)
+
+
+def expand(sweep: SweepFile, source: Path) -> list[Cell]:
+    """Every cell of `sweep` (read from `source`, which relative paths are resolved against)."""
+    models = {m.name: m for m in sweep.models}
+    benchmarks = {b.label: b for b in sweep.benchmarks}
+    blocks = [("the matrix", _top_selection(sweep))] + [
+        (f"include[{i}]", _fill(block, sweep)) for i, block in enumerate(sweep.include)
+    ]
+    cells: dict[str, Cell] = {}
+    for where, block in blocks:
+        for cell in _block_cells(sweep, source, where, block, models, benchmarks):
+            if not any(_matches(cell, ex) for ex in sweep.exclude):
+                cells.setdefault(cell.key, cell)
+    return list(cells.values())
+
+
+def _top_selection(sweep: SweepFile) -> Selection:
+    return Selection(
+        models=[m.name for m in sweep.models],
+        benchmarks=[b.label for b in sweep.benchmarks],
+        **{axis: getattr(sweep, axis) for axis in SCALAR_AXES},
+        axes=sweep.axes,
+    )
+
+
+def _fill(block: Selection, sweep: SweepFile) -> Selection:
+    """An include block's missing axes take the sweep's own values."""
+    top = _top_selection(sweep)
+    values = {
+        name: getattr(block, name) if getattr(block, name) is not None else getattr(top, name)
+        for name in ("models", "benchmarks", *SCALAR_AXES)
+    }
+    return Selection(
+        **values, partition_seeds=block.partition_seeds, axes={**sweep.axes, **block.axes}
+    )
+
+
+def _block_cells(
+    sweep: SweepFile,
+    source: Path,
+    where: str,
+    block: Selection,
+    models: dict[str, ModelEntry],
+    benchmarks: dict[str, BenchmarkEntry],
+) -> list[Cell]:
+    for field, names, known in (
+        ("models", block.models, models),
+        ("benchmarks", block.benchmarks, benchmarks),
+    ):
+        unknown = [n for n in names or () if n not in known]
+        if unknown:
+            raise SweepFileError(
+                f"{source}: {where}.{field}: unknown {unknown}; the sweep declares {sorted(known)}"
+            )
+    scalar = [(axis, getattr(block, axis)) for axis in SCALAR_AXES]
+    axes = [(f"axes.{k}", v) for k, v in block.axes.items()]
+    out = []
+    for model_name in block.models or ():
+        model = models[model_name]
+        for bench_name in block.benchmarks or ():
+            bench = benchmarks[bench_name]
+            for seed in block.partition_seeds or bench.partition_seeds:
+                for combo in itertools.product(*(values for _, values in scalar + axes)):
+                    coords = tuple(zip([name for name, _ in scalar + axes], combo, strict=True))
+                    config = _config(sweep, source, where, model, bench, seed, dict(coords))
+                    full = (("models", model_name), ("benchmarks", bench_name),
+                            ("partition_seeds", seed), *coords)  # fmt: skip
+                    out.append(Cell(config, model_name, bench_name, full, model.resources))
+    return out
+
+
+def _config(
+    sweep: SweepFile,
+    source: Path,
+    where: str,
+    model: ModelEntry,
+    bench: BenchmarkEntry,
+    seed: int,
+    coords: dict[str, Any],
+) -> RunConfig:
+    from hf_skillfollow.cli._run import _LOCAL_DEFAULTS
+
+    fields: dict[str, Any] = {**sweep.settings, **model.run_fields(sweep.model_defaults)}
+    fields.setdefault("backend", "openai")
+    fields.update(bench.run_fields(seed))
+    for axis, field in SCALAR_AXES.items():
+        if coords[axis] is not None:
+            fields[field] = coords[axis]
+    fields.update({k.removeprefix("axes."): v for k, v in coords.items() if k.startswith("axes.")})
+    fields["repeats"] = sweep.repeats
+    if fields["backend"] == "local":  # the same smaller defaults as `run` (cli/_run.py)
+        for key, value in _LOCAL_DEFAULTS.items():
+            fields.setdefault(key, value)
+    for key in ("tasks_file", "skills_dir"):
+        if fields.get(key) is not None and not Path(fields[key]).expanduser().is_absolute():
+            fields[key] = (source.parent / Path(fields[key]).expanduser()).resolve()
+    try:
+        return RunConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(_problem(e) for e in exc.errors())
+        raise SweepFileError(
+            f"{source}: {where}, cell {model.name} {bench.label}-{seed}: {problems}"
+        ) from None
+
+
+def _problem(error: Any) -> str:
+    field = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"{field}: not a run setting of this version (see `hf-skillfollow run --help`)"
+    return f"{field}: {error['msg']}"
+
+
+def _matches(cell: Cell, selection: Selection) -> bool:
+    """True when `cell` has one of the listed values on every axis the selection names."""
+    coords = dict(cell.coords)
+    named = {
+        name: getattr(selection, name)
+        for name in ("models", "benchmarks", "partition_seeds", *SCALAR_AXES)
+        if getattr(selection, name) is not None
+    }
+    named.update({f"axes.{k}": v for k, v in selection.axes.items()})
+    if not named:
+        return False
+    for name, values in named.items():
+        if name in SCALAR_AXES:  # the cell's setting, wherever it came from
+            value = getattr(cell.config, SCALAR_AXES[name], None)
+        elif name.startswith("axes."):
+            value = getattr(cell.config, name.removeprefix("axes."), None)
+        else:
+            value = coords.get(name)
+        if name == "skill_pools":
+            value, values = _norm(value), [_norm(v) for v in values]
+        if value not in values:
+            return False
+    return True
+
+
+def _norm(path: Any) -> str | None:
+    return None if path is None else str(Path(path).name)
