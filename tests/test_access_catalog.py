@@ -363,3 +363,25 @@ def test_embedded_models_forced_turn_offers_both_tools_and_forces_the_activation
     # an ordinary turn carries no tools at all (the template would not show them)
     plain = backend.body(ChatRequest(messages, 1, 0.7, 512, access.tools, "auto"))
     assert "tools" not in plain and "- activate_skill: " not in plain["messages"][0]["content"]
+
+
+def test_run_refuses_a_too_large_catalog_before_anything_is_written(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+
+    root = tmp_path / "big"
+    for i in range(40):
+        write_skill(root, f"skill-{i:02d}", "word " * 180, "# Body", {})
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(cli, [
+        "run", "--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+        "--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl"), "--skills", str(root),
+        "--access", "catalog", "-o", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 1
+    assert "--access catalog: the catalog of skill pool 'big' (40 skills" in result.output
+    assert "use --access search, or a smaller pool" in result.output
+    assert not out.exists()  # no run directory, no request (the endpoint does not exist)
