@@ -17,8 +17,13 @@ gives a pair of binary outcomes, summarised in a 2×2 table:
 
 A **cell** is one model × benchmark × partition × skill pool/condition × protocol. Repeated,
 config-identical runs of a cell are pooled by summing raw counts, then computing rates (the
-"runs separately" toggle shows each run on its own). Every number here is recomputed when
-the Space starts, from the published `transitions` rows, with `hf_skillfollow.metrics`.
+"runs separately" toggle shows each run on its own). Runs are pooled only within the source
+(results repo) that published them: each row names its source under the model, and nothing
+one repo publishes (rows, re-scoring records, annotations, traces) changes another repo's
+cells. *Show: sources pooled* pools config-identical runs across sources; the cell then names
+every source it mixes, and a run two sources publish with different rows is left out and
+named. Every number here is recomputed when the Space starts, from the published
+`transitions` rows, with `hf_skillfollow.metrics`.
 
 ## The metrics (percentage points unless a count)
 

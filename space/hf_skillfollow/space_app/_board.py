@@ -372,6 +372,8 @@ def _per_run_cells(
             subset = table.filter(pc.is_in(table["cell_id"], ids))
             cells = _cells(subset, resamples, pool_runs=False, warnings=warnings, source=source)
             parts.append(cells.assign(**{SOURCE: source}))
+    if not parts:  # the cells came from the cache and their sources no longer load
+        return _decorate(pd.DataFrame(columns=[*_empty_columns(False), SOURCE]), False)
     merged = pd.concat(parts, ignore_index=True)[[*_empty_columns(False), SOURCE]]
     return _decorate(merged, False)
 

@@ -32,8 +32,11 @@ published *now*: **✓ 80/80** every row re-scored and agreeing, **✗ 77/80** s
 disagree (the drill-down lists them with both verdicts), **◐** only part of the rows
 re-scored, or *not re-scored*. *Show: re-scored only* keeps the cells with a record.
 
-This Space never runs submitted code: it only reads records. Whoever can write to a results
-repo can publish a record in it, including the submitter, so a ✓ proves that the published
+This Space never runs submitted code: it only reads records. A record counts only for the
+rows of the repo it was published in: a third party's re-scoring lives in their own repo,
+beside their copy of the run, and shows as that repo's row ("Re-scored by <repo>"), never on
+the owner's. Whoever can write to a results repo can publish a record in it, including the
+submitter, so a ✓ proves that the published
 bits are what the published answers score to *on the verifier's machine*; it does not prove
 that the answers came from the named model, and a record is only as trustworthy as its
 verifier. Anyone can repeat the check with `hf-skillfollow verify`; a ✗ that you can reproduce

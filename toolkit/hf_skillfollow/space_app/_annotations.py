@@ -31,8 +31,10 @@ def _annotations(source: str) -> tuple[pa.Table | None, str | None]:
             from hf_skillfollow.annotate._read import read_annotations
 
             try:
+                from hf_skillfollow.space_app._sources import with_source
+
                 _check_local(source)
-                _CACHE[source] = (read_annotations(source), None)
+                _CACHE[source] = (with_source(read_annotations(source), source), None)
             except Exception as exc:  # a broken source must not break the drill-down
                 text = f"{type(exc).__name__}: {exc}"[:_PROBLEM_CHARS]
                 _CACHE[source] = (None, f"annotations of '{source}' could not be read ({text})")

@@ -207,7 +207,31 @@ def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | 
         return None, f"Source '{source}' skipped: {_first_line(exc)}"
     if table.num_rows == 0:
         return None, f"Source '{source}' skipped: it holds no transition rows"
+    long = _too_long(table)
+    if long:
+        return None, f"Source '{source}' skipped: {long}"
     return table, None
+
+
+#: Characters of an identity value (model, benchmark, pool, run or task id, ...): every
+#: visitor's first page carries them (filter choices, table, plots), so a source whose names
+#: pass this is refused rather than sent.
+MAX_IDENTITY_CHARS = 1_024
+
+
+def _too_long(table: pa.Table) -> str | None:
+    import pyarrow.compute as pc
+
+    for column in table.schema:
+        if not pa.types.is_string(column.type) or column.name in ("se_error", "sd_error"):
+            continue
+        longest = pc.max(pc.utf8_length(table[column.name])).as_py() or 0
+        if longest > MAX_IDENTITY_CHARS:
+            return (
+                f"column {column.name!r} holds a value of {longest:,} characters; a source's "
+                f"names and ids may have at most {MAX_IDENTITY_CHARS:,}"
+            )
+    return None
 
 
 def _check_local(path: Path, source: str) -> None:

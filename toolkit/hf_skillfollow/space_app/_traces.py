@@ -55,7 +55,9 @@ def _load(source: str) -> pa.Table | str:
         return f"traces of '{source}' could not be loaded ({type(exc).__name__}: {exc})"
     if table is None:
         return f"source '{source}' publishes no traces"
-    return validate_traces(table, source=f"{source} (traces)")
+    from hf_skillfollow.space_app._sources import with_source
+
+    return with_source(validate_traces(table, source=f"{source} (traces)"), source)
 
 
 def _local_traces(root: Path) -> pa.Table | None:
