@@ -22,6 +22,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -75,24 +76,28 @@ def _write_samples(data: Path, path: Path) -> list[str]:
     return [row["task_id"] for row in rows]
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of ``cmd`` and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if proc.returncode != 0:
         sys.exit(f"command failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def run_evalplus(
     suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
-) -> tuple[float, dict[str, bool]]:
+) -> tuple[tuple[float, float], dict[str, bool]]:
     samples = work / f"evalplus-{name}.jsonl"
     shutil.copy(work / "samples.jsonl", samples)  # a fresh path: EvalPlus reuses old result files
     env = {**os.environ, suite.override_env: str(data), "XDG_CACHE_HOME": str(cache)}
     cmd = [sys.executable, "-m", "evalplus.evaluate", "--dataset", suite.dataset]
     cmd += ["--samples", str(samples), "--parallel", str(workers)]
-    seconds = _timed(cmd, env)
+    seconds = _timed(cmd, env)  # (wall, CPU)
     results = json.loads((work / f"evalplus-{name}_eval_results.json").read_text())["eval"]
     return seconds, {
         t: r[0]["base_status"] == "pass" and r[0]["plus_status"] == "pass"
@@ -102,7 +107,7 @@ def run_evalplus(
 
 def run_ours(
     suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
-) -> tuple[float, dict[str, bool]]:
+) -> tuple[tuple[float, float], dict[str, bool]]:
     out = work / f"ours-{name}.jsonl"
     env = {**os.environ, "SKILLFOLLOW_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "hf_skillfollow.cli", "score", "--benchmark", suite.name]
@@ -130,7 +135,15 @@ def own_limit(costs: list[float], passes: int, workers: int) -> float:
     return max(passes * sum(costs) / workers, passes * max(costs, default=0.0))
 
 
-def _report_limit(times: dict[str, list[float]], costs: list[float], workers: int) -> None:
+def _report_limit(
+    times: dict[str, list[float]],
+    cpus: dict[str, list[float]],
+    costs: list[float],
+    workers: int,
+) -> None:
+    """Ours against its limit, and where the rest goes: CPU spent beyond the canonical
+    solutions' (sandboxes, judging, start-up), and wall time beyond that CPU spread over the
+    workers (waiting: the machine's other load, or workers idle at the end)."""
     if not costs:
         return
     print(
@@ -141,13 +154,17 @@ def _report_limit(times: dict[str, list[float]], costs: list[float], workers: in
         ours = times.get(f"ours {phase}")
         if not ours:
             continue
-        limit, best = own_limit(costs, passes, workers), min(ours)
+        limit = own_limit(costs, passes, workers)
+        i = ours.index(min(ours))
+        best, cpu = ours[i], cpus[f"ours {phase}"][i]
         how = f"{passes} x {sum(costs):.1f} s / {workers} workers"
         if limit > passes * sum(costs) / workers:
             how = f"{passes} x the largest task"
         print(
             f"  {phase}: limit {how} = {limit:.1f} s; ours (best) {best:.1f} s = "
-            f"{best / limit:.2f}x the limit, {best - limit:.1f} s above"
+            f"{best / limit:.2f}x the limit, {best - limit:.1f} s above; it used {cpu:.1f} s "
+            f"of CPU ({cpu - passes * sum(costs):.1f} s beyond the canonical solutions'), "
+            f"{cpu / best:.2f} of {workers} CPUs on average"
         )
 
 
@@ -162,6 +179,7 @@ def _report(
     verdicts: dict[str, list[dict[str, bool]]],
     workers: int,
     costs: list[float],
+    cpus: dict[str, list[float]],
 ) -> None:
     print(
         f"\n== {suite.title} canonical solutions: {len(ids)} tasks, {workers} workers each, "
@@ -181,7 +199,7 @@ def _report(
         if theirs and ours:
             e, o = min(theirs), min(ours)
             print(f"speed-up {phase} (best of each): evalplus / ours = {e / o:.2f}x")
-    _report_limit(times, costs, workers)
+    _report_limit(times, cpus, costs, workers)
     ours_all = verdicts.get("ours cold", []) + verdicts.get("ours warm", [])
     theirs_all = verdicts.get("evalplus cold", []) + verdicts.get("evalplus warm", [])
     first = ours_all[0]
@@ -207,6 +225,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
         work = Path(tmp)
         ids = _write_samples(data, work / "samples.jsonl")
         times: dict[str, list[float]] = {}
+        cpus: dict[str, list[float]] = {}
         verdicts: dict[str, list[dict[str, bool]]] = {}
         caches = {"evalplus": work / "evalplus-cache", "ours": work / "our-cache"}
         runners = {"evalplus": run_evalplus, "ours": run_ours}
@@ -218,13 +237,19 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
         for phase, count in [*phases, ("warm", repeats)]:
             for r in range(count):
                 for who, runner in runners.items():
-                    seconds, result = runner(
+                    (seconds, cpu), result = runner(
                         suite, data, work, caches[who], f"{phase}-{r}", workers
                     )
                     times.setdefault(f"{who} {phase}", []).append(seconds)
+                    cpus.setdefault(f"{who} {phase}", []).append(cpu)
                     verdicts.setdefault(f"{who} {phase}", []).append(result)
-                    print(f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s", flush=True)
-        _report(suite, ids, times, verdicts, workers, canonical_cpu(caches["ours"], suite))
+                    print(
+                        f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s "
+                        f"({cpu:.1f} s of CPU, load {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
+        costs = canonical_cpu(caches["ours"], suite)
+        _report(suite, ids, times, verdicts, workers, costs, cpus)
 
 
 def main() -> None:

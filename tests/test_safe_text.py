@@ -74,3 +74,21 @@ def test_tables_built_from_rows_with_lone_surrogates_do_not_crash() -> None:
     rows = _hostile_record()["traces"]
     table = traces_from_rows(rows)  # raised UnicodeEncodeError in pyarrow
     assert table.column("extracted").to_pylist() == [f"print('{ESCAPED}')"] * 2
+
+
+def test_an_annotation_and_a_verify_verdict_with_lone_surrogates_are_stored(
+    tmp_path: Path,
+) -> None:
+    from hf_skillfollow.annotate._store import AnnotationStore
+    from hf_skillfollow.schema import ANNOTATION_KEY
+    from hf_skillfollow.verify._state import VerifyState
+
+    store = AnnotationStore(tmp_path / "annotations")
+    row = {**{k: f"{k}-{LONE}" for k in ANNOTATION_KEY}, "rationale": f"judge said {LONE}"}
+    store.append(row)  # a judge model's text: raised UnicodeEncodeError
+    (stored,) = store.rows()
+    assert stored["rationale"] == f"judge said {ESCAPED}"
+    state_path = tmp_path / "verify.jsonl"
+    with VerifyState(state_path) as state:
+        state.add("k", False, f"base input #0: malformed output message: {LONE}.x")
+    assert ESCAPED in state_path.read_bytes().decode("utf-8")

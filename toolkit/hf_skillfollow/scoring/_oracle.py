@@ -4,7 +4,10 @@ The special oracles and task lists are EvalPlus's own (``evalplus/eval/_special_
 loaded by file path so that the harness does not pay for ``evalplus.eval``'s package import
 (numpy, psutil) on every candidate. ``matches`` follows the body of the per-input loop in
 ``evalplus.eval.unsafe_execute`` statement for statement, including its quirk that a float
-expected output sets ``atol = 1e-6`` for the rest of the stage.
+expected output sets ``atol = 1e-6`` for the rest of the stage, except where it is
+deliberately stricter (docs/sandbox.md, "Where this scorer is stricter than EvalPlus 0.3.1"):
+an output needs the expected output's structure before any tolerance (``same_structure``),
+and the special oracles check the output's type and accept only correct values.
 """
 
 from __future__ import annotations
