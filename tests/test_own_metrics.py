@@ -63,3 +63,24 @@ def test_noise_cost_and_addressing_by_hand() -> None:
     (cost,) = _own.cost(TRACES).values()
     assert (cost["d_tokens"], cost["d_seconds"]) == (20.0, 2.0)
     assert _own.addressing(TRACES) == {"c1": {"se": 1, "sd": 0}}
+
+
+def test_traces_written_before_the_grading_columns_read_with_them_null() -> None:
+    import pyarrow as pa
+    import pytest
+
+    from hf_skillfollow.columns import ADDED_NULLABLE
+    from hf_skillfollow.schema import TRACES_SCHEMA, SchemaError, validate_traces
+
+    row = {"schema_version": 1, "run_id": "r", "cell_id": "c", "task_id": "t", "arm": "sd",
+           "messages": [], "final_answer": "", "extracted": "", "correct": False,
+           "scorer_details": "{}", "error": None, "n_calls": 0, "latency_s": 0.5,
+           "prompt_tokens": 1, "completion_tokens": 1}  # fmt: skip
+    old = pa.Table.from_pylist(
+        [row], schema=pa.schema([f for f in TRACES_SCHEMA if f.name not in ADDED_NULLABLE])
+    )
+    table = validate_traces(old, source="old.parquet")
+    assert table.schema.names == TRACES_SCHEMA.names
+    assert all(table.column(c).null_count == 1 for c in ADDED_NULLABLE)
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['latency_s'\]"):
+        validate_traces(old.drop(["latency_s"]), source="old.parquet")
