@@ -84,3 +84,9 @@ def test_traces_written_before_the_grading_columns_read_with_them_null() -> None
     assert all(table.column(c).null_count == 1 for c in ADDED_NULLABLE)
     with pytest.raises(SchemaError, match=r"missing column\(s\) \['latency_s'\]"):
         validate_traces(old.drop(["latency_s"]), source="old.parquet")
+
+
+def test_rae_beside_the_figures_by_hand() -> None:
+    # S_call: a/1 (b), a/2 (c), b/1 (d): RAE = 100 (1 - 1) / 3 = 0; a cell without S_call: NaN
+    rae = _own.rae_by_cell([*TRANSITIONS, _t("x/1", True, False, [], cell="c2")])
+    assert rae["c1"] == 0.0 and math.isnan(rae["c2"])

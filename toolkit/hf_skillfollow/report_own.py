@@ -72,7 +72,7 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
 
     if not traces:
         return ""
-    rae = _rae_by_cell(transitions)
+    rae = {cell: _signed(v) for cell, v in _own.rae_by_cell(transitions).items()}
     blocks = []
     costs = _own.cost(traces)
     if costs:
@@ -118,20 +118,6 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
              "SD expectations %"], rows, fmt,
         ))  # fmt: skip
     return "".join(blocks)
-
-
-def _rae_by_cell(transitions: list[dict[str, Any]]) -> dict[str, str]:
-    from collections import defaultdict
-
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for t in transitions:
-        if not t["returned"]:
-            continue
-        c = counts[str(t["cell_id"])]
-        c[0] += 1
-        c[1] += bool(t["se_correct"] and not t["sd_correct"])
-        c[2] += bool(t["sd_correct"] and not t["se_correct"])
-    return {cell: _signed(100.0 * (b - c) / n) for cell, (n, b, c) in counts.items() if n}
 
 
 def _table(title: str, header: list[str], rows: list[list[str]], fmt: str) -> str:
