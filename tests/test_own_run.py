@@ -254,3 +254,17 @@ def test_custom_tasks_run_in_the_catalog_protocol(
     }  # fmt: skip
     se = next(t for t in pq.read_table(run_dir / "traces.parquet").to_pylist() if t["arm"] == "se")
     assert "<available_skills>" in se["messages"][0]["content"]
+
+
+def test_report_json_carries_the_own_figures(custom_run) -> None:
+    run_dir, _, _ = custom_run
+    proc = subprocess.run(
+        [*CLI, "report", str(run_dir), "--format", "json", "--resamples", "200"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cell,) = json.loads(proc.stdout)
+    own = cell["own"]
+    assert own["judge_noise"]["self_disagreement"] == pytest.approx(100 * 2 / 6)
+    assert (own["cost"]["se_tokens"], own["cost"]["sd_tokens"]) == (36.0, 18.0)
+    assert own["addresses_grader"] == {"se": 0, "sd": 0} and "per_skill" not in own
