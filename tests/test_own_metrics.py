@@ -63,3 +63,47 @@ def test_noise_cost_and_addressing_by_hand() -> None:
     (cost,) = _own.cost(TRACES).values()
     assert (cost["d_tokens"], cost["d_seconds"]) == (20.0, 2.0)
     assert _own.addressing(TRACES) == {"c1": {"se": 1, "sd": 0}}
+
+
+def test_traces_written_before_the_grading_columns_read_with_them_null() -> None:
+    import pyarrow as pa
+    import pytest
+
+    from hf_skillfollow.columns import ADDED_NULLABLE
+    from hf_skillfollow.schema import TRACES_SCHEMA, SchemaError, validate_traces
+
+    row = {"schema_version": 1, "run_id": "r", "cell_id": "c", "task_id": "t", "arm": "sd",
+           "messages": [], "final_answer": "", "extracted": "", "correct": False,
+           "scorer_details": "{}", "error": None, "n_calls": 0, "latency_s": 0.5,
+           "prompt_tokens": 1, "completion_tokens": 1}  # fmt: skip
+    old = pa.Table.from_pylist(
+        [row], schema=pa.schema([f for f in TRACES_SCHEMA if f.name not in ADDED_NULLABLE])
+    )
+    table = validate_traces(old, source="old.parquet")
+    assert table.schema.names == TRACES_SCHEMA.names
+    assert all(table.column(c).null_count == 1 for c in ADDED_NULLABLE)
+    with pytest.raises(SchemaError, match=r"missing column\(s\) \['latency_s'\]"):
+        validate_traces(old.drop(["latency_s"]), source="old.parquet")
+
+
+def test_rae_beside_the_figures_by_hand() -> None:
+    # S_call: a/1 (b), a/2 (c), b/1 (d): RAE = 100 (1 - 1) / 3 = 0; a cell without S_call: NaN
+    rae = _own.rae_by_cell([*TRANSITIONS, _t("x/1", True, False, [], cell="c2")])
+    assert rae["c1"] == 0.0 and math.isnan(rae["c2"])
+
+
+def test_space_trace_view_shows_the_judge_escaped() -> None:
+    from hf_skillfollow.space_app._drill import traces_html
+
+    record = {"judge": "m@<b>h</b>", "majority": [True, False], "grading_failure": False,
+              "repeats": [{"verdicts": [{"passed": True, "evidence": "<script>x</script>"},
+                                        {"passed": False, "evidence": "no"}]},
+                          {"verdicts": [{"passed": True, "evidence": "ok"},
+                                        {"passed": True, "evidence": "yes"}]}]}  # fmt: skip
+    row = {"correct": False, "n_calls": 0, "latency_s": 1.0, "prompt_tokens": 1,
+           "completion_tokens": 1, "messages": [], "extracted": "a",
+           "judge_verdicts": json.dumps(record)}  # fmt: skip
+    html = traces_html(row, {**row, "judge_verdicts": None}, "t")
+    assert "e1: <b>met</b> (✓✓)" in html and "e2: <b>not met</b> (✗✓)" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html and "m@&lt;b&gt;h&lt;/b&gt;" in html
+    assert html.count("<b>judge ") == 1  # only the judged arm

@@ -254,3 +254,44 @@ def test_custom_tasks_run_in_the_catalog_protocol(
     }  # fmt: skip
     se = next(t for t in pq.read_table(run_dir / "traces.parquet").to_pylist() if t["arm"] == "se")
     assert "<available_skills>" in se["messages"][0]["content"]
+
+
+def test_report_json_carries_the_own_figures(custom_run) -> None:
+    run_dir, _, _ = custom_run
+    proc = subprocess.run(
+        [*CLI, "report", str(run_dir), "--format", "json", "--resamples", "200"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cell,) = json.loads(proc.stdout)
+    own = cell["own"]
+    assert own["judge_noise"]["self_disagreement"] == pytest.approx(100 * 2 / 6)
+    assert (own["cost"]["se_tokens"], own["cost"]["sd_tokens"]) == (36.0, 18.0)
+    assert own["addresses_grader"] == {"se": 0, "sd": 0} and "per_skill" not in own
+
+
+def test_an_interrupted_judged_run_resumes_without_redoing_pairs(
+    tmp_path: Path, private_score_cache: Path
+) -> None:
+    out = tmp_path / "runs"
+    args = ["--benchmark", "custom", "--tasks-file", str(OWN / "tasks.jsonl"), "--skills",
+            str(OWN / "skills"), "--partition-size", "5", "--no-report"]  # fmt: skip
+    with AgentAndJudgeDouble(answerer) as double:
+        assert _run(args, double.url, out).returncode == 0
+    run_dir = _run_dir(out)
+    records = (run_dir / "records.jsonl").read_text().splitlines(keepends=True)
+    kept = [r for r in records if json.loads(r)["task_id"] != "thanks"]
+    (run_dir / "records.jsonl").write_text("".join(kept))  # the judged pair never finished
+    env = {**os.environ, "DOUBLE_KEY": "k"}
+    with AgentAndJudgeDouble(answerer) as moved:  # the judge moved: a neutral flag
+        resume = [*CLI, "run", "--resume", str(run_dir), "--base-url", moved.url,
+                  "--judge-base-url", moved.url, "--no-report"]  # fmt: skip
+        proc = subprocess.run(resume, capture_output=True, text=True, timeout=600, env=env)
+        judged = len(moved.judge_requests)
+        refused = subprocess.run([*resume, "--judge-repeats", "5"], capture_output=True,
+                                 text=True, timeout=600, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert judged == 2 * 2  # only the pending judged pair: two answers, two repeats
+    tasks = [json.loads(r)["task_id"] for r in (run_dir / "records.jsonl").read_text().splitlines()]
+    assert sorted(tasks) == ["add", "half", "square", "thanks", "two-plus-two"]
+    assert refused.returncode != 0 and "--judge-repeats 5 (run: 2)" in refused.stderr

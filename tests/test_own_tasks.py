@@ -122,6 +122,8 @@ def test_asserts_become_inputs_and_expected_outputs() -> None:
         ("x = f(1)\nassert x == 1", "line 1: only asserts"),
         ("assert f(__import__('os')) == 1", "is not a literal"),
         ("def (:", "not valid Python"),
+        ("assert _same(1) == 1", "is reserved"),
+        ("def check(candidate):\n    assert candidate(1) == 1", "give the function under test"),
     ],
 )
 def test_tests_outside_the_accepted_form_are_refused(tests: str, message: str) -> None:

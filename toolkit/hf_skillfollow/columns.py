@@ -229,6 +229,12 @@ def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> 
     return Column(name, type_, doc, "annotation", nullable=nullable)
 
 
+#: Columns added to schema v1 after files were published without them: all nullable, and a
+#: file that lacks them reads as if they were null (`schema.validate_table`).
+ADDED_NULLABLE: frozenset[str] = frozenset(
+    {"grader", "judge", "judge_verdicts", "addresses_grader"}
+)
+
 #: Annotations: one blinded LLM label per annotated SE execution and annotator, keyed by
 #: (run_id, task_id, repeat_index, annotator); `label` is null exactly when the annotator
 #: failed, and `failure` then says why (docs/diagnostics.md).

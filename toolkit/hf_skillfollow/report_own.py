@@ -57,13 +57,53 @@ def _signed(x: float, digits: int = 1) -> str:
     return "—" if math.isnan(x) else f"{x:+.{digits}f}"
 
 
+_TRANSITION_COLUMNS = ["run_id", "cell_id", "task_id", "benchmark", "se_correct", "sd_correct",
+                       "returned", "skills_returned"]  # fmt: skip
+
+
 def text_for(table: Any, sources: Sequence[str | Path], fmt: str) -> str:
-    """The sections for a transitions table read from `sources` (table and markdown only)."""
+    """The sections for a transitions table read from `sources` (table and markdown forms)."""
     if fmt not in ("table", "markdown"):
         return ""
-    columns = ["run_id", "cell_id", "task_id", "benchmark", "se_correct", "sd_correct",
-               "returned", "skills_returned"]  # fmt: skip
-    return sections(table.select(columns).to_pylist(), read_trace_rows(sources), fmt)
+    return sections(table.select(_TRANSITION_COLUMNS).to_pylist(), read_trace_rows(sources), fmt)
+
+
+def with_json(text: str, table: Any, sources: Sequence[str | Path]) -> str:
+    """`report --format json`: each cell object gains an "own" object (cost, judge_noise,
+    addresses_grader, per_skill) when its traces are beside the sources; NaN becomes null."""
+    import json
+
+    from hf_skillfollow.metrics import _own
+
+    traces = read_trace_rows(sources)
+    if not traces:
+        return text
+    transitions = table.select(_TRANSITION_COLUMNS).to_pylist()
+    figures = {
+        "cost": _own.cost(traces),
+        "judge_noise": _own.judge_noise(transitions, traces),
+        "addresses_grader": _own.addressing(traces),
+    }
+    skills: dict[str, list[dict[str, Any]]] = {}
+    for row in _own.per_skill(transitions, traces):
+        skills.setdefault(row["cell_id"], []).append(row)
+    records = json.loads(text)
+    for record in records:
+        cell = record.get("cell_id")
+        own = {k: v[cell] for k, v in figures.items() if cell in v}
+        if cell in skills:
+            own["per_skill"] = skills[cell]
+        if own:
+            record["own"] = _plain(own)
+    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fmt: str) -> str:
@@ -72,7 +112,7 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
 
     if not traces:
         return ""
-    rae = _rae_by_cell(transitions)
+    rae = {cell: _signed(v) for cell, v in _own.rae_by_cell(transitions).items()}
     blocks = []
     costs = _own.cost(traces)
     if costs:
@@ -118,20 +158,6 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
              "SD expectations %"], rows, fmt,
         ))  # fmt: skip
     return "".join(blocks)
-
-
-def _rae_by_cell(transitions: list[dict[str, Any]]) -> dict[str, str]:
-    from collections import defaultdict
-
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for t in transitions:
-        if not t["returned"]:
-            continue
-        c = counts[str(t["cell_id"])]
-        c[0] += 1
-        c[1] += bool(t["se_correct"] and not t["sd_correct"])
-        c[2] += bool(t["sd_correct"] and not t["se_correct"])
-    return {cell: _signed(100.0 * (b - c) / n) for cell, (n, b, c) in counts.items() if n}
 
 
 def _table(title: str, header: list[str], rows: list[list[str]], fmt: str) -> str:

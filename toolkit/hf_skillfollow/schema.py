@@ -117,11 +117,17 @@ BACKFILL: dict[str, str] = {
 
 
 def _backfilled(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """`table` with every absent column that has a backfill added, at its declared place."""
-    absent = [n for n in schema.names if n in BACKFILL and n not in table.column_names]
+    """`table` with every absent column that has a backfill added, at its declared place
+    (`columns.ADDED_NULLABLE`: null, the files were written before the column existed)."""
+    filled = BACKFILL.keys() | columns.ADDED_NULLABLE
+    absent = [n for n in schema.names if n in filled and n not in table.column_names]
     for name in absent:
         field = schema.field(name)
-        value = pa.array([BACKFILL[name]] * table.num_rows, field.type)
+        value = (
+            pa.array([BACKFILL[name]] * table.num_rows, field.type)
+            if name in BACKFILL
+            else pa.nulls(table.num_rows, field.type)
+        )
         before = schema.names[: schema.get_field_index(name)]
         at = sum(1 for n in table.column_names if n in before)
         table = table.add_column(at, field, value)

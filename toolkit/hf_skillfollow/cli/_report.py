@@ -129,6 +129,10 @@ def report(
         from hf_skillfollow.report_own import text_for
 
         text += text_for(table, sources, fmt)
+        if fmt == "json" and not with_repeats:
+            from hf_skillfollow.report_own import with_json
+
+            text = with_json(text, table, sources)
     if with_annotations and not correlate:
         text = _with_annotations(
             text, table, cells, sources, annotation_paths, group_by, pool_runs, fmt, width

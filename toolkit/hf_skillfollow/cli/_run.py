@@ -162,7 +162,8 @@ def _build_config(params: dict[str, Any]):
     "resume_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Continue an interrupted run directory (flags other than --concurrency, "
-    "--request-timeout, --threads, --base-url, --api-key-env, --tasks-file must match the run).",
+    "--request-timeout, --threads, --base-url, --api-key-env, --tasks-file, "
+    "--judge-base-url, --judge-api-key-env must match the run).",
 )
 @click.option(
     "--set-aside-bad-records",

@@ -118,6 +118,20 @@ def addressing(traces: Iterable[Row]) -> dict[str, dict[str, int]]:
     return out
 
 
+def rae_by_cell(transitions: Iterable[Row]) -> dict[str, float]:
+    """RAE per cell (docs/design.md, "Metrics"), to print beside these figures; NaN when no
+    task of the cell received a skill (S_call empty)."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for t in transitions:
+        c = counts[str(t["cell_id"])]
+        if t["returned"]:
+            flip = _flip(t)
+            c[0] += 1
+            c[1] += flip == "b"
+            c[2] += flip == "c"
+    return {cell: 100.0 * (b - c) / n if n else math.nan for cell, (n, b, c) in counts.items()}
+
+
 def per_skill(transitions: Iterable[Row], traces: Iterable[Row]) -> list[dict[str, Any]]:
     """skill-evals: one row per (cell, skill) over that skill's own evals (task `<skill>/<id>`)."""
     pass_rates: dict[tuple[str, str, str], tuple[int, int]] = {}

@@ -20,9 +20,12 @@ ignored. Anything else is refused with its line.
 from __future__ import annotations
 
 import ast
+import keyword
 from typing import Any
 
 MAX_CASES = 1000
+#: names the generated canonical solution defines itself
+_RESERVED = frozenset({"_CASES", "_same"})
 
 
 class UnsupportedTests(ValueError):
@@ -53,8 +56,12 @@ def problem_from_tests(tests: str, entry_point: str | None) -> dict[str, Any]:
         raise UnsupportedTests(
             f"the asserts call {sorted(names - {entry_point, 'candidate'})}, not {entry_point!r}"
         )
-    if not entry_point.isidentifier():
+    if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
         raise UnsupportedTests(f"entry point {entry_point!r} is not a Python identifier")
+    if entry_point in _RESERVED:
+        raise UnsupportedTests(
+            f"entry point {entry_point!r} is reserved; name the function otherwise"
+        )
     if len(cases) > MAX_CASES:
         raise UnsupportedTests(f"{len(cases)} asserts (at most {MAX_CASES})")
     inputs: list[list[Any]] = []
