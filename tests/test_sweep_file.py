@@ -294,3 +294,14 @@ def test_live_view_on_a_terminal_and_plain_lines_otherwise(tmp_path: Path) -> No
         log.getvalue().endswith("start  A mbppplus-42 r0 (try 2)\n")
         and "\x1b[" not in log.getvalue()
     )
+
+
+def test_a_pool_content_is_indexed_once_per_process() -> None:
+    from hf_skillfollow.retrieval import make_retriever
+    from hf_skillfollow.skills import load_pool
+
+    first = make_retriever("bm25s", load_pool("coding"))
+    again = make_retriever("bm25s", load_pool("coding"))  # another object, the same content
+    assert again is first
+    assert make_retriever("bm25s", load_pool("math")) is not first
+    assert again.search("sort a list")[0].name == first.search("sort a list")[0].name
