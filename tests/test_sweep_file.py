@@ -305,3 +305,19 @@ def test_a_pool_content_is_indexed_once_per_process() -> None:
     assert again is first
     assert make_retriever("bm25s", load_pool("math")) is not first
     assert again.search("sort a list")[0].name == first.search("sort a list")[0].name
+
+
+def test_reloading_an_unchanged_benchmark_file_reuses_its_tasks(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from hf_skillfollow.tasks import load_tasks
+
+    lines = (data_dir / "math500.jsonl").read_text().splitlines(keepends=True)[:5]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(lines))
+    first, v1 = load_tasks("math500", path)
+    again, v2 = load_tasks("math500", path)
+    assert again == first and again is not first and v1 == v2 and again[0] is first[0]
+    path.write_text("".join(lines).replace('"answer": "', '"answer": "9', 1))  # new bytes
+    changed, v3 = load_tasks("math500", path)
+    assert v3 != v1 and [t.reference for t in changed] != [t.reference for t in first]
