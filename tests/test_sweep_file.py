@@ -321,3 +321,17 @@ def test_reloading_an_unchanged_benchmark_file_reuses_its_tasks(
     path.write_text("".join(lines).replace('"answer": "', '"answer": "9', 1))  # new bytes
     changed, v3 = load_tasks("math500", path)
     assert v3 != v1 and [t.reference for t in changed] != [t.reference for t in first]
+
+
+def test_ray_executor_problems_are_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, SMALL)
+    args = ["sweep", str(path), "--executor", "ray", "-o", str(tmp_path / "o"), "--plain"]
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 1 and "no cluster address; pass --ray-address" in out.output
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    out = CliRunner().invoke(cli, [*args, "--ray-address", "127.0.0.1:1"])
+    assert out.exit_code == 1 and "pip install 'hf-skillfollow[ray]'" in out.output
+    assert "Traceback" not in out.output

@@ -89,6 +89,7 @@ def test_ray_sweep_finishes_every_cell_after_losing_a_worker_node(
             if driver.poll() is None:
                 LocalRayCluster.kill(driver)
     text = log.read_text()
+    print(text)  # the sweep's own log: which cell lost its node, and how it was retried
     assert driver.returncode == 0, text[-4000:]
     dirs = _dirs(out)
     assert len(dirs) == 4
