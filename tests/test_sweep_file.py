@@ -335,3 +335,15 @@ def test_ray_executor_problems_are_one_clear_line(
     out = CliRunner().invoke(cli, [*args, "--ray-address", "127.0.0.1:1"])
     assert out.exit_code == 1 and "pip install 'hf-skillfollow[ray]'" in out.output
     assert "Traceback" not in out.output
+
+
+def test_the_example_in_docs_sweep_md_is_a_valid_sweep(tmp_path: Path) -> None:
+    doc = (REPO / "docs" / "sweep.md").read_text()
+    example = doc.split("## Sweep file")[1].split("```yaml")[1].split("```")[0]
+    _, _, cells = load(str(write(tmp_path, example)))
+    # 2 models x (3 MBPP+ seeds + 1 MATH-500) x 2 max_calls, less Local-Qwen's MATH-500 (2),
+    # plus Qwen3-8B x 3 MBPP+ seeds x 2 conditions x 2 max_calls
+    assert len(cells) == 2 * 4 * 2 - 2 + 3 * 2 * 2 == 26
+    assert "Qwen3-8B mbppplus-42 filler max_calls=3" in [c.label for c in cells]
+    local = next(c for c in cells if c.model == "Local-Qwen")
+    assert local.config.tool_parser == "hermes" and local.resources.num_gpus == 1
