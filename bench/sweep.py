@@ -9,6 +9,7 @@ with a fixed latency per request, side by side with the peer, in one run.
 3. `--executor ray`, scoring-bound: HumanEval+ cells with a latency-free scripted model on a
    local Ray cluster (driver-only head) with one worker node vs two, each worker node pinned to
    a CPU core of its own (`taskset`), standing in for a machine. Target: >= 1.6x throughput.
+   Timed in-process around `run_sweep` (after `ray.init`), so start-up is outside both sides.
    The expected-output cache is warmed first, so both sides score warm.
 
 Prints every repeat, medians, ratios and the load average: on a shared machine the figures
@@ -120,7 +121,8 @@ async def _one_run(url: str, math_file: Path, n: int, out: Path, concurrency: in
     plan.store.write_tables()
 
 
-async def _sweep_in_process(path: Path, out: Path) -> None:
+async def _sweep_in_process(path: Path, out: Path, executor: object = None) -> float:
+    """Seconds `run_sweep` takes over every cell of `path` (the executor already started)."""
     import io
 
     from hf_skillfollow import sweep as sw
@@ -131,12 +133,15 @@ async def _sweep_in_process(path: Path, out: Path) -> None:
     _, spec, cells = sw.load(str(path))
     jobs = sw.jobs_for(cells, out)
     summary = sw.plan(jobs, out)
-    async with LocalExecutor() as ex:
+    async with executor or LocalExecutor() as ex:  # type: ignore[attr-defined]
         view = LogView(Tally.of(summary.states), io.StringIO())
+        start = time.perf_counter()
         result = await run_sweep(
             jobs, ex, view, retry=spec.retry, max_cells=spec.max_cells, output_dir=out
         )
+        elapsed = time.perf_counter() - start
     assert not result.failed, result.results
+    return elapsed
 
 
 def part_overhead(args: argparse.Namespace, tasks: list, math_file: Path) -> float:
@@ -161,9 +166,7 @@ def part_overhead(args: argparse.Namespace, tasks: list, math_file: Path) -> flo
                 f = sweep_yaml(
                     tmp / "s.yaml", double.url, "math500", math_file, n, 1, args.concurrency, n
                 )
-                start = time.perf_counter()
-                asyncio.run(_sweep_in_process(f, tmp / "sweep"))
-                swept = time.perf_counter() - start
+                swept = asyncio.run(_sweep_in_process(f, tmp / "sweep"))
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             per_cell.append((swept - single) / n)
@@ -175,7 +178,9 @@ def part_overhead(args: argparse.Namespace, tasks: list, math_file: Path) -> flo
 
 
 def part_ray(args: argparse.Namespace) -> float | None:
-    from tests._ray_cluster import RAY, LocalRayCluster
+    from tests._ray_cluster import LocalRayCluster
+
+    from hf_skillfollow.sweep._executors._ray import RayExecutor
 
     he_file = DATA / "HumanEvalPlus-v0.1.10.jsonl.gz"
     tasks = load_tasks("humanevalplus", he_file)[0]
@@ -197,10 +202,10 @@ def part_ray(args: argparse.Namespace) -> float | None:
             for nodes in (1, 2):
                 with LocalRayCluster(head_cpus=0) as cluster:
                     for i in range(nodes):
-                        _pinned_worker(cluster, RAY, cores[i])
+                        cluster.add_worker(cpus=1, prefix=("taskset", "-c", str(cores[i])))
                     out = tmp / f"ray{nodes}-{r}"
-                    wall = timed([*CLI, "sweep", str(f), "-o", str(out), "--plain", "--executor", "ray",
-                                  "--ray-address", cluster.address, "--ray-node-ip-address", "127.0.0.1"])  # fmt: skip
+                    executor = RayExecutor(cluster.address, "127.0.0.1")
+                    wall = asyncio.run(_sweep_in_process(f, out, executor))
                 results[nodes].append(wall)
                 print(f"   repeat {r + 1}: {nodes} worker node(s) {wall:6.2f} s   load {load()}")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -209,17 +214,6 @@ def part_ray(args: argparse.Namespace) -> float | None:
         f"   median: 1 node {one:.2f} s, 2 nodes {two:.2f} s -> {one / two:.2f}x throughput (target >= 1.6x)"
     )
     return one / two
-
-
-def _pinned_worker(cluster, ray_bin: str, core: int) -> None:  # noqa: ANN001
-    n = cluster.alive_nodes() + 1
-    cmd = ["taskset", "-c", str(core), ray_bin, "start", "--block", "--node-ip-address", "127.0.0.1",
-           "--num-cpus=1", "--num-gpus=0", f"--address={cluster.address}"]  # fmt: skip
-    from tests._ray_cluster import node_env
-
-    cluster.nodes.append(subprocess.Popen(cmd, env=node_env(), stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True))  # fmt: skip
-    cluster.wait_for_nodes(n)
 
 
 def _verdict(name: str, value: float | None, fmt: str, ok: bool) -> None:

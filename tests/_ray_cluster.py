@@ -49,7 +49,11 @@ def node_env() -> dict[str, str]:
     paths = [str(REPO / "toolkit"), str(REPO)] + [
         p for p in os.environ.get("PYTHONPATH", "").split(":") if p
     ]
-    return {**os.environ, "PYTHONPATH": ":".join(paths), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "PYTHONPATH": ":".join(paths), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop(
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None
+    )  # set by a driver in this process: see RAY_START
+    return env
 
 
 class LocalRayCluster:

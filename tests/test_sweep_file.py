@@ -294,3 +294,56 @@ def test_live_view_on_a_terminal_and_plain_lines_otherwise(tmp_path: Path) -> No
         log.getvalue().endswith("start  A mbppplus-42 r0 (try 2)\n")
         and "\x1b[" not in log.getvalue()
     )
+
+
+def test_a_pool_content_is_indexed_once_per_process() -> None:
+    from hf_skillfollow.retrieval import make_retriever
+    from hf_skillfollow.skills import load_pool
+
+    first = make_retriever("bm25s", load_pool("coding"))
+    again = make_retriever("bm25s", load_pool("coding"))  # another object, the same content
+    assert again is first
+    assert make_retriever("bm25s", load_pool("math")) is not first
+    assert again.search("sort a list")[0].name == first.search("sort a list")[0].name
+
+
+def test_reloading_an_unchanged_benchmark_file_reuses_its_tasks(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from hf_skillfollow.tasks import load_tasks
+
+    lines = (data_dir / "math500.jsonl").read_text().splitlines(keepends=True)[:5]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(lines))
+    first, v1 = load_tasks("math500", path)
+    again, v2 = load_tasks("math500", path)
+    assert again == first and again is not first and v1 == v2 and again[0] is first[0]
+    path.write_text("".join(lines).replace('"answer": "', '"answer": "9', 1))  # new bytes
+    changed, v3 = load_tasks("math500", path)
+    assert v3 != v1 and [t.reference for t in changed] != [t.reference for t in first]
+
+
+def test_ray_executor_problems_are_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, SMALL)
+    args = ["sweep", str(path), "--executor", "ray", "-o", str(tmp_path / "o"), "--plain"]
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    out = CliRunner().invoke(cli, args)
+    assert out.exit_code == 1 and "no cluster address; pass --ray-address" in out.output
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    out = CliRunner().invoke(cli, [*args, "--ray-address", "127.0.0.1:1"])
+    assert out.exit_code == 1 and "pip install 'hf-skillfollow[ray]'" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_the_example_in_docs_sweep_md_is_a_valid_sweep(tmp_path: Path) -> None:
+    doc = (REPO / "docs" / "sweep.md").read_text()
+    example = doc.split("## Sweep file")[1].split("```yaml")[1].split("```")[0]
+    _, _, cells = load(str(write(tmp_path, example)))
+    # 2 models x (3 MBPP+ seeds + 1 MATH-500) x 2 max_calls, less Local-Qwen's MATH-500 (2),
+    # plus Qwen3-8B x 3 MBPP+ seeds x 2 conditions x 2 max_calls
+    assert len(cells) == 2 * 4 * 2 - 2 + 3 * 2 * 2 == 26
+    assert "Qwen3-8B mbppplus-42 filler max_calls=3" in [c.label for c in cells]
+    local = next(c for c in cells if c.model == "Local-Qwen")
+    assert local.config.tool_parser == "hermes" and local.resources.num_gpus == 1

@@ -204,6 +204,30 @@ def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
 # --- code benchmarks through EvalPlus -------------------------------------------------------
 
 
+def _same_file_same_tasks(loader: Any) -> Any:
+    """Loading a local file whose bytes were loaded before returns those tasks again (a copy of
+    the list; tasks are frozen): a sweep plans many runs of one benchmark file in a process."""
+    cache: dict[tuple[str, str], tuple[list[Task], str]] = {}
+
+    def load(first: Any, path: str | None) -> tuple[list[Task], str]:
+        try:
+            data = Path(path).read_bytes() if path is not None else None
+        except OSError:
+            data = None  # the loader says what is wrong with the file
+        if data is None:
+            return loader(first, path)
+        key = (repr(first), hashlib.sha256(data).hexdigest())
+        if key not in cache:
+            cache[key] = loader(first, path)
+            while len(cache) > 8:
+                del cache[next(iter(cache))]
+        tasks, version = cache[key]
+        return list(tasks), version
+
+    return load
+
+
+@_same_file_same_tasks
 def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
     if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path):
         raise _refuse_original_humaneval(path)
@@ -326,6 +350,7 @@ def _refuse_original_humaneval(path: str) -> TaskLoadError:
 # --- MATH-500 through datasets ---------------------------------------------------------------
 
 
+@_same_file_same_tasks
 def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], str]:
     import datasets
 

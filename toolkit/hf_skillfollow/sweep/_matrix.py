@@ -57,7 +57,7 @@ class Cell:
             parts.append(str(coords["access"]))
         if self.config.skills_dir is not None:
             parts.append(Path(self.config.skills_dir).name)
-        parts += [f"{k}={v}" for k, v in self.coords if k.startswith("axes.")]
+        parts += [f"{k.removeprefix('axes.')}={v}" for k, v in self.coords if k.startswith("axes.")]
         return " ".join(parts)
 
     @property

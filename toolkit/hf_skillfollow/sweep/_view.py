@@ -23,8 +23,10 @@ class Tally:
     total_pairs: int
     status: dict[str, str] = field(default_factory=dict)
     pairs: dict[str, int] = field(default_factory=dict)
-    errors: int = 0
-    tokens: int = 0
+    #: per job: pairs with an error and tokens, counted per pair (local executor) or taken from
+    #: the job's outcome when it ends (any executor; it replaces the per-pair count)
+    job_errors: dict[str, int] = field(default_factory=dict)
+    job_tokens: dict[str, int] = field(default_factory=dict)
     started_at: float = field(default_factory=time.monotonic)
     pairs_at_start: int = 0
 
@@ -34,10 +36,18 @@ class Tally:
         for s in states:
             tally.pairs[s.job.name] = min(s.done_pairs, s.job.n_pairs)
             tally.status[s.job.name] = "done" if s.status == "done" else "pending"
-            tally.tokens += s.tokens
-            tally.errors += s.errors
+            tally.job_tokens[s.job.name] = s.tokens
+            tally.job_errors[s.job.name] = s.errors
         tally.pairs_at_start = tally.done_pairs
         return tally
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.job_tokens.values())
+
+    @property
+    def errors(self) -> int:
+        return sum(self.job_errors.values())
 
     @property
     def done_pairs(self) -> int:
@@ -91,9 +101,10 @@ class _Base:
 
     def pair_callback(self, job: Job) -> Callable[[PairOutcome], None]:
         def on_pair(outcome: PairOutcome) -> None:
-            self.tally.pairs[job.name] = self.tally.pairs.get(job.name, 0) + 1
-            self.tally.tokens += outcome.tokens
-            self.tally.errors += int(outcome.error)
+            t = self.tally
+            t.pairs[job.name] = t.pairs.get(job.name, 0) + 1
+            t.job_tokens[job.name] = t.job_tokens.get(job.name, 0) + outcome.tokens
+            t.job_errors[job.name] = t.job_errors.get(job.name, 0) + int(outcome.error)
             self.refresh()
 
         return on_pair
@@ -114,6 +125,8 @@ class _Base:
     def done(self, job: Job, outcome: JobOutcome) -> None:
         self.tally.status[job.name] = "done"
         self.tally.pairs[job.name] = min(outcome.pairs, job.n_pairs)
+        self.tally.job_tokens[job.name] = outcome.tokens
+        self.tally.job_errors[job.name] = outcome.errors
         for note in outcome.notes:
             self.emit(note)
         self.emit(f"done   {job.cell.label} r{job.repeat_index}: {outcome.pairs} pairs, "

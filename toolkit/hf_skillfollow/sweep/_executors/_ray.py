@@ -38,17 +38,17 @@ class RayExecutor:
             # Ray 2.60 replaces a loopback node address with the machine's routable one unless
             # this is off (read when ray is imported); a loopback-only local cluster needs it.
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        if not self.address:
+            raise RayUnavailableError(
+                "--executor ray: no cluster address; pass --ray-address HOST:PORT or set "
+                "RAY_ADDRESS (start one with `ray start --head`)"
+            )
         try:
             import ray
         except ImportError:
             raise RayUnavailableError(
                 "--executor ray needs Ray: pip install 'hf-skillfollow[ray]'"
             ) from None
-        if not self.address:
-            raise RayUnavailableError(
-                "--executor ray: no cluster address; pass --ray-address HOST:PORT or set "
-                "RAY_ADDRESS (start one with `ray start --head`)"
-            )
         kwargs: dict[str, Any] = {"address": self.address, "log_to_driver": False}
         if self.node_ip_address:
             kwargs["_node_ip_address"] = self.node_ip_address
