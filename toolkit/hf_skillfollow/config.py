@@ -166,6 +166,15 @@ class RunConfig(BaseModel):
         return RETRIEVERS.check(v)
 
     @model_validator(mode="after")
+    def _catalog_searches_nothing(self) -> RunConfig:
+        # top_k and retriever mean nothing when no search happens: left at their defaults so
+        # that catalog runs differing only there are one cell, not several
+        if self.access == "catalog":
+            for name in ("top_k", "retriever"):
+                object.__setattr__(self, name, type(self).model_fields[name].default)
+        return self
+
+    @model_validator(mode="after")
     def _openai_needs_url(self) -> RunConfig:
         if self.backend == "openai" and not self.base_url:
             object.__setattr__(self, "base_url", "https://api.openai.com/v1")
