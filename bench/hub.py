@@ -79,6 +79,7 @@ def synthetic_transitions(n_rows: int, rows_per_run: int, seed: int = 0) -> pa.T
         "skill_pool": pa.array(["coding"] * n_rows, pa.string()),
         "skill_pool_hash": pa.array(["0123456789abcdef"] * n_rows, pa.string()),
         "condition": pa.array(["normal"] * n_rows, pa.string()),
+        "access": pa.array(["search"] * n_rows, pa.string()),
         "retriever": pa.array(["bm25s"] * n_rows, pa.string()),
         "top_k": pa.array(np.full(n_rows, 3, np.int32)),
         "max_calls": pa.array(np.full(n_rows, 3, np.int32)),

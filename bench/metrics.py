@@ -3,10 +3,20 @@
 `compute_cells` (vectorised counts, one bootstrap per distinct (n, b, c) drawn as a
 multinomial count vector, order statistics read off cumulative counts) against a
 straightforward per-cell pandas groupby/apply written here, both with 20,000-resample 95%
-intervals and the same documented RNG scheme (hf_skillfollow.metrics._bootstrap, version 2),
-so the two must agree exactly; the bench asserts it.
+intervals and the same documented RNG scheme (hf_skillfollow.metrics._bootstrap, version 3),
+so the two must agree: every column exactly, except the McNemar p-values, which may differ
+by float rounding (the package sums binomial terms, the baseline calls scipy's binom.cdf;
+3 of 10,000 cells differ by one ulp, 1.1e-16) and are compared to a relative tolerance of
+P_RTOL = 1e-12. The bench asserts it.
+
+Then the bootstrap alone on one large cell (`--large-n`): the package's interval (steps
+1'-2' above EXACT_MAX_N: two binomial draws per resample) against version 2's exact law
+(steps 1-4, O(n^2)), timed side by side where version 2 is still computable, and how far the
+two intervals lie apart in support steps, beside version 2's own spread across seeds (the
+Monte Carlo error any 20,000-resample interval has).
 
     python bench/metrics.py [--cells 10000] [--tasks 80] [--resamples 20000] [--baseline-cells N]
+                            [--large-n 5000] [--huge-n 2000000]
 
 `--baseline-cells N` times the baseline on the first N cells only and extrapolates
 linearly to all cells; the output says so.
@@ -23,11 +33,15 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from hf_skillfollow.metrics import SCHEME_VERSION, compute_cells
+from hf_skillfollow.metrics import SCHEME_VERSION, compute_cells, paired_bootstrap_ci
+from hf_skillfollow.metrics._bootstrap import EXACT_MAX_N
 from hf_skillfollow.schema import CELL_COLUMNS, TRANSITIONS_SCHEMA, validate_transitions
 
 CONDITIONS = ["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 BENCHMARKS = ["mbppplus", "humanevalplus", "math500"]
+#: relative tolerance for p-values: two exact computations agree to float rounding only
+P_RTOL = 1e-12
+P_COLUMNS = ("mcnemar_p", "mcnemar_p_all")
 
 
 def synthetic_transitions(n_cells: int, n_tasks: int, seed: int = 7) -> pa.Table:
@@ -66,7 +80,7 @@ def synthetic_transitions(n_cells: int, n_tasks: int, seed: int = 7) -> pa.Table
     constants = {
         "schema_version": 1, "repeat_index": 0, "created_at": "2026-01-01T00:00:00+00:00", "backend": "openai",
         "tool_mode": "native", "retrieval_policy": "auto", "benchmark_version": "v1", "partition_size": n_tasks,
-        "skill_pool": "coding", "skill_pool_hash": "abc", "retriever": "bm25s", "max_calls": 3, "temperature": 0.7,
+        "skill_pool": "coding", "skill_pool_hash": "abc", "access": "search", "retriever": "bm25s", "max_calls": 3, "temperature": 0.7,
         "max_tokens": 8192, "seed": 0, "prompts_hash": "p1", "toolkit_version": "0.1.0",
     }  # fmt: skip
     columns: dict[str, pa.Array] = {}
@@ -101,9 +115,23 @@ def synthetic_transitions(n_cells: int, n_tasks: int, seed: int = 7) -> pa.Table
 def _baseline_interval(
     n: int, b: int, c: int, resamples: int, seed: int, levels: np.ndarray
 ) -> tuple[float, float]:
-    """The documented scheme, done literally: full law, all resamples expanded, np.percentile."""
+    """The documented scheme, done literally: full law, all resamples expanded, np.percentile
+    (steps 1-4) up to EXACT_MAX_N, two binomial draws per resample (steps 1'-2') above."""
     if n == 0:
         return float("nan"), float("nan")
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
+    if n > EXACT_MAX_N:
+        bs = rng.binomial(n, b / n, resamples)
+        cs = rng.binomial(n - bs, c / (n - b), resamples) if c else 0
+        low, high = np.percentile(100.0 * (bs - cs) / n, levels)
+        return float(low), float(high)
+    return _version2_interval(n, b, c, resamples, rng, levels)
+
+
+def _version2_interval(
+    n: int, b: int, c: int, resamples: int, rng: np.random.Generator, levels: np.ndarray
+) -> tuple[float, float]:
+    """Steps 1-4 at any n: the exact law by its O(n^2) recurrence, then its count vector."""
     p = np.zeros(2 * n + 1)
     p[n] = 1.0
     pb, pc, pr = b / n, c / n, (n - b - c) / n
@@ -112,7 +140,6 @@ def _baseline_interval(
         q[1:] += pb * p[:-1]
         q[:-1] += pc * p[1:]
         p = q
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
     counts = rng.multinomial(resamples, p)
     sample = np.repeat(100.0 * np.arange(-n, n + 1) / n, counts)
     low, high = np.percentile(sample, levels)
@@ -178,8 +205,12 @@ def _compare(fast: pd.DataFrame, slow: pd.DataFrame) -> None:
     merged = slow.merge(fast, on=keys, suffixes=("_base", ""), validate="one_to_one")
     assert len(merged) == len(slow), "baseline cells missing from compute_cells"
     for col in slow.columns.difference(keys):
-        a, b = merged[col].to_numpy(), merged[f"{col}_base"].to_numpy()
-        same = np.array_equal(a.astype(float), b.astype(float), equal_nan=True)
+        a = merged[col].to_numpy().astype(float)
+        b = merged[f"{col}_base"].to_numpy().astype(float)
+        if col in P_COLUMNS:
+            same = np.allclose(a, b, rtol=P_RTOL, atol=0.0, equal_nan=True)
+        else:
+            same = np.array_equal(a, b, equal_nan=True)
         assert same, f"{col}: compute_cells and the baseline differ"
 
 
@@ -207,9 +238,13 @@ def main() -> None:
     ap.add_argument(
         "--repeats", type=int, default=3, help="compute_cells timings (best is reported)"
     )
+    ap.add_argument("--large-n", type=int, default=5000,
+                    help="one cell this large, timed against version 2's exact law (0: skip)")  # fmt: skip
+    ap.add_argument("--huge-n", type=int, default=2_000_000,
+                    help="one cell this large, the package alone (0: skip)")  # fmt: skip
     args = ap.parse_args()
-    if SCHEME_VERSION != 2:
-        raise SystemExit(f"the baseline implements RNG scheme 2, the package uses {SCHEME_VERSION}")
+    if SCHEME_VERSION != 3:
+        raise SystemExit(f"the baseline implements RNG scheme 3, the package uses {SCHEME_VERSION}")
 
     table = synthetic_transitions(args.cells, args.tasks)
     print(f"synthetic transitions: {args.cells:,} cells x {args.tasks} tasks = {table.num_rows:,} rows; "
@@ -247,11 +282,63 @@ def main() -> None:
     print(
         f"baseline per-cell pandas groupby/apply: {t_slow * scale:.2f} s wall, CPU {c_slow * scale:.2f} s ({label})"
     )
+    mismatched = _p_ulps(fast, slow)
     print(
-        f"results identical on the {n_base:,} compared cells (every column, exact float equality)"
+        f"results identical on the {n_base:,} compared cells (every column exact; McNemar p within "
+        f"rtol {P_RTOL:g}: {mismatched} p-value(s) not bit-equal)"
     )
     print(
         f"speed-up: {t_slow * scale / t_fast:.1f}x wall, {c_slow * scale / min(cpus):.1f}x CPU time"
+    )
+    if args.large_n:
+        _large_cell(args.large_n, args.resamples, args.seed)
+    if args.huge_n:
+        _huge_cell(args.huge_n, args.resamples, args.seed)
+
+
+def _p_ulps(fast: pd.DataFrame, slow: pd.DataFrame) -> int:
+    keys = list(CELL_COLUMNS)
+    merged = slow.merge(fast, on=keys, suffixes=("_base", ""))
+    return int(sum((merged[c] != merged[f"{c}_base"]).sum() for c in P_COLUMNS))
+
+
+def _large_cell(n: int, resamples: int, seed: int) -> None:
+    """One cell of n tasks: steps 1'-2' against version 2's exact law, time and distance."""
+    levels = np.array([2.5, 97.5])
+    b, c = n // 5, n // 8
+    t0 = time.perf_counter()
+    low, high = paired_bootstrap_ci([n], [b], [c], resamples=resamples, seed=seed)
+    t_new = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
+    v2 = _version2_interval(n, b, c, resamples, rng, levels)
+    t_v2 = time.perf_counter() - t0
+    step = 100.0 / n
+    print(
+        f"one cell, n = {n:,} (b = {b:,}, c = {c:,}): package {t_new * 1e3:.1f} ms, version 2 exact "
+        f"law {t_v2:.2f} s ({t_v2 / t_new:.0f}x); intervals [{low[0]:+.3f}, {high[0]:+.3f}] vs "
+        f"[{v2[0]:+.3f}, {v2[1]:+.3f}] pp: {abs(low[0] - v2[0]) / step:.1f} and "
+        f"{abs(high[0] - v2[1]) / step:.1f} support steps apart"
+    )
+    spread = []
+    for other in range(1, 4):  # version 2's own Monte Carlo error: the same law, other seeds
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed + other, n, b, c])))
+        alt = _version2_interval(n, b, c, resamples, rng, levels)
+        spread += [abs(alt[0] - v2[0]) / step, abs(alt[1] - v2[1]) / step]
+    print(
+        f"  version 2 against itself with seeds {seed + 1}-{seed + 3}: bounds "
+        f"{min(spread):.1f}-{max(spread):.1f} support steps apart (Monte Carlo error of 20,000 resamples)"
+    )
+
+
+def _huge_cell(n: int, resamples: int, seed: int) -> None:
+    b, c = n // 5, n // 8
+    t0 = time.perf_counter()
+    low, high = paired_bootstrap_ci([n], [b], [c], resamples=resamples, seed=seed)
+    elapsed = time.perf_counter() - t0
+    print(
+        f"one cell, n = {n:,}: package {elapsed * 1e3:.1f} ms, interval [{low[0]:+.3f}, {high[0]:+.3f}] pp "
+        f"(version 2 needs n = {n:,} steps over {2 * n + 1:,} values: not run)"
     )
 
 

@@ -5,9 +5,12 @@ CLIs, with the same number of workers, on the same samples file, side by side in
 - cold: empty caches (EvalPlus computes its ground-truth pickle; we compute expected outputs
   per task with the trusted reference workers),
 - warm: caches filled; both repeated ``--repeats`` times, to count verdict flips.
-Prints wall times, the speed ratios (evalplus / ours), verdict agreement and stability, and
-the machine's load average. Target: ours >= 2x faster cold and warm, identical verdicts on
-canonical solutions, zero flips.
+Prints wall times, the speed ratios (evalplus / ours), verdict agreement and stability, the
+machine's load average, and how far ours is from its own limit: the canonical solutions' CPU
+time as measured in process (by our reference workers, around each call; read from the
+cache's headers), spent twice when cold (expected outputs, then the program) and once when
+warm, divided by the workers, or the largest task's share if that is longer. Target: ours
+>= 2x faster cold and warm, identical verdicts on canonical solutions, zero flips.
 
     python bench/score.py [--data-dir DIR] [--benchmark mbppplus|humanevalplus|both]
                           [--repeats 3] [--workers 2] [--no-cold]
@@ -19,6 +22,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -72,24 +76,28 @@ def _write_samples(data: Path, path: Path) -> list[str]:
     return [row["task_id"] for row in rows]
 
 
-def _timed(cmd: list[str], env: dict[str, str]) -> float:
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of ``cmd`` and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if proc.returncode != 0:
         sys.exit(f"command failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def run_evalplus(
     suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
-) -> tuple[float, dict[str, bool]]:
+) -> tuple[tuple[float, float], dict[str, bool]]:
     samples = work / f"evalplus-{name}.jsonl"
     shutil.copy(work / "samples.jsonl", samples)  # a fresh path: EvalPlus reuses old result files
     env = {**os.environ, suite.override_env: str(data), "XDG_CACHE_HOME": str(cache)}
     cmd = [sys.executable, "-m", "evalplus.evaluate", "--dataset", suite.dataset]
     cmd += ["--samples", str(samples), "--parallel", str(workers)]
-    seconds = _timed(cmd, env)
+    seconds = _timed(cmd, env)  # (wall, CPU)
     results = json.loads((work / f"evalplus-{name}_eval_results.json").read_text())["eval"]
     return seconds, {
         t: r[0]["base_status"] == "pass" and r[0]["plus_status"] == "pass"
@@ -99,7 +107,7 @@ def run_evalplus(
 
 def run_ours(
     suite: Suite, data: Path, work: Path, cache: Path, name: str, workers: int
-) -> tuple[float, dict[str, bool]]:
+) -> tuple[tuple[float, float], dict[str, bool]]:
     out = work / f"ours-{name}.jsonl"
     env = {**os.environ, "SKILLFOLLOW_CACHE_DIR": str(cache)}
     cmd = [sys.executable, "-m", "hf_skillfollow.cli", "score", "--benchmark", suite.name]
@@ -108,6 +116,56 @@ def run_ours(
     seconds = _timed(cmd, env)
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
     return seconds, {v["task_id"]: v["passed"] for v in verdicts}
+
+
+def canonical_cpu(cache: Path, suite: Suite) -> list[float]:
+    """Each task's canonical CPU seconds, measured in process when its expected outputs were
+    computed (``base_cpu_s + plus_cpu_s`` in the cache's headers)."""
+    costs = []
+    for header in (cache / "expected" / suite.name).glob("*.json"):
+        data = json.loads(header.read_text())
+        costs.append(float(data["base_cpu_s"]) + float(data["plus_cpu_s"]))
+    return costs
+
+
+def own_limit(costs: list[float], passes: int, workers: int) -> float:
+    """Wall seconds a scorer needs at least: ``passes`` runs of every canonical solution's
+    CPU, spread over ``workers``, and never less than the largest task's ``passes`` runs
+    (a reference and its program run one after the other)."""
+    return max(passes * sum(costs) / workers, passes * max(costs, default=0.0))
+
+
+def _report_limit(
+    times: dict[str, list[float]],
+    cpus: dict[str, list[float]],
+    costs: list[float],
+    workers: int,
+) -> None:
+    """Ours against its limit, and where the rest goes: CPU spent beyond the canonical
+    solutions' (sandboxes, judging, start-up), and wall time beyond that CPU spread over the
+    workers (waiting: the machine's other load, or workers idle at the end)."""
+    if not costs:
+        return
+    print(
+        f"ours vs its own limit (canonical CPU measured in process: {sum(costs):.1f} s over "
+        f"{len(costs)} tasks, largest {max(costs):.1f} s):"
+    )
+    for phase, passes in (("cold", 2), ("warm", 1)):
+        ours = times.get(f"ours {phase}")
+        if not ours:
+            continue
+        limit = own_limit(costs, passes, workers)
+        i = ours.index(min(ours))
+        best, cpu = ours[i], cpus[f"ours {phase}"][i]
+        how = f"{passes} x {sum(costs):.1f} s / {workers} workers"
+        if limit > passes * sum(costs) / workers:
+            how = f"{passes} x the largest task"
+        print(
+            f"  {phase}: limit {how} = {limit:.1f} s; ours (best) {best:.1f} s = "
+            f"{best / limit:.2f}x the limit, {best - limit:.1f} s above; it used {cpu:.1f} s "
+            f"of CPU ({cpu - passes * sum(costs):.1f} s beyond the canonical solutions'), "
+            f"{cpu / best:.2f} of {workers} CPUs on average"
+        )
 
 
 def _flips(ids: list[str], runs: list[dict[str, bool]]) -> list[str]:
@@ -120,6 +178,8 @@ def _report(
     times: dict[str, list[float]],
     verdicts: dict[str, list[dict[str, bool]]],
     workers: int,
+    costs: list[float],
+    cpus: dict[str, list[float]],
 ) -> None:
     print(
         f"\n== {suite.title} canonical solutions: {len(ids)} tasks, {workers} workers each, "
@@ -139,6 +199,7 @@ def _report(
         if theirs and ours:
             e, o = min(theirs), min(ours)
             print(f"speed-up {phase} (best of each): evalplus / ours = {e / o:.2f}x")
+    _report_limit(times, cpus, costs, workers)
     ours_all = verdicts.get("ours cold", []) + verdicts.get("ours warm", [])
     theirs_all = verdicts.get("evalplus cold", []) + verdicts.get("evalplus warm", [])
     first = ours_all[0]
@@ -164,6 +225,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
         work = Path(tmp)
         ids = _write_samples(data, work / "samples.jsonl")
         times: dict[str, list[float]] = {}
+        cpus: dict[str, list[float]] = {}
         verdicts: dict[str, list[dict[str, bool]]] = {}
         caches = {"evalplus": work / "evalplus-cache", "ours": work / "our-cache"}
         runners = {"evalplus": run_evalplus, "ours": run_ours}
@@ -175,13 +237,19 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
         for phase, count in [*phases, ("warm", repeats)]:
             for r in range(count):
                 for who, runner in runners.items():
-                    seconds, result = runner(
+                    (seconds, cpu), result = runner(
                         suite, data, work, caches[who], f"{phase}-{r}", workers
                     )
                     times.setdefault(f"{who} {phase}", []).append(seconds)
+                    cpus.setdefault(f"{who} {phase}", []).append(cpu)
                     verdicts.setdefault(f"{who} {phase}", []).append(result)
-                    print(f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s", flush=True)
-        _report(suite, ids, times, verdicts, workers)
+                    print(
+                        f"{suite.name} {who} {phase}-{r + 1}: {seconds:.1f} s "
+                        f"({cpu:.1f} s of CPU, load {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
+        costs = canonical_cpu(caches["ours"], suite)
+        _report(suite, ids, times, verdicts, workers, costs, cpus)
 
 
 def main() -> None:

@@ -20,8 +20,14 @@ until every output is redrawn), with the ratios ours/bare. In-process figures (l
 compute_cells, cache read, build, one filter) come first, with a check that the cached cells
 equal a fresh recomputation. Print the load average with the figures (`uptime`).
 
+The board's peak memory with a decompression-bomb source beside a normal one comes first
+(`--bomb-mb`, 0 to skip): the bomb is a results run of a few KB whose model column is one
+string of that many MB referenced by every row; each board is loaded in its own process and
+its peak RSS printed beside the normal source loaded alone (the read budget, hub/_budget.py,
+refuses the bomb from its footer; before it, a 64 MB bomb took the loader to a 1.68 GB peak).
+
 Usage: python bench/space.py [--cells 39 12500] [--tasks 80] [--resamples 20000] [--repeats 3]
-                             [--cache both|warm|cold]
+                             [--cache both|warm|cold] [--bomb-mb 64]
 """
 
 from __future__ import annotations
@@ -326,8 +332,12 @@ def side_by_side(
 ) -> dict[str, tuple[float, float]]:
     renders: dict[str, list[float]] = {a.name: [] for a in apps}
     filters: dict[str, list[float]] = {a.name: [] for a in apps}
-    for _ in range(repeats):
-        for app in apps:  # alternate, so load on the machine hits both alike
+    for r in range(repeats):
+        # Alternate, so load on the machine hits every app alike, and rotate which app goes
+        # first, so that position is no part of the comparison: a fixed order always measured
+        # "ours, warm cache" first, right after the in-process figures (its filter read 2.3x
+        # bare in one --repeats 1 run, while in-process the warm and cold boards filter alike).
+        for app in apps[r % len(apps) :] + apps[: r % len(apps)]:
             render, times = measure(ctx, app, resamples)
             renders[app.name].append(render)
             filters[app.name].append(statistics.median(times))
@@ -365,6 +375,48 @@ def run_size(n_cells: int, args: argparse.Namespace, ctx) -> list[tuple[str, ...
     return out
 
 
+_PEAK = """
+import resource, sys
+from hf_skillfollow.space_app._board import load_board
+board = load_board(sys.argv[1:], resamples=200, discover=False, use_cache=False)
+refused = [w for w in board.warnings if "bomb" in w]
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"{peak:.0f} {len(board.pooled)} {int(bool(refused))}")
+"""
+
+
+def bomb_memory(mb: int, n_tasks: int) -> None:
+    """Peak RSS of a board over a normal source alone and beside a bomb source."""
+    with tempfile.TemporaryDirectory(prefix="sf-bench-bomb-") as tmp:
+        normal = Path(tmp) / "normal.parquet"
+        pq.write_table(make_table(39, n_tasks), normal)
+        bomb = Path(tmp) / "bomb" / "run-bomb"
+        bomb.mkdir(parents=True)
+        table = make_table(1, n_tasks)
+        indices = pa.array(np.zeros(table.num_rows, dtype=np.int32))
+        model = pa.DictionaryArray.from_arrays(indices, pa.array(["m" * (mb << 20)]))
+        table = table.set_column(table.schema.get_field_index("model"), "model", model)
+        path = bomb / "transitions.parquet"
+        pq.write_table(table, path, compression="zstd", store_schema=False)
+        rows = []
+        for label, sources in (
+            ("normal source alone", [normal]),
+            ("bomb beside it", [bomb.parent, normal]),
+        ):
+            out = subprocess.run([sys.executable, "-c", _PEAK, *map(str, sources)],
+                                 capture_output=True, text=True, timeout=600)  # fmt: skip
+            if out.returncode:
+                raise SystemExit(out.stderr[-2000:])
+            peak, cells, refused = out.stdout.split()
+            rows.append((label, float(peak), int(cells), refused == "1"))
+        print(f"bomb: {path.stat().st_size / 1024:.0f} KB file, one {mb} MB string x {table.num_rows} rows "
+              f"= {mb * table.num_rows / 1024:.1f} GB decoded  ({_load()})")  # fmt: skip
+        for label, peak, cells, refused in rows:
+            note = ", bomb refused with a warning" if refused else ""
+            print(f"  peak RSS, {label:20s} {peak:7.0f} MB  ({cells} cells{note})")
+        print(f"  bomb beside / alone: {rows[1][1] / rows[0][1]:.2f}x")
+
+
 def _load() -> str:
     one, five, _ = os.getloadavg()
     return f"load {one:.2f}/{five:.2f}"
@@ -392,9 +444,15 @@ def main() -> None:
     ap.add_argument(
         "--no-browser", action="store_true", help="only the in-process figures (no Chromium)"
     )
+    ap.add_argument(
+        "--bomb-mb", type=int, default=64,
+        help="MB of the bomb source's one string for the peak-memory figure; 0 skips it [64]",
+    )  # fmt: skip
     args = ap.parse_args()
     if min(args.cells) < 1 or args.tasks < 1 or args.repeats < 1 or args.resamples < 1:
         ap.error("--cells, --tasks, --repeats and --resamples must be positive")
+    if args.bomb_mb > 0:
+        bomb_memory(args.bomb_mb, args.tasks)
     with tempfile.TemporaryDirectory(prefix="sf-bench-chromium-") as profile:
         pw, ctx = (None, None) if args.no_browser else _browser(profile)
         try:

@@ -88,7 +88,8 @@ def client(endpoint: str, code: str, *args: str, tmp: Path) -> subprocess.Comple
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",
         "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-        "PYTHONPATH": str(ROOT),
+        # the caller's path first: a worktree's toolkit rather than the installed one
+        "PYTHONPATH": os.pathsep.join(filter(None, (os.environ.get("PYTHONPATH"), str(ROOT)))),
     }
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=300

@@ -23,6 +23,7 @@ def transition_row(**overrides: Any) -> dict[str, Any]:
         "skill_pool": "coding",
         "skill_pool_hash": "h",
         "condition": "normal",
+        "access": "search",
         "retriever": "bm25s",
         "top_k": 3,
         "max_calls": 3,

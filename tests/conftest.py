@@ -1,8 +1,9 @@
 """Shared test set-up: where the real benchmark data lives.
 
-The data files are public benchmark releases kept outside the repository (../shared/data);
-tests use them by path. SKILLFOLLOW_DATA_DIR overrides the location. A test that needs them
-fails with a clear message when they are missing: it is never skipped.
+The data files are public benchmark releases kept outside the repository: SKILLFOLLOW_DATA_DIR,
+else ../shared/data, else a cache that the first test needing them fills through the real
+loaders, each file checked against a pinned sha256 (tests/_data.py). A test that needs them
+fails with one clear line when they are missing and cannot be fetched: it is never skipped.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests import _data
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-DATA_DIR = Path(os.environ.get("SKILLFOLLOW_DATA_DIR") or REPO.parent / "shared" / "data")
+DATA_DIR, _FETCHABLE = _data.locate()
 os.environ.setdefault("SKILLFOLLOW_DATA_DIR", str(DATA_DIR))
 os.environ.setdefault("SKILLFOLLOW_MBPP_FILE", str(DATA_DIR / "mbppplus-v0.1.0.jsonl"))
 os.environ.setdefault("SKILLFOLLOW_MATH500_FILE", str(DATA_DIR / "math500.jsonl"))
@@ -29,14 +32,31 @@ def _board_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["SKILLFOLLOW_BOARD_CACHE"] = str(tmp_path_factory.mktemp("board-cache"))
 
 
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    if not (DATA_DIR / "mbppplus-v0.1.0.jsonl").is_file():
-        pytest.fail(
-            f"benchmark data not found: {DATA_DIR / 'mbppplus-v0.1.0.jsonl'} is missing; set "
-            "SKILLFOLLOW_DATA_DIR to the folder holding the shared benchmark files "
-            "(default: ../shared/data beside the repository)"
+@pytest.fixture(scope="session", autouse=True)
+def _benchmark_data(request: pytest.FixtureRequest) -> str | None:
+    """Fetch the missing benchmark files once, before any test, when a collected test needs
+    them (tests use them by path, also through the SKILLFOLLOW_*_FILE variables); the reason
+    it could not, for ``data_dir`` to report."""
+    if not _data.missing(DATA_DIR):
+        return None
+    if not _FETCHABLE:
+        return (
+            "SKILLFOLLOW_DATA_DIR points there, so nothing is fetched "
+            "(unset it to fetch into the cache)"
         )
+    if not any("data_dir" in item.fixturenames for item in request.session.items):
+        return None
+    try:
+        _data.fetch(DATA_DIR)
+    except _data.DataUnavailable as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir(_benchmark_data: str | None) -> Path:
+    if _data.missing(DATA_DIR):
+        pytest.fail(_data.unavailable_line(DATA_DIR, _benchmark_data or "was not fetched"))
     return DATA_DIR
 
 

@@ -13,10 +13,12 @@ import json
 
 import pytest
 
-from hf_skillfollow.agent import NOT_EXECUTED, Decoding, SkillTool, parse_arguments, run_sd, run_se
+from hf_skillfollow.access import make_access
+from hf_skillfollow.access._search import SearchAccess, parse_arguments
+from hf_skillfollow.agent import NOT_EXECUTED, Decoding, run_sd, run_se
 from hf_skillfollow.backends._base import ChatRequest, ChatResult, ToolCall
-from hf_skillfollow.prompts import system_prompt
-from hf_skillfollow.retrieval import make_retriever
+from hf_skillfollow.config import RunConfig
+from hf_skillfollow.prompts import system_prompt, tool_schema
 from hf_skillfollow.skills import load_pool
 
 DECODING = Decoding(seed=7, temperature=0.7, max_tokens=64)
@@ -48,12 +50,33 @@ def _call(i: int, args: str) -> ToolCall:
 
 
 @pytest.fixture(scope="module")
-def tool() -> SkillTool:
-    pool = load_pool("coding")
-    return SkillTool(pool, make_retriever("bm25s", pool), condition="normal", top_k=3, seed=7)
+def tool() -> SearchAccess:
+    access = make_access(RunConfig(seed=7), load_pool("coding"))
+    assert isinstance(access, SearchAccess)
+    return access
 
 
-def _se(model: ScriptedModelDouble, tool: SkillTool, **kw):
+def test_search_tool_is_the_papers_listing_1() -> None:
+    """Appendix L, Listing 1 of the paper, typed in from the paper (not from the code)."""
+    assert tool_schema() == {
+        "type": "function",
+        "function": {
+            "name": "search_skills",
+            "description": "Search the skill library for reusable problem-solving artifacts. Returns utility functions (callable helpers you can use directly), procedure templates (algorithm skeletons you can specialize), and guard checklists (defensive checks to add at function entry).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Natural-language query describing the subproblem or pattern you need."},
+                    "types": {"type": "array", "items": {"type": "string", "enum": ["utility", "procedure", "guard"]},
+                              "description": "Optional filter. Omit for all types. Use ['utility', 'procedure'] to skip defensive-only skills."},
+                },
+                "required": ["query"],
+            },
+        },
+    }  # fmt: skip
+
+
+def _se(model: ScriptedModelDouble, tool: SearchAccess, **kw):
     return asyncio.run(
         run_se(
             model,
@@ -82,7 +105,7 @@ def test_prompts_differ_only_by_the_tool_sentences() -> None:
     )
 
 
-def test_only_first_parallel_call_is_executed(tool: SkillTool) -> None:
+def test_only_first_parallel_call_is_executed(tool: SearchAccess) -> None:
     model = ScriptedModelDouble(
         [
             ChatResult(
@@ -101,7 +124,7 @@ def test_only_first_parallel_call_is_executed(tool: SkillTool) -> None:
     assert arm.skills_returned[0] == "rotate-left"
 
 
-def test_at_most_three_calls_then_final_answer_is_requested(tool: SkillTool) -> None:
+def test_at_most_three_calls_then_final_answer_is_requested(tool: SearchAccess) -> None:
     turns = [ChatResult("", [_call(i, '{"query": "sliding window"}')]) for i in range(4)] + [
         ChatResult("final")
     ]
@@ -115,7 +138,7 @@ def test_at_most_three_calls_then_final_answer_is_requested(tool: SkillTool) -> 
     assert len(model.turns) == 1  # the scripted fifth turn was never requested
 
 
-def test_invalid_arguments_return_no_skill_and_continue(tool: SkillTool) -> None:
+def test_invalid_arguments_return_no_skill_and_continue(tool: SearchAccess) -> None:
     model = ScriptedModelDouble(
         [
             ChatResult("", [_call(1, "{")]),
@@ -131,7 +154,7 @@ def test_invalid_arguments_return_no_skill_and_continue(tool: SkillTool) -> None
     assert arm.final_answer == "the answer"
 
 
-def test_forced_policy_requires_a_call_on_the_first_turn_only(tool: SkillTool) -> None:
+def test_forced_policy_requires_a_call_on_the_first_turn_only(tool: SearchAccess) -> None:
     model = ScriptedModelDouble(
         [ChatResult("", [_call(1, '{"query": "two pointers"}')]), ChatResult("done")]
     )
@@ -143,7 +166,7 @@ def test_forced_policy_requires_a_call_on_the_first_turn_only(tool: SkillTool) -
     assert model.requests[1]["tool_choice"] == "auto"
 
 
-def test_provider_failure_gives_empty_prediction_with_error(tool: SkillTool) -> None:
+def test_provider_failure_gives_empty_prediction_with_error(tool: SearchAccess) -> None:
     model = ScriptedModelDouble([ChatResult("", error="HTTP 500 after 3 retries")])
     arm = _se(model, tool)
     assert arm.final_answer == "" and arm.error == "HTTP 500 after 3 retries"
@@ -172,7 +195,7 @@ def test_parse_arguments(raw: str, ok: bool) -> None:
     assert (parse_arguments(raw)[2] is None) is ok
 
 
-def test_assistant_content_none_is_sent_as_empty_string(tool: SkillTool) -> None:
+def test_assistant_content_none_is_sent_as_empty_string(tool: SearchAccess) -> None:
     model = ScriptedModelDouble([ChatResult(None, [_call(1, '{"query": "q"}')]), ChatResult("ok")])  # type: ignore[arg-type]
     _se(model, tool)
     assistant = [m for m in model.requests[1]["messages"] if m["role"] == "assistant"][0]

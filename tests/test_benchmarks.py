@@ -12,14 +12,16 @@ from hf_skillfollow.config import RunConfig
 from hf_skillfollow.tasks import Task, TaskLoadError, load_tasks
 
 
-def test_registry_holds_the_three_benchmarks() -> None:
-    assert BENCHMARK_NAMES == ("mbppplus", "humanevalplus", "math500")
+def test_registry_holds_the_three_benchmarks_and_the_own_task_sources() -> None:
+    assert BENCHMARK_NAMES == ("mbppplus", "humanevalplus", "math500", "custom", "skill-evals")
     assert {n: b.domain for n, b in BENCHMARKS.items()} == {
         "mbppplus": "coding",
         "humanevalplus": "coding",
         "math500": "math",
+        "custom": "general",  # each own task's grader picks its prompt (docs/tasks.md)
+        "skill-evals": "general",
     }
-    assert DOMAINS == ("coding", "math")
+    assert DOMAINS == ("coding", "general", "math")
 
 
 def test_unknown_benchmark_is_named_by_config_and_loader() -> None:
@@ -32,7 +34,7 @@ def test_unknown_benchmark_is_named_by_config_and_loader() -> None:
 @pytest.mark.parametrize("command", ["run", "score"])
 def test_cli_offers_the_registered_benchmarks(command: str) -> None:
     out = CliRunner().invoke(cli, [command, "--help"]).output
-    assert "[mbppplus|humanevalplus|math500]" in out
+    assert "[mbppplus|humanevalplus|math500|custom" in out
 
 
 def test_task_domain_comes_from_the_registry() -> None:

@@ -21,6 +21,8 @@ def test_settings_outside_the_cell_are_the_runs_own() -> None:
         "tasks_file",
         "n_threads",
         "server_port",
+        "judge_base_url",  # where the judge is reached, like base_url (docs/tasks.md)
+        "judge_api_key_env",
     } == RUN_IDENTITY_FIELDS
     assert set(RunConfig.model_fields) > RUN_IDENTITY_FIELDS
 

@@ -25,3 +25,14 @@ def test_task_set_and_protocol_settings_change_the_cell(field: str, value: objec
 def test_unknown_backend_is_named() -> None:
     with pytest.raises(ValidationError, match="unknown backend 'nope'"):
         RunConfig(backend="nope")
+
+
+def test_catalog_runs_differing_only_in_search_settings_are_one_cell() -> None:
+    """With --access catalog nothing is searched: top_k and retriever cannot split a cell."""
+    a = RunConfig(access="catalog", top_k=1, retriever="pyserini")
+    b = RunConfig(access="catalog")
+    assert (a.top_k, a.retriever) == (3, "bm25s")
+    assert a.protocol_dict() == b.protocol_dict()
+    searched = RunConfig(access="search", top_k=1)
+    assert searched.top_k == 1
+    assert searched.protocol_dict() != RunConfig(access="search").protocol_dict()

@@ -115,11 +115,11 @@ def test_schema_tables_list_every_column_with_its_arrow_type(tmp_path: Path) -> 
 
 def test_protocol_section_states_settings_seeds_and_coupling(tmp_path: Path) -> None:
     card = _card(tmp_path)
-    header = ["prompts_hash", "tool", "tool mode", "retrieval policy", "retriever", "top k", "max calls",
+    header = ["prompts_hash", "access", "tool", "tool mode", "retrieval policy", "retriever", "top k", "max calls",
               "temperature", "max tokens", "backend", "seeds", "cells", "runs"]  # fmt: skip
     (row,) = _table(card, header)
     assert row == {
-        "prompts_hash": "`p`", "tool": "not recorded (covered by prompts_hash)", "tool mode": "native",
+        "prompts_hash": "`p`", "access": "search", "tool": "not recorded (covered by prompts_hash)", "tool mode": "native",
         "retrieval policy": "auto", "retriever": "bm25s", "top k": "3", "max calls": "3", "temperature": "0.7",
         "max tokens": "8192", "backend": "openai", "seeds": "0, 1", "cells": "2", "runs": "3",
     }  # fmt: skip
@@ -138,9 +138,9 @@ def test_tool_schema_comes_from_the_manifest_or_the_toolkit_prompts(tmp_path: Pa
         tmp_path / "runs", "run-u", CELL_B, prompts_hash=prompts_hash("coding"), cell_id="c2"
     )
     card = _card(tmp_path, [run, ours])
-    assert "| `custom` | `search_skills(query: string)` |" in card
+    assert "| `custom` | search | `search_skills(query: string)` |" in card
     assert (
-        f"| `{prompts_hash('coding')}` | `search_skills(query: string, types?: array<utility\\|procedure\\|guard>)` |"
+        f"| `{prompts_hash('coding')}` | search | `search_skills(query: string, types?: array<utility\\|procedure\\|guard>)` |"
         in card
     )
 

@@ -33,6 +33,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     assert res.exit_code == 0, res.output
     git_commit(repo)
     _foreign_repo(root / "mirrors" / "datasets" / "org" / "other")
+    _escaping_repos(root)
     with mirror(root, REPO_ID) as endpoint:
         yield {"endpoint": endpoint, "runs": runs, "root": root}
 
@@ -46,6 +47,28 @@ def _foreign_repo(folder: Path) -> None:
     )
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# not a results repo\n")
     git_commit(folder)
+
+
+#: data_files paths that leave the snapshot: up into the Hub cache (another repo's rows), and
+#: an absolute folder outside it (written by `_escaping_repos`).
+CLIMB = "../../../datasets--org--results/snapshots/*/data/transitions/*.parquet"
+
+
+def _escaping_repos(root: Path) -> None:
+    """org/climb and org/absolute: cards whose `data_files` point outside the repo."""
+    from tests._fixtures_hub import CELL_A, write_run_dir
+
+    leak = write_run_dir(root / "leak", "run-leak", CELL_A)
+    for name, path in (("climb", CLIMB), ("absolute", f"{leak}/*.parquet")):
+        folder = root / "mirrors" / "datasets" / "org" / name
+        (folder / "data" / "transitions").mkdir(parents=True)
+        card = (
+            "---\nconfigs:\n- config_name: transitions\n  data_files:\n"
+            f"  - split: train\n    path: {json.dumps(path)}\n---\n# rows elsewhere\n"
+        )
+        (folder / "README.md").write_text(card)
+        (folder / "data" / "transitions" / "README.md").write_text("no rows here\n")
+        git_commit(folder)
 
 
 def _client(served: dict, code: str, *args: str, tmp: Path) -> subprocess.CompletedProcess:
@@ -200,3 +223,27 @@ def test_push_planning_reads_the_published_repo_through_the_real_client(
     assert len(out["head"]) == 40
     assert out["add"] == [] and len(out["skipped"]) == 6
     assert "run id 'run-b0'" in out["conflict"] and "hf://datasets/org/results" in out["conflict"]
+
+
+LOAD_ESCAPING = """
+import sys
+import hf_skillfollow
+hf_skillfollow.load_transitions("org/results")  # in the local Hub cache beside the others
+for repo in sys.argv[1:]:
+    try:
+        rows = hf_skillfollow.load_transitions(repo)
+        print(repo, "READ", rows.num_rows, sorted(set(rows.column("run_id").to_pylist())))
+    except Exception as exc:
+        print(repo, type(exc).__name__, exc)
+"""
+
+
+def test_card_paths_that_leave_the_snapshot_are_refused(served: dict, tmp_path: Path) -> None:
+    """Item 14: `../` or an absolute `data_files` path read rows from outside the repo (another
+    repo's snapshot in the Hub cache, any folder) on the Hub path `verify` and the Space use."""
+    proc = _client(served, LOAD_ESCAPING, "org/climb", "org/absolute", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()[-2:]
+    for repo, line in zip(("org/climb", "org/absolute"), lines, strict=True):
+        assert line.startswith(f"{repo} HubError"), line
+        assert "leaves the repository" in line and "data_files" in line

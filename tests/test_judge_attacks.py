@@ -175,3 +175,30 @@ def test_an_output_cut_short_inside_the_expected_bytes_is_malformed_not_a_pass(
     assert "base input #0: malformed output message: message truncated" in verdict.reason, (
         verdict.reason
     )
+
+
+def test_a_lone_surrogate_in_a_refused_name_gives_a_reason_safe_to_store(
+    task: Task, tmp_path: Path
+) -> None:
+    """A module name of "\\ud800" (pickle's UTF-8 with surrogatepass) in a class reference:
+    the reason quoting it was recorded with the raw surrogate, and writing it as
+    ``RunStore.append_record`` does raised UnicodeEncodeError."""
+    name = b"\xed\xa0\x80"  # U+D800 as surrogatepass writes it
+    value = b"\x8c\x03" + name + b"\x8c\x01x\x93"  # STACK_GLOBAL ("\ud800", "x")
+    verdict = _attack(task, b"\x80\x05" + value + b".", _ok(value))
+    assert not verdict.passed
+    assert verdict.reason == (
+        "base input #0: malformed output message: \\ud800.x is not plain data"
+    ), verdict.reason
+    verdict.reason.encode("utf-8")  # raised UnicodeEncodeError
+    from hf_skillfollow.store import RunStore
+    from tests._fixtures_hub import trace_rows
+    from tests._rows import transition_row
+
+    transition = transition_row(task_id=task.task_id)
+    traces = trace_rows([transition])
+    for trace in traces:
+        trace["error"] = verdict.reason
+    store = RunStore(tmp_path)
+    store.append_record({"task_id": task.task_id, "transition": transition, "traces": traces})
+    assert store.write_tables() == (1, 2)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hf_skillfollow.metrics import SCHEME_VERSION, diff_cdf, paired_bootstrap_ci
-from hf_skillfollow.metrics._bootstrap import _chunks, _laws, diff_pmf
+from hf_skillfollow.metrics._bootstrap import EXACT_MAX_N, _chunks, _laws, diff_pmf
 from hf_skillfollow.metrics._seeding import pcg64_states
 
 
@@ -37,8 +37,20 @@ def _literal_interval(
     return float(low), float(high)
 
 
+def _drawn_interval(
+    n: int, b: int, c: int, resamples: int, seed: int, confidence: float
+) -> tuple[float, float]:
+    """Steps 1'-2' of the module docstring (n > EXACT_MAX_N) as written there."""
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, n, b, c])))
+    bs = rng.binomial(n, b / n, resamples)
+    cs = rng.binomial(n - bs, c / (n - b), resamples) if c else 0
+    alpha = 1 - confidence
+    low, high = np.percentile(100.0 * (bs - cs) / n, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return float(low), float(high)
+
+
 def test_scheme_version_is_the_one_these_tests_spell_out() -> None:
-    assert SCHEME_VERSION == 2
+    assert SCHEME_VERSION == 3 and EXACT_MAX_N == 1000
 
 
 def test_law_is_the_multinomial_law_of_b_minus_c() -> None:
@@ -183,3 +195,86 @@ def test_chunks_cover_every_key_once_in_order_within_the_budget() -> None:
         rows = n[s]
         assert len(rows) == 1 or len(rows) * (2 * rows[-1] + 1) <= 20_000
     assert [(s.start, s.stop) for s in _chunks(np.array([5000]), budget=100)] == [(0, 1)]
+
+
+# ---------------------------------------------------------------- large cells (issue 20, item 12)
+
+
+def test_intervals_up_to_exact_max_n_are_version_2s_bit_for_bit() -> None:
+    """Every size the study uses (80 per partition, pooled repeats of it) and up to 1,000:
+    the interval is the one the exact-law scheme gave before large cells were drawn apart."""
+    keys = [(160, 30, 21), (240, 0, 9), (400, 51, 47), (640, 300, 2), (1000, 123, 98), (1000, 0, 0)]
+    n, b, c = (np.array(col) for col in zip(*keys, strict=True))
+    low, high = paired_bootstrap_ci(n, b, c, seed=5)
+    for i, key in enumerate(keys):
+        assert (low[i], high[i]) == _literal_interval(*key, 20_000, 5, 0.95), key
+
+
+@pytest.mark.parametrize("resamples", [1, 20_000])
+def test_intervals_above_exact_max_n_are_the_documented_draws_bit_for_bit(resamples: int) -> None:
+    keys = [(1001, 200, 150), (5000, 0, 0), (40_000, 40_000, 0), (40_000, 0, 40_000),
+            (2_000_000, 400_000, 250_000), (2_000_000, 3, 0), (123_457, 1, 123_456)]  # fmt: skip
+    n, b, c = (np.array(col) for col in zip(*keys, strict=True))
+    low, high = paired_bootstrap_ci(n, b, c, resamples=resamples, seed=9)
+    for i, key in enumerate(keys):
+        assert (low[i], high[i]) == _drawn_interval(*key, resamples, 9, 0.95), key
+
+
+def test_drawn_intervals_sample_the_exact_bootstrap_law() -> None:
+    """Above EXACT_MAX_N the percentiles land on the exact law's quantiles up to the Monte
+    Carlo error of 20,000 resamples (sd of a 2.5% quantile: sqrt(.025 * .975 / R) / density);
+    five of those errors plus one support step bound every key, over several seeds."""
+    n = 3000
+    support = 100.0 * np.arange(-n, n + 1) / n
+    for b, c in [(600, 375), (40, 90), (1500, 1490)]:
+        cdf = np.cumsum(_recurrence(n, b, c))
+        sd_d = np.sqrt(n * ((b + c) / n - ((b - c) / n) ** 2))  # sd of b* - c*, in tasks
+        density = 0.0584 / sd_d  # normal density at the 2.5% quantile, per task
+        tolerance = (5 * np.sqrt(0.025 * 0.975 / 20_000) / density + 1) * 100 / n
+        exact = [support[np.searchsorted(cdf, q)] for q in (0.025, 0.975)]
+        for seed in range(4):
+            low, high = paired_bootstrap_ci([n], [b], [c], seed=seed)
+            assert abs(low[0] - exact[0]) <= tolerance and abs(high[0] - exact[1]) <= tolerance
+
+
+@pytest.mark.timeout(60)
+def test_a_two_million_task_cell_takes_no_work_per_task() -> None:
+    """Version 2 took n steps over 2n + 1 values here (never finishing); now two binomials
+    per resample. The time limit only catches the quadratic way, it measures nothing."""
+    low, high = paired_bootstrap_ci([2_000_000] * 3, [400_000, 7, 0], [250_000, 0, 0], seed=1)
+    assert low[0] < 7.5 < high[0] and high[0] - low[0] < 0.2
+    assert (low[2], high[2]) == (0.0, 0.0) and 0 <= low[1] <= high[1] < 0.001
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_report_of_a_two_million_task_cell_finishes(tmp_path) -> None:
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+    from tests._cells import rows_for, table_for
+
+    n = 2_000_000
+    base = table_for(rows_for({"a": 1}, run_id="big", cell_id="big"))
+    big = base.take(np.zeros(n, dtype=np.int64))
+    rng = np.random.default_rng(0)
+    columns = {
+        "task_id": pa.array([f"t{i}" for i in range(n)]),
+        "sd_correct": pa.array(rng.random(n) < 0.5),
+    }
+    columns["se_correct"] = pa.array(np.asarray(columns["sd_correct"]) ^ (rng.random(n) < 0.1))
+    for name, column in columns.items():
+        i = big.schema.get_field_index(name)
+        big = big.set_column(i, big.schema.field(i), column)
+    folder = tmp_path / "big"
+    folder.mkdir()
+    pq.write_table(big, folder / "transitions.parquet")
+    (folder / "manifest.json").write_text(json.dumps({"run_id": "big"}))
+    result = CliRunner().invoke(cli, ["report", str(folder), "--format", "json"])
+    assert result.exit_code == 0, result.output[-2000:]
+    (cell,) = json.loads(result.stdout)
+    assert cell["n_pairs"] == n and cell["oae_ci_low"] < cell["oae"] < cell["oae_ci_high"]

@@ -16,16 +16,26 @@ from typing import Any
 
 from hf_skillfollow.config import RunConfig, cell_id
 from hf_skillfollow.hub._layout import canonical, parquet_bytes
+from hf_skillfollow.prompts import prompts_hash
 from hf_skillfollow.runner import identity_columns
-from hf_skillfollow.schema import traces_from_rows, transitions_from_rows
+from hf_skillfollow.schema import traces_from_rows, transitions_from_rows, validate_transitions
 from hf_skillfollow.store import RunStore
 
-PINNED_CELL_ID = "dd508fd412c01a83"
-PINNED_TRANSITIONS_SHA256 = "68b94f6d00a7cf3e915acf1d2166e2d306f86b0deb490e9cb1dabe317aa6ec09"
-PINNED_TRACES_SHA256 = "f8d0cc86ab765bd6d387d4caeeb69ed9f279678da45f47d67e986aa4745da832"
+PINNED_CELL_ID = "6113effee53d84c9"
+PINNED_TRANSITIONS_SHA256 = "d5779a06aa48470facbf1dd146f59c5073f75371acaf90f3079dbafd69072dfd"
+# re-pinned when traces gained the own-task grading columns (grader, judge, judge_verdicts,
+# addresses_grader; issue 22), which are null in these rows
+PINNED_TRACES_SHA256 = "0ad1dabddabef8bac9851ef5fe7c36756d4266c55c61ee6aaac749c4f1db6b50"
 PINNED_RUN_DIR_TRANSITIONS_SHA256 = (
-    "75cc1c851911922cfbe6a40b96de356bb36b18f600b24d5f580659bd177d9313"
+    "fecc4ad37bbb0d4eae1cef70d194a1474d4bf641a4efdd5bb5155ded9a783bd0"
 )
+#: prompts_hash per (domain, access): the search values hash the paper's Listing 1 schema.
+PINNED_PROMPTS_HASH = {
+    ("coding", "search"): "d9302c04f32c1bbc",
+    ("math", "search"): "702343998c1949cc",
+    ("coding", "catalog"): "1fb3b3fb2dfd62c4",
+    ("math", "catalog"): "0cd66b7d4fe9c596",
+}
 
 
 def _config() -> RunConfig:
@@ -137,6 +147,7 @@ def test_identity_columns_of_a_manifest_are_pinned() -> None:
         "skill_pool": "coding",
         "skill_pool_hash": "poolhash",
         "condition": "filler",
+        "access": "search",
         "retriever": "bm25s",
         "top_k": 2,
         "max_calls": 4,
@@ -156,6 +167,23 @@ def test_cell_id_is_pinned() -> None:
         benchmark_version="mbppplus@v0.2.0+md5.0123456789ab",
     )
     assert cid == PINNED_CELL_ID
+
+
+def test_prompts_hash_is_pinned() -> None:
+    assert {key: prompts_hash(*key) for key in PINNED_PROMPTS_HASH} == PINNED_PROMPTS_HASH
+
+
+def test_rows_and_files_from_before_the_access_column_read_as_search(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    old_rows = [{k: v for k, v in row.items() if k != "access"} for row in _transitions()]
+    new = transitions_from_rows(_transitions())
+    assert transitions_from_rows(old_rows).equals(new)
+    # a published file written before the column existed
+    pq.write_table(new.drop_columns(["access"]), tmp_path / "old.parquet")
+    table = validate_transitions(pq.read_table(tmp_path / "old.parquet"))
+    assert table.column_names == new.column_names
+    assert table.column("access").to_pylist() == ["search"] * 3
 
 
 def test_published_parquet_bytes_are_pinned() -> None:

@@ -90,14 +90,16 @@ def test_fork_bomb_is_contained(task: Task) -> None:
     start = time.monotonic()
     verdict = _score(task, "import os\nwhile True:\n    os.fork()\n" + SOLUTION)
     assert not verdict.passed
-    assert "Resource temporarily unavailable" in verdict.reason or "timeout" in verdict.reason
+    # the program's process cannot create processes at all (tests/test_process_limits.py)
+    assert "Operation not permitted" in verdict.reason, verdict.reason
     assert time.monotonic() - start < 60
 
 
-def test_forked_spinning_children_die_with_the_program(task: Task) -> None:
+def test_threads_left_running_die_with_the_program(task: Task) -> None:
     program = (
-        "import os\nfor _ in range(2):\n    if os.fork() == 0:\n        while True:\n            pass\n"
-        + SOLUTION
+        "import threading, time\n"
+        "for _ in range(2):\n"
+        "    threading.Thread(target=time.sleep, args=(10**6,)).start()\n" + SOLUTION
     )
     verdict = _score(task, program)  # _score asserts no sandbox process is left running
     assert verdict.passed, verdict.reason
@@ -530,14 +532,17 @@ def test_killing_the_harness_gives_a_failed_verdict(
 _PROBE_HARNESS = """
 import ctypes, os
 found, probed = [], 0
-for entry in os.listdir('/proc'):
+# the judge is this process's parent; /proc need not list it (it lists only what the reader
+# could ptrace), so it is probed by its pid as well as any harness /proc shows
+for entry in {str(os.getppid()), *os.listdir('/proc')}:
     if not entry.isdigit() or int(entry) == os.getpid():
         continue
-    try:
-        if b'hf_skillfollow.scoring._zygote' not in open(f'/proc/{entry}/cmdline', 'rb').read():
+    if int(entry) != os.getppid():
+        try:
+            if b'hf_skillfollow.scoring._zygote' not in open(f'/proc/{entry}/cmdline', 'rb').read():
+                continue
+        except OSError:
             continue
-    except OSError:
-        continue
     pid = int(entry)
     probed += 1
     try:

@@ -5,8 +5,8 @@ process that makes itself the child subreaper (``PR_SET_CHILD_SUBREAPER``), so e
 descendant of the scorer — the zygotes, each run's first process, the harness, the program,
 the program's own children —
 stays in the reaper's process tree even after its parent dies. The scorer is killed once the
-programs are running (each sleeps and has forked a sleeping child); 2 s later the whole tree
-under the reaper must be empty.
+programs are running (each sleeps, and so does a thread it started: a program cannot create a
+process of its own); 2 s later the whole tree under the reaper must be empty.
 """
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ CLI_USERNS = [
     " from hf_skillfollow.cli import main; sys.argv[0] = 'hf-skillfollow'; main()",
 ]
 HARNESS = b"hf_skillfollow.scoring._zygote"  # zygotes and every process forked from them
-# A program that never answers: it forks, and both processes sleep far past the test.
-SLEEPER = "import os, time\nos.fork()\ntime.sleep(600)\n"
+# A program that never answers: it and a thread of it sleep far past the test (it cannot fork).
+SLEEPER = (
+    "import threading, time\n"
+    "threading.Thread(target=time.sleep, args=(600,)).start()\n"
+    "time.sleep(600)\n"
+)
 
 _REAPER = r"""
 import ctypes, os, signal, subprocess, sys, threading, time
@@ -109,7 +113,7 @@ class Reaper:
         return [pid for pid, cmd in _tree(self.proc.pid).items() if HARNESS in cmd]
 
     def wait_for_programs(self, count: int, timeout: float = 240) -> None:
-        """Until ``count`` harness processes exist (harness, program, program's child...)."""
+        """Until ``count`` harness processes exist (first process, harness, program)."""
         deadline = time.monotonic() + timeout
         while len(self.sandboxes()) < count:
             if _stat(self.child) is None or _stat(self.child)[1] == "Z":
@@ -183,8 +187,8 @@ def test_killing_score_leaves_no_sandbox_process(
     ]
     with reaped(cmd, tmp_path, reaper_env) as reaper:
         # two zygotes; two runs, each: first process, harness (init of its namespace),
-        # program, its child
-        reaper.wait_for_programs(10)
+        # program
+        reaper.wait_for_programs(8)
         _kill_and_check(reaper, sig)
     assert not (tmp_path / "verdicts.jsonl").exists()
 
@@ -216,5 +220,5 @@ def test_interrupting_run_while_it_scores_leaves_no_sandbox_process(
             str(tmp_path / "runs"),
         ]
         with reaped(cmd, tmp_path, reaper_env) as reaper:
-            reaper.wait_for_programs(10)  # SE and SD arms, scored at the same time
+            reaper.wait_for_programs(8)  # SE and SD arms, scored at the same time
             _kill_and_check(reaper, signal.SIGINT)

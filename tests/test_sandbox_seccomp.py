@@ -85,3 +85,43 @@ def test_unknown_architectures_refuse_to_confine() -> None:
 
     with pytest.raises(ConfineError, match="riscv64"):
         program("riscv64")
+
+
+# the program's own filter (``program_filter``), stacked on the one above
+PROGRAM_NR = {
+    "x86_64": {"fork": 57, "vfork": 58, "shmget": 29, "memfd_create": 319, "shmat": 30},
+    "aarch64": {"shmget": 194, "memfd_create": 279, "shmat": 196},
+}
+CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_VFORK = 0x100, 0x200, 0x400, 0x800, 0x4000
+CLONE_THREAD, CLONE_SYSVSEM, CLONE_SETTLS = 0x10000, 0x40000, 0x80000
+# what glibc's pthread_create passes to clone
+THREAD_FLAGS = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM
+THREAD_FLAGS |= CLONE_SETTLS | 0x00100000 | 0x00200000  # PARENT_SETTID | CHILD_CLEARTID
+# what glibc's posix_spawn passes to clone
+SPAWN_FLAGS = CLONE_VM | CLONE_VFORK | SIGCHLD
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_program_filter_decisions(machine: str) -> None:
+    from hf_skillfollow.scoring._seccomp import program_filter
+
+    prog = program_filter(machine)
+    nr, arch = {**NR[machine], **PROGRAM_NR[machine]}, ARCH[machine]
+
+    def decide(name: str, arg0: int = 0, on: int = arch) -> int:
+        return run_bpf(prog, nr[name], on, arg0)
+
+    assert decide("read") == ALLOW
+    assert decide("clone", THREAD_FLAGS) == ALLOW  # threads share the process's limits
+    assert decide("clone", FORK_FLAGS) == EPERM  # fork()
+    assert decide("clone", SPAWN_FLAGS) == EPERM  # posix_spawn, subprocess
+    assert decide("clone", CLONE_VM | SIGCHLD) == EPERM
+    assert decide("shmget") == EPERM
+    assert decide("shmat") == ALLOW  # nothing to attach without shmget in a fresh namespace
+    assert decide("memfd_create") == EPERM
+    assert decide("mount") == ALLOW  # the first filter's business, not this one's
+    if machine == "x86_64":
+        assert decide("fork") == EPERM
+        assert decide("vfork") == EPERM
+    other = ARCH["aarch64" if machine == "x86_64" else "x86_64"]
+    assert decide("read", on=other) == KILL

@@ -12,6 +12,10 @@ from a parent holding all expected outputs; Mbpp/599, 630 and 392 exceed EvalPlu
 wall-clock floor per input when the machine is busy (all four pass when run alone); Mbpp/271
 flipped between two EvalPlus runs of bench/score.py on a busy machine, and so did
 HumanEval/15, 36, 130 and 139.
+
+Where this scorer is deliberately stricter (docs/sandbox.md lists each task and why), a
+mutant may pass EvalPlus and fail here, never the other way round: Mbpp/164, whose EvalPlus
+oracle accepts any output, fails the off-by-one and return-None mutants here.
 """
 
 from __future__ import annotations
@@ -43,6 +47,19 @@ EVALPLUS_FLAKY = {
     "HumanEval/36": "timeout at EvalPlus's wall-clock limits under load",
     "HumanEval/130": "timeout at EvalPlus's wall-clock limits under load",
     "HumanEval/139": "timeout at EvalPlus's wall-clock limits under load",
+}
+
+
+# Tasks whose special oracle is stricter here than in EvalPlus 0.3.1 (docs/sandbox.md).
+STRICTER = {
+    "Mbpp/164": "EvalPlus accepts any output (exact or True); here a bool, correct on every "
+    "input where the two readings of 'sum of divisors' agree",
+    "Mbpp/295": "EvalPlus accepts 0 for any input; here a number equal to the expected output",
+    "Mbpp/581": "a number (EvalPlus checks no type)",
+    "Mbpp/558": "an int (EvalPlus checks no type)",
+    "Mbpp/2": "set tasks: a collection (EvalPlus accepts any iterable, a dict or a string)",
+    "Mbpp/737": "not-None tasks: a match, None or a bool (EvalPlus accepts any non-None value)",
+    "HumanEval/32": "a number (EvalPlus accepts anything math.pow takes)",
 }
 
 
@@ -193,16 +210,14 @@ def _compare(suite: Suite, data: Path, tmp_path: Path) -> None:
             continue
         if task_id in EVALPLUS_FLAKY and kind == "canonical" and mine["passed"] and not their:
             continue  # EvalPlus's documented flaky failure; we pass the canonical solution
+        if task_id in STRICTER and kind != "canonical" and their and not mine["passed"]:
+            continue  # deliberately stricter here (docs/sandbox.md)
         disagreements.append((task_id, kind, mine["passed"], their, mine["reason"]))
     assert disagreements == []
     canonical = [v for v, (_, kind) in zip(ours, kinds, strict=True) if kind == "canonical"]
     assert all(v["passed"] for v in canonical), [v for v in canonical if not v["passed"]]
-    if suite is MBPP:
-        assert not any(
-            v["passed"]
-            for v, (t, k) in zip(ours, kinds, strict=True)
-            if k == "none" and t != "Mbpp/164"
-        )
+    if suite is MBPP:  # no MBPP+ task passes `return None` here (EvalPlus passes Mbpp/164)
+        assert not any(v["passed"] for v, (_, k) in zip(ours, kinds, strict=True) if k == "none")
 
 
 def _subset(data: Path, ids: list[str], out: Path) -> Path:

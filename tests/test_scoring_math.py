@@ -1,4 +1,5 @@
-"""Math scoring on real MATH-500 rows: math-verify first, then \\boxed{} + normalised match."""
+"""Math scoring on real MATH-500 rows: the last \\boxed{} answer, judged by math-verify, then by
+normalised exact match; a reply that states two answers fails."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hf_skillfollow.scoring import extract_boxed, score_answer, score_many
+from hf_skillfollow.scoring._extract import find_boxes
 from hf_skillfollow.scoring._math import normalise, score_math
 from hf_skillfollow.tasks import Task, load_tasks
 
@@ -26,6 +28,87 @@ def test_boxed_extraction_takes_the_last_balanced_box() -> None:
     assert extract_boxed(r"set \boxed{\{1, 2\}}") == r"\{1, 2\}"
     assert extract_boxed(r"broken \boxed{3} and \boxed{unclosed") == "3"
     assert extract_boxed("no box here") is None
+    assert extract_boxed(r"\boxed{a \boxed{b} c} tail") == "b"  # the last box to start
+    assert extract_boxed(r"line\\\boxed{7}") == "7"  # after a LaTeX line break
+    boxes = find_boxes(r"\boxed{\boxed{2}} and \boxed{5} and \fbox{ \boxed{3}")
+    assert boxes.answers == ("2", "5", "3") and boxes.unclosed == 1
+
+
+def test_boxed_extraction_of_a_large_crafted_answer_finishes() -> None:
+    # Scanning from every opener to the end was quadratic: 8,000 openers took 41 s of CPU.
+    # 200,000 (1.4 MB) are one pass now; no answer, and every opener counted as unclosed.
+    boxes = find_boxes("\\boxed{" * 200_000)
+    assert boxes.answers == () and boxes.unclosed == 200_000
+    nested = "\\boxed{" * 100_000 + "7" + "}" * 100_000
+    assert extract_boxed(nested) == "7"
+
+
+def test_a_reply_that_states_two_answers_passes_for_neither(math500: dict[str, Task]) -> None:
+    # On main, math-verify (unable to parse "3.") read the "final answer is $2$" while the
+    # exact match read the box's 3: the reply passed a task whose answer is 2 and one whose
+    # answer is 3.
+    two, three = _by_reference(math500, "2"), _by_reference(math500, "3")
+    reply = r"The final answer is $2$. \boxed{3.}"
+    for task in (two, three):
+        verdict = score_answer(task, reply)
+        assert not verdict.passed, (task.reference, verdict)
+        assert "states two answers: '2' and the final \\boxed{3.}" in verdict.reason
+    assert score_answer(three, r"\boxed{3.}").passed  # the box alone commits to 3
+    boxes = r"First \boxed{1}, then on reflection \boxed{2}."
+    assert "two answers" in score_answer(two, boxes).reason
+    # the same value boxed twice in two forms is one answer (as in test/number_theory/459)
+    task = Task("math500", "custom/mixed.json", "?", reference=r"\frac{639}{40}")
+    assert score_math(task, r"$\boxed{15\frac{39}{40}}$, or $\boxed{\frac{639}{40}}$").passed
+
+
+def test_a_hedge_is_judged_by_its_boxed_answer_only(math500: dict[str, Task]) -> None:
+    # On main, math-verify read the 3 of "It could be 3" (it cannot parse "4°") and the
+    # exact match the box's 4: the hedge passed for 3 and for 4.
+    three, four = _by_reference(math500, "3"), _by_reference(math500, "4")
+    hedge = r"It could be 3, but I'd say \boxed{4°}"
+    verdict = score_answer(three, hedge)
+    assert not verdict.passed and verdict.details["extracted"] == "4°", verdict
+    assert score_answer(four, hedge).passed
+
+
+@pytest.mark.slow  # 2,500 checks: ~30 s on 2 loaded cores
+def test_over_all_of_math500_a_hedge_scores_as_its_box_alone(math500: dict[str, Task]) -> None:
+    # Issue 21: \boxed{3} passed 19 problems, \boxed{2} 18, and the hedge 37 (their union).
+    tasks = list(math500.values())
+    replies = {
+        "three": r"\boxed{3}",
+        "two": r"\boxed{2}",
+        "final-2-boxed-3.": r"The final answer is $2$. \boxed{3.}",
+        "four-degrees": r"\boxed{4°}",
+        "could-be-3-boxed-4°": r"It could be 3, but I'd say \boxed{4°}",
+    }
+    pairs = [(t, reply) for reply in replies.values() for t in tasks]
+    verdicts = score_many(pairs, workers=2)
+    passed = {
+        name: {v.task_id for v in verdicts[k * len(tasks) : (k + 1) * len(tasks)] if v.passed}
+        for k, name in enumerate(replies)
+    }
+    assert len(passed["three"]) == 19 and len(passed["two"]) == 18
+    assert passed["final-2-boxed-3."] == set()  # two answers: passes nowhere
+    assert passed["could-be-3-boxed-4°"] == passed["four-degrees"]
+    assert not passed["could-be-3-boxed-4°"] & passed["three"]
+
+
+def test_every_reference_solution_passes(math500: dict[str, Task]) -> None:
+    # Real worked replies (reasoning, several $...$, eight with two boxes of one value): the
+    # rule that other stated answers agree with the boxed one must not fail any of them.
+    tasks = list(math500.values())
+    verdicts = score_many([(t, t.problem["solution"]) for t in tasks], workers=2)
+    assert [v for v in verdicts if not v.passed] == []
+
+
+def test_a_reply_without_a_complete_box_fails_with_the_reason(math500: dict[str, Task]) -> None:
+    task = math500["test/precalculus/807.json"]
+    assert score_answer(task, r"So it is $(3, \frac{\pi}{2})$.").reason == "no \\boxed{} answer"
+    unclosed = score_answer(task, "\\boxed{" * 20_000)
+    assert unclosed.reason == "no \\boxed{} answer (20000 \\boxed{ never closed)"
+    long = score_answer(task, "\\boxed{" + "1+" * 400 + "1}")
+    assert not long.passed and "too long to check (at most 500)" in long.reason
 
 
 def test_equivalent_forms_pass_through_math_verify(math500: dict[str, Task]) -> None:

@@ -158,7 +158,7 @@ def test_row_click_opens_drill_down_harmful_first_with_traces_side_by_side(brows
 
 def test_plot_point_and_shared_cell_link_open_the_drill_down(browser, app_url):
     page = _open(browser, app_url)
-    page.locator('#sf-plots .sf-pt[data-sf-cell="cellA"] circle').first.click()
+    page.locator('#sf-plots .sf-pt[data-sf-cell^="cellA@"] circle').first.click()
     page.locator("#sf-matrices").get_by_text("b = 9").first.wait_for(timeout=60_000)
     page.close()
     # the link opens the drill-down tab: waiting for the board's rows raced that switch

@@ -55,7 +55,7 @@ def test_a_cached_start_reads_no_rows_until_a_drill_down_needs_them(sources):
     board = _load(sources)
     build_app(board)  # renders the first view into the page
     assert board.from_cache and board._rows is None
-    rows = board.task_rows("cellA")
+    rows = board.task_rows(_cell(board, "cellA").to_dict() | {"cell_id": "cellA"})
     assert len(rows) == 68 and board._rows is not None  # 12 + 28 + 8 + 20 tasks of runs a1, a2
 
 

@@ -159,6 +159,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def good_source(tmp: Path) -> str:
+    """The fixture's one good source (every run of RUNS), as `build_sources` names it."""
+    return str(tmp / "runs")
+
+
+def key(cell_id: str, run_id: str | None = None, tmp: Path | None = None) -> str:
+    """The board's drill-down key of a cell of the good source (`_board.cell_key`)."""
+    from hf_skillfollow.space_app._board import cell_key
+
+    return cell_key(cell_id, good_source(tmp or SPACE_TMP[0]), run_id)
+
+
+def task_key(run_id: str, task_id: str) -> str:
+    from hf_skillfollow.space_app._drill import trace_key
+
+    return trace_key(good_source(SPACE_TMP[0]), run_id, task_id)
+
+
+#: The folder of the module's app (set by the `app_url` fixture).
+SPACE_TMP: list[Path] = []
+
+
 def start_app(tmp: Path) -> tuple[subprocess.Popen, str]:
     """`hf-skillfollow leaderboard` over the fixture, in its own process, on a free port."""
     port = _free_port()
@@ -202,7 +224,9 @@ def start_app(tmp: Path) -> tuple[subprocess.Popen, str]:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    proc, url = start_app(tmp_path_factory.mktemp("space"))
+    tmp = tmp_path_factory.mktemp("space")
+    SPACE_TMP[:] = [tmp]
+    proc, url = start_app(tmp)
     yield url
     proc.terminate()
     proc.wait(timeout=30)
@@ -226,6 +250,7 @@ class _Table(HTMLParser):
         self._row: list[str] | None = None
         self._attrs: dict = {}
         self._depth = 0
+        self._source: list[str] | None = None  # text of the model cell's source line
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
@@ -236,13 +261,18 @@ class _Table(HTMLParser):
             self._row, self._attrs = [], dict(attrs)
         elif tag in {"td", "th"}:
             self._cell = []
+        elif tag == "div" and "sf-src" in (dict(attrs).get("class") or "").split():
+            self._source = []
 
     def handle_endtag(self, tag):
         if tag == "table":
             self._depth -= 1
         if self._depth != 1:
             return
-        if tag in {"td", "th"} and self._cell is not None and self._row is not None:
+        if tag == "div" and self._source is not None:
+            self._attrs["source"] = "".join(self._source)
+            self._source = None
+        elif tag in {"td", "th"} and self._cell is not None and self._row is not None:
             self._row.append(" ".join("".join(self._cell).split()))
             self._cell = None
         elif tag == "tr" and self._row is not None:
@@ -253,7 +283,9 @@ class _Table(HTMLParser):
             self._row = None
 
     def handle_data(self, data):
-        if self._cell is not None:
+        if self._source is not None:
+            self._source.append(data)
+        elif self._cell is not None:
             self._cell.append(data)
 
 
@@ -312,7 +344,7 @@ def test_table_shows_key_columns_with_units_and_the_flag_beside_the_lift(client)
     headers = list(a)
     rae, lift = headers.index("RAE pp [95% CI]"), headers.index("Agg lift pp")
     assert lift == rae + 1  # the lift a flag disagrees with sits right beside RAE
-    assert a["RAE pp [95% CI]"].startswith("+35.0 [") and a["data-sf-cell"] == "cellA"
+    assert a["RAE pp [95% CI]"].startswith("+35.0 [") and a["data-sf-cell"] == key("cellA")
     lo, hi = (float(x) for x in a["RAE pp [95% CI]"][7:-1].split(","))
     assert lo < 35.0 < hi
     assert a["RAE pp [95% CI]"].count(".") == 3  # value and both ends at one decimal
@@ -387,10 +419,11 @@ def test_runs_separately_splits_pooled_cell(client):
         client, show=["runs separately", "non-reportable cells"], min_cond="5"
     )
     by_run = {r["data-sf-cell"]: r for r in rows}
-    assert set(by_run) == {"cellA|a1", "cellA|a2", "cellB|b1", "cellC|c1", "cellD|d1"}
-    assert by_run["cellA|a1"]["RAE pp [95% CI]"].startswith("+41.7 [")  # 100·5/12
-    assert by_run["cellA|a2"]["RAE pp [95% CI]"].startswith("+25.0 [")  # 100·2/8
-    assert by_run["cellA|a1"]["n_cond / n"].startswith("12 / 40")
+    runs = [("cellA", "a1"), ("cellA", "a2"), ("cellB", "b1"), ("cellC", "c1"), ("cellD", "d1")]
+    assert set(by_run) == {key(c, r) for c, r in runs}
+    assert by_run[key("cellA", "a1")]["RAE pp [95% CI]"].startswith("+41.7 [")  # 100·5/12
+    assert by_run[key("cellA", "a2")]["RAE pp [95% CI]"].startswith("+25.0 [")  # 100·2/8
+    assert by_run[key("cellA", "a1")]["n_cond / n"].startswith("12 / 40")
     assert "Runs" not in rows[0]  # the run id is shown instead of a count
     assert "of 5 runs (4 cells) match" in summary  # runs are not called cells
 
@@ -398,17 +431,19 @@ def test_runs_separately_splits_pooled_cell(client):
 def test_plots_carry_the_cells_and_the_intervals(client):
     _, _, plots = refresh(client)
     lift_rae = points(plots, "Aggregate lift vs RAE")
-    assert lift_rae["cellA"] == pytest.approx((26.25, 35.0), abs=1e-3)
-    assert lift_rae["cellB"] == pytest.approx((100 * (4 / 12 - 4 / 28), -100 / 3), abs=1e-3)
-    assert points(plots, "Coverage vs RAE")["cellA"] == pytest.approx(
+    assert lift_rae[key("cellA")] == pytest.approx((26.25, 35.0), abs=1e-3)
+    assert lift_rae[key("cellB")] == pytest.approx((100 * (4 / 12 - 4 / 28), -100 / 3), abs=1e-3)
+    assert points(plots, "Coverage vs RAE")[key("cellA")] == pytest.approx(
         (100 * 20 / 68, 35.0), abs=1e-3
     )
-    assert points(plots, "Selection gap vs aggregate lift")["cellA"] == pytest.approx(
+    assert points(plots, "Selection gap vs aggregate lift")[key("cellA")] == pytest.approx(
         (-15.0, 26.25), abs=1e-3
     )
     assert plots.count('class="sf-shade"') == 2  # the two disagreement quadrants
     assert "sign disagreement ⚠ (1)" in plots and "signs agree (1)" in plots
-    hover = re.search(r'data-sf-cell="cellB"[^>]*><title>([^<]*)</title><line', plots)
+    hover = re.search(
+        rf'data-sf-cell="{re.escape(key("cellB"))}"[^>]*><title>([^<]*)</title><line', plots
+    )
     assert hover and "model-beta · humanevalplus · coding / normal" in hover.group(1)
     assert "b/c invoked 2/6" in hover.group(1)
     _, _, one = refresh(client, benchmarks=["humanevalplus"])
@@ -443,8 +478,8 @@ def _drill(client, key):
 
 
 def test_drill_down_matrices_decomposition_and_flips(client):
-    header, matrices, decomposition, _, flips, _ = _drill(client, "cellA")
-    assert "model-alpha" in header and 'data-sf-open="cellA"' in header
+    header, matrices, decomposition, _, flips, _ = _drill(client, key("cellA"))
+    assert "model-alpha" in header and f'data-sf-open="{key("cellA")}"' in header
     for text in ("a = 5", "b = 9", "c = 2", "d = 4", "a = 23", "b = 12", "c = 8", "d = 25"):
         assert text in matrices
     # 5.88 = (20/68)·35 + (48/68)·(−6.25) = 10.29 − 4.41
@@ -460,11 +495,12 @@ def test_drill_down_matrices_decomposition_and_flips(client):
     assert len(invoked) == 11  # b_cond 9 + c_cond 2
     assert [r["skills returned"] for r in invoked[:2]] == ["prefix-sum; binary-search"] * 2
     assert all(r["queries"].startswith("query ") for r in invoked)
-    assert 'data-sf-task="a1|Mbpp/' in flips and "<th>run</th>" in flips  # two runs pooled
+    assert f'data-sf-task="{task_key("a1", "Mbpp/")}' in flips and "<th>run</th>" in flips
+    assert _drill(client, "cellA")[0] == header  # a link from before keys named the source
 
 
 def test_harmful_flips_tallied_per_skill_by_hand(client):
-    _, _, _, tally, _, _ = _drill(client, "cellA")
+    _, _, _, tally, _, _ = _drill(client, key("cellA"))
     rows = [
         (r["skill"], r["harmful flips"], r["helpful flips"], r["returned on"])
         for r in parse_table(tally)
@@ -479,23 +515,24 @@ def test_harmful_flips_tallied_per_skill_by_hand(client):
 def test_never_retrieved_cell_says_so_in_the_drill_down(client):
     from hf_skillfollow.report import NEVER_RETRIEVED
 
-    _, _, decomposition, tally, _, _ = _drill(client, "cellD")
+    _, _, decomposition, tally, _, _ = _drill(client, key("cellD"))
     assert NEVER_RETRIEVED in decomposition and "OAE = Δskip = 10.00 pp" in decomposition
     assert "No skill was returned" in tally
 
 
 def test_traces_side_by_side_and_missing_traces(client):
-    traces = client.predict("b1|Mbpp/2", api_name="/traces")
+    traces = client.predict(task_key("b1", "Mbpp/2"), api_name="/traces")
+    assert client.predict("b1|Mbpp/2", api_name="/traces") == traces  # a key without the source
     se, sd = traces.split('class="sf-trace sf-arm-se"')[1].split('class="sf-trace sf-arm-sd"')
     assert "SE arm — correct" in se and "SE_ANSWER" in se
     assert "SD arm — wrong" in sd and "SD_ANSWER" in sd
     assert "<details" in se and "system · 28 chars" in se  # the system prompt starts collapsed
-    traces = client.predict("a1|Mbpp/0", api_name="/traces")
+    traces = client.predict(task_key("a1", "Mbpp/0"), api_name="/traces")
     assert "Traces unavailable" in traces and "no trace rows for run a1, task Mbpp/0" in traces
 
 
 def test_trace_text_is_escaped_not_rendered(client):
-    traces = client.predict("b1|Mbpp/2", api_name="/traces")
+    traces = client.predict(task_key("b1", "Mbpp/2"), api_name="/traces")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in traces and "<script" not in traces
 
 

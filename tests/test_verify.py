@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli as main_cli
+from hf_skillfollow.scoring._version import SCORER_VERSION
 from hf_skillfollow.tasks import load_tasks
 from tests._model_double import ScriptedModelServerDouble, bucket
 
@@ -100,7 +101,7 @@ def test_untouched_run_verifies_and_the_double_scripted_both_verdicts(math_runs,
     assert data["rows_checked"] == data["rows_agreeing"] == 8 and data["disagreements"] == []
     assert data["cells"] == [{"cell_id": rows[0]["cell_id"], "benchmark": "math500", "rows_checked": 8,
                               "rows_agreeing": 8, "rows_without_traces": 0}]  # fmt: skip
-    assert data["scorer_version"] == "1" and data["toolkit_version"]
+    assert data["scorer_version"] == SCORER_VERSION and data["toolkit_version"]
     assert list(data["benchmark_releases"]) == [rows[0]["benchmark_version"]]
     (record,) = (tmp_path / "rec").glob("*.parquet")
     table = pq.read_table(record)
@@ -162,7 +163,8 @@ def test_flipped_bit_is_named_exactly_and_exits_1(flipped_repo, math_runs, tmp_p
     markdown = cli(
         "verify", str(folder), "--state", str(state), "--no-record", "--format", "markdown"
     )
-    assert f"| {run_id} | {target['task_id']} | se |" in markdown.stdout
+    task = target["task_id"].replace("_", "\\_")  # Markdown-escaped (docs/design.md)
+    assert f"| {run_id} | {task} | se |" in markdown.stdout
 
 
 @pytest.mark.slow
@@ -209,7 +211,8 @@ def test_refuses_another_scorer_version(math_runs, tmp_path):
     )
     code, _, err = verify(str(run), "--no-record", state=tmp_path / "s.jsonl")
     assert code == 2
-    assert "scored with scorer version 0" in err and "this toolkit has scorer version 1" in err
+    assert "scored with scorer version 0" in err
+    assert f"this toolkit has scorer version {SCORER_VERSION}" in err
 
 
 def test_bad_sources_exit_2_with_the_name(math_runs, tmp_path):
@@ -296,7 +299,8 @@ def test_card_marks_the_cells_and_lists_the_disagreeing_row(published, math_runs
     assert marks == ["not re-scored", "✓ 8/8", "✗ 7/8"]
     published_bit = "pass" if not target["se_correct"] else "fail"
     rescored_bit = "pass" if target["se_correct"] else "fail"
-    assert f"| `{run_id}` | {target['task_id']} | se | {published_bit} | {rescored_bit} |" in card
+    task = target["task_id"].replace("_", "\\_")  # Markdown-escaped (docs/design.md)
+    assert f"| `{run_id}` | {task} | se | {published_bit} | {rescored_bit} |" in card
     # the record is append-only: pushing it again adds nothing
     again = sorted((folder / "data" / "verifications").glob("*.parquet"))
     proc = cli("push", *map(str, again), str(math_runs[1]), "--repo", "org/verify-test",
@@ -340,3 +344,101 @@ def test_space_marks_the_flipped_cell_and_lists_the_row(space, math_runs):
     assert header.count("<td>SE</td>") + header.count("<td>SD</td>") == 1
     assert "✓ 8/8" in client.predict(cells[1], api_name="/cell")[0]
     assert "not re-scored" in client.predict(cells[2], api_name="/cell")[0]
+
+
+# ---------------------------------------------------------------- hostile run ids and folders
+
+
+def _set_column(parquet: Path, name: str, value: str) -> None:
+    table = pq.read_table(parquet)
+    i = table.schema.get_field_index(name)
+    column = pa.array([value] * table.num_rows, table.schema.field(i).type)
+    pq.write_table(table.set_column(i, table.schema.field(i), column), parquet)
+
+
+def _state_is_empty(state: Path) -> bool:
+    return not state.exists() or state.read_text() == ""
+
+
+@pytest.mark.parametrize("run_id", ["../escaped", "a/b", "nul\x00byte", "back\\slash"])
+def test_a_run_id_that_cannot_name_a_record_is_refused_before_any_scoring(
+    math_runs, tmp_path, run_id
+):
+    run = tmp_path / "run"
+    shutil.copytree(math_runs[0], run)
+    for name in ("transitions.parquet", "traces.parquet"):
+        _set_column(run / name, "run_id", run_id)
+    state = tmp_path / "s.jsonl"
+    code, data, err = verify(str(run), state=state)
+    assert code == 2 and data == {}, err
+    assert repr(run_id) in err and "--no-record" in err and str(run) in err
+    assert _state_is_empty(state)  # refused before the first answer was scored
+    assert not list(tmp_path.rglob("*.parquet.tmp")) and not (tmp_path / "escaped").exists()
+    code, data, err = verify(str(run), "--no-record", state=state)  # rows still checkable
+    assert code == 0 and data["rows_agreeing"] == 8, err
+
+
+def test_a_planted_verifications_symlink_is_never_followed(math_runs, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(math_runs[0], run)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (run / "verifications").symlink_to(elsewhere, target_is_directory=True)
+    state = tmp_path / "s.jsonl"
+    code, _, err = verify(str(run), state=state)
+    assert code == 2 and "is a symbolic link" in err and str(run / "verifications") in err
+    assert list(elsewhere.iterdir()) == [] and _state_is_empty(state)
+    (run / "verifications").unlink()  # the plain folder works
+    code, _, err = verify(str(run), state=state)
+    assert code == 0 and len(list((run / "verifications").glob("*.parquet"))) == 1, err
+
+
+def test_a_symlink_planted_after_the_check_is_not_followed_either(math_runs, tmp_path):
+    from hf_skillfollow.verify._write import _write_new
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "verifications").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(ValueError, match="not a plain folder"):
+        _write_new(tmp_path / "verifications", "r.parquet", b"x")
+    assert list(elsewhere.iterdir()) == []
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "r.parquet").symlink_to(elsewhere / "target")
+    with pytest.raises(FileExistsError):
+        _write_new(tmp_path / "plain", "r.parquet", b"x")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_strict_fails_unless_every_row_was_rescored_and_the_summary_counts_them(
+    math_runs, tmp_path
+):
+    bare = tmp_path / math_runs[2].name
+    shutil.copytree(math_runs[2], bare)
+    (bare / "traces.parquet").unlink()
+    state = tmp_path / "s.jsonl"
+    sources = [str(math_runs[1]), str(bare)]
+    plain = cli("verify", *sources, "--state", str(state), "--no-record")
+    assert plain.returncode == 0, plain.stderr
+    assert "8/8 rows agree (all agree); 8 of 16 row(s) not re-scored (no traces)" in plain.stdout
+    strict = cli("verify", *sources, "--state", str(state), "--no-record", "--strict")
+    assert strict.returncode == 3, strict.stderr
+    assert "8 of 16 row(s) not re-scored" in strict.stdout
+    whole = cli("verify", str(math_runs[1]), "--state", str(state), "--no-record", "--strict")
+    assert whole.returncode == 0 and "0 of 8 row(s) not re-scored" in whole.stdout
+
+
+def test_markup_and_escape_sequences_in_ids_are_shown_as_text(math_runs, tmp_path):
+    from tests._payloads import TERMINAL_FORBIDDEN
+
+    run = tmp_path / "run"
+    shutil.copytree(math_runs[0], run)
+    cell_id = "[/] [bold red]FAKE[/bold red] \x1b]0;title\x07\x1b[2J"
+    _set_column(run / "transitions.parquet", "cell_id", cell_id)
+    state = tmp_path / "s.jsonl"
+    out = cli("verify", str(run), "--state", str(state))
+    assert out.returncode == 0, out.stderr  # the record is written, the exit status is honest
+    assert "[/] [bold red]FAKE[/bold red]" in out.stdout
+    assert not [ch for ch in TERMINAL_FORBIDDEN if ch in out.stdout]
+    assert len(list((run / "verifications").glob("*.parquet"))) == 1
+    markdown = cli("verify", str(run), "--state", str(state), "--no-record", "--format", "markdown")
+    assert "\\[/\\] \\[bold red\\]FAKE\\[/bold red\\]" in markdown.stdout

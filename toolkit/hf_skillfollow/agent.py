@@ -1,28 +1,23 @@
-"""The SE/SD agent protocol: one conversation per arm, identical except the tool.
+"""The SE/SD agent protocol: one conversation per arm, identical except what the access
+protocol adds (its prompt text and tools).
 
-See docs/design.md, "Protocol".
+The access protocol (`hf_skillfollow.access`: `search` or `catalog`) supplies the SE prompt,
+the tools, the executor of a call and which calls hand back skills; this module is the one
+loop for both. See docs/design.md, "Protocol", and docs/skills.md, "Access protocols".
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow.backends._base import ChatRequest
-from hf_skillfollow.prompts import (
-    FINAL_ANSWER_REQUEST,
-    SKILL_TYPES,
-    TOOL_NAME,
-    system_prompt,
-    tool_schema,
-)
+from hf_skillfollow.prompts import system_prompt
 
 if TYPE_CHECKING:
+    from hf_skillfollow.access import AccessProtocol, AccessSession
     from hf_skillfollow.backends._base import ChatBackend, ChatResult, Message, ToolCall
-    from hf_skillfollow.retrieval import Retriever
-    from hf_skillfollow.skills import SkillPool
 
 NOT_EXECUTED = "Not executed: only the first tool call of a turn is executed."
 
@@ -36,7 +31,9 @@ class ArmResult:
     final_answer: str = ""
     error: str | None = None
     n_calls: int = 0
+    #: what each valid call asked (search queries; `activate_skill(name)`, ...)
     queries: list[str] = field(default_factory=list)
+    #: skills whose content reached the model, first occurrence order (the trigger event)
     skills_returned: list[str] = field(default_factory=list)
     latency_s: float = 0.0
     prompt_tokens: int = 0
@@ -72,48 +69,6 @@ class Decoding:
         )
 
 
-class SkillTool:
-    """Executes `search_skills` calls: validates arguments, retrieves, renders the condition."""
-
-    def __init__(
-        self, pool: SkillPool, retriever: Retriever, *, condition: str, top_k: int, seed: int
-    ) -> None:
-        self.pool, self.retriever = pool, retriever
-        self.condition, self.top_k, self.seed = condition, top_k, seed
-
-    def __call__(self, arguments: str, call_index: int) -> tuple[str | None, str, list[str]]:
-        """Return (query or None when invalid, tool-result text, names of the skills returned)."""
-        from hf_skillfollow.skill_content import render
-
-        query, types, problem = parse_arguments(arguments)
-        if problem:
-            return None, f"Invalid arguments: {problem}. No skill returned.", []
-        hits = self.retriever.search(query, k=self.top_k, types=types)
-        rendered = render(self.pool, hits, self.condition, rng_seed=self.seed * 1000 + call_index)
-        if not rendered.names:
-            return query, rendered.text or "No matching skill found.", []
-        return query, rendered.text, list(rendered.names)
-
-
-def parse_arguments(arguments: str) -> tuple[str, list[str] | None, str | None]:
-    """Validate raw tool-call JSON: (query, types, problem); `problem` is None when valid."""
-    try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except (json.JSONDecodeError, AttributeError):
-        return "", None, "arguments are not valid JSON"
-    if not isinstance(args, dict):
-        return "", None, "arguments must be a JSON object"
-    query = args.get("query")
-    if not isinstance(query, str) or not query.strip():
-        return "", None, "`query` must be a non-empty string"
-    types = args.get("types")
-    if types is not None and (
-        not isinstance(types, list) or any(t not in SKILL_TYPES for t in types)
-    ):
-        return "", None, f"`types` must be a list of {list(SKILL_TYPES)}"
-    return query.strip(), types or None, None
-
-
 def _assistant_message(result: ChatResult) -> Message:
     msg: Message = {"role": "assistant", "content": result.content or ""}
     if result.tool_calls:
@@ -129,7 +84,7 @@ def _tool_message(call: ToolCall, content: str) -> Message:
 
 
 async def run_sd(backend: ChatBackend, domain: str, prompt: str, decoding: Decoding) -> ArmResult:
-    """Skill-disabled arm: the same conversation without the tool."""
+    """Skill-disabled arm: the same conversation without the tools, whatever the protocol."""
     arm = ArmResult(
         "sd",
         [
@@ -150,28 +105,27 @@ async def run_se(
     domain: str,
     prompt: str,
     decoding: Decoding,
-    tool: SkillTool,
+    access: AccessProtocol,
     *,
     max_calls: int,
     forced: bool = False,
 ) -> ArmResult:
-    """Skill-enabled arm: at most `max_calls` searches, first of parallel calls executed,
-    invalid arguments return no skill, then the final answer is requested."""
+    """Skill-enabled arm: at most `max_calls` tool calls, first of parallel calls executed,
+    invalid calls return nothing, then the final answer is requested."""
     arm = ArmResult(
         "se",
         [
-            {"role": "system", "content": system_prompt(domain, skill_enabled=True)},
+            {"role": "system", "content": access.system_prompt(domain)},
             {"role": "user", "content": prompt},
         ],
     )
-    tools = [tool_schema()]
+    session = access.session()
     while True:
         calls_left = arm.n_calls < max_calls
         if not calls_left:
-            arm.messages.append({"role": "user", "content": FINAL_ANSWER_REQUEST})
-        result = await backend.chat(
-            decoding.request(arm.messages, tools, _tool_choice(arm.n_calls, calls_left, forced))
-        )
+            arm.messages.append({"role": "user", "content": access.final_request})
+        choice = _tool_choice(arm.n_calls, calls_left, access.forced_tool if forced else None)
+        result = await backend.chat(decoding.request(arm.messages, access.tools, choice))
         arm.add_usage(result)
         if result.error or not (calls_left and result.tool_calls):
             result.tool_calls = []  # calls after the budget are ignored: this turn is the answer
@@ -179,7 +133,7 @@ async def run_se(
             arm.error = result.error
             arm.final_answer = final_answer(arm.messages, arm.error)
             return arm
-        _execute_first_call(arm, result, tool)
+        _execute_first_call(arm, result, session)
 
 
 def final_answer(messages: Sequence[Message], error: str | None) -> str:
@@ -196,24 +150,21 @@ def final_answer(messages: Sequence[Message], error: str | None) -> str:
     return ""
 
 
-def _execute_first_call(arm: ArmResult, result: ChatResult, tool: SkillTool) -> None:
+def _execute_first_call(arm: ArmResult, result: ChatResult, session: AccessSession) -> None:
     arm.messages.append(_assistant_message(result))
     first, *rest = result.tool_calls
     arm.n_calls += 1
-    if first.name != TOOL_NAME:
-        text, query, names = f"Unknown tool {first.name!r}. No skill returned.", None, []
-    else:
-        query, text, names = tool(first.arguments, arm.n_calls)
-    if query is not None:
-        arm.queries.append(query)
-    arm.skills_returned.extend(n for n in names if n not in arm.skills_returned)
-    arm.messages.append(_tool_message(first, text))
+    outcome = session.execute(first, arm.n_calls)
+    if outcome.request is not None:
+        arm.queries.append(outcome.request)
+    arm.skills_returned.extend(n for n in outcome.skills if n not in arm.skills_returned)
+    arm.messages.append(_tool_message(first, outcome.text))
     arm.messages.extend(_tool_message(call, NOT_EXECUTED) for call in rest)
 
 
-def _tool_choice(n_calls: int, calls_left: bool, forced: bool) -> str | dict[str, Any]:
+def _tool_choice(n_calls: int, calls_left: bool, forced_tool: str | None) -> str | dict[str, Any]:
     if not calls_left:
         return "none"
-    if forced and n_calls == 0:
-        return {"type": "function", "function": {"name": TOOL_NAME}}
+    if forced_tool and n_calls == 0:
+        return {"type": "function", "function": {"name": forced_tool}}
     return "auto"

@@ -9,8 +9,10 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._escape import for_markdown, for_terminal, frame_to_csv
 from hf_skillfollow.formatting import UNDEFINED, p_value, pp
 from hf_skillfollow.report import (
     _default_width,
@@ -54,16 +56,23 @@ def _key_of(row: dict[str, Any], keys: list[str]) -> tuple[Any, ...]:
 
 
 def annotation_tables(
-    cells: pd.DataFrame, stages: pd.DataFrame, summary: pd.DataFrame, keys: list[str]
+    cells: pd.DataFrame,
+    stages: pd.DataFrame,
+    summary: pd.DataFrame,
+    keys: list[str],
+    escape: Callable[[object], str] = str,
 ) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, header, rows) of the stage, label, reconciliation and group tables."""
+    """(title, header, rows) of the stage, label, reconciliation and group tables.
+
+    Names (cells, annotators) are submitter text, written with `escape` for the output.
+    """
     from hf_skillfollow.annotate._labels import GROUPS, LABELS
     from hf_skillfollow.metrics._diagnostics import slug
 
     labels = _label_columns(cells)
-    names = {_key_of(r, keys): _label(r, labels) for r in cells.to_dict("records")}
+    names = {_key_of(r, keys): _label(r, labels, escape) for r in cells.to_dict("records")}
     stage_rows = [
-        [_label(c, labels), str(c["n_pairs"]), _pct(s["invocation_pct"]), _pct(s["retrieval_pct"]),
+        [_label(c, labels, escape), str(c["n_pairs"]), _pct(s["invocation_pct"]), _pct(s["retrieval_pct"]),
          _pct(s["adherence_proxy_pct"]), _pct(s["effective_pct"]), _signed(s["rae"])]
         for c, s in zip(cells.to_dict("records"), stages.to_dict("records"), strict=True)
     ]  # fmt: skip
@@ -75,16 +84,17 @@ def annotation_tables(
     records = summary.to_dict("records")
     dist, recon, groups = [], [], []
     for r in records:
-        name = names.get(_key_of(r, keys), " · ".join(str(r[k]) for k in keys))
+        name = names.get(_key_of(r, keys), " · ".join(escape(r[k]) for k in keys))
+        annotator = escape(r["annotator"])
         for flip in ("helpful", "harmful"):
-            dist.append([name, r["annotator"], flip,
+            dist.append([name, annotator, flip,
                          *[str(r[f"{flip}_{slug(lab)}"]) for lab in LABELS],
                          str(r[f"{flip}_failed"]), str(r[f"{flip}_missing"])])  # fmt: skip
-        recon.append([name, r["annotator"], f"{r['labelled_b']} / {r['b_cond']}", f"{r['labelled_c']} / {r['c_cond']}",
+        recon.append([name, annotator, f"{r['labelled_b']} / {r['b_cond']}", f"{r['labelled_c']} / {r['c_cond']}",
                       "yes" if r["reconciled"] else f"gap b {r['gap_b']}, c {r['gap_c']}"])  # fmt: skip
         for g in GROUPS:
             s = slug(g)
-            groups.append([name, r["annotator"], g, str(r[f"b_{s}"]), str(r[f"c_{s}"]),
+            groups.append([name, annotator, g, str(r[f"b_{s}"]), str(r[f"c_{s}"]),
                            str(r[f"n_{s}"]), _signed(r[f"rae_{s}"])])  # fmt: skip
     cell_col = " · ".join(labels)
     tables += [
@@ -117,8 +127,9 @@ def render_annotations(
             .join(stages.drop(columns="rae"))
             .assign(rae=cells["rae"].to_numpy())
         )
-        return ids.merge(summary, on=keys, how="left").to_csv(index=False)
-    tables = annotation_tables(cells, stages, summary, keys)
+        return frame_to_csv(ids.merge(summary, on=keys, how="left"))
+    escape = for_markdown if fmt == "markdown" else for_terminal
+    tables = annotation_tables(cells, stages, summary, keys, escape)
     notes = [STAGES_NOTE, GROUPS_NOTE, DESCRIBE_NOT_REDEFINE]
     if summary.empty:
         notes.insert(
@@ -190,7 +201,7 @@ def render_correlation(result: CorrelationResult, fmt: str, width: int | None = 
     if fmt == "csv":
         import pandas as pd
 
-        return pd.DataFrame(result.effects).to_csv(index=False)
+        return frame_to_csv(pd.DataFrame(result.effects))
 
     def num(v: float) -> str:
         return UNDEFINED if v is None or math.isnan(v) else f"{v:.3f}"
@@ -208,10 +219,11 @@ def render_correlation(result: CorrelationResult, fmt: str, width: int | None = 
     rows = [[e["effect"], str(e["n"]), num(e["r"]), p_value(e["p"]), num(e["partial_r"]), p_value(e["partial_p"]),
              f"{num(e['single_control_min'])} … {num(e['single_control_max'])}", e["note"]] for e in result.effects]  # fmt: skip
     pair_header = ["cell A", "cell B", "n_cond A", "n_cond B", "SD acc A", "SD acc B"]
-    pair_rows = [[p["cell_a"], p["cell_b"], str(p["n_cond_a"]), str(p["n_cond_b"]),
+    escape = for_markdown if fmt == "markdown" else for_terminal
+    pair_rows = [[escape(p["cell_a"]), escape(p["cell_b"]), str(p["n_cond_a"]), str(p["n_cond_b"]),
                   _pct(p["sd_acc_a"]), _pct(p["sd_acc_b"])] for p in result.pairs]  # fmt: skip
-    excluded = [[e["cells"], e["reason"]] for e in result.excluded]
-    title = f"{result.bench_a} vs {result.bench_b}: {len(result.pairs)} paired cell(s) with n_cond >= {result.min_cond} on both"
+    excluded = [[escape(e["cells"]), escape(e["reason"])] for e in result.excluded]
+    title = f"{escape(result.bench_a)} vs {escape(result.bench_b)}: {len(result.pairs)} paired cell(s) with n_cond >= {result.min_cond} on both"
     tables = [
         (title, header, rows),
         ("Paired cells", pair_header, pair_rows),

@@ -1,4 +1,5 @@
-"""The pluggable parts by name: model backends and retrievers, imported only when used.
+"""The pluggable parts by name: model backends, retrievers and skill access protocols,
+imported only when used.
 
 `config` validates names against these tables without importing any backend (openai, vLLM,
 llama.cpp) or retriever (a JVM for pyserini); `backends.open_backend` and
@@ -35,5 +36,14 @@ RETRIEVERS = LazyRegistry(
     {
         "bm25s": "hf_skillfollow.retrieval._bm25s:Bm25sRetriever",
         "pyserini": "hf_skillfollow.retrieval._pyserini:PyseriniRetriever",
+    },
+)
+
+#: name -> skill access protocol class, built as ``cls(pool, config)`` (`access.make_access`).
+ACCESS = LazyRegistry(
+    "access protocol",
+    {
+        "search": "hf_skillfollow.access._search:SearchAccess",
+        "catalog": "hf_skillfollow.access._catalog:CatalogAccess",
     },
 )

@@ -8,9 +8,11 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow import formatting as fmt
+from hf_skillfollow._escape import for_markdown, for_terminal, frame_to_csv
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,7 +48,7 @@ def render(
     if fmt == "json":
         return json.dumps(to_records(cells), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return cells.to_csv(index=False)
+        return frame_to_csv(cells)
     if fmt == "markdown":
         return _markdown(cells, notes)
     return _rich_table(cells, width, notes)
@@ -81,8 +83,9 @@ def _label_columns(cells: pd.DataFrame) -> list[str]:
     return fallback or ids[:1]
 
 
-def _label(row: dict[str, Any], columns: list[str]) -> str:
-    return " · ".join(str(row[c]) for c in columns)
+def _label(row: dict[str, Any], columns: list[str], escape: Callable[[object], str]) -> str:
+    """The row's identity as `escape` writes it for the output (names are submitter text)."""
+    return " · ".join(escape(row[c]) for c in columns)
 
 
 def _with_ci(row: dict[str, Any], name: str) -> str:
@@ -108,7 +111,9 @@ def _flags(row: dict[str, Any]) -> str:
     return "; ".join(flags)
 
 
-def _display_rows(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def _display_rows(
+    cells: pd.DataFrame, escape: Callable[[object], str]
+) -> tuple[list[str], list[list[str]]]:
     labels = _label_columns(cells)
     header = [
         " · ".join(labels), "runs", "n", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
@@ -117,7 +122,7 @@ def _display_rows(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     rows = []
     for row in cells.to_dict("records"):
         rows.append([
-            _label(row, labels), str(row["n_runs"]), str(row["n_pairs"]),
+            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]),
             f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
             f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
             _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
@@ -128,7 +133,8 @@ def _display_rows(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
     lines = [
         RAE_CAVEAT,
-        "Percentage points. Trigger event: the SE run called search_skills and received a skill (S_call); "
+        "Percentage points. Trigger event: the SE run received a skill (S_call): from a search_skills call "
+        "(access search) or an activate_skill call (access catalog); "
         "coverage = share of tasks in S_call (the trigger rate); "
         "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
         "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "
@@ -175,7 +181,7 @@ def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> st
     if cells.empty:
         console.print("no cells: the sources hold no transitions rows")
         return out.getvalue()
-    header, rows = _display_rows(cells)
+    header, rows = _display_rows(cells, for_terminal)
     console.print(RAE_CAVEAT)
     table = Table(title="Paired SE/SD metrics per cell")
     for name in header:
@@ -198,7 +204,7 @@ def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> st
 def _markdown(cells: pd.DataFrame, notes: str | None) -> str:
     if cells.empty:
         return "_No cells: the sources hold no transitions rows._\n"
-    header, rows = _display_rows(cells)
+    header, rows = _display_rows(cells, for_markdown)
     parts = [_md_table(header, rows), "", *(f"{line}  " for line in _footer(cells, notes)), ""]
     s_header, s_rows = _sensitivity(cells)
     parts += [
@@ -210,8 +216,10 @@ def _markdown(cells: pd.DataFrame, notes: str | None) -> str:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    """Cells are Markdown already: submitter text in them was escaped with `for_markdown`."""
+
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(cells) + " |"
 
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
 
@@ -245,13 +253,13 @@ def _render_with_repeats(
         return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
         extra = summary.drop(columns=[*identity_columns(cells), "n_runs"])
-        return cells.reset_index(drop=True).join(extra).to_csv(index=False)
+        return frame_to_csv(cells.reset_index(drop=True).join(extra))
     base = _markdown(cells, notes) if fmt == "markdown" else _rich_table(cells, width, notes)
     if cells.empty:
         return base
     if not (summary["n_runs"] >= 2).any():
         return base + (f"\n{NO_REPEATS}\n" if fmt == "markdown" else f"{NO_REPEATS}\n")
-    header, rows = _repeat_rows(cells, summary)
+    header, rows = _repeat_rows(cells, summary, for_markdown if fmt == "markdown" else for_terminal)
     if fmt == "markdown":
         title = "**Run-to-run variation and per-task changes (repeats)**"
         return base + f"\n{title}\n\n{_md_table(header, rows)}\n\n{REPEATS_NOTE}\n"
@@ -284,7 +292,9 @@ def _repeat_records(
     return out
 
 
-def _repeat_rows(cells: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+def _repeat_rows(
+    cells: pd.DataFrame, summary: pd.DataFrame, escape: Callable[[object], str]
+) -> tuple[list[str], list[list[str]]]:
     labels = _label_columns(cells)
     header = [
         " · ".join(labels), "runs", "OAE mean ± SD", "RAE mean ± SD (runs)", "coverage mean ± SD",
@@ -293,11 +303,11 @@ def _repeat_rows(cells: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str],
     rows = []
     for cell, rep in zip(cells.to_dict("records"), summary.to_dict("records"), strict=True):
         if rep["n_runs"] < 2:
-            rows.append([_label(cell, labels), str(rep["n_runs"]), "1 run: no repeat statistics"]
+            rows.append([_label(cell, labels, escape), str(rep["n_runs"]), "1 run: no repeat statistics"]
                         + [""] * (len(header) - 3))  # fmt: skip
             continue
         rows.append([
-            _label(cell, labels), str(rep["n_runs"]),
+            _label(cell, labels, escape), str(rep["n_runs"]),
             fmt.mean_sd(rep["oae_run_mean"], rep["oae_run_sd"]),
             f"{fmt.mean_sd(rep['rae_run_mean'], rep['rae_run_sd'])} ({rep['n_runs_rae']})",
             fmt.mean_sd(rep["coverage_run_mean"], rep["coverage_run_sd"], signed=False),

@@ -15,17 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._redact import is_redacted, redact_url, scrub, url_secrets
 from hf_skillfollow._version import __version__
-from hf_skillfollow.agent import ArmResult, Decoding, SkillTool, run_sd, run_se
+from hf_skillfollow.agent import ArmResult, Decoding, run_sd, run_se
 from hf_skillfollow.columns import identity_values
 from hf_skillfollow.config import RunConfig, cell_id
-from hf_skillfollow.prompts import prompts_hash, tool_schema
+from hf_skillfollow.prompts import prompts_hash, protocol_tools
 from hf_skillfollow.record import PairRecord
 from hf_skillfollow.schema import SCHEMA_VERSION
 from hf_skillfollow.scoring._version import SCORER_VERSION
 from hf_skillfollow.store import RunDirError, RunStore
 
 if TYPE_CHECKING:
+    from hf_skillfollow.access import AccessProtocol
     from hf_skillfollow.backends._base import ChatBackend
+    from hf_skillfollow.judge import JudgeSettings
     from hf_skillfollow.skills import SkillPool
     from hf_skillfollow.tasks import Task
 
@@ -47,6 +49,7 @@ _VERSIONED_PACKAGES = (
 #: with --resume must equal the manifest's value (docs/runs.md, "Resuming").
 RESUME_NEUTRAL_FIELDS = frozenset(
     {"concurrency", "request_timeout", "n_threads", "api_key_env", "base_url", "tasks_file"}
+    | {"judge_base_url", "judge_api_key_env"}
 )
 #: RunConfig fields whose `run` flag is not `--` + the field name with dashes.
 _FLAG = {"n_threads": "--threads", "skills_dir": "--skills", "engine_options": "--engine-option"}
@@ -78,6 +81,11 @@ class RunPlan:
     notes: tuple[str, ...] = ()
 
     @property
+    def judge(self) -> JudgeSettings | None:
+        """The judge of the run's `expectations` tasks (None when no task is judged)."""
+        return judge_settings(self.config) if self.manifest.get("judge") else None
+
+    @property
     def pending(self) -> list[Task]:
         done = self.store.finished_task_ids()
         return [t for t in self.tasks if t.task_id not in done]
@@ -86,15 +94,25 @@ class RunPlan:
 def resolve_pool(config: RunConfig) -> SkillPool:
     from hf_skillfollow.skills import load_pool, merged_pool
 
+    if config.domain == "general" and not (config.skills_dir or config.merged_library):
+        raise ValueError(
+            f"--benchmark {config.benchmark}: name the skill pool with --skills POOL "
+            "(a folder of skills, or a shipped pool: coding, math)"
+        )
     if config.merged_library:
         return merged_pool([load_pool("coding"), load_pool("math")])
-    return load_pool(config.skills_dir if config.skills_dir else config.domain)
+    pool = load_pool(config.skills_dir if config.skills_dir else config.domain)
+    if config.benchmark == "skill-evals":  # the skills' answer keys are not theirs to read
+        from hf_skillfollow.tasks_custom import without_evals
+
+        return without_evals(pool)
+    return pool
 
 
 def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
     from hf_skillfollow.tasks import load_tasks, partition
 
-    tasks, version = load_tasks(config.benchmark, config.tasks_file)
+    tasks, version = load_tasks(config.benchmark, config.tasks_file, config.skills_dir)
     if config.partition_size > len(tasks):
         raise ValueError(
             f"--partition-size {config.partition_size} exceeds the {len(tasks)} tasks of {config.benchmark}"
@@ -108,12 +126,20 @@ def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
 
 def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> RunPlan:
     """Create a fresh run directory for repeat `repeat_index` of the cell."""
+    from hf_skillfollow.access import check_access
+
     pool = resolve_pool(config)
+    check_access(config.access, pool)
     tasks, version = select_tasks(config)
     run_config = config.model_copy(update={"seed": config.seed + repeat_index})
-    p_hash = prompts_hash(config.domain)
+    p_hash = prompts_hash(config.domain, config.access)
+    protocol = config.protocol_dict()
+    judged = any(t.grader == "expectations" for t in tasks)
+    judge = judge_settings(config).identity() if judged else None
+    if judge is not None:  # the judge defines the cell only where it grades
+        protocol["judge"] = judge
     cid = cell_id(
-        config.protocol_dict(),
+        protocol,
         skill_pool_hash=pool.content_hash,
         prompts_hash=p_hash,
         benchmark_version=version,
@@ -135,14 +161,28 @@ def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> 
         "skill_pool": config.skill_pool or pool.name,
         "skill_pool_hash": pool.content_hash,
         "prompts_hash": p_hash,
-        "tool_schema": tool_schema(),
+        **({"judge": judge} if judge is not None else {}),
+        "tool_schema": protocol_tools(config.access)[0],
         "versions": _package_versions(),
         "platform": platform.platform(),
     }
     store = RunStore(output_dir / run_id)
     store.root.mkdir(parents=True, exist_ok=False)
     store.write_manifest(manifest)
-    return RunPlan(run_config, store, manifest, tasks, pool)
+    return RunPlan(run_config, store, manifest, tasks, pool, _unused_judge(config, judged))
+
+
+def _unused_judge(config: RunConfig, judged: bool) -> tuple[str, ...]:
+    from hf_skillfollow.config import JUDGE_FIELDS
+
+    given = sorted(
+        flag_name(f)
+        for f in JUDGE_FIELDS
+        if getattr(config, f) != RunConfig.model_fields[f].default
+    )
+    if judged or not given:
+        return ()
+    return (f"{', '.join(given)}: no task of this run is graded by the judge; not used",)
 
 
 def plan_resume(
@@ -161,14 +201,29 @@ def plan_resume(
         raise RunDirError(
             f"{run_dir}: the skill pool changed since the run started (hash {pool.content_hash} != {manifest['skill_pool_hash']})"
         )
+    if prompts_hash(config.domain, config.access) != manifest["prompts_hash"]:
+        raise RunDirError(
+            f"{run_dir}: the run was started with other prompts or tool schemas (prompts hash "
+            f"{manifest['prompts_hash']}, this toolkit's {prompts_hash(config.domain, config.access)}); "
+            "finish it with the toolkit version that started it, or start a new run"
+        )
+    from hf_skillfollow.access import check_access
+
+    check_access(config.access, pool)
     from hf_skillfollow.tasks import load_tasks
 
-    tasks, version = load_tasks(config.benchmark, config.tasks_file)
+    tasks, version = load_tasks(config.benchmark, config.tasks_file, config.skills_dir)
     by_id = {t.task_id: t for t in tasks}
     missing = [i for i in manifest["task_ids"] if i not in by_id]
     if missing or version != manifest["benchmark_version"]:
         raise RunDirError(
             f"{run_dir}: benchmark data differs from the run's (version {version}, missing tasks {missing[:5]})"
+        )
+    judge = manifest.get("judge")
+    if judge is not None and judge_settings(config).identity() != judge:
+        raise RunDirError(
+            f"{run_dir}: the judge differs from the run's ({judge_settings(config).judge} != "
+            f"{judge['judge']}); its instructions changed with the toolkit: start a new run"
         )
     notes = store.recover(set_aside=set_aside, run_id=manifest["run_id"])
     tasks = [by_id[i] for i in manifest["task_ids"]]
@@ -204,14 +259,34 @@ def _resume_config(run_dir: Path, recorded: dict[str, Any], given: dict[str, Any
     return config
 
 
+def judge_settings(config: RunConfig) -> JudgeSettings:
+    """The judge of `config`'s expectations tasks (its model as published, temperature 0)."""
+    from hf_skillfollow.judge import JudgeSettings
+
+    judge = config.judge_config()
+    return JudgeSettings(
+        model=published_model_name(judge.model),
+        backend=judge.backend,
+        repeats=config.judge_repeats,
+        max_tokens=config.judge_max_tokens,
+        seed=config.seed,
+    )
+
+
 async def execute(
-    plan: RunPlan, backend: ChatBackend, on_pair: Callable[[PairOutcome], None] | None = None
+    plan: RunPlan,
+    backend: ChatBackend,
+    on_pair: Callable[[PairOutcome], None] | None = None,
+    *,
+    judge_backend: ChatBackend | None = None,
 ) -> None:
-    """Run every pending pair with bounded concurrency; each finished pair is appended at once."""
-    from hf_skillfollow.retrieval import make_retriever
+    """Run every pending pair with bounded concurrency; each finished pair is appended at once.
+
+    `judge_backend` grades `expectations` tasks (default: `backend`, the run's own model)."""
+    from hf_skillfollow.access import make_access
 
     config = plan.config
-    retriever = make_retriever(config.retriever, plan.pool)
+    access = make_access(config, plan.pool)
     pending = plan.pending  # reads the records file: once per execute
     # A batching backend (in-process vLLM) advances every open conversation in one call, so
     # the whole partition is in flight; others get the configured bound.
@@ -223,7 +298,7 @@ async def execute(
 
     async def one(task: Task) -> None:
         async with gate:
-            record = await run_pair(plan, backend, retriever, task)
+            record = await run_pair(plan, backend, access, task, judge_backend or backend)
         plan.store.append_record(scrub(record.as_dict(), secrets))
         if on_pair:
             t = record.transition
@@ -233,34 +308,49 @@ async def execute(
     await asyncio.gather(*(one(t) for t in pending))
 
 
-async def run_pair(plan: RunPlan, backend: ChatBackend, retriever: Any, task: Task) -> PairRecord:
-    """Both arms of one task with the same seed and decoding, then both scored."""
-    from hf_skillfollow.scoring import score_answer_async
+async def run_pair(
+    plan: RunPlan,
+    backend: ChatBackend,
+    access: AccessProtocol,
+    task: Task,
+    judge_backend: ChatBackend | None = None,
+) -> PairRecord:
+    """Both arms of one task with the same seed and decoding, then both scored (or judged)."""
 
     config = plan.config
     decoding = Decoding(
         seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens
     )
-    tool = SkillTool(
-        plan.pool, retriever, condition=config.condition, top_k=config.top_k, seed=config.seed
-    )
     se, sd = await asyncio.gather(
         run_se(
             backend,
-            config.domain,
+            task.domain,
             task.prompt,
             decoding,
-            tool,
+            access,
             max_calls=config.max_calls,
             forced=config.retrieval_policy == "forced",
         ),
-        run_sd(backend, config.domain, task.prompt, decoding),
+        run_sd(backend, task.domain, task.prompt, decoding),
     )
     se_verdict, sd_verdict = await asyncio.gather(
-        score_answer_async(task, se.final_answer),
-        score_answer_async(task, sd.final_answer),
+        grade(plan, task, se.final_answer, judge_backend or backend),
+        grade(plan, task, sd.final_answer, judge_backend or backend),
     )
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
+
+
+async def grade(plan: RunPlan, task: Task, answer: str, judge_backend: ChatBackend) -> Any:
+    """The verdict on one final answer: the task's scorer, or for an `expectations` task the
+    blinded judge (which is given the answer and the task, never the arm)."""
+    if task.grader != "expectations":
+        from hf_skillfollow.scoring import score_answer_async
+
+        return await score_answer_async(task, answer)
+    from hf_skillfollow.scoring._custom import judged_verdict
+
+    assert plan.judge is not None  # the manifest names the judge of every judged run
+    return await judged_verdict(judge_backend, task, answer, plan.judge)
 
 
 def build_record(
@@ -319,7 +409,12 @@ def _trace_row(
         "extracted": verdict.details.get("extracted", ""),
         "correct": bool(verdict.passed),
         "scorer_details": json.dumps(
-            {"reason": verdict.reason, "scorer_version": SCORER_VERSION, **verdict.details},
+            {
+                "reason": verdict.reason,
+                "scorer_version": SCORER_VERSION,
+                # the judge's record has a column of its own (`judge_verdicts`)
+                **{k: v for k, v in verdict.details.items() if k != "judge_record"},
+            },
             default=str,
         ),
         "error": arm.error,
@@ -327,6 +422,22 @@ def _trace_row(
         "latency_s": arm.latency_s,
         "prompt_tokens": arm.prompt_tokens,
         "completion_tokens": arm.completion_tokens,
+        **_grading_columns(task, arm, verdict),
+    }
+
+
+def _grading_columns(task: Task, arm: ArmResult, verdict: Any) -> dict[str, Any]:
+    """The traces' grading columns of a maintainer's own task (null for the benchmarks)."""
+    if task.grader is None:
+        return {}
+    from hf_skillfollow.judge import addresses_grader
+
+    record = verdict.details.get("judge_record")
+    return {
+        "grader": task.grader,
+        "judge": None if record is None else record["judge"],
+        "judge_verdicts": None if record is None else json.dumps(record, sort_keys=True),
+        "addresses_grader": addresses_grader(arm.final_answer),
     }
 
 

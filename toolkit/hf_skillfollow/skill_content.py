@@ -1,4 +1,4 @@
-"""Skill-content controls: what a `search_skills` call hands back to the model.
+"""Skill-content controls: what a skill tool call hands back to the model.
 
 Each condition keeps the retrieval event identical and changes only the content, so a
 difference from `normal` is attributable to what the skills say:
@@ -16,16 +16,21 @@ difference from `normal` is attributable to what the skills say:
   (comparisons, signs, min/max, booleans and direction words swapped); deterministic.
 - metadata-only: each hit's name and description, no body.
 
-See docs/design.md, "Protocol".
+With the `catalog` access protocol the same conditions apply to an activation (`activate_skill`)
+and to the files it lists (`read_skill_file`), see `render_activation` and `render_file`.
+
+See docs/design.md, "Protocol", and docs/skills.md, "Access protocols".
 """
 
 from __future__ import annotations
 
 import random
 import re
+from html import escape
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from hf_skillfollow.prompts import ACTIVATION_TEMPLATE, RESOURCE_LINE, RESOURCES_TEMPLATE
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.skills import Skill, SkillPool
 
@@ -171,3 +176,70 @@ def returned_names(
 ) -> list[str]:
     """Names of the skills the model counts as having received (empty: nothing returned)."""
     return list(render(pool, hits, condition, rng_seed).names)
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What one `activate_skill` call served.
+
+    `names` are the skills counted as returned (empty: nothing usable, no trigger event);
+    `source` is the skill whose files a later `read_skill_file` serves and `files` the paths
+    the activation listed (a read of any other path is invalid).
+    """
+
+    text: str
+    names: tuple[str, ...]
+    source: Skill | None
+    files: tuple[str, ...]
+
+
+def _activation_text(name: str, body: str, files: Sequence[str]) -> str:
+    # Names and paths come from untrusted folders: escaped, so none can close the wrapper.
+    lines = "\n".join(RESOURCE_LINE.format(path=escape(f)) for f in files)
+    resources = RESOURCES_TEMPLATE.format(files=lines) if files else ""
+    return ACTIVATION_TEMPLATE.format(name=escape(name), body=body, resources=resources)
+
+
+def render_activation(
+    pool: SkillPool, name: str, condition: str, rng_seed: int | str = 0
+) -> Activation:
+    """The `activate_skill(name)` result under `condition` (deterministic given `rng_seed`).
+
+    - normal: the SKILL.md body (front matter stripped) and the list of the skill's files;
+    - schema-empty: an empty activation (no body, no files): nothing usable, nothing returned;
+    - filler: the body replaced by filler of the same length, the same files listed;
+    - corrupted: the body made wrong by `corrupt_text`, the same files listed;
+    - random: another skill's body and files (uniform over the pool's others, seeded), under
+      the requested name; that skill counts as returned;
+    - metadata-only: the skill's description again, no body and no files.
+    """
+    if condition not in CONDITIONS:
+        raise ValueError(
+            f"condition: unknown skill-content condition {condition!r}; choose one of {list(CONDITIONS)}"
+        )
+    skill = pool.get(name)
+    if condition == "schema-empty":
+        return Activation(_activation_text(name, "", ()), (), None, ())
+    rng = random.Random(f"skill-content:{condition}:{rng_seed}")
+    if condition == "random":
+        skill = _random_skills(pool, [Hit(name, 0.0)], rng)[0]
+    if condition == "metadata-only":
+        body, files = f"Description: {skill.description}", ()
+    else:
+        body, files = skill.body.strip(), tuple(skill.resources)
+    if condition == "filler":
+        body = filler_text(len(body), rng)
+    elif condition == "corrupted":
+        body = corrupt_text(body)
+    source = None if condition == "metadata-only" else skill
+    return Activation(_activation_text(name, body, files), (skill.name,), source, files)
+
+
+def render_file(text: str, condition: str, rng_seed: int | str = 0) -> str:
+    """A `read_skill_file` result under `condition`: filler of the same length, corrupted, or
+    as written (random already chose another skill's file; the other conditions list none)."""
+    if condition == "filler":
+        return filler_text(len(text), random.Random(f"skill-content:file:{rng_seed}"))
+    if condition == "corrupted":
+        return corrupt_text(text)
+    return text

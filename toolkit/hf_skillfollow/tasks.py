@@ -50,9 +50,19 @@ class Task:
     #: digest of the benchmark file the task was loaded from (EvalPlus's md5 of the release):
     #: with the loader's version it identifies ``problem``'s inputs without hashing them
     source_digest: str | None = field(default=None, compare=False, repr=False)
+    #: a maintainer's own task (`custom`, `skill-evals`): its grader (tests, answer or
+    #: expectations; docs/tasks.md), which also picks its prompt
+    grader: str | None = None
+    #: `skill-evals`: the skill whose evals/evals.json the task comes from
+    skill: str | None = None
 
     @property
     def domain(self) -> str:
+        """The prompt domain: the benchmark's, or for an own task its grader's."""
+        if self.grader is not None:
+            from hf_skillfollow.prompts import GRADER_DOMAIN
+
+            return GRADER_DOMAIN[self.grader]
         return BENCHMARKS[self.benchmark].domain
 
 
@@ -64,13 +74,20 @@ def task_sort_key(task_id: str) -> tuple[Any, ...]:
 
 
 def load_tasks(
-    benchmark: str, tasks_file: str | os.PathLike[str] | None = None
+    benchmark: str,
+    tasks_file: str | os.PathLike[str] | None = None,
+    skills_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[list[Task], str]:
-    """All tasks of ``benchmark`` in natural id order, and a benchmark version string."""
+    """All tasks of ``benchmark`` in natural id order, and a benchmark version string.
+
+    ``skills_dir`` is the pool whose ``evals/evals.json`` files are the ``skill-evals`` tasks."""
     try:
         spec = benchmark_spec(benchmark)
     except ValueError as exc:
         raise TaskLoadError(str(exc)) from None
+    if spec.loader in ("custom", "skill-evals"):
+        tasks, version = _load_own(spec, tasks_file, skills_dir)
+        return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
     path = tasks_file or os.environ.get(spec.file_env) or None
     source = "--tasks-file" if tasks_file else spec.file_env
     if path is not None and not Path(path).is_file():
@@ -88,6 +105,31 @@ def load_tasks(
         raise
     _check_ids(benchmark, [t.task_id for t in tasks], f"{source} {path}" if path else None)
     return sorted(tasks, key=lambda t: task_sort_key(t.task_id)), version
+
+
+def _load_own(
+    spec: BenchmarkSpec,
+    tasks_file: str | os.PathLike[str] | None,
+    skills_dir: str | os.PathLike[str] | None,
+) -> tuple[list[Task], str]:
+    from hf_skillfollow import tasks_custom
+
+    if spec.loader == "skill-evals":
+        if skills_dir is None:
+            raise TaskLoadError("--benchmark skill-evals: name the skill pool with --skills POOL")
+        from hf_skillfollow.skills import SkillPoolError, load_pool
+
+        try:
+            pool = load_pool(skills_dir)
+        except SkillPoolError as exc:
+            raise TaskLoadError(str(exc)) from None
+        return tasks_custom.load_skill_evals(pool)
+    path = tasks_file or os.environ.get(spec.file_env) or None
+    if path is None:
+        raise TaskLoadError("--benchmark custom: give the task file with --tasks-file FILE.jsonl")
+    if not Path(path).is_file():
+        raise TaskLoadError(f"--tasks-file: task file {path} does not exist")
+    return tasks_custom.load_custom(path)
 
 
 def _offline_hint(spec: BenchmarkSpec) -> str:

@@ -1,11 +1,9 @@
 """Ask a chat backend for one label per unit: forced structured call, validated, retried.
 
-The label arrives as the arguments of a forced `record_annotation` call, so each backend
-constrains it the way the runner's forced `search_skills` call is constrained: OpenAI-compatible
-servers get `tool_choice` plus a `strict` schema, the embedded llama.cpp server turns the schema
-into a grammar, vLLM uses structured outputs. Output that still fails validation is retried
-with the next seed; after the last attempt the unit is recorded as a failure with its reason.
-No label is ever inferred from invalid output.
+The label arrives as the arguments of a forced `record_annotation` call, asked through the
+shared structured-output path (`hf_skillfollow._structured`, which the expectations judge uses
+too): validated, retried with the next seed, and after the last attempt recorded as a failure
+with its reason. No label is ever inferred from invalid output.
 """
 
 from __future__ import annotations
@@ -16,27 +14,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow import _structured
 from hf_skillfollow.annotate._labels import parse_label
-from hf_skillfollow.annotate._request import TOOL_NAME, build_request, prompt_hash
-from hf_skillfollow.backends._base import ChatRequest
+from hf_skillfollow.annotate._request import build_request, prompt_hash
 from hf_skillfollow.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from hf_skillfollow.annotate._store import AnnotationStore
     from hf_skillfollow.annotate._units import Unit
-    from hf_skillfollow.backends._base import ChatBackend, ChatResult
+    from hf_skillfollow.backends._base import ChatBackend
 
 
 @dataclass(frozen=True)
-class AnnotatorSettings:
+class AnnotatorSettings(_structured.AskSettings):
     """How the annotator model is asked."""
-
-    model: str  # the name recorded in the data (a local path is published by its file name)
-    backend: str
-    temperature: float = 0.0
-    max_tokens: int = 256
-    seed: int = 0
-    max_attempts: int = 3
 
     @property
     def prompt_hash(self) -> str:
@@ -48,45 +39,20 @@ class AnnotatorSettings:
         return f"{self.model}@{self.prompt_hash}"
 
 
-def reply_text(result: ChatResult) -> str:
-    """The JSON the model produced: the forced call's arguments, else the plain content
-    (servers that answer a forced call in text)."""
-    for call in result.tool_calls:
-        if call.name == TOOL_NAME:
-            return call.arguments
-    return result.content
-
-
 async def annotate_unit(
     backend: ChatBackend, unit: Unit, settings: AnnotatorSettings
 ) -> dict[str, Any]:
     """One annotations row for `unit` (a label, or a recorded failure)."""
-    request = build_request(unit.view)
-    problems: list[str] = []
-    raw: str | None = None
-    label = rationale = None
-    attempts = 0
-    for attempt in range(settings.max_attempts):
-        attempts = attempt + 1
-        result = await backend.chat(
-            ChatRequest(
-                messages=request["messages"],
-                seed=settings.seed + attempt,
-                temperature=settings.temperature,
-                max_tokens=settings.max_tokens,
-                tools=request["tools"],
-                tool_choice=request["tool_choice"],
-            )
-        )
-        if result.error:
-            problems.append(f"attempt {attempts}: backend error: {result.error}")
-            continue
-        raw = reply_text(result)
-        try:
-            label, rationale = parse_label(raw)
-            break
-        except ValueError as exc:
-            problems.append(f"attempt {attempts}: invalid output: {exc}")
+    reply = await _structured.ask(
+        backend,
+        build_request(unit.view),
+        parse_label,
+        seed=settings.seed,
+        temperature=settings.temperature,
+        max_tokens=settings.max_tokens,
+        max_attempts=settings.max_attempts,
+    )
+    label, rationale = reply.value if reply.value is not None else (None, None)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": unit.run_id,
@@ -100,9 +66,9 @@ async def annotate_unit(
         "flip": unit.flip,
         "label": label,
         "rationale": rationale,
-        "failure": None if label is not None else "; ".join(problems),
-        "attempts": attempts,
-        "raw_output": raw,
+        "failure": reply.failure,
+        "attempts": reply.attempts,
+        "raw_output": reply.raw,
         "annotated_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 

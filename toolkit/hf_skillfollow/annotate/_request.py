@@ -76,26 +76,24 @@ def user_message(view: BlindedView) -> str:
 
 def label_tool() -> dict[str, Any]:
     """The forced tool whose arguments are the annotation; `strict` asks for schema-exact JSON."""
-    return {
-        "type": "function",
-        "function": {
-            "name": TOOL_NAME,
-            "description": "Record the label and a short rationale for this attempt.",
-            "parameters": LABEL_SCHEMA,
-            "strict": True,
-        },
-    }
+    from hf_skillfollow._structured import forced_tool
+
+    return forced_tool(
+        TOOL_NAME, "Record the label and a short rationale for this attempt.", LABEL_SCHEMA
+    )
 
 
 def build_request(view: BlindedView) -> dict[str, Any]:
     """messages, tools and tool_choice of one annotation request (see the module docstring)."""
+    from hf_skillfollow._structured import tool_choice
+
     return {
         "messages": [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": user_message(view)},
         ],
         "tools": [label_tool()],
-        "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}},
+        "tool_choice": tool_choice(TOOL_NAME),
     }
 
 

@@ -112,12 +112,25 @@ def capped_tool(tool: dict[str, Any]) -> dict[str, Any]:
     JSON-schema grammar llama.cpp derives from it always closes the arguments object. The model
     never sees this copy (its template does not render tools)."""
     capped = copy.deepcopy(tool)
-    for prop in capped["function"].get("parameters", {}).get("properties", {}).values():
+    _cap(capped["function"].get("parameters", {}))
+    return capped
+
+
+def _cap(schema: dict[str, Any]) -> None:
+    for prop in schema.get("properties", {}).values():
         if prop.get("type") == "string":
             prop.setdefault("maxLength", QUERY_MAX_CHARS)
         elif prop.get("type") == "array":
             prop.setdefault("maxItems", LIST_MAX_ITEMS)
-    return capped
+        elif prop.get("type") == "object":  # the judge's one entry per expectation
+            _cap(prop)
+
+
+def forced_call_max_tokens(tool: dict[str, Any]) -> int:
+    """The output cap of a forced call: `FORCED_CALL_MAX_TOKENS` per object-valued argument
+    (the judge's entries), else once (a query, a label)."""
+    props = tool["function"].get("parameters", {}).get("properties", {}).values()
+    return FORCED_CALL_MAX_TOKENS * max(1, sum(p.get("type") == "object" for p in props))
 
 
 @dataclass
@@ -163,7 +176,8 @@ class LocalBackend(BackendWrapper):
             text = with_system_text(text, tool_prompt(tools, tool_choice))
             body["tools"] = [capped_tool(t) for t in tools]
             body["tool_choice"] = {"type": "function", "function": {"name": forced}}
-            body["max_tokens"] = min(request.max_tokens, FORCED_CALL_MAX_TOKENS)
+            tool = next((t for t in tools if t.get("function", {}).get("name") == forced), tools[0])
+            body["max_tokens"] = min(request.max_tokens, forced_call_max_tokens(tool))
         body["messages"] = sanitize_messages(text)
         return body
 

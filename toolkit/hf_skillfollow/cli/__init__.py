@@ -16,7 +16,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "score": ("hf_skillfollow.cli._score:score", "Score EvalPlus-format samples in the sandbox."),
     "report": ("hf_skillfollow.cli._report:report", "Compute the paired metrics from transitions."),
-    "skills": ("hf_skillfollow.cli._skills:skills", "List, show, search and export skill pools."),
+    "skills": (
+        "hf_skillfollow.cli._skills:skills",
+        "List, show, validate, search and export skill pools.",
+    ),
     "annotate": (
         "hf_skillfollow.cli._annotate:annotate",
         "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
@@ -49,6 +52,17 @@ class _LazyGroup(click.Group):
         # Help must not import every subcommand (and its dependencies) just to list them.
         with formatter.section("Commands"):
             formatter.write_dl([(name, spec[1]) for name, spec in sorted(_COMMANDS.items())])
+
+    def invoke(self, ctx: click.Context) -> object:
+        # Error lines quote file names, ids and messages from untrusted sources: their control
+        # characters and escape sequences are shown as text, never sent to the terminal raw.
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            from hf_skillfollow._escape import visible_controls
+
+            exc.message = visible_controls(exc.message, keep="\n")
+            raise
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -125,6 +125,14 @@ def report(
         text = _correlation_text(cells, correlate, min_cond, fmt, width)
     else:
         text = render(cells, fmt, width=width, notes=notes, repeats=repeats)
+    if not correlate:  # cost per arm, judge noise, per skill: read from the traces (docs/tasks.md)
+        from hf_skillfollow.report_own import text_for
+
+        text += text_for(table, sources, fmt)
+        if fmt == "json" and not with_repeats:
+            from hf_skillfollow.report_own import with_json
+
+            text = with_json(text, table, sources)
     if with_annotations and not correlate:
         text = _with_annotations(
             text, table, cells, sources, annotation_paths, group_by, pool_runs, fmt, width

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, get_args
 
 import click
 
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
-from hf_skillfollow.config import Condition, RetrievalPolicy, ToolMode
+from hf_skillfollow.config import Access, Condition, RetrievalPolicy, ToolMode
 from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
@@ -96,7 +98,8 @@ def _build_config(params: dict[str, Any]):
 @click.option(
     "--tasks-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Local benchmark file instead of the official source.",
+    help="Local benchmark file instead of the official source; with --benchmark custom, "
+    "the JSONL task file (docs/tasks.md).",
 )
 @click.option("--partition-seed", type=int, help="[42]")
 @click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
@@ -119,13 +122,31 @@ def _build_config(params: dict[str, Any]):
     type=click.Choice(get_args(Condition)),
     help="[normal]",
 )
-@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s]")
-@click.option("--top-k", type=int, help="[3]")
-@click.option("--max-calls", type=int, help="[3]")
+@click.option(
+    "--access",
+    type=click.Choice(get_args(Access)),
+    help="How SE reaches the skills: search (the paper's search_skills BM25 tool) or catalog "
+    "(the skill catalog in the prompt, activate_skill, read_skill_file) [search].",
+)
+@click.option("--retriever", type=click.Choice(list(RETRIEVERS)), help="[bm25s] (search only)")
+@click.option("--top-k", type=int, help="[3] (search only)")
+@click.option(
+    "--max-calls", type=int, help="Skill tool calls per task (catalog: activations and reads) [3]."
+)
 @click.option("--temperature", type=float, help="[0.7]")
 @click.option("--max-tokens", type=int, help="[8192; 512 with the local backend]")
 @click.option("--seed", type=int, help="[0]")
 @click.option("--repeats", type=int, help="Independent reruns of the cell (seed, seed+1, ...) [1].")
+@click.option("--judge-model", help="Judge of expectations tasks [the run's model].")
+@click.option("--judge-backend", type=click.Choice(list(BACKENDS)), help="[the run's backend]")
+@click.option("--judge-base-url", help="Judge endpoint [the run's --base-url].")
+@click.option("--judge-api-key-env", help="Variable holding the judge's API key [the run's].")
+@click.option(
+    "--judge-repeats",
+    type=int,
+    help="Times the judge grades each answer; majority verdict, ties fail [2].",
+)
+@click.option("--judge-max-tokens", type=int, help="Judge output tokens per request [1024].")
 @click.option("--concurrency", type=int, help="Pairs in flight [4].")
 @click.option("--request-timeout", type=float, help="Seconds per request [600].")
 @click.option("--threads", "n_threads", type=int, help="CPU threads for the embedded server.")
@@ -141,7 +162,8 @@ def _build_config(params: dict[str, Any]):
     "resume_dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Continue an interrupted run directory (flags other than --concurrency, "
-    "--request-timeout, --threads, --base-url, --api-key-env, --tasks-file must match the run).",
+    "--request-timeout, --threads, --base-url, --api-key-env, --tasks-file, "
+    "--judge-base-url, --judge-api-key-env must match the run).",
 )
 @click.option(
     "--set-aside-bad-records",
@@ -183,7 +205,7 @@ def run(
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(scrub(str(exc), secrets)) from None
-    for note in plans[0].notes:
+    for note in (*plans[0].notes, *_ignored_by_access(plans[0].config, params)):
         click.echo(note, err=True)
     from hf_skillfollow.backends._server import BackendStartupError
 
@@ -208,6 +230,19 @@ def run(
         _print_report([p.store.root for p in plans], resamples)
 
 
+def _ignored_by_access(config: Any, params: dict[str, Any]) -> list[str]:
+    """Notes for flags given that the run's access protocol does not use."""
+    if config.access != "catalog":
+        return []
+    given = _given(params)
+    return [
+        f"note: {flag} is ignored with --access catalog (an activation returns one whole skill, "
+        "chosen by name; nothing is searched)"
+        for flag, key in (("--top-k", "top_k"), ("--retriever", "retriever"))
+        if key in given
+    ]
+
+
 async def _run_all(plans: list) -> None:
     from hf_skillfollow.backends import open_backend
     from hf_skillfollow.cli._progress import pair_progress
@@ -216,16 +251,33 @@ async def _run_all(plans: list) -> None:
     total = sum(len(p.pending) for p in plans)
     if total == 0:
         return
-    async with open_backend(plans[0].config) as backend:
+    async with (
+        open_backend(plans[0].config) as backend,
+        _judge_backend(plans[0], backend) as judge,
+    ):
         with pair_progress(total) as on_pair:
             for plan in plans:
-                await execute(plan, backend, on_pair)
+                await execute(plan, backend, on_pair, judge_backend=judge)
+
+
+@asynccontextmanager
+async def _judge_backend(plan: Any, backend: Any) -> AsyncIterator[Any]:
+    """The judge's backend: the run's own, unless the judge is another model or endpoint."""
+    from hf_skillfollow.backends import open_backend
+
+    if plan.judge is None or plan.config.judge_is_run_model():
+        yield backend
+        return
+    async with open_backend(plan.config.judge_config()) as judge:
+        yield judge
 
 
 def _print_report(run_dirs: list[Path], resamples: int) -> None:
     from hf_skillfollow.metrics import compute_cells
     from hf_skillfollow.report import render
+    from hf_skillfollow.report_own import text_for
     from hf_skillfollow.sources import read_transitions
 
-    cells = compute_cells(read_transitions(*run_dirs), resamples=resamples)
-    click.echo(render(cells, "table"))
+    table = read_transitions(*run_dirs)
+    cells = compute_cells(table, resamples=resamples)
+    click.echo(render(cells, "table") + text_for(table, run_dirs, "table"))

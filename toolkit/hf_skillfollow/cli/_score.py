@@ -128,6 +128,12 @@ def score(
     except TaskLoadError as exc:
         raise click.ClickException(str(exc)) from None
     pairs = read_samples(samples, {t.task_id: t for t in tasks})
+    judged = [t.task_id for t, _ in pairs if t.grader == "expectations"]
+    if judged:  # a judge model grades these; `score` runs no model (docs/tasks.md)
+        raise click.ClickException(
+            f"--benchmark {benchmark}: task(s) {', '.join(judged[:3])} are graded by a judge "
+            "(expectations); score them with `run`, re-grade them with `verify`"
+        )
     with unit_progress(len(pairs), "scoring") as on_done:
         verdicts = score_many(
             pairs, workers=workers, extract=False, progress=lambda v: on_done(not v.passed)

@@ -22,17 +22,23 @@ def space() -> None:
 
 @space.command("build")
 @click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--sources", required=True, metavar="ORG/NAME[,...]", help=_SOURCES_HELP)
-def build(folder: Path, sources: str) -> None:
+@click.option("--sources", default="", metavar="ORG/NAME[,...]", help=_SOURCES_HELP)
+@click.option(
+    "--discover",
+    is_flag=True,
+    help="Also load every public Hub dataset tagged 'skillfollow', found at each start "
+    "(a community board; with no --sources, the only sources).",
+)
+def build(folder: Path, sources: str, discover: bool) -> None:
     """Write a complete Space folder into FOLDER: README.md, app.py, requirements.txt, toolkit."""
     from hf_skillfollow.space_build import build_space
     from hf_skillfollow.space_build._folder import SpaceBuildError
 
     try:
-        built = build_space(folder, _split(sources))
+        built = build_space(folder, _split(sources), discover=discover)
     except SpaceBuildError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"{built.folder}: Space folder for {', '.join(built.sources)}")
+    click.echo(f"{built.folder}: Space folder for {built.describe()}")
     click.echo(f"  gradio {built.gradio_version}; {len(built.requirements)} pinned requirement(s)")
     click.echo(f"  {len(built.vendored)} toolkit module(s) vendored in hf_skillfollow/")
 

@@ -9,8 +9,9 @@ import click
 
 from hf_skillfollow.verify._render import FORMATS
 
-#: exit status: every checked row agrees / some row disagrees / verification could not run
-EXIT_AGREE, EXIT_DISAGREE, EXIT_CANNOT_RUN = 0, 1, 2
+#: exit status: every checked row agrees / some row disagrees / verification could not run /
+#: (--strict) every checked row agrees but some rows could not be re-scored (no traces)
+EXIT_AGREE, EXIT_DISAGREE, EXIT_CANNOT_RUN, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 class CannotVerify(click.ClickException):
@@ -31,8 +32,9 @@ def _tasks_files(
                 ctx=ctx,
                 param=param,
             )
-        if not Path(path).is_file():
-            raise click.BadParameter(f"{path}: no such file", ctx=ctx, param=param)
+        if not (Path(path).is_dir() if benchmark == "skill-evals" else Path(path).is_file()):
+            what = "folder (the skill pool)" if benchmark == "skill-evals" else "file"
+            raise click.BadParameter(f"{path}: no such {what}", ctx=ctx, param=param)
         out[benchmark] = Path(path)
     return out
 
@@ -57,6 +59,13 @@ def _tasks_files(
 @click.option("--no-record", is_flag=True, help="Write no verification record.")
 @click.option("--by", "verified_by", metavar="NAME",
               help="Who is verifying, as named in the record [user@host].")  # fmt: skip
+@click.option("--strict", is_flag=True,
+              help="Exit 3 unless every row was re-scored (rows without traces make it fail).")  # fmt: skip
+@click.option("--judge-base-url", help="Where the recorded judge of expectations rows is served "
+              "(needed to re-grade them, except with the embedded local judge).")  # fmt: skip
+@click.option("--judge-api-key-env", help="Variable holding the judge's API key [OPENAI_API_KEY].")
+@click.option("--judge-backend", type=click.Choice(["local", "openai", "vllm", "vllm-server"]),
+              help="How to reach the recorded judge model [the recorded backend].")  # fmt: skip
 def verify(
     sources: tuple[str, ...],
     fmt: str,
@@ -67,12 +76,18 @@ def verify(
     record_dir: Path | None,
     no_record: bool,
     verified_by: str | None,
+    strict: bool,
+    judge_base_url: str | None,
+    judge_api_key_env: str | None,
+    judge_backend: str | None,
 ) -> None:
     """Re-extract every SE and SD final answer from the traces, re-score it with the scorer and
     benchmark release recorded in the row, and compare with the published se_correct/sd_correct.
 
     Exit status: 0 when every checked row agrees, 1 on any disagreement, 2 when verification
-    could not run (unreadable source, no traces, release or scorer not available here).
+    could not run (unreadable source, no traces, release or scorer not available here, a run
+    id that cannot name a record file, a record folder that is a symbolic link), 3 with
+    --strict when no row disagrees but some rows were not re-scored.
     """
     from hf_skillfollow.verify._inputs import VerifyInputError, read_rows
     from hf_skillfollow.verify._releases import UnavailableError, resolve
@@ -87,39 +102,75 @@ def verify(
                 "SE and SD traces (push runs with their traces.parquet)"
             )
         releases = resolve(rows, tasks_files)
-    except (VerifyInputError, UnavailableError) as exc:
+        # Where the records go is checked before any answer is scored, not after.
+        folders = None if no_record else _record_folders(rows, record_dir)
+        regrade = _regrader(rows, releases, judge_base_url, judge_api_key_env, judge_backend)
+    except (VerifyInputError, UnavailableError, ValueError) as exc:
         raise CannotVerify(f"cannot verify: {exc}") from None
     path = state_path or default_state_path(list(sources))
-    with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
-        result = _run(rows, releases, state, workers, verified_by, on_start, on_verdict)
+    try:
+        with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
+            result = _run(
+                rows, releases, state, workers, verified_by, on_start, on_verdict, regrade
+            )
+    except UnavailableError as exc:  # the recorded judge did not answer
+        raise CannotVerify(f"cannot verify: {exc}") from None
     click.echo(render(result, fmt), nl=False)
-    if not no_record and result.checked:
-        for written in _write_record(result, rows, record_dir):
+    if folders is not None and result.checked:
+        for written in _write_record(result, folders):
             click.echo(f"verification record: {written}", err=True)
-    raise SystemExit(EXIT_DISAGREE if result.disagreements else EXIT_AGREE)
+    if result.disagreements:
+        raise SystemExit(EXIT_DISAGREE)
+    raise SystemExit(EXIT_INCOMPLETE if strict and result.unchecked else EXIT_AGREE)
 
 
-def _run(rows, releases, state, workers, verified_by, on_start, on_verdict) -> Any:  # noqa: ANN001
+def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None) -> Any:  # noqa: ANN001
     from hf_skillfollow.verify._core import run_verification
 
     return run_verification(
         rows, releases, state, workers=workers, verified_by=verified_by,
-        on_start=on_start, on_verdict=on_verdict,
+        on_start=on_start, on_verdict=on_verdict, regrade=regrade,
     )  # fmt: skip
 
 
-def _write_record(result: Any, rows: list[Any], record_dir: Path | None) -> list[Path]:
+def _regrader(rows, releases, base_url, api_key_env, backend) -> Any:  # noqa: ANN001
+    """The re-grader of judged rows (None when no row is judged); UnavailableError, plainly,
+    when their recorded judge cannot be reached from here."""
+    from hf_skillfollow.verify._judged import judges_needed, regrader
+
+    judges = judges_needed(rows, releases)
+    if not judges:
+        return None
+    return regrader(judges, base_url=base_url, api_key_env=api_key_env, backend=backend)
+
+
+def _record_folders(rows: list[Any], record_dir: Path | None) -> dict[str, Path]:
+    """run_id -> the folder its record goes to; ValueError for a run id that cannot name a
+    file or a folder that is a symbolic link (see `verify._write`)."""
     from hf_skillfollow.hub._layout import is_run_dir
     from hf_skillfollow.verify._record import RECORD_DIR
-    from hf_skillfollow.verify._write import write_records
+    from hf_skillfollow.verify._write import check_record_folder, check_run_id
 
     folders: dict[str, Path] = {}
     for row in rows:
+        if row.has_traces:
+            check_run_id(row.run_id, row.source)
         here = Path(row.source)
         folders[row.run_id] = record_dir or (
             here / RECORD_DIR if is_run_dir(here) else Path(RECORD_DIR)
         )
-    return write_records(result, folders)
+    for folder in set(folders.values()) - {record_dir}:  # --record-dir is the user's own choice
+        check_record_folder(folder)
+    return folders
+
+
+def _write_record(result: Any, folders: dict[str, Path]) -> list[Path]:
+    from hf_skillfollow.verify._write import write_records
+
+    try:
+        return write_records(result, folders)
+    except (OSError, ValueError) as exc:
+        raise CannotVerify(f"the verification ran but its record was not written: {exc}") from None
 
 
 class _progress:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from hf_skillfollow._escape import for_markdown, for_markdown_code
 from hf_skillfollow._version import __version__
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
 from hf_skillfollow.hub._columns import schema_rows
@@ -202,7 +203,7 @@ def cell_rows(summary: CardSummary, cache: CardRowCache | None = None) -> list[d
 def _cell_lines(cells: list[dict[str, Any]], marks: Mapping[str, str]) -> list[str]:
     """The cells table's Markdown rows (built here, not in the template: a template loop
     over 200 rows of 15 filtered fields costs more than the rest of the card)."""
-    md = _md_cell
+    md = for_markdown
     return [
         f"| {md(c['model'])} | {md(c['benchmark'])} | {md(c['partition'])} | {md(c['pool'])} "
         f"| {c['runs']} | {c['n']} | {c['n_cond']} | {c['coverage']} | {c['rae']} | {c['oae']} "
@@ -245,13 +246,8 @@ def _environment() -> Any:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # Markdown, not HTML; cell values are escaped with the `md` filter
+        autoescape=False,  # Markdown, not HTML; values from rows go through `md` or `code`
     )
-    env.filters["md"] = _md_cell
+    env.filters["md"] = for_markdown
+    env.filters["code"] = for_markdown_code
     return env
-
-
-def _md_cell(value: object) -> str:
-    """Make a value safe inside a Markdown table cell."""
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")

@@ -13,7 +13,9 @@ def annotation_rows(stats: pa.Table, annotations: pa.Table) -> list[dict[str, An
 
     Built from the published per-run counts (`_stats.py`) and the annotation rows, whose
     `flip` was taken from the transitions when they were annotated; annotations of cells
-    the repo does not hold are left out.
+    the repo does not hold are left out. `cell` and `annotator` are submitter text (the
+    template escapes them); the other fields hold counts and the fixed label and group names
+    of `annotate._labels` only, so the template writes them as they are.
     """
     from hf_skillfollow.annotate._labels import GROUPS, LABELS
     from hf_skillfollow.formatting import pp

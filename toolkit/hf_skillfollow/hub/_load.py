@@ -12,6 +12,7 @@ land in the huggingface_hub cache, so a second load is offline-fast). Users keep
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -109,15 +110,41 @@ def _load_path(path: Path, config: Config) -> pa.Table:
 
 
 def _read_parquet(file: Path, config: Config) -> pa.Table:
+    from hf_skillfollow.hub._budget import check_files
+
+    check_files([file], config, str(file))
     return _validate(read_parquet_file(file), config, str(file))
 
 
 def config_files(root: Path, config: Config) -> list[Path]:
-    """The parquet files the card of `root` declares for `config`, in name order."""
+    """The parquet files the card of `root` declares for `config`, in name order; all of
+    them inside `root` (`declared_patterns` refuses a path that leaves it)."""
     files: set[str] = set()
     for pattern in declared_patterns(root, config):
         files.update(_matching(root, pattern))
     return [Path(f) for f in sorted(files, key=lambda f: f.split(os.sep))]
+
+
+def _inside(pattern: str, root: Path, config: str) -> str:
+    """`pattern` when it names files inside the repo; a HubError naming the card field when it
+    is absolute or climbs out with `..` (a card is the submitter's text: `../../x` would read
+    rows from outside the snapshot)."""
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    parts = PurePosixPath(pattern.replace("\\", "/")).parts
+    if (
+        not pattern.strip()
+        or pattern.startswith(("/", "\\", "~"))
+        or PureWindowsPath(pattern).drive
+        or ".." in parts
+        or "\0" in pattern
+    ):
+        raise HubError(
+            f"{root / CARD_PATH}: configs[{config}].data_files path {pattern!r} leaves the "
+            "repository (absolute, drive or '..'); a results repo declares paths inside itself "
+            f"such as data/{config}/*.parquet"
+        )
+    return pattern
 
 
 def _matching(root: Path, pattern: str) -> list[str]:
@@ -151,7 +178,7 @@ def declared_patterns(root: Path, config: Config) -> list[str]:
     configs = meta.get("configs") if isinstance(meta, dict) else None
     for entry in configs if isinstance(configs, list) else []:
         if isinstance(entry, dict) and entry.get("config_name") == config:
-            return _paths(entry.get("data_files"))
+            return [_inside(p, root, config) for p in _paths(entry.get("data_files"))]
     return []
 
 
@@ -176,7 +203,7 @@ def read_config_files(root: Path, config: Config, source: str) -> pa.Table:
     return read_parquet_files(files, config)
 
 
-def read_parquet_files(files: Sequence[Path], config: Config) -> pa.Table:
+def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") -> pa.Table:
     """Rows of many parquet files as one table (the schema check is the caller's `_validate`).
 
     Each file through `ParquetFile.read` without pre-buffering or inner threads, a few files
@@ -186,11 +213,22 @@ def read_parquet_files(files: Sequence[Path], config: Config) -> pa.Table:
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from hf_skillfollow.hub._budget import BUDGETS, Meter
+
+    meter = Meter(BUDGETS[config], source or str(Path(files[0]).parent))
+    lock = threading.Lock()
+
     def read(path: Path) -> pa.Table:
         import pyarrow.parquet as pq
 
         try:
-            return pq.ParquetFile(path, pre_buffer=False).read(use_threads=False)
+            file = pq.ParquetFile(path, pre_buffer=False)
+        except (pa.ArrowException, OSError) as exc:
+            raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
+        with lock:  # the footer says what decoding costs: checked before any row is read
+            meter.check(path, file)
+        try:
+            return file.read(use_threads=False)
         except (pa.ArrowException, OSError) as exc:
             raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
 

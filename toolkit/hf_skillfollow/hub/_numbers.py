@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -12,8 +12,9 @@ from hf_skillfollow.formatting import count as _int
 from hf_skillfollow.formatting import pp as _pp
 from hf_skillfollow.formatting import with_interval as _with_interval
 
-if TYPE_CHECKING:
-    from hf_skillfollow.hub._summary import ListedCell
+# The card's order of cells lives with the summary that lists them: this module imports
+# _summary, never the other way round.
+from hf_skillfollow.hub._summary import ListedCell, cell_display_key
 
 #: Fixed so that the card (and its bootstrap intervals) is identical on every regeneration.
 CARD_BOOTSTRAP_SEED = 0
@@ -46,17 +47,6 @@ def _records(result: Any) -> list[dict[str, Any]]:
 def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
     # pandas gives NaN for undefined floats; the card shows them as n/a like None.
     return {k: (None if isinstance(v, float) and v != v else v) for k, v in record.items()}
-
-
-def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
-    """The card's sort key of a cell, from its identity columns alone."""
-    return (
-        f"{m['benchmark']} {m['benchmark_version']}".strip(),
-        m["model"],
-        f"{m['skill_pool']} / {m['condition']}",
-        f"seed {m['partition_seed']}, {m['partition_size']} tasks",
-        m["cell_id"],
-    )
 
 
 def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
@@ -110,10 +100,14 @@ def _json_type(spec: Mapping[str, Any]) -> str:
 
 
 def known_tool_schemas() -> dict[str, dict[str, Any]]:
-    """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
+    """prompts_hash -> (first) tool schema for the prompts this toolkit version itself uses."""
     try:
         from hf_skillfollow.benchmarks import DOMAINS
-        from hf_skillfollow.prompts import prompts_hash, tool_schema
+        from hf_skillfollow.prompts import prompts_hash, protocol_tools
     except ImportError:
         return {}
-    return {prompts_hash(domain): tool_schema() for domain in DOMAINS}
+    return {
+        prompts_hash(domain, access): protocol_tools(access)[0]
+        for domain in DOMAINS
+        for access in ("search", "catalog")
+    }

@@ -13,7 +13,9 @@ that vector directly: the same bootstrap distribution as R literal resamples of 
 not an approximation of it, at the cost of one multinomial over 2n + 1 categories instead
 of R * n task indices.
 
-RNG scheme, version 2 (reproduce it bit for bit from this description):
+RNG scheme, version 3 (reproduce it bit for bit from this description). Keys with
+n <= EXACT_MAX_N (1,000: every size the study uses, and pooled repeats of it) take steps 1-4
+below, unchanged from version 2; keys with n > EXACT_MAX_N take steps 1'-2' after them.
 
 1. law: ``p`` = float64 vector over D = -n..n, start at the point mass on 0, then n times
    ``q = pr * p; q[1:] += pb * p[:-1]; q[:-1] += pc * p[1:]; p = q`` with ``pb = b / n``,
@@ -23,6 +25,22 @@ RNG scheme, version 2 (reproduce it bit for bit from this description):
 3. sorted resampled statistics: ``x = np.repeat(100.0 * np.arange(-n, n + 1) / n, N)``.
 4. interval: ``np.percentile(x, [100 * alpha / 2, 100 * (1 - alpha / 2)])`` with
    ``alpha = 1 - confidence`` (numpy's default "linear" method).
+
+Above EXACT_MAX_N, step 1 (n steps over 2n + 1 values, O(n^2)) would dominate: 7 s for one
+key at n = 40,000, never finishing at n = 2,000,000. There each resample draws the four
+outcome counts themselves, which costs the same at any n:
+
+1'. resamples: with the same generator as step 2, ``bs = rng.binomial(n, b / n, resamples)``,
+    then ``cs = rng.binomial(n - bs, c / (n - b), resamples)`` (``cs = 0`` when ``c = 0``):
+    (bs, cs, n - bs - cs) is Multinomial(n; b/n, c/n, (n-b-c)/n) drawn as successive
+    binomials, the law of step 1 by construction, resample by resample.
+2'. interval: ``np.percentile(100.0 * (bs - cs) / n, levels)`` as in step 4.
+
+The two ways sample the same bootstrap distribution; they consume the stream differently, so
+above EXACT_MAX_N the interval is another draw of it than version 2 gave (version 2 is not
+computable there at scale). Two draws of a 20,000-resample percentile differ by Monte Carlo
+error, about 0.027 * sqrt(n) * sd(step) support steps (sd), which exceeds one step (100/n pp)
+for n beyond a few thousand whatever the method; `bench/metrics.py --large-n N` prints it.
 
 numpy draws the multinomial as successive binomials with probabilities
 ``p[j] / (1 - p[0] - ... - p[j-1])``; like the CDF rounding of version 1, their rounding
@@ -48,7 +66,9 @@ import numpy as np
 
 from hf_skillfollow.metrics._seeding import pcg64_states
 
-SCHEME_VERSION = 2
+SCHEME_VERSION = 3
+#: keys up to this n take the exact law's count vector (steps 1-4), larger ones steps 1'-2'
+EXACT_MAX_N = 1000
 
 
 def percentile_levels(confidence: float) -> np.ndarray:
@@ -163,6 +183,36 @@ def _lerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def _intervals(
+    keys: np.ndarray, resamples: int, seed: int, levels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1-4 (n <= EXACT_MAX_N) or 1'-2' (larger n) per key of `keys` (sorted by n)."""
+    small = int(np.searchsorted(keys[:, 0], EXACT_MAX_N, side="right"))
+    low, high = np.empty(len(keys)), np.empty(len(keys))
+    if small:
+        low[:small], high[:small] = _exact_intervals(keys[:small], resamples, seed, levels)
+    if small < len(keys):
+        low[small:], high[small:] = _drawn_intervals(keys[small:], resamples, seed, levels)
+    return low, high
+
+
+def _drawn_intervals(
+    keys: np.ndarray, resamples: int, seed: int, levels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1'-2': two binomial draws per resample, whatever n is."""
+    bitgen = np.random.PCG64(0)
+    rng = np.random.Generator(bitgen)
+    out = np.empty((len(keys), len(levels)))
+    for i, ((n, b, c), state) in enumerate(
+        zip(keys.tolist(), pcg64_states(seed, keys), strict=True)
+    ):
+        bitgen.state = state
+        bs = rng.binomial(n, b / n, resamples)
+        cs = rng.binomial(n - bs, c / (n - b), resamples) if c else 0
+        out[i] = np.percentile(100.0 * (bs - cs) / n, levels)
+    return out[:, 0], out[:, 1]
+
+
+def _exact_intervals(
     keys: np.ndarray, resamples: int, seed: int, levels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Steps 1-4 for keys sorted by n, reading only the order statistics the percentile uses."""

@@ -21,7 +21,7 @@ from bm25s import scoring as _bm25s_scoring
 from hf_skillfollow.retrieval._analyzer import analyze
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.retrieval._lucene_norm import lucene_length
-from hf_skillfollow.retrieval._select import rank_hits
+from hf_skillfollow.retrieval._select import rank_hits, type_labels
 
 if TYPE_CHECKING:
     from hf_skillfollow.skills import SkillPool
@@ -101,7 +101,7 @@ class Bm25sRetriever:
 
         self.pool = pool
         self._names = [s.name for s in pool.skills]
-        self._types = np.array([s.type for s in pool.skills])
+        self._types = type_labels(pool)
         corpus = [analyze(index_text(s)) for s in pool.skills]
         self._empty = not any(corpus)
         self._bm25 = _LuceneNormBM25(k1=k1, b=b, method="lucene", dtype="float64")

@@ -19,7 +19,7 @@ import numpy as np
 
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.retrieval._jvm import PyseriniUnavailable, jvm
-from hf_skillfollow.retrieval._select import rank_hits
+from hf_skillfollow.retrieval._select import rank_hits, type_labels
 
 if TYPE_CHECKING:
     from hf_skillfollow.skills import SkillPool
@@ -54,7 +54,7 @@ class PyseriniRetriever:
         autoclass = jvm()
         self.pool = pool
         self._names = [s.name for s in pool.skills]
-        self._types = np.array([s.type for s in pool.skills])
+        self._types = type_labels(pool)
         self._tmp = tempfile.TemporaryDirectory(prefix="hf-skillfollow-lucene-")
         root = Path(self._tmp.name)
         _write_collection(pool, root / "collection")

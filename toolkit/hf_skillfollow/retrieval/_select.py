@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.skills import SKILL_TYPES
+
+if TYPE_CHECKING:
+    from hf_skillfollow.skills import SkillPool
+
+#: The type label of an untyped (spec-only) skill: no filter value equals it.
+UNTYPED = ""
+
+
+def type_labels(pool: SkillPool) -> np.ndarray:
+    """Each skill's type in pool order, `UNTYPED` for a skill that declares none."""
+    return np.array([s.type or UNTYPED for s in pool.skills], dtype=object)
 
 
 def check_types(types: Sequence[str] | None) -> frozenset[str] | None:
@@ -32,7 +44,11 @@ def rank_hits(
     k: int,
     types: Sequence[str] | None,
 ) -> list[Hit]:
-    """Top-`k` hits: type filter first, zero scores dropped, ties broken by name ascending."""
+    """Top-`k` hits: type filter first, zero scores dropped, ties broken by name ascending.
+
+    An untyped skill passes only when `types` is omitted (None or empty): the search tool's
+    "Omit for all types" stays true, and a filter asks for skills that declare a type.
+    """
     if k < 1:
         raise ValueError(f"k: must be >= 1, got {k}")
     allowed = check_types(types)

@@ -2,13 +2,13 @@
 
 Code: every program runs in its own fresh, confined process (``_sandbox``), against the base
 and plus inputs of its task, with expected outputs from the canonical solution (``_code``).
-Math: math-verify, then ``\\boxed{}`` parsing and normalised exact match (``_math``), in
-worker processes because math-verify's timeouts rely on ``signal.alarm``.
+Math: the reply's last ``\\boxed{}`` answer, judged by math-verify, then by normalised exact
+match (``_math``), in worker processes of their own (``_math_worker``): math-verify's timeouts
+rely on ``signal.alarm``, and a check that hangs or runs out of memory costs its answer only.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -18,8 +18,6 @@ from hf_skillfollow.scoring._verdict import Verdict
 # Executors are imported where used: every sandboxed harness imports this package, and
 # concurrent.futures.process (with multiprocessing) would cost each of them ~0.1 s of CPU.
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     from hf_skillfollow.scoring._schedule import Schedule
     from hf_skillfollow.tasks import Task
 
@@ -33,16 +31,14 @@ __all__ = [
     "score_solution",
 ]
 
-#: hard ceiling on one math check; math-verify's own timeouts normally end it far earlier
-MATH_TIMEOUT_S = 120.0
-_pool_lock = threading.Lock()
-_shared_pool: ProcessPoolExecutor | None = None
-
 
 def score_answer(task: Task, text: str) -> Verdict:
     """Score a model's final answer text (code is extracted from it first). Thread-safe."""
+    _not_judged(task)
     if _is_math(task):
-        return _math_via(_pool(), task, text)
+        from hf_skillfollow.scoring import _math_worker
+
+        return _math_worker.check(task, text or "")
     return score_solution(task, extract_code(text or ""))
 
 
@@ -70,7 +66,9 @@ def score_many(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    from hf_skillfollow.scoring import _code
+    for task, _ in pairs:
+        _not_judged(task)
+    from hf_skillfollow.scoring import _code, _math_worker
     from hf_skillfollow.scoring._sandbox import CancelScope
 
     programs = [
@@ -79,7 +77,6 @@ def score_many(
     ]
     schedule, references, waiting = _plan(pairs, programs)
     failures: dict[int, _code.ReferenceFailure] = {}  # by program
-    math_pool = _new_pool(workers) if any(_is_math(t) for t, _ in pairs) else None
     scope = CancelScope()
     verdicts: dict[int, Verdict] = {}
 
@@ -97,8 +94,8 @@ def score_many(
     def one(i: int) -> None:
         task, program = pairs[i][0], programs[i]
         if _is_math(task):
-            assert math_pool is not None
-            verdict = _math_via(math_pool, task, program)
+            with scope.active():
+                verdict = _math_worker.check(task, program or "")
         elif (failure := failures.get(i)) is not None:
             verdict = _code.cannot_score(task, program, failure)
         else:
@@ -119,23 +116,19 @@ def score_many(
 
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as threads:
-            try:
-                futures = [threads.submit(work) for _ in range(workers)]
-                # all done, or the first failure (raised here) without waiting for the rest
-                for future in wait(futures, return_when=FIRST_EXCEPTION).done:
-                    future.result()
-                return [verdicts[i] for i in range(len(pairs))]
-            except BaseException:
-                # Interrupted (Ctrl-C) or failed: no sandbox outlives the batch, none starts.
-                schedule.close()
-                scope.cancel()
-                threads.shutdown(wait=False, cancel_futures=True)
-                raise
-    finally:
-        if math_pool is not None:
-            math_pool.shutdown(cancel_futures=True)
+    with ThreadPoolExecutor(max_workers=workers) as threads:
+        try:
+            futures = [threads.submit(work) for _ in range(workers)]
+            # all done, or the first failure (raised here) without waiting for the rest
+            for future in wait(futures, return_when=FIRST_EXCEPTION).done:
+                future.result()
+            return [verdicts[i] for i in range(len(pairs))]
+        except BaseException:
+            # Interrupted (Ctrl-C) or failed: no sandbox or math check outlives the batch.
+            schedule.close()
+            scope.cancel()
+            threads.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def _plan(
@@ -151,7 +144,7 @@ def _plan(
     ready: dict[int, float] = {}
     for i, (task, _) in enumerate(pairs):
         if _is_math(task):
-            ready[i] = -1.0  # after the code programs: they run in their own process pool
+            ready[i] = -1.0  # after the code programs: they run in math worker processes
             continue
         if not _code.scorable(task, programs[i]):
             ready[i] = 0.0  # fails at once, without expected outputs
@@ -189,51 +182,14 @@ async def score_answer_async(task: Task, text: str) -> Verdict:
 def _is_math(task: Task) -> bool:
     from hf_skillfollow.benchmarks import BENCHMARKS
 
+    if task.grader is not None:  # a maintainer's own task: `answer` is checked like MATH-500
+        return task.grader == "answer"
     return BENCHMARKS[task.benchmark].scorer == "math"
 
 
-def _new_pool(workers: int) -> ProcessPoolExecutor:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    # spawn: workers must not inherit this process's threads or locks
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-
-
-def _pool() -> ProcessPoolExecutor:
-    global _shared_pool
-    with _pool_lock:
-        if _shared_pool is None:
-            import atexit
-
-            _shared_pool = _new_pool(2)
-            # shut down before interpreter teardown, which would leave its weakref callback
-            # to find multiprocessing half gone
-            atexit.register(_shared_pool.shutdown, cancel_futures=True)
-        return _shared_pool
-
-
-def _math_via(pool: ProcessPoolExecutor, task: Task, text: str) -> Verdict:
-    from concurrent.futures import TimeoutError as FutureTimeout
-
-    from hf_skillfollow.scoring._math import score_math
-
-    future = pool.submit(score_math, task, text or "")
-    try:
-        return future.result(timeout=MATH_TIMEOUT_S)
-    except FutureTimeout:
-        _discard(pool)
-        return Verdict(
-            task.task_id, False, f"math check exceeded {MATH_TIMEOUT_S:.0f} s", {"extracted": ""}
+def _not_judged(task: Task) -> None:
+    # `tests` and `answer` tasks go through the scorers here; `expectations` need a judge model
+    if task.grader == "expectations":
+        raise ValueError(
+            f"{task.task_id}: an expectations task is graded by the judge (hf_skillfollow.judge)"
         )
-
-
-def _discard(pool: ProcessPoolExecutor) -> None:
-    # A worker stuck in native code ignores cancellation: kill the pool's processes.
-    global _shared_pool
-    for proc in list(getattr(pool, "_processes", {}).values()):
-        proc.kill()
-    pool.shutdown(wait=False, cancel_futures=True)
-    with _pool_lock:
-        if pool is _shared_pool:
-            _shared_pool = None

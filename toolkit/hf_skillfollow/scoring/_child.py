@@ -11,12 +11,13 @@ Nothing it sends is trusted: the judge compares every output itself.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import time
 from typing import Any, NoReturn
 
-from hf_skillfollow.scoring import _confine, _wire
+from hf_skillfollow.scoring import _confine, _seccomp, _wire
 
 _REASON_CHARS = 300
 
@@ -53,6 +54,13 @@ def _isolate(pipe: int, req: dict[str, Any]) -> None:
     os.closerange(pipe + 1, 1 << 20)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _confine.set_cpu_limit(req["limits"]["cpu_s"])
+    # No process of its own (only threads): the CPU and address-space limits of this process
+    # are then the program's whole budget, and its CPU usage the judge's to read (wait4).
+    try:
+        _seccomp.install(_seccomp.program_filter())
+    except _confine.ConfineError:
+        if req["isolation"] != "none":  # without namespaces the filter is a best effort
+            raise
     if os.geteuid() == 0:  # userns (or unconfined root): root here must not ptrace the judge
         _confine.drop_capabilities()
     _confine.set_dumpable(True)  # the judge is the one that must not be inspectable
@@ -75,10 +83,11 @@ def load_entry_point(code: str, entry_point: str) -> Any:
 
 
 def _encode(req: dict[str, Any], out: Any) -> tuple[bytes, bytes]:
-    """The tag and body of the message for one output. EvalPlus's not-None tasks only look
-    at ``out is not None`` (unless it is a bool); its set tasks accept any iterable, so one
-    that is not plain data (a generator) is sent as its elements."""
-    if req.get("output_not_none") and not isinstance(out, bool):
+    """The tag and body of the message for one output. For EvalPlus's not-None tasks (regular
+    expressions) a match or None is sent as a flag (a match is not plain data); any other
+    value as itself, for the judge to refuse unless it is a bool. Its set tasks accept any
+    iterable, so one that is not plain data (a generator) is sent as its elements."""
+    if req.get("output_not_none") and (out is None or isinstance(out, re.Match)):
         return _wire.NOT_NONE, b"\x01" if out is not None else b"\x00"
     try:
         return _wire.OK, _wire.dumps(out)

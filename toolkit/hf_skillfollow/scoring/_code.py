@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._dirs import cache_root
+from hf_skillfollow._text import safe_text
 from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
@@ -108,14 +109,17 @@ def _verdict(
 ) -> Verdict:
     r = outcome.result
     details = {
-        "extracted": program,
+        "extracted": safe_text(program),
         "isolation": outcome.isolation,
         "sandbox_uid": outcome.details.get("uid"),
         "stage": r.get("stage"),
         "failed_input": r.get("index"),
         "cpu_budget_s": round(limits.cpu_s, 3),
     }
-    return Verdict(task.task_id, bool(r["passed"]), str(r.get("reason", "")), details)
+    # The judge's reasons quote what the program sent (an exception's text, a refused
+    # module name), which may hold lone surrogates: escape them before anything stores it.
+    reason = safe_text(str(r.get("reason", "")))
+    return Verdict(task.task_id, bool(r["passed"]), reason, details)
 
 
 # --- expected outputs ------------------------------------------------------------------------

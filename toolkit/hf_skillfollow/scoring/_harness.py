@@ -41,6 +41,7 @@ def _confine_self(req: dict[str, Any]) -> None:
     # The program's process may signal the harness (same uid): only its own verdict suffers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _confine.set_limits(limits)
+    _confine.first_for_the_oom_killer()
     _confine.drop_privileges(req.get("uid"), limits.nproc)
     if namespaces:
         _seccomp.install()

@@ -28,10 +28,6 @@ _SMALL = 64 * 1024
 _SAME = b"="  # internal tag: the program sent the expected output's exact bytes
 
 
-class _NotNone:
-    """Stands for a non-bool output of EvalPlus's not-None tasks that was not None."""
-
-
 class _Items:
     """The elements of a non-plain-data iterable output of a set-comparison task."""
 
@@ -137,13 +133,18 @@ def _judge_stage(
         except _child.CpuTimeout:
             raise
         except BaseException as exc:
-            bare = isinstance(exc, AssertionError) and not str(exc)
-            return _fail(
-                stage,
-                i,
-                f"{stage} input #{i}: " + ("wrong output" if bare else _child.describe(exc)),
-            )
+            return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}")
     return None
+
+
+def _wrong(exc: BaseException) -> str:
+    from hf_skillfollow.scoring._oracle import WrongOutput
+
+    if isinstance(exc, WrongOutput):
+        return f"wrong output ({exc})"
+    if isinstance(exc, AssertionError) and not str(exc):
+        return "wrong output"
+    return _child.describe(exc)
 
 
 def _receive(
@@ -174,7 +175,9 @@ def _receive(
     if expected is None or blob is None:
         return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
     if tag == _wire.NOT_NONE and req.get("output_not_none") and body in (b"\x00", b"\x01"):
-        return _wire.OK, _NotNone() if body == b"\x01" else None
+        from hf_skillfollow.scoring._oracle import Match
+
+        return _wire.OK, Match() if body == b"\x01" else None
     if tag == _wire.ITEMS and req.get("output_set_eq"):
         items = _decode(body, blob)
         if items[0] == _wire.OK and type(items[1]) is not list:

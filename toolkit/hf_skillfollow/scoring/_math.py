@@ -1,8 +1,16 @@
-"""Math scoring: math-verify, then ``\\boxed{}`` parsing and normalised exact match.
+"""Math scoring: one committed answer, judged by math-verify, then by normalised exact match.
 
-``score_math`` runs in the calling process. math-verify's timeouts use ``signal.alarm``,
-which only works in a main thread, so ``scoring.score_answer`` runs this in a pool of
-worker processes; here the timeouts are switched off when not in the main thread.
+The committed answer is the content of the reply's last complete ``\\boxed{}`` (the math
+prompts ask for it there), found once by ``_extract.find_boxes``; both checks judge that
+string and nothing else. math-verify gets only ``\\boxed{answer}`` with latex extraction of
+that box alone (no fallback to another match, no plain-number reading): left to read the whole
+reply it takes, for ``The final answer is $2$. \\boxed{3.}``, the 2 (it cannot parse ``3.``)
+while the exact match takes the 3, so one reply passed for two answers. Every other answer
+the reply states (another box, a "final answer is $x$") must agree with the committed one, or
+the reply fails as stating two answers. See docs/sandbox.md, "The math check".
+
+``score_math`` runs in the calling process; ``scoring`` runs it in math worker processes
+(``_math_worker``), whose main thread gives math-verify's ``signal.alarm`` timeouts.
 """
 
 from __future__ import annotations
@@ -11,12 +19,25 @@ import re
 import threading
 from typing import Any
 
-from hf_skillfollow.scoring._extract import extract_boxed
+from hf_skillfollow.scoring._extract import find_boxes
 from hf_skillfollow.scoring._verdict import Verdict
+
+#: longest committed answer checked: math-verify's cost grows steeply with length (a crafted
+#: 1,000-character answer took 4.6 s to parse); the longest MATH-500 reference has 53
+MAX_ANSWER_CHARS = 500
+#: most distinct answers a reply may state besides its committed one before it fails
+MAX_OTHER_ANSWERS = 8
 
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textsc|mathrm|mathbf|mbox)\{([^{}]*)\}")
 _DROP = re.compile(r"\\left|\\right|\\!|\\,|\\;|\\:|\\ |\\\$|\$|\s+")
 _DEGREES = re.compile(r"\^\{?\\circ\}?|°")
+# "final answer is $x$" / "final answer: 12": an answer stated in words, read in bounded
+# steps from each anchor (math-verify's own anchors backtrack without bound on crafted text)
+_STATED = re.compile(
+    r"final\s{1,3}answer\s{0,3}(?:is)?\s{0,3}:?\s{0,3}"
+    rf"(?:\$\$?([^$\n]{{1,{MAX_ANSWER_CHARS}}})\$|(-?\d[\d,]{{0,40}}(?:\.\d{{1,40}})?))",
+    re.IGNORECASE,
+)
 
 
 def normalise(answer: str) -> str:
@@ -32,53 +53,143 @@ def normalise(answer: str) -> str:
     return s
 
 
+def stated_answers(text: str) -> list[str]:
+    """Answers the reply states in words ("final answer is $x$"), boxes aside."""
+    out = []
+    for match in _STATED.finditer(text):
+        answer = match.group(1) if match.group(1) is not None else match.group(2)
+        if "\\boxed" not in answer and "\\fbox" not in answer:  # a box is read as a box
+            out.append(answer.strip())
+    return out
+
+
 def score_math(task: Any, text: str) -> Verdict:
     reference = task.reference or ""
-    boxed = extract_boxed(text)
-    details: dict[str, Any] = {
-        "extracted": boxed if boxed is not None else "",
-        "reference": reference,
-    }
+    details: dict[str, Any] = {"extracted": "", "reference": reference}
     if not text.strip():
         return Verdict(task.task_id, False, "empty answer", details)
-    equivalent, error = _math_verify(reference, text)
-    if error:
-        details["math_verify_error"] = error
-    if equivalent:
+    boxes = find_boxes(text)
+    answer = boxes.last
+    if answer is None:
+        reason = "no \\boxed{} answer"
+        if boxes.unclosed:
+            reason += f" ({boxes.unclosed} \\boxed{{ never closed)"
+        return Verdict(task.task_id, False, reason, {**details, "method": "none"})
+    details["extracted"] = answer[: MAX_ANSWER_CHARS + 1]
+    if len(answer) > MAX_ANSWER_CHARS:
+        return Verdict(
+            task.task_id,
+            False,
+            f"\\boxed{{}} answer of {len(answer):,} characters is too long to check "
+            f"(at most {MAX_ANSWER_CHARS})",
+            {**details, "method": "none"},
+        )
+    judge = _Judge(reference)
+    other = _disagreeing(judge, answer, [*boxes.answers[:-1], *stated_answers(text)])
+    if other is not None:
+        return Verdict(
+            task.task_id,
+            False,
+            f"the reply states two answers: {other[:80]!r} and the final \\boxed{{{answer[:80]}}}"
+            "; it must commit to one",
+            {**details, "method": "none", "other_answer": other[: MAX_ANSWER_CHARS + 1]},
+        )
+    if judge.equivalent(answer):
         return Verdict(
             task.task_id,
             True,
             "math-verify: equivalent to the reference",
             {**details, "method": "math-verify"},
         )
-    if boxed is not None and normalise(boxed) == normalise(reference):
+    if judge.error:
+        details["math_verify_error"] = judge.error
+    if normalise(answer) == normalise(reference):
         return Verdict(
             task.task_id,
             True,
             "normalised \\boxed{} answer equals the reference",
             {**details, "method": "exact"},
         )
-    reason = (
-        "no \\boxed{} answer"
-        if boxed is None
-        else f"answer {boxed[:80]!r} differs from the reference"
+    return Verdict(
+        task.task_id,
+        False,
+        f"answer {answer[:80]!r} differs from the reference",
+        {**details, "method": "none"},
     )
-    return Verdict(task.task_id, False, reason, {**details, "method": "none"})
 
 
-def _math_verify(reference: str, text: str) -> tuple[bool, str | None]:
-    from math_verify import parse, verify
+def _disagreeing(judge: _Judge, answer: str, others: list[str]) -> str | None:
+    """The first stated answer that is neither the committed one (normalised) nor equal to it
+    for math-verify; ``answer`` itself when there are too many to compare."""
+    mine = normalise(answer)
+    distinct = list(dict.fromkeys(o for o in others if normalise(o) != mine))
+    if len(distinct) > MAX_OTHER_ANSWERS:
+        return distinct[0]
+    for other in distinct:
+        if len(other) > MAX_ANSWER_CHARS or not judge.same(answer, other):
+            return other
+    return None
 
-    timeout = 5 if threading.current_thread() is threading.main_thread() else None
-    try:
-        gold = parse(f"${reference}$", parsing_timeout=timeout) or parse(
-            f"\\boxed{{{reference}}}", parsing_timeout=timeout
+
+class _Judge:
+    """math-verify, reading each answer as the only box of a text."""
+
+    def __init__(self, reference: str) -> None:
+        from math_verify import LatexExtractionConfig
+
+        self.timeout = 5 if threading.current_thread() is threading.main_thread() else None
+        self.only_the_box = [LatexExtractionConfig(boxed_match_priority=0)]
+        self.reference = reference
+        self.error: str | None = None
+
+    def read(self, answer: str) -> list[Any]:
+        from math_verify import parse
+
+        return (
+            self._guard(
+                lambda: parse(
+                    f"\\boxed{{{answer}}}",
+                    extraction_config=self.only_the_box,
+                    fallback_mode="no_fallback",
+                    extraction_mode="first_match",
+                    parsing_timeout=self.timeout,
+                )
+            )
+            or []
         )
-        pred = parse(text, parsing_timeout=timeout)
-        if not gold or not pred:
-            return False, None
-        return bool(verify(gold, pred, timeout_seconds=timeout)), None
-    except BaseException as exc:  # its TimeoutException derives from BaseException
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        return False, f"{type(exc).__name__}: {exc}"[:200]
+
+    def gold(self) -> list[Any]:
+        from math_verify import parse
+
+        ref = self.reference
+        return (
+            self._guard(
+                lambda: (
+                    parse(f"${ref}$", parsing_timeout=self.timeout)
+                    or parse(f"\\boxed{{{ref}}}", parsing_timeout=self.timeout)
+                )
+            )
+            or []
+        )
+
+    def equivalent(self, answer: str) -> bool:
+        gold, pred = self.gold(), self.read(answer)
+        return bool(gold and pred and self._verify(gold, pred))
+
+    def same(self, answer: str, other: str) -> bool:
+        mine, theirs = self.read(answer), self.read(other)
+        return bool(mine and theirs and self._verify(mine, theirs))
+
+    def _verify(self, gold: list[Any], pred: list[Any]) -> bool:
+        from math_verify import verify
+
+        return bool(self._guard(lambda: verify(gold, pred, timeout_seconds=self.timeout)))
+
+    def _guard(self, call: Any) -> Any:
+        try:
+            return call()
+        except BaseException as exc:  # its TimeoutException derives from BaseException
+            if isinstance(exc, KeyboardInterrupt | SystemExit | MemoryError):
+                raise
+            self.error = f"{type(exc).__name__}: {exc}"[:200]
+            return None

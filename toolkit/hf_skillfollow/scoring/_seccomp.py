@@ -62,6 +62,10 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "perf_event_open": 298,
             "bpf": 321,
             "userfaultfd": 323,
+            "fork": 57,
+            "vfork": 58,
+            "shmget": 29,
+            "memfd_create": 319,
             **_GENERIC_NEW,
         },
     ),
@@ -80,6 +84,8 @@ _ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "perf_event_open": 241,
             "bpf": 280,
             "userfaultfd": 282,
+            "shmget": 194,
+            "memfd_create": 279,
             **_GENERIC_NEW,
         },
     ),
@@ -163,13 +169,51 @@ def program(machine: str | None = None) -> list[bytes]:
     ]
 
 
+_CLONE_THREAD = 0x00010000
+#: for the program's process only: no new process (fork and vfork, and clone without
+#: CLONE_THREAD: glibc's fork, posix_spawn and vfork all are such clones), and no memory
+#: outside the address space (System V shared memory, memfd), which RLIMIT_AS would not count
+_PROGRAM_DENIED = ("fork", "vfork", "shmget", "memfd_create")
+
+
+def program_filter(machine: str | None = None) -> list[bytes]:
+    """The second filter, installed by the program's process over the first: it cannot
+    create processes (threads share its CPU and address-space limits, so those limits are
+    the whole run's), nor hold memory that its address-space limit does not count."""
+    machine = machine or os.uname().machine
+    if machine not in _ARCHES:
+        raise ConfineError(f"no seccomp filter for architecture {machine!r}")
+    arch, nr = _ARCHES[machine]
+    deny = _RET_ERRNO | _EPERM
+    names = [name for name in _PROGRAM_DENIED if name in nr]  # aarch64 has no fork/vfork
+    # after the jumps: [ret allow][ret deny][ld flags][jset CLONE_THREAD][ret allow][ret deny]
+    body = [_op(_JEQ, nr[name], len(names) - i + 1, 0) for i, name in enumerate(names)]
+    body.append(_op(_JEQ, nr["clone"], 2, 0))
+    head = [
+        _op(_LD_ABS, _OFF_ARCH),
+        _op(_JEQ, arch, 1, 0),
+        _op(_RET, _RET_KILL_PROCESS),
+        _op(_LD_ABS, _OFF_NR),
+    ]
+    return [
+        *head,
+        *body,
+        _op(_RET, _RET_ALLOW),
+        _op(_RET, deny),
+        _op(_LD_ABS, _OFF_ARG0),  # clone: flags
+        _op(_JSET, _CLONE_THREAD, 0, 1),
+        _op(_RET, _RET_ALLOW),
+        _op(_RET, deny),
+    ]
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def install() -> None:
-    """Install the filter on this process (inherited by every process it forks)."""
-    instructions = program()
+def install(instructions: list[bytes] | None = None) -> None:
+    """Install a filter (default: ``program()``) on this process and every process it forks."""
+    instructions = program() if instructions is None else instructions
     blob = b"".join(instructions)
     prog = _SockFprog(len(instructions), blob)
     if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-SCORER_VERSION = "1"
+#: "2" (issue 21): MBPP+'s special oracles check the output's type and accept only correct
+#: values (Mbpp/164 and 295 accepted anything or 0), a comparison with a tolerance needs the
+#: expected output's structure (no broadcasting), the program cannot create processes
+#: (CPU and memory limits are the run's), and a math reply is judged on one extracted answer.
+#: Math in "2": the answer is the last complete \boxed{} (none: fail), math-verify reads only
+#: that box, and a reply stating another answer (a second box, "final answer is $x$") fails.
+SCORER_VERSION = "2"
 
 #: Runs published before traces carried ``scorer_version``: toolkit version -> scorer version.
 _LEGACY: Mapping[str, str] = {"0.1.0": "1"}

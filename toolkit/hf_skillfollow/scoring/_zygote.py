@@ -37,6 +37,7 @@ from hf_skillfollow.scoring._confine import (
     MS_NOEXEC,
     MS_NOSUID,
     MS_REC,
+    ConfineError,
     die_with_parent,
     libc,
     mount,
@@ -131,7 +132,14 @@ def become_init() -> None:
     processes in a fresh ``/proc``, and keeps mounts from propagating to the host."""
     die_with_parent()
     mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    try:
+        # Only processes the reader could ptrace are listed: the harness, which is not
+        # dumpable, is then invisible to the program (its status, statm, stat and schedstat
+        # would tell how large the expected outputs are). Linux 5.8 and later.
+        mount("proc", "/proc", "proc", flags, "hidepid=ptraceable")
+    except ConfineError:
+        mount("proc", "/proc", "proc", flags, None)
 
 
 def _pass_on(status: int) -> NoReturn:

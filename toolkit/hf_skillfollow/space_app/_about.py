@@ -8,7 +8,10 @@ ABOUT_MD = """
 An LLM agent gets a `search_skills(query)` tool over a library of procedural skills. Every
 task is run twice with the same prompt, decoding settings and seed: **SE** (skill-enabled,
 the tool is defined) and **SD** (skill-disabled, the tool definition removed). Each task
-gives a pair of binary outcomes, summarised in a 2×2 table:
+gives a pair of binary outcomes, summarised in a 2×2 table. (Cells marked `catalog` in
+"Pool / condition" use the other access protocol: the SE prompt lists every skill's name and
+description and the model activates skills by name, as Agent Skills clients do; there
+S_call is "a skill was activated". The two protocols never pool.)
 
 | | SE correct | SE wrong |
 |---|---|---|
@@ -17,8 +20,13 @@ gives a pair of binary outcomes, summarised in a 2×2 table:
 
 A **cell** is one model × benchmark × partition × skill pool/condition × protocol. Repeated,
 config-identical runs of a cell are pooled by summing raw counts, then computing rates (the
-"runs separately" toggle shows each run on its own). Every number here is recomputed when
-the Space starts, from the published `transitions` rows, with `hf_skillfollow.metrics`.
+"runs separately" toggle shows each run on its own). Runs are pooled only within the source
+(results repo) that published them: each row names its source under the model, and nothing
+one repo publishes (rows, re-scoring records, annotations, traces) changes another repo's
+cells. *Show: sources pooled* pools config-identical runs across sources; the cell then names
+every source it mixes, and a run two sources publish with different rows is left out and
+named. Every number here is recomputed when the Space starts, from the published
+`transitions` rows, with `hf_skillfollow.metrics`.
 
 ## The metrics (percentage points unless a count)
 

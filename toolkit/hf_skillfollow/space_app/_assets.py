@@ -26,7 +26,9 @@ CSS = """
   cursor: pointer; white-space: nowrap; font-weight: 600; }
 .sf-table th[aria-sort=descending], .sf-table th[aria-sort=ascending] { color: var(--color-accent); }
 .sf-table td { padding: 4px 6px; border-bottom: 1px solid var(--border-color-primary);
-  vertical-align: top; }
+  vertical-align: top; overflow-wrap: anywhere; }
+.sf-board td:first-child { max-width: 24em; }
+.sf-drill-head code, .sf-warn li { overflow-wrap: anywhere; }
 .sf-table .sf-num { text-align: right; white-space: nowrap; }
 .sf-board th { text-align: left; }
 .sf-table tbody tr[data-sf-cell] { cursor: pointer; }
@@ -141,7 +143,7 @@ HEAD = """
   document.addEventListener("click", act);
   document.addEventListener("keydown", (e) => { if (e.key === "Enter") act(e); });
   const ours = ["benchmark", "partition", "pool", "model", "min_cond", "nonreportable", "runs",
-    "all", "sort", "cell"];
+    "all", "sort", "cell", "pool_sources"];
   const sync = () => {
     const summary = document.querySelector("#sf-summary [data-sf-query]");
     if (!summary || (summary.dataset.sfPending && location.search)) return;

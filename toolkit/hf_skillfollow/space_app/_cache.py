@@ -30,7 +30,7 @@ from hf_skillfollow.space_app._sources import is_local
 
 ENV_CACHE = "SKILLFOLLOW_BOARD_CACHE"
 #: Bumped when the layout of an entry changes.
-FORMAT = 1
+FORMAT = 2
 #: Entries kept; each holds the cells of one set of revisions (a few MB at 12,500 cells).
 KEEP = 8
 _OFF = {"0", "off", "false", "no", "none"}  # "" is not off: unset means the default
@@ -44,7 +44,6 @@ class Entry:
 
     pooled: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
-    run_source: dict[str, str] = field(default_factory=dict)
     loaded: list[str] = field(default_factory=list)
 
 
@@ -102,8 +101,17 @@ def _files(path: Path) -> list[tuple[str, os.stat_result]]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .cache: not data
         for name in sorted(files):
             full = os.path.join(root, name)
-            out.append((os.path.relpath(full, path), os.stat(full)))
+            out.append((os.path.relpath(full, path), _stat(full)))
     return out
+
+
+def _stat(path: str) -> os.stat_result:
+    """The file's stat, or the link's own when it points nowhere (a dangling symlink is the
+    source's problem to report when it is read, never a reason for the board not to start)."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return os.lstat(path)
 
 
 def _hub_sha(repo_id: str) -> str | None:
@@ -142,7 +150,7 @@ def read(key: str | None) -> Entry | None:
         pooled = pd.read_parquet(folder / _CELLS)
     except Exception:  # a torn or foreign entry: recompute rather than fail
         return None
-    return Entry(pooled, list(meta["warnings"]), dict(meta["run_source"]), list(meta["loaded"]))
+    return Entry(pooled, list(meta["warnings"]), list(meta["loaded"]))
 
 
 def write(key: str | None, entry: Entry) -> None:
@@ -160,7 +168,6 @@ def write(key: str | None, entry: Entry) -> None:
         meta = {
             "format": FORMAT,
             "warnings": entry.warnings,
-            "run_source": entry.run_source,
             "loaded": entry.loaded,
         }
         (tmp / _META).write_text(json.dumps(meta), encoding="utf-8")

@@ -9,28 +9,43 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from html import escape
 
 import pandas as pd
 
 from hf_skillfollow import formatting as fmt
-from hf_skillfollow.space_app._board import Board
+from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app._board import ALL_SOURCES, Board
+from hf_skillfollow.space_app._sources import SOURCE, source_id
 
 NO_CELL = "Pick a cell: click a row of the leaderboard or a point of a plot."
 HARMFUL, HELPFUL = "harmful (c)", "helpful (b)"
 #: Trace messages longer than this start collapsed (system prompts, returned SKILL.md texts).
 COLLAPSE_CHARS = 600
+#: Characters of one trace text (message, answer, error) sent to the browser, and messages
+#: per arm: a published trace is the submitter's, so one drill-down costs bounded bytes.
+MESSAGE_CHARS = 20_000
+MAX_MESSAGES = 200
 
 
 def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
-    """The cell row for a drill-down key ("cell_id" pooled, "cell_id|run_id" per run)."""
+    """The cell row for a drill-down key (`_board.cell_key`: "cell_id@source", pooled across
+    sources "cell_id@all", per run "...|run_id")."""
     if not key:
         return None, False
-    per_run = "|" in key
-    cells = board.cells(runs_separately=per_run)
-    hit = cells[cells["_key"] == key]
-    if not len(hit):
-        return None, per_run
+    views = [(False, False)]
+    if f"@{ALL_SOURCES}" in key:
+        views.append((False, True))
+    if "|" in key:
+        views.append((True, False))
+    for per_run, across in views:
+        cells = board.cells(runs_separately=per_run, pool_sources=across)
+        hit = cells[cells["_key"] == key]
+        if len(hit):
+            break
+    else:
+        hit, per_run = _bare_key(board, key)
+        if hit is None:
+            return None, per_run
     from hf_skillfollow.space_app._annotations import cell_markdown
 
     cell = hit.iloc[0].copy()
@@ -38,10 +53,23 @@ def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
     return cell, per_run
 
 
+def _bare_key(board: Board, key: str) -> tuple[pd.DataFrame | None, bool]:
+    """A link written before keys named the source ("cell_id", "cell_id|run_id"): the cell
+    when exactly one source has that cell_id; None when none or several do (which source a
+    bare link meant cannot be told, so none is picked)."""
+    per_run = "|" in key
+    if "@" in key:
+        return None, per_run
+    cells = board.cells(runs_separately=per_run)
+    ids = cells["cell_id"].astype(str)
+    hit = cells[ids + ("|" + cells["run_id"].astype(str) if per_run else "") == key]
+    return (hit if len(hit) == 1 else None), per_run
+
+
 _HEADER_FIELDS = (
     "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
-    "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
-    "retrieval_policy", "cell_id",
+    "access", "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
+    "retrieval_policy", "cell_id", SOURCE, "conflicts",
 )  # fmt: skip
 
 
@@ -49,11 +77,13 @@ def header_html(cell: pd.Series, key: str) -> str:
     """Title and identity of the cell; `data-sf-open` puts the cell into the page URL."""
     fields = [*_HEADER_FIELDS, "run_id" if "run_id" in cell.index else "n_runs"]
     items = " · ".join(
-        f"<b>{escape(f)}</b> <code>{escape(str(cell[f]))}</code>" for f in fields if f in cell.index
+        f"<b>{escape(f)}</b> <code>{escape(_capped(cell[f]))}</code>"
+        for f in fields
+        if f in cell.index and not (f == "conflicts" and not cell[f])
     )
     return (
         f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
-        f"<h3>{escape(str(cell['label']))}</h3><p>{items}</p></div>"
+        f"<h3>{escape(_capped(cell['label']))}</h3><p>{items}</p></div>"
     )
 
 
@@ -110,8 +140,9 @@ def decomposition_markdown(cell: pd.Series) -> str:
 
 
 def flips(rows: pd.DataFrame) -> pd.DataFrame:
-    """Helpful (b) and harmful (c) tasks, harmful first, with what retrieval returned."""
-    columns = ["flip", "task_id", "run_id", "subset", "skills", "queries"]
+    """Helpful (b) and harmful (c) tasks, harmful first, with what retrieval returned and the
+    source whose traces belong to it."""
+    columns = ["flip", "task_id", "run_id", "subset", "skills", "queries", SOURCE]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     se, sd = rows["se_correct"].astype(bool), rows["sd_correct"].astype(bool)
@@ -125,6 +156,7 @@ def flips(rows: pd.DataFrame) -> pd.DataFrame:
             "subset": invoked.map({True: "retrieval-invoked", False: "skip"}),
             "skills": flipped["skills_returned"].map(_as_list),
             "queries": flipped["queries"].map(_as_list),
+            SOURCE: flipped[SOURCE].astype(str),
         }
     )
     rank = (out["flip"] == HELPFUL).astype(int) * 2 + (out["subset"] == "skip").astype(int)
@@ -162,7 +194,7 @@ def flips_html(table: pd.DataFrame) -> str:
     body = []
     for r in table.to_dict("records"):
         kind = "harmful" if r["flip"] == HARMFUL else "helpful"
-        task = f"{r['run_id']}|{r['task_id']}"
+        task = trace_key(r[SOURCE], r["run_id"], r["task_id"])
         body.append(
             f'<tr class="sf-{kind}" data-flip="{kind}">'
             f"<td>{escape(r['flip'])}</td>"
@@ -177,6 +209,17 @@ def flips_html(table: pd.DataFrame) -> str:
         f'<div class="sf-table-wrap"><table class="sf-table sf-flips"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def _capped(value: object) -> str:
+    from hf_skillfollow.space_app._table import _capped as capped
+
+    return capped(value, 400)
+
+
+def trace_key(source: str, run_id: str, task_id: str) -> str:
+    """The traces key of one task: "<source id>|<run_id>|<task_id>"."""
+    return f"{source_id(source)}|{run_id}|{task_id}"
 
 
 def tally_html(table: pd.DataFrame) -> str:
@@ -216,13 +259,15 @@ def _trace(row: dict | None, arm: str) -> str:
         f"tokens {row.get('prompt_tokens')}+{row.get('completion_tokens')}</p>",
     ]
     if row.get("error"):
-        parts.append(f"<p><b>error:</b> <code>{escape(str(row['error']))}</code></p>")
-    for message in row.get("messages") or []:
-        role = str(message.get("role"))
-        name = f" ({message['name']})" if message.get("name") else ""
+        parts.append(f"<p><b>error:</b> <code>{escape(_cut(row['error']))}</code></p>")
+    messages = list(row.get("messages") or [])
+    for message in messages[:MAX_MESSAGES]:
+        role = _cut(message.get("role"), 40)
+        name = f" ({_cut(message['name'], 200)})" if message.get("name") else ""
         text = str(message.get("content") or "")
         if message.get("tool_calls"):
             text += ("\n" if text else "") + _pretty_json(message["tool_calls"])
+        text = _cut(text)
         label = f"{role}{name}"
         if len(text) > COLLAPSE_CHARS or role in {"system", "tool"}:
             parts.append(
@@ -233,10 +278,39 @@ def _trace(row: dict | None, arm: str) -> str:
             parts.append(
                 f'<div class="sf-msg sf-{escape(role)}"><b>{escape(label)}</b><pre>{escape(text)}</pre></div>'
             )
+    if len(messages) > MAX_MESSAGES:
+        parts.append(
+            f'<p class="sf-sub">{len(messages) - MAX_MESSAGES:,} more messages not shown</p>'
+        )
     parts.append(
-        f'<div class="sf-msg"><b>extracted answer</b><pre>{escape(str(row.get("extracted") or ""))}</pre></div>'
+        f'<div class="sf-msg"><b>extracted answer</b><pre>{escape(_cut(row.get("extracted") or ""))}</pre></div>'
     )
+    parts.extend(_judge_html(row))
     return f'<section class="sf-trace sf-arm-{arm}">{"".join(parts)}</section>'
+
+
+def _judge_html(row: dict) -> list[str]:
+    """An expectations task's judge: its identity and each expectation's majority verdict, with
+    every repeat's evidence (docs/tasks.md); nothing for other tasks."""
+    try:
+        record = json.loads(row.get("judge_verdicts") or "null")
+    except ValueError:
+        return []
+    if not isinstance(record, dict):
+        return []
+    items = []
+    repeats = [r.get("verdicts") or [] for r in record.get("repeats", [])]
+    for i, met in enumerate(record.get("majority", [])):
+        evidence = " | ".join(str(v[i].get("evidence", "")) for v in repeats if i < len(v))
+        votes = "".join("✓" if v[i].get("passed") else "✗" for v in repeats if i < len(v))
+        items.append(
+            f"<li>e{i + 1}: <b>{'met' if met else 'not met'}</b> ({votes}) {escape(evidence)}</li>"
+        )
+    failed = " (grading failure)" if record.get("grading_failure") else ""
+    return [
+        f'<div class="sf-msg"><b>judge {escape(str(record.get("judge", "")))}{failed}</b>'
+        f"<ul>{''.join(items)}</ul></div>"
+    ]
 
 
 def _as_list(values: object) -> list[str]:
@@ -245,7 +319,16 @@ def _as_list(values: object) -> list[str]:
     return [str(v) for v in list(values)]  # type: ignore[call-overload]
 
 
+def _cut(value: object, limit: int = MESSAGE_CHARS) -> str:
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… {len(text) - limit:,} more characters not shown"
+
+
 def _pretty_json(text: object) -> str:
+    if len(str(text)) > MESSAGE_CHARS:  # not worth parsing: it is cut anyway
+        return str(text)
     try:
         return json.dumps(json.loads(str(text)), indent=2, ensure_ascii=False)
     except (TypeError, ValueError):

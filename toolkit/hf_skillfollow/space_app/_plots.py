@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from html import escape
 
 import numpy as np
 import pandas as pd
 
-from hf_skillfollow.space_app._table import MAX_TABLE_ROWS, fast_records, interval, pp
+from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app._table import MAX_TABLE_ROWS, _capped, fast_records, interval, pp
 
 #: Points per plot, as many as the table's first page shows. Larger
 #: selections plot a sample (see `capped`) and the caption says so. Each point is an SVG group
@@ -233,7 +233,7 @@ _HOVER_COLUMNS = (
 def hover_text(row: dict) -> str:
     """A point's tooltip (plain text, one fact per line): identity, effects and counts."""
     return (
-        f"{row['label']}\n"
+        f"{_capped(row['label'], 300)}\n"
         f"RAE {pp(row['rae'])} {interval(row['rae_ci_low'], row['rae_ci_high'])} · OAE {pp(row['oae'])} · "
         f"lift {pp(row['agg_lift'])} · Δselect {pp(row['delta_select'])} pp\n"
         f"coverage {pp(row['coverage'], signed=False)}% · n {row['n_pairs']} · n_cond {row['n_cond']} · "

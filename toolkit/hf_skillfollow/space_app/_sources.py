@@ -3,10 +3,19 @@
 A source is a local path (run directory, repo folder, parquet/jsonl file) or a Hub dataset
 repo id. One bad source must never take the board down: each failure becomes a warning that
 names the source, and the remaining sources still load.
+
+Provenance (docs/leaderboard.md, "Sources"): every table read here carries the source it was
+read from in its `source` column, and the board keeps each source's rows apart
+(`Loaded.tables`). Cells, verification marks, annotations and traces are computed and joined
+within one source, so nothing one source publishes can change another source's cells. A run
+published by two sources is shown under each; only a visitor who asks to pool the sources
+sees them combined (`pooled_across`), and a run whose rows differ between two sources is then
+a visible conflict, left out of the pool.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -25,14 +34,50 @@ DISCOVERY_TAG = "skillfollow"
 DISCOVERY_TIMEOUT_S = 3.0
 
 
+#: The column naming the source a row (cell, trace, record, annotation) was read from.
+SOURCE = "source"
+
+
 @dataclass
 class Loaded:
     """Validated rows of every source that loaded, plus what went wrong with the others."""
 
-    transitions: pa.Table | None
+    #: source -> its rows (with the `source` column), in the order the sources were named.
+    tables: dict[str, pa.Table] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    run_source: dict[str, str] = field(default_factory=dict)  # run_id -> source label
-    loaded: list[str] = field(default_factory=list)
+
+    @property
+    def loaded(self) -> list[str]:
+        return list(self.tables)
+
+    @property
+    def transitions(self) -> pa.Table | None:
+        """Every source's rows in one table (each row still names its source)."""
+        return concat_sources(self.tables)
+
+
+def source_id(source: str) -> str:
+    """A short stable name of a source for keys and URLs (its label may hold any text)."""
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def with_source(table: pa.Table, source: str) -> pa.Table:
+    """`table` with the `source` column (one dictionary value: no per-row copy of the text)."""
+    import numpy as np
+
+    if SOURCE in table.column_names:
+        table = table.drop_columns([SOURCE])
+    indices = pa.array(np.zeros(table.num_rows, dtype=np.int32))
+    return table.append_column(SOURCE, pa.DictionaryArray.from_arrays(indices, pa.array([source])))
+
+
+def concat_sources(tables: Mapping[str, pa.Table]) -> pa.Table | None:
+    if not tables:
+        return None
+    parts = list(tables.values())
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts, promote_options="permissive").unify_dictionaries()
 
 
 def split_sources(text: str | None) -> list[str]:
@@ -99,8 +144,7 @@ def is_local(source: str) -> bool:
 
 def load_sources(sources: Sequence[str]) -> Loaded:
     """Read and validate every source; each failure is a warning naming the source."""
-    tables: list[pa.Table] = []
-    out = Loaded(transitions=None)
+    out = Loaded()
     if not sources:
         out.warnings.append(
             f"No sources configured: pass SOURCE arguments or set {ENV_SOURCES} (comma-separated Hub repo ids or local folders)"
@@ -109,13 +153,9 @@ def load_sources(sources: Sequence[str]) -> Loaded:
         table, warning = _load_one(source, _reader(source))
         if warning:
             out.warnings.append(warning)
-        if table is None:
-            continue
-        tables.append(table)
-        out.loaded.append(source)
-        for run_id in table.column("run_id").unique().to_pylist():
-            out.run_source.setdefault(run_id, source)
-    out.transitions = _concat_unique(tables, out)
+        if table is not None:
+            out.tables[source] = with_source(table, source)
+    out.warnings += [shared.warning() for shared in shared_runs(out.tables) if shared.conflict]
     return out
 
 
@@ -160,12 +200,55 @@ def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | 
             f"Source '{source}' skipped: no such file or folder (and not a Hub repo id owner/name)",
         )
     try:
+        if is_local(source):
+            _check_local(Path(source).expanduser(), source)
         table = validate_transitions(_as_table(reader(source)), source=source)
-    except Exception as exc:  # wrong schema, unreadable file, network: warn and go on
+    except Exception as exc:  # wrong schema, unreadable file, budget, network: warn and go on
         return None, f"Source '{source}' skipped: {_first_line(exc)}"
     if table.num_rows == 0:
         return None, f"Source '{source}' skipped: it holds no transition rows"
+    long = _too_long(table)
+    if long:
+        return None, f"Source '{source}' skipped: {long}"
     return table, None
+
+
+#: Characters of an identity value (model, benchmark, pool, run or task id, ...): every
+#: visitor's first page carries them (filter choices, table, plots), so a source whose names
+#: pass this is refused rather than sent.
+MAX_IDENTITY_CHARS = 1_024
+
+
+def _too_long(table: pa.Table) -> str | None:
+    import pyarrow.compute as pc
+
+    for column in table.schema:
+        if not pa.types.is_string(column.type) or column.name in ("se_error", "sd_error"):
+            continue
+        longest = pc.max(pc.utf8_length(table[column.name])).as_py() or 0
+        if longest > MAX_IDENTITY_CHARS:
+            return (
+                f"column {column.name!r} holds a value of {longest:,} characters; a source's "
+                f"names and ids may have at most {MAX_IDENTITY_CHARS:,}"
+            )
+    return None
+
+
+def _check_local(path: Path, source: str) -> None:
+    """The read budget (hub._budget) of a local source that is one parquet file: folders of
+    several files are checked file by file as they are read (`hub._load.read_parquet_files`)."""
+    from hf_skillfollow.hub._budget import check_files
+
+    if path.is_file():
+        files = [path]
+    else:
+        try:
+            from hf_skillfollow.sources import _folder_files
+        except ImportError:
+            return
+        files = _folder_files(path)
+    if len(files) == 1 and files[0].suffix == ".parquet":
+        check_files(files, "transitions", source)
 
 
 def _as_table(data: object) -> pa.Table:
@@ -183,27 +266,51 @@ def _as_table(data: object) -> pa.Table:
     )
 
 
-def _concat_unique(tables: list[pa.Table], out: Loaded) -> pa.Table | None:
-    """One table; a run published in two sources (say a local folder and its Hub copy) counts once."""
-    if not tables:
-        return None
-    if len(tables) == 1:
-        return tables[0]
-    seen: set[str] = set()
-    kept: list[pa.Table] = []
-    for source, table in zip(out.loaded, tables, strict=True):
-        runs = set(table.column("run_id").unique().to_pylist())
-        dup = runs & seen
-        if dup:
-            import pyarrow.compute as pc
+@dataclass(frozen=True)
+class SharedRun:
+    """A run_id that several sources publish; `conflict` when their rows differ."""
 
-            out.warnings.append(
-                f"Source '{source}': {len(dup)} run(s) already loaded from an earlier source were ignored ({sorted(dup)[:3]}...)"
-            )
-            table = table.filter(pc.invert(pc.is_in(table.column("run_id"), pa.array(sorted(dup)))))
-        seen |= runs
-        kept.append(table)
-    return pa.concat_tables(kept)
+    run_id: str
+    sources: tuple[str, ...]
+    conflict: bool
+
+    def warning(self) -> str:
+        names = " and ".join(f"'{s}'" for s in self.sources)
+        return (
+            f"Run '{self.run_id}' is published by {names} with different rows: each source's "
+            "cells use its own rows, and pooling the sources leaves this run out"
+        )
+
+
+def shared_runs(tables: Mapping[str, pa.Table]) -> list[SharedRun]:
+    """Run ids found in more than one source, each marked when the rows differ.
+
+    Only the shared runs' rows are compared (a digest of their scalar columns, in any row
+    order), so a board of disjoint sources pays one set intersection.
+    """
+    where: dict[str, list[str]] = {}
+    for source, table in tables.items():
+        for run_id in table.column("run_id").unique().to_pylist():
+            where.setdefault(run_id, []).append(source)
+    shared = {run: names for run, names in where.items() if len(names) > 1}
+    if not shared:
+        return []
+    out = []
+    for run_id, names in sorted(shared.items()):
+        digests = {_run_digest(tables[name], run_id) for name in names}
+        out.append(SharedRun(run_id, tuple(names), len(digests) > 1))
+    return out
+
+
+def _run_digest(table: pa.Table, run_id: str) -> tuple[int, int]:
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    rows = table.filter(pc.equal(table["run_id"], run_id))
+    scalar = [f.name for f in rows.schema if f.name != SOURCE and not pa.types.is_nested(f.type)]
+    frame = rows.select(scalar).to_pandas()
+    hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    return len(frame), int(hashes.sum(dtype="uint64"))
 
 
 def _first_line(exc: BaseException, limit: int = 400) -> str:

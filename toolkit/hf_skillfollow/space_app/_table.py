@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 from urllib.parse import urlencode
 
 import numpy as np
 import pandas as pd
 
 from hf_skillfollow import formatting as fmt
+from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 
@@ -38,9 +38,9 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("model", "Model", "Model id (with the run id when runs are shown separately)", "model", False, True),
+    Column("model", "Model", "Model id, the source that published the cell (a Hub repo or a local path), and the run id when runs are shown separately", "model", False, True),
     Column("benchmark", "Benchmark", "Benchmark of the cell", "benchmark", False),
-    Column("pool", "Pool / condition", "Skill pool and its condition (normal, filler, ...)", "pool_condition", False),
+    Column("pool", "Pool / condition", "Skill pool, its condition (normal, filler, ...) and the access protocol when not search (catalog)", "pool_condition", False),
     Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
     Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
     Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),
@@ -217,7 +217,7 @@ def table_html(
         cells = "".join(
             _td(c, row, reportable, disagree, threshold, runs_separately) for c in columns
         )
-        cells += "".join(f"<td>{escape(_raw(row[c]))}</td>" for c in extra)
+        cells += "".join(f"<td>{escape(_capped(_raw(row[c])))}</td>" for c in extra)
         attrs = f' class="{cls}"' if cls else ""
         key_attr = escape(str(row["_key"]))
         rows.append(f'<tr{attrs} data-sf-cell="{key_attr}" tabindex="0">{cells}</tr>')
@@ -246,7 +246,7 @@ def _column_css(columns: list[Column], all_columns: bool) -> str:
 
 #: Cell columns a table row reads (the rest of the wide frame is never copied per row).
 _ROW_COLUMNS = (
-    "_key", "model", "run_id", "benchmark", "pool_condition", "partition", "n_runs", "n_pairs",
+    "_key", "model", "source", "conflicts", "run_id", "benchmark", "pool_condition", "partition", "n_runs", "n_pairs",
     "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
     "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
     "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
@@ -292,10 +292,17 @@ def _cell_text(
 ) -> tuple[str, str]:
     """(inner HTML, tooltip) of one table cell."""
     if key == "model":
-        run = f'<div class="sf-sub">run {escape(str(row["run_id"]))}</div>' if runs else ""
-        return f"{escape(str(row['model']))}{run}", ""
+        run = f'<div class="sf-sub">run {escape(_capped(row["run_id"]))}</div>' if runs else ""
+        conflict = row.get("conflicts")
+        note = (
+            f'<div class="sf-flag sf-sub">{DISAGREE_MARK} {escape(_capped(conflict))}</div>'
+            if isinstance(conflict, str) and conflict
+            else ""
+        )
+        source = f'<div class="sf-sub sf-src">{escape(_capped(row["source"]))}</div>'
+        return f"{escape(_capped(row['model']))}{run}{source}{note}", ""
     if key in {"benchmark", "pool", "partition"}:
-        return escape(str(row[COLUMN_BY_KEY[key].source])), ""
+        return escape(_capped(row[COLUMN_BY_KEY[key].source])), ""
     if key == "runs":
         return str(int(row["n_runs"])), ""
     if key == "n_cond":
@@ -347,6 +354,18 @@ def _cell_text(
 def _extra_columns(filtered: pd.DataFrame) -> list[str]:
     """Every raw metric and identity column the compact view does not show ("All columns")."""
     return [c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL]
+
+
+#: Characters of a submitter's string shown in a table cell or heading (the CSV has them all).
+SHOWN_CHARS = 120
+
+
+def _capped(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as text, cut to `limit` characters with an ellipsis: a 5 MB model name would
+    otherwise be sent to every visitor (and the CSS wraps what is left, so a long name
+    without spaces cannot widen the table)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
 def _raw(value: object) -> str:
@@ -411,7 +430,7 @@ def summary_html(
     )
 
 
-def query_string(f: Filters, *, runs: bool, all_columns: bool) -> str:
+def query_string(f: Filters, *, runs: bool, all_columns: bool, pool: bool = False) -> str:
     """The view's state as URL query parameters (defaults left out); `filters_from_query` reads it."""
     params: list[tuple[str, str]] = []
     params += [("benchmark", v) for v in f.benchmarks]
@@ -422,7 +441,7 @@ def query_string(f: Filters, *, runs: bool, all_columns: bool) -> str:
     if f.min_cond != DEFAULT_MIN_COND:
         params.append(("min_cond", str(f.min_cond)))
     flags = (("nonreportable", f.show_nonreportable), ("rescored", f.rescored_only))
-    for name, on in (*flags, ("runs", runs), ("all", all_columns)):
+    for name, on in (*flags, ("runs", runs), ("all", all_columns), ("pool_sources", pool)):
         if on:
             params.append((name, "1"))
     if f.sort != DEFAULT_SORT:
@@ -438,6 +457,7 @@ class ViewState:
     runs: bool = False
     all_columns: bool = False
     cell: str | None = None
+    pool_sources: bool = False  # runs of different sources in one cell (asked for, never default)
 
 
 #: Query parameters the board reads and writes; others (Gradio's `__theme`) are left alone.
@@ -454,6 +474,7 @@ QUERY_KEYS = frozenset(
         "all",
         "sort",
         "cell",
+        "pool_sources",
     }
 )
 
@@ -480,7 +501,9 @@ def state_from_query(params: dict[str, list[str]]) -> ViewState:
         sort=sort,
         rescored_only=flag("rescored"),
     )
-    return ViewState(filters, flag("runs"), flag("all"), one("cell") or None)
+    return ViewState(
+        filters, flag("runs"), flag("all"), one("cell") or None, pool_sources=flag("pool_sources")
+    )
 
 
 def choices(cells: pd.DataFrame, column: str) -> list[str]:

@@ -12,18 +12,17 @@ from hf_skillfollow.space_app._sources import is_local
 
 
 class TraceStore:
-    """Finds the `traces` rows of one (run, task) in the source that published the run."""
+    """Finds the `traces` rows of one (run, task) in the source whose cell is open: a trace
+    another source publishes under the same run id is never shown for it."""
 
-    def __init__(self, run_source: dict[str, str]) -> None:
-        self._run_source = run_source
+    def __init__(self) -> None:
         self._cache: dict[str, pa.Table | str] = {}
         self._lock = threading.Lock()
 
-    def pair(self, run_id: str, task_id: str) -> tuple[dict | None, dict | None, str | None]:
+    def pair(
+        self, source: str, run_id: str, task_id: str
+    ) -> tuple[dict | None, dict | None, str | None]:
         """(se_row, sd_row, note); note says why traces are missing."""
-        source = self._run_source.get(run_id)
-        if source is None:
-            return None, None, f"run {run_id!r} has no known source"
         table = self._table(source)
         if isinstance(table, str):
             return None, None, table
@@ -56,15 +55,20 @@ def _load(source: str) -> pa.Table | str:
         return f"traces of '{source}' could not be loaded ({type(exc).__name__}: {exc})"
     if table is None:
         return f"source '{source}' publishes no traces"
-    return validate_traces(table, source=f"{source} (traces)")
+    from hf_skillfollow.space_app._sources import with_source
+
+    return with_source(validate_traces(table, source=f"{source} (traces)"), source)
 
 
 def _local_traces(root: Path) -> pa.Table | None:
+    from hf_skillfollow.hub._budget import check_files
+
     files = _trace_files(root)
     if not files:
         return None
     import pyarrow.parquet as pq
 
+    check_files(files, "traces", str(root))
     return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
 
 
@@ -75,7 +79,7 @@ def _trace_files(root: Path) -> list[Path]:
     found = sorted(root.rglob("traces.parquet")) + sorted(
         (root / "data" / "traces").glob("*.parquet")
     )
-    return list(dict.fromkeys(found))
+    return [f for f in dict.fromkeys(found) if f.is_file()]  # a dangling link is no file
 
 
 def _hub_traces(repo: str) -> pa.Table | None:

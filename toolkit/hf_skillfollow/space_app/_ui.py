@@ -29,7 +29,9 @@ INTRO = (
 )
 NONREP, RUNS, ALL = "non-reportable cells", "runs separately", "all columns"
 RESCORED = "re-scored only"
-SHOW_CHOICES = (NONREP, RUNS, ALL, RESCORED)
+#: Pools config-identical runs of different sources into one cell (never the default).
+POOL_SOURCES = "sources pooled"
+SHOW_CHOICES = (NONREP, RUNS, ALL, RESCORED, POOL_SOURCES)
 ABOUT = ABOUT_MD + _verification.ABOUT_MD
 
 
@@ -57,7 +59,11 @@ class View:
 
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
-    cells = board.cells(state.runs) if state.all_columns else board.view(state.runs, T.VIEW_COLUMNS)
+    cells = (
+        board.cells(state.runs, state.pool_sources)
+        if state.all_columns
+        else board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
+    )
     return _render(cells, T.apply_filters(cells, state.filters), state, plots=plots)
 
 
@@ -76,7 +82,9 @@ def first_view(board: Board) -> View:
 def _render(
     cells: pd.DataFrame, filtered: pd.DataFrame, state: T.ViewState, *, plots: bool
 ) -> View:
-    query = T.query_string(state.filters, runs=state.runs, all_columns=state.all_columns)
+    query = T.query_string(
+        state.filters, runs=state.runs, all_columns=state.all_columns, pool=state.pool_sources
+    )
     shown = min(len(filtered), T.MAX_TABLE_ROWS)
     return View(
         summary=T.summary_html(
@@ -240,7 +248,7 @@ def state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort
     try:
         return _state(benchmarks, partitions, pools, model, min_cond, show, sort)
     except ValueError as exc:
-        raise gr.Error(str(exc)) from None
+        raise gr.Error(_escape(str(exc))) from None  # rendered as HTML by gradio
 
 
 def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.ViewState:
@@ -261,7 +269,7 @@ def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.View
         rescored_only=RESCORED in shown,
     )
     T.parse_sort(filters.sort)
-    return T.ViewState(filters, RUNS in shown, ALL in shown)
+    return T.ViewState(filters, RUNS in shown, ALL in shown, pool_sources=POOL_SOURCES in shown)
 
 
 def _strip_nonce(value: str | None) -> str:
@@ -343,7 +351,7 @@ def _wire(
     ) -> list[dict]:
         """The filtered, sorted cells with raw values (NaN as null), flags at min_cond."""
         state = state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort)
-        filtered = T.apply_filters(board.cells(state.runs), state.filters)
+        filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
         return T.records(filtered, state.filters.min_cond)
 
     for fn in (cell, traces, cells):
@@ -359,11 +367,12 @@ def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: in
     try:
         state = T.state_from_query(params)
     except ValueError as exc:
-        gr.Warning(f"Ignoring the link's view settings: {exc}")
+        # gr.Warning renders its message as HTML, and the text quotes the link: escaped.
+        gr.Warning(_escape(f"Ignoring the link's view settings: {exc}"))
         return skip
     f = state.filters
     show = [NONREP] * f.show_nonreportable + [RUNS] * state.runs + [ALL] * state.all_columns
-    show += [RESCORED] * f.rescored_only
+    show += [RESCORED] * f.rescored_only + [POOL_SOURCES] * state.pool_sources
     controls = (
         list(f.benchmarks),
         list(f.partitions),
@@ -402,14 +411,16 @@ def _show_cell(board: Board, key: str | None):
     if cell is None:
         note = _drill.NO_CELL if not key else f"No cell with key {key!r} under the current data."
         return f'<p class="sf-empty">{_escape(note)}</p>', "", "", "", "", ""
-    rows = board.task_rows(str(cell["cell_id"]), str(cell["run_id"]) if per_run else None)
+    rows = board.task_rows(cell)
     flips = _drill.flips(rows)
     first = flips.iloc[0] if len(flips) else None
     traces = (
-        _show_traces(board, f"{first['run_id']}|{first['task_id']}") if first is not None else ""
+        _show_traces(board, _drill.trace_key(first["source"], first["run_id"], first["task_id"]))
+        if first is not None
+        else ""
     )
     return (
-        _drill.header_html(cell, str(key))
+        _drill.header_html(cell, str(cell["_key"]))
         + _verification.drill_html(board.rescoring, cell, per_run),
         _drill.matrix_markdown(cell),
         _drill.decomposition_markdown(cell),
@@ -420,19 +431,36 @@ def _show_cell(board: Board, key: str | None):
 
 
 def _show_traces(board: Board, key: str | None) -> str:
-    if not key or "|" not in key:
+    """Traces of "<source id>|<run_id>|<task_id>" (`_drill.trace_key`), read from that
+    source only."""
+    from hf_skillfollow.space_app._sources import source_id
+
+    parts = (key or "").split("|", 2)
+    if len(parts) == 2:  # "run_id|task_id", a key written before keys named the source
+        owners = [s for s, t in board.tables.items() if parts[0] in _run_ids(t)]
+        parts = [source_id(owners[0]) if len(owners) == 1 else "", *parts]
+    if len(parts) != 3:
         return ""
-    run_id, task_id = key.split("|", 1)
-    se, sd, note = board.traces.pair(run_id, task_id)
+    sid, run_id, task_id = parts
+    source = next((s for s in board.sources if source_id(s) == sid), None)
+    if source is None:
+        return (
+            f'<p class="sf-empty">Traces unavailable: no loaded source has id {_escape(sid)}.</p>'
+        )
+    se, sd, note = board.traces.pair(source, run_id, task_id)
     if note:
         return f'<p class="sf-empty">Traces unavailable: {_escape(note)}.</p>'
     return _drill.traces_html(se, sd, f"{task_id} (run {run_id})")
 
 
-def _escape(text: str) -> str:
-    from html import escape
+def _run_ids(table) -> set[str]:
+    return set(table.column("run_id").unique().to_pylist())
 
-    return escape(text)
+
+def _escape(text: str) -> str:
+    from hf_skillfollow._escape import for_html
+
+    return for_html(text)
 
 
 def _csv_route(board: Board):
@@ -440,6 +468,8 @@ def _csv_route(board: Board):
     from starlette.requests import Request
     from starlette.responses import PlainTextResponse, Response
     from starlette.routing import Route
+
+    from hf_skillfollow._escape import frame_to_csv
 
     def export(request: Request) -> Response:
         params: dict[str, list[str]] = {}
@@ -449,8 +479,9 @@ def _csv_route(board: Board):
             state = T.state_from_query(params)
         except ValueError as exc:
             return PlainTextResponse(f"bad query: {exc}", status_code=400)
-        filtered = T.apply_filters(board.cells(state.runs), state.filters)
-        body = T.csv_frame(filtered, state.filters.min_cond).to_csv(index=False)
+        filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
+        # Model names and ids are the submitters': a leading = + - @ would run in a spreadsheet.
+        body = frame_to_csv(T.csv_frame(filtered, state.filters.min_cond))
         return Response(
             body,
             media_type="text/csv; charset=utf-8",

@@ -7,14 +7,15 @@ record's re-scored verdicts with the bits published now (docs/verify.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from hf_skillfollow._escape import for_html as escape
 
 ABOUT_MD = """
 ## Re-scored marks
@@ -31,8 +32,11 @@ published *now*: **✓ 80/80** every row re-scored and agreeing, **✗ 77/80** s
 disagree (the drill-down lists them with both verdicts), **◐** only part of the rows
 re-scored, or *not re-scored*. *Show: re-scored only* keeps the cells with a record.
 
-This Space never runs submitted code: it only reads records. Whoever can write to a results
-repo can publish a record in it, including the submitter, so a ✓ proves that the published
+This Space never runs submitted code: it only reads records. A record counts only for the
+rows of the repo it was published in: a third party's re-scoring lives in their own repo,
+beside their copy of the run, and shows as that repo's row ("Re-scored by <repo>"), never on
+the owner's. Whoever can write to a results repo can publish a record in it, including the
+submitter, so a ✓ proves that the published
 bits are what the published answers score to *on the verifier's machine*; it does not prove
 that the answers came from the named model, and a record is only as trustworthy as its
 verifier. Anyone can repeat the check with `hf-skillfollow verify`; a ✗ that you can reproduce
@@ -41,6 +45,7 @@ means the published bits do not follow from the published answers.
 
 RESCORED = "rescored"  # display column
 NOT_RESCORED = "not re-scored"
+AMBIGUOUS = "not shown: cell_id names several cells"
 TIP = (
     "Published verification records (hf-skillfollow verify) compared with the published bits: "
     "✓ every row re-scored and agreeing, ✗ some re-scored rows disagree, ◐ partly re-scored"
@@ -62,24 +67,34 @@ class Rescoring:
         return self.records is None or self.records.num_rows == 0
 
 
-def load_rescoring(
-    sources: Sequence[str], transitions: pa.Table | None
-) -> tuple[Rescoring, list[str]]:
-    """Records of every source that has them; a bad record file is a warning, not an error."""
+def load_rescoring(tables: Mapping[str, pa.Table]) -> tuple[Rescoring, list[str]]:
+    """Each source's records joined with that source's rows only: a record counts for the
+    rows of the repo it was published in, never for another source's rows that happen to
+    share a run_id (docs/verify.md, "Re-scoring someone else's run"). A bad record file is a
+    warning naming its source, not an error."""
+    from hf_skillfollow.space_app._sources import SOURCE, with_source
     from hf_skillfollow.verify._status import row_status
 
-    tables, warnings = [], []
-    for source in sources:
+    statuses, found, warnings = [], [], []
+    for source, rows in tables.items():
         try:
-            tables += _records_of(source)
+            parts = _records_of(source)
         except Exception as exc:  # one bad record must not take the board down
             warnings.append(
                 f"Verification records of '{source}' skipped: {type(exc).__name__}: {str(exc)[:300]}"
             )
-    records = pa.concat_tables(tables) if tables else None
-    if records is None or transitions is None or transitions.num_rows == 0:
-        return Rescoring(None, records), warnings
-    return Rescoring(row_status(transitions, records), records), warnings
+            continue
+        if not parts or rows.num_rows == 0:
+            continue
+        records = with_source(pa.concat_tables(parts), source)
+        found.append(records)
+        status = row_status(rows, records.drop_columns([SOURCE]))
+        statuses.append(with_source(status, source))
+    if not found:
+        return Rescoring(None, None), warnings
+    status = pa.concat_tables(statuses, promote_options="permissive").unify_dictionaries()
+    records = pa.concat_tables(found, promote_options="permissive").unify_dictionaries()
+    return Rescoring(status, records), warnings
 
 
 def _records_of(source: str) -> list[pa.Table]:
@@ -94,6 +109,9 @@ def _records_of(source: str) -> list[pa.Table]:
     files = sorted(
         {f for pattern in RECORD_GLOBS for f in path.rglob(pattern) if is_record_file(f)}
     )
+    from hf_skillfollow.hub._budget import check_files
+
+    check_files(files, "verifications", source)
     return [read_record(f, str(f)) for f in files]
 
 
@@ -104,8 +122,13 @@ def _hub_records(repo_id: str) -> list[pa.Table]:
     return [] if table is None else [table]
 
 
-def with_rescored(cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool) -> pd.DataFrame:
-    """`cells` plus the display mark and the filter flag, per cell (or per cell and run)."""
+def with_rescored(
+    cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool, across: bool = False
+) -> pd.DataFrame:
+    """`cells` plus the display mark and the filter flag, per source and cell (or per source,
+    cell and run; `across`: per cell of the view pooled across sources). A cell_id that
+    names several cells in one place gets no mark: whose rows a record checked is ambiguous."""
+    from hf_skillfollow.space_app._sources import SOURCE
     from hf_skillfollow.verify._status import group_counts
 
     out = cells.copy()
@@ -113,11 +136,19 @@ def with_rescored(cells: pd.DataFrame, rescoring: Rescoring, *, per_run: bool) -
         out[RESCORED] = NOT_RESCORED
         out[RESCORED_FLAG] = np.zeros(len(out), dtype=bool)
         return out
-    keys = ["cell_id", "run_id"] if per_run else ["cell_id"]
-    counts = group_counts(rescoring.status, keys).to_pandas()
+    keys = ([] if across else [SOURCE]) + (["cell_id", "run_id"] if per_run else ["cell_id"])
+    status = rescoring.status
+    if SOURCE in status.column_names:
+        status = status.set_column(
+            status.schema.get_field_index(SOURCE), SOURCE, status[SOURCE].cast(pa.string())
+        )
+    counts = group_counts(status, keys).to_pandas()
     merged = out[keys].astype(str).merge(counts.astype({k: str for k in keys}), on=keys, how="left")
-    out[RESCORED] = merged["rescored"].fillna(NOT_RESCORED).to_numpy(dtype=object)
-    out[RESCORED_FLAG] = merged["rescored_rows"].fillna(0).to_numpy(dtype=float) > 0
+    ambiguous = out[keys].astype(str).duplicated(keep=False).to_numpy()
+    out[RESCORED] = np.where(
+        ambiguous, AMBIGUOUS, merged["rescored"].fillna(NOT_RESCORED).to_numpy(dtype=object)
+    )
+    out[RESCORED_FLAG] = (merged["rescored_rows"].fillna(0).to_numpy(dtype=float) > 0) & ~ambiguous
     return out
 
 
@@ -138,15 +169,29 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
         )
     import pyarrow.compute as pc
 
-    mask = pc.equal(rescoring.status["cell_id"], str(cell["cell_id"]))
+    from hf_skillfollow.space_app._board import _cell_sources
+
+    if str(cell.get(RESCORED)) == AMBIGUOUS:
+        return f'<p class="sf-rescored">{_LEAD}: {escape(AMBIGUOUS)}.</p>'
+    sources = pa.array(_cell_sources(cell))
+    mask = pc.and_(
+        pc.equal(rescoring.status["cell_id"], str(cell["cell_id"])),
+        pc.is_in(rescoring.status["source"].cast(pa.string()), sources),
+    )
     if per_run:
         mask = pc.and_(mask, pc.equal(rescoring.status["run_id"], str(cell["run_id"])))
     status = rescoring.status.filter(mask)
     if status.num_rows == 0:
         return ""
     counts = group_counts(status, ["cell_id"]).to_pylist()[0]
+    checked = status.filter(status["checked"])["source"].cast(pa.string()).unique().to_pylist()
+    by = (
+        " by " + " and ".join(f"<code>{escape(s)}</code>" for s in sorted(checked))
+        if checked
+        else ""
+    )
     parts = [
-        f'<div class="sf-rescored"><p>{_LEAD}: <b>{escape(counts["rescored"])}</b> '
+        f'<div class="sf-rescored"><p>{_LEAD}{by}: <b>{escape(counts["rescored"])}</b> '
         f"({counts['rescored_rows']} of {counts['rows']} rows re-scored, "
         f"{counts['agreeing_rows']} agree with the published bits)</p>"
     ]
@@ -161,11 +206,13 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
 def _record_lines(status: pa.Table) -> list[str]:
     keys = ["verification_id", "verified_by", "verified_at", "toolkit_version", "scorer_version",
             "benchmark_release"]  # fmt: skip
-    seen = status.filter(status["checked"]).select(keys)
+    seen = status.filter(status["checked"])
+    seen = seen.select(keys).append_column("source", seen["source"].cast(pa.string()))
     rows = {tuple(r.values()): r for r in seen.to_pylist()}
     return [
         f"record <code>{escape(r['verification_id'])}</code> by {escape(r['verified_by'])}, "
-        f"{escape(r['verified_at'])}: hf-skillfollow {escape(r['toolkit_version'])}, scorer "
+        f"{escape(r['verified_at'])}, published in <code>{escape(r['source'])}</code>: "
+        f"hf-skillfollow {escape(r['toolkit_version'])}, scorer "
         f"version {escape(r['scorer_version'])}, benchmark release "
         f"<code>{escape(r['benchmark_release'])}</code>"
         for r in sorted(rows.values(), key=lambda r: r["verified_at"])

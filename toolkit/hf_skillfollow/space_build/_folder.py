@@ -17,6 +17,7 @@ from hf_skillfollow.space_build._vendor import vendor
 
 PYTHON_VERSION = "3.11"
 ENV_SOURCES = "SKILLFOLLOW_SOURCES"
+ENV_DISCOVER = "SKILLFOLLOW_DISCOVER"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([0-9][A-Za-z0-9.+-]*)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -32,8 +33,16 @@ class SpaceBuild:
     folder: Path
     sources: list[str]
     gradio_version: str
+    discover: bool
     requirements: list[str]
     vendored: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """What the board loads, in words (the CLI's first line)."""
+        found = "every public Hub dataset tagged 'skillfollow'"
+        if not self.sources:
+            return found
+        return ", ".join(self.sources) + (f" and {found}" if self.discover else "")
 
 
 def pinned_requirements() -> list[str]:
@@ -54,11 +63,14 @@ def gradio_pin(pins: Sequence[str]) -> str:
     raise SpaceBuildError("space_build/requirements.txt: no gradio pin")
 
 
-def check_sources(sources: Sequence[str]) -> list[str]:
-    """Hub dataset repo ids, deduplicated; anything else is refused naming `--sources`."""
+def check_sources(sources: Sequence[str], *, discover: bool = False) -> list[str]:
+    """Hub dataset repo ids, deduplicated; anything else is refused naming `--sources`. None
+    at all only with `discover` (a community board of every tagged results repo)."""
     out = list(dict.fromkeys(s.strip() for s in sources if s.strip()))
-    if not out:
-        raise SpaceBuildError("--sources: give at least one Hub dataset repo id (ORG/NAME)")
+    if not out and not discover:
+        raise SpaceBuildError(
+            "--sources: give at least one Hub dataset repo id (ORG/NAME), or --discover"
+        )
     bad = [s for s in out if not _REPO_ID.match(s)]
     if bad:
         raise SpaceBuildError(
@@ -68,9 +80,15 @@ def check_sources(sources: Sequence[str]) -> list[str]:
     return out
 
 
-def build_space(folder: str | Path, sources: Sequence[str]) -> SpaceBuild:
-    """Write (or refresh) a complete Space folder reading `sources` (Hub dataset repo ids)."""
-    names = check_sources(sources)
+def build_space(
+    folder: str | Path, sources: Sequence[str] = (), *, discover: bool = False
+) -> SpaceBuild:
+    """Write (or refresh) a complete Space folder reading `sources` (Hub dataset repo ids) and,
+    with `discover`, every public Hub dataset tagged `skillfollow` (found at each start).
+
+    The board keeps each source's rows, marks and annotations to itself (docs/leaderboard.md,
+    "Sources"), which is what lets a discovering board show repos nobody vetted."""
+    names = check_sources(sources, discover=discover)
     root = Path(folder)
     if root.exists() and not root.is_dir():
         raise SpaceBuildError(f"{root}: exists and is not a directory")
@@ -79,9 +97,9 @@ def build_space(folder: str | Path, sources: Sequence[str]) -> SpaceBuild:
     gradio = gradio_pin(pins)
     vendored = vendor(root)
     (root / "requirements.txt").write_text(_requirements_text(pins), encoding="utf-8")
-    (root / "app.py").write_text(_app_text(names), encoding="utf-8")
-    (root / "README.md").write_text(_readme_text(names, gradio), encoding="utf-8")
-    return SpaceBuild(root, names, gradio, pins, vendored)
+    (root / "app.py").write_text(_app_text(names, discover), encoding="utf-8")
+    (root / "README.md").write_text(_readme_text(names, gradio, discover), encoding="utf-8")
+    return SpaceBuild(root, names, gradio, discover, pins, vendored)
 
 
 def _requirements_text(pins: Sequence[str]) -> str:
@@ -93,20 +111,27 @@ def _requirements_text(pins: Sequence[str]) -> str:
     return head + "\n".join(pins) + "\n"
 
 
-def _app_text(sources: Sequence[str]) -> str:
+def _app_text(sources: Sequence[str], discover: bool) -> str:
+    setting = (
+        f"\n# A community board: every public Hub dataset tagged `skillfollow`, found at each start."
+        f'\nos.environ.setdefault("{ENV_DISCOVER}", "1")'
+        if discover
+        else ""
+    )
     return f'''"""Hugging Face Space entry point, written by `hf-skillfollow space build` (toolkit {__version__}).
 
 `hf_skillfollow/` beside this file is the toolkit's board code, vendored because a Space
 installs requirements.txt (PyPI only) before this folder is copied in. Sources: the Space
-variable {ENV_SOURCES} (set by `hf-skillfollow space push`), else SOURCES below. Every number
-is recomputed from the sources' transitions rows when the Space starts.
+variable {ENV_SOURCES} (set by `hf-skillfollow space push`), else SOURCES below; the Space
+variable {ENV_DISCOVER} turns discovery of tagged Hub datasets on or off. Every number is
+recomputed from the sources' transitions rows when the Space starts, each source's apart.
 """
 
 import os
 
 SOURCES = {list(sources)!r}
 
-os.environ.setdefault("{ENV_SOURCES}", ",".join(SOURCES))
+os.environ.setdefault("{ENV_SOURCES}", ",".join(SOURCES)){setting}
 
 from hf_skillfollow.space_app import launch  # noqa: E402 - after the default sources are set
 
@@ -115,7 +140,7 @@ if __name__ == "__main__":
 '''
 
 
-def _readme_text(sources: Sequence[str], gradio: str) -> str:
+def _readme_text(sources: Sequence[str], gradio: str, discover: bool) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(
@@ -132,4 +157,6 @@ def _readme_text(sources: Sequence[str], gradio: str) -> str:
         python_version=PYTHON_VERSION,
         toolkit_version=__version__,
         env_sources=ENV_SOURCES,
+        env_discover=ENV_DISCOVER,
+        discover=discover,
     )

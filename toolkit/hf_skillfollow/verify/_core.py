@@ -9,10 +9,15 @@ import socket
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hf_skillfollow.verify._inputs import ARMS, Row
-from hf_skillfollow.verify._releases import Releases
+from hf_skillfollow.verify._judged import Regrade, is_judged, recorded_judge
+from hf_skillfollow.verify._releases import Releases, UnavailableError
 from hf_skillfollow.verify._state import VerifyState, answer_key
+
+if TYPE_CHECKING:
+    from hf_skillfollow.judge import JudgeSettings
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,13 @@ def run_verification(
     verified_by: str | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_verdict: Callable[[bool], None] | None = None,
+    regrade: Regrade | None = None,
 ) -> Verification:
     """Re-score every answer not yet in `state`, then compare all rows with their bits.
 
     `on_start(total, already_done)` is called once before scoring; `on_verdict(passed)` once
-    per answer scored.
+    per answer scored. `regrade` re-grades `expectations` answers with their recorded judge
+    (`verify._judged`); without it a judged row is an UnavailableError.
     """
     from hf_skillfollow.agent import final_answer
     from hf_skillfollow.scoring import score_many
@@ -105,6 +112,7 @@ def run_verification(
     out = new_verification(releases, verified_by)
     answers: dict[tuple[str, str, str], tuple[str, str]] = {}  # (run, task, arm) -> (key, text)
     todo: dict[str, tuple[object, str]] = {}  # key -> (task, text)
+    judged: dict[str, tuple[object, str, JudgeSettings]] = {}  # key -> (task, text, judge)
     for row in rows:
         if not row.has_traces:
             out.unchecked.append(row)
@@ -113,13 +121,27 @@ def run_verification(
         for arm in ARMS:
             trace = row.traces[arm]
             text = final_answer(list(trace.messages), trace.error)
-            key = answer_key(SCORER_VERSION, row.benchmark_version, row.task_id, text)
+            judge = recorded_judge(row, arm) if is_judged(task) else None
+            version = SCORER_VERSION if judge is None else f"{SCORER_VERSION}+judge:{judge.judge}"
+            key = answer_key(version, row.benchmark_version, row.task_id, text)
             answers[(row.run_id, row.task_id, arm)] = (key, text)
-            if key not in state.done:
+            if key in state.done:
+                continue
+            if judge is None:
                 todo.setdefault(key, (task, text))
+            else:
+                judged.setdefault(key, (task, text, judge))
     n_total = len({k for k, _ in answers.values()})
+    if judged and regrade is None:
+        raise UnavailableError("the rows are graded by a judge: pass its endpoint to re-grade")
     if on_start is not None:
-        on_start(n_total, n_total - len(todo))
+        on_start(n_total, n_total - len(todo) - len(judged))
+    if judged:
+        assert regrade is not None
+        for key, verdict in zip(judged, regrade(list(judged.values())), strict=True):
+            state.add(key, bool(verdict.passed), str(verdict.reason))
+            if on_verdict is not None:
+                on_verdict(bool(verdict.passed))
     keys = list(todo)
 
     def save(i: int, verdict: object) -> None:
@@ -133,7 +155,7 @@ def run_verification(
             on_result=save,
             progress=(lambda v: on_verdict(bool(v.passed))) if on_verdict else None,
         )
-    out.rescored = len(keys)
+    out.rescored = len(keys) + len(judged)
     for row in rows:
         if row.has_traces:
             out.checked.append(_compare(row, answers, state))

@@ -31,6 +31,8 @@ class ArmTrace:
     final_answer: str
     correct: bool
     details: dict[str, Any]
+    #: an expectations task's recorded judge verdicts (`judge_verdicts`), else None
+    judge_record: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ def _traces_by_key(traces: Any, source: str) -> dict[tuple[str, str, str], ArmTr
     columns = ("run_id", "task_id", "arm", "messages", "error", "final_answer", "correct",
                "scorer_details")  # fmt: skip
     out: dict[tuple[str, str, str], ArmTrace] = {}
+    if "judge_verdicts" in traces.column_names:
+        columns = (*columns, "judge_verdicts")
     for t in traces.select(list(columns)).to_pylist():
         key = (t["run_id"], t["task_id"], t["arm"])
         if key in out:
@@ -146,6 +150,7 @@ def _traces_by_key(traces: Any, source: str) -> dict[tuple[str, str, str], ArmTr
             final_answer=t["final_answer"],
             correct=bool(t["correct"]),
             details=_details(t["scorer_details"]),
+            judge_record=_details(t["judge_verdicts"]) if t.get("judge_verdicts") else None,
         )
     return out
 

@@ -18,7 +18,7 @@ from hf_skillfollow.verify._inputs import ARMS, Row
 if TYPE_CHECKING:
     from hf_skillfollow.tasks import Task
 
-_DIGEST = re.compile(r"\+(md5\.[0-9a-f]+)")
+_DIGEST = re.compile(r"\+((?:md5|sha256)\.[0-9a-f]+)")
 
 
 class UnavailableError(RuntimeError):
@@ -71,7 +71,12 @@ def resolve(rows: Sequence[Row], tasks_files: Mapping[str, Path]) -> Releases:
     for recorded, benchmark in sorted(wanted.items()):
         if benchmark not in loaded:
             try:
-                loaded[benchmark] = load_tasks(benchmark, tasks_files.get(benchmark))
+                path = tasks_files.get(benchmark)
+                loaded[benchmark] = (  # skill-evals: the path is the skill pool's folder
+                    load_tasks(benchmark, skills_dir=path)
+                    if benchmark == "skill-evals"
+                    else load_tasks(benchmark, path)
+                )
             except (TaskLoadError, ValueError) as exc:
                 loaded[benchmark] = str(exc)
         got = loaded[benchmark]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from hf_skillfollow._escape import for_markdown, for_terminal
 from hf_skillfollow.verify._core import RowCheck, Verification
 from hf_skillfollow.verify._inputs import Row
 from hf_skillfollow.verify._status import mark
@@ -68,40 +69,48 @@ def render(v: Verification, fmt: str) -> str:
     return _markdown(data) if fmt == "markdown" else _table(data)
 
 
-def _headline(data: dict[str, Any]) -> str:
+def headline(data: dict[str, Any]) -> str:
+    """The summary line: how many rows agree, and how many were not re-scored at all."""
     verdict = (
         "all agree"
         if data["status"] == "agree"
         else f"{len(data['disagreements'])} disagreement(s)"
     )
+    total = data["rows_checked"] + data["rows_without_traces"]
     return (
         f"{data['rows_agreeing']}/{data['rows_checked']} rows agree ({verdict}); "
-        f"{data['rows_without_traces']} row(s) without traces not checked; "
+        f"{data['rows_without_traces']} of {total} row(s) not re-scored (no traces); "
         f"{data['answers_rescored']} answer(s) re-scored now, the rest from the state file"
     )
 
 
-def _provenance(data: dict[str, Any]) -> str:
+def _provenance(data: dict[str, Any], escape: Callable[[object], str]) -> str:
     releases = ", ".join(sorted(set(data["benchmark_releases"].values()))) or "none"
-    return (
+    return escape(
         f"verification {data['verification_id']} by {data['verified_by']} on {data['machine']}, "
         f"{data['verified_at']}: hf-skillfollow {data['toolkit_version']}, scorer version "
         f"{data['scorer_version']}, benchmark release(s) {releases}"
     )
 
 
-def _rows(data: dict[str, Any]) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+def _rows(
+    data: dict[str, Any], escape: Callable[[object], str]
+) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+    """Table rows; ids, benchmarks and reasons are submitter text, written with `escape`."""
+    e = escape
+
     def counts(g: dict[str, Any]) -> list[str]:
         total = g["rows_checked"] + g["rows_without_traces"]
         return [str(g["rows_checked"]), str(g["rows_agreeing"]), str(g["rows_without_traces"]),
                 mark(g["rows_checked"], g["rows_agreeing"], total)]  # fmt: skip
 
-    cells = [[g["cell_id"], g["benchmark"], *counts(g)] for g in data["cells"]]
-    runs = [[g["run_id"], g["cell_id"], *counts(g)] for g in data["runs"]]
+    cells = [[e(g["cell_id"]), e(g["benchmark"]), *counts(g)] for g in data["cells"]]
+    runs = [[e(g["run_id"]), e(g["cell_id"]), *counts(g)] for g in data["runs"]]
     dis = [
-        [d["run_id"], d["task_id"], d["arm"], _bit(d["recorded"]), _bit(d["rescored"]), d["reason"]]
+        [e(d["run_id"]), e(d["task_id"]), d["arm"], _bit(d["recorded"]), _bit(d["rescored"]),
+         e(d["reason"])]
         for d in data["disagreements"]
-    ]
+    ]  # fmt: skip
     return cells, runs, dis
 
 
@@ -114,11 +123,11 @@ def _bit(value: bool) -> str:
 
 
 def _markdown(data: dict[str, Any]) -> str:
-    cells, runs, dis = _rows(data)
+    cells, runs, dis = _rows(data, for_markdown)
     parts = [
         "## Verification",
-        _provenance(data),
-        f"**{_headline(data)}**",
+        _provenance(data, for_markdown),
+        f"**{headline(data)}**",
         "### Cells",
         _md_table(["cell_id", "benchmark", *_COUNT_HEADERS], cells),
         "### Runs",
@@ -130,11 +139,9 @@ def _markdown(data: dict[str, Any]) -> str:
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    def cell(text: str) -> str:
-        return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
+    """Cells are Markdown already (submitter text escaped by `_rows`)."""
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -142,10 +149,10 @@ def _table(data: dict[str, Any]) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    cells, runs, dis = _rows(data)
+    cells, runs, dis = _rows(data, for_terminal)
     console = Console(record=True, width=160, force_terminal=False, color_system=None)
     with console.capture() as capture:
-        console.print(_provenance(data))
+        console.print(_provenance(data, for_terminal))
         for title, headers, rows in (
             ("cells", ["cell_id", "benchmark", *_COUNT_HEADERS], cells),
             ("runs", ["run_id", "cell_id", *_COUNT_HEADERS], runs),
@@ -159,5 +166,5 @@ def _table(data: dict[str, Any]) -> str:
             for row in rows:
                 table.add_row(*row)
             console.print(table)
-        console.print(_headline(data))
+        console.print(headline(data))
     return capture.get()

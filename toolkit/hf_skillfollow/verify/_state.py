@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._dirs import cache_root
+from hf_skillfollow._text import safe_text
 
 
 def default_state_path(sources: list[str]) -> Path:
@@ -56,7 +57,7 @@ class VerifyState:
             self._fh.close()
 
     def add(self, key: str, passed: bool, reason: str) -> None:
-        entry = {"passed": passed, "reason": reason}
+        entry = {"passed": passed, "reason": safe_text(reason)}  # UTF-8 safe (_text)
         line = json.dumps({"key": key, **entry}, ensure_ascii=False) + "\n"
         with self._lock:
             self.done[key] = entry

@@ -1,7 +1,17 @@
-"""Write a verification's records: one parquet file per verified run (see `_record`)."""
+"""Write a verification's records: one parquet file per verified run (see `_record`).
+
+A record's file name holds the run id and its default folder is `RUN_DIR/verifications/`,
+both from a source someone else published. So a run id that is not one plain file-name part
+is refused before any answer is scored, and the record folder is opened without following a
+symbolic link in its last part: a planted `RUN_DIR/verifications -> elsewhere` is an error,
+never a way to write elsewhere. The file itself is created exclusively, also without
+following links.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -9,6 +19,38 @@ import pyarrow as pa
 from hf_skillfollow.schema import SCHEMA_VERSION, verifications_from_rows
 from hf_skillfollow.verify._core import Verification
 from hf_skillfollow.verify._record import record_bytes, record_name
+
+#: a run id names a record file: no separators, NUL or other control characters, not a dot name
+_MAX_RUN_ID = 200
+
+
+def check_run_id(run_id: str, source: str) -> None:
+    """ValueError naming the source when `run_id` cannot be one part of a file name."""
+    problem = None
+    if not run_id or run_id in (".", ".."):
+        problem = "is empty or a dot name"
+    elif "/" in run_id or "\\" in run_id:
+        problem = "contains a path separator"
+    elif any(ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in run_id):
+        problem = "contains NUL or another control character"
+    elif len(run_id.encode()) > _MAX_RUN_ID:
+        problem = f"is longer than {_MAX_RUN_ID} bytes"
+    if problem:
+        raise ValueError(
+            f"{source}: run_id {run_id!r} {problem}, so it cannot name a verification record "
+            "file; verify with --no-record to check its rows without writing one"
+        )
+
+
+def check_record_folder(folder: Path) -> None:
+    """ValueError when `folder` is a symbolic link (or exists and is not a folder)."""
+    if folder.is_symlink():
+        raise ValueError(
+            f"{folder} is a symbolic link (to {os.readlink(folder)}); records are never written "
+            "through one: remove it or pass --record-dir"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} exists and is not a folder; pass --record-dir")
 
 
 def record_tables(v: Verification) -> dict[str, pa.Table]:
@@ -39,9 +81,27 @@ def write_records(v: Verification, folder_of_run: dict[str, Path]) -> list[Path]
     written = []
     for run_id, table in record_tables(v).items():
         folder = folder_of_run[run_id]
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / record_name(v.verification_id, run_id)
-        with open(path, "xb") as fh:  # a verification id is new: an existing file is a bug
-            fh.write(record_bytes(table))
-        written.append(path)
+        check_run_id(run_id, str(folder))
+        name = record_name(v.verification_id, run_id)
+        _write_new(folder, name, record_bytes(table))
+        written.append(folder / name)
     return written
+
+
+def _write_new(folder: Path, name: str, data: bytes) -> None:
+    """Create `folder/name` with `data`; the folder's last part and the file are never links."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # then it must be a plain folder, checked next
+        folder.mkdir()
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:  # ELOOP: a link planted between the check and now; ENOTDIR
+        raise ValueError(f"{folder}: not a plain folder ({exc.strerror})") from None
+    try:
+        # A verification id is new: an existing file (or link) here is refused (O_EXCL).
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    finally:
+        os.close(dir_fd)

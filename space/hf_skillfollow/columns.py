@@ -1,0 +1,278 @@
+"""Every published column, declared once: name, type, meaning, role and where its value comes from.
+
+The pyarrow schemas (`schema`), the cell key (`CELL_COLUMNS`), the identity columns a run
+writes on each row (`runner.identity_columns`), the dataset card's column docs and the
+metrics' required inputs are all derived from `TRANSITIONS` and `TRACES` below. This module
+imports nothing heavy (no pyarrow), so the metrics, the config and the CLI can read it freely.
+
+Roles (docs/design.md, "Published data"):
+- ``run``: the run's own identity, repeated on each of its rows; config-identical reruns
+  differ here, so these columns are not part of the cell.
+- ``cell``: what defines a cell; rows that agree on every cell column are pooled.
+- ``pair``: one task's paired SE/SD outcome (transitions).
+- ``arm``: one arm's trace (traces).
+- ``annotation``: one annotator's label of one SE execution (annotations, docs/diagnostics.md).
+- ``verification``: one re-scored transitions row of a verification record (docs/verify.md).
+
+A column taken from a `RunConfig` field has the role of that field: a field the config marks
+as the run's own (`config.RUN_IDENTITY_FIELDS`, e.g. ``seed``) gives a ``run`` column, any other
+a ``cell`` column, so "is this part of the cell" is written once, on the config field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Role = Literal["run", "cell", "pair", "arm", "annotation", "verification"]
+#: Column types by name; `schema` maps each to its pyarrow type.
+ColumnType = Literal["bool", "int32", "int64", "float64", "string", "list<string>", "list<message>"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One published column.
+
+    `source` (identity columns only) is the dotted path of the value in a run manifest:
+    ``config.<field>`` for a `RunConfig` field, else a manifest key (``versions.<package>``).
+    `metric_input` marks the outcome columns every metrics input must carry.
+    """
+
+    name: str
+    type: ColumnType
+    doc: str
+    role: Role
+    nullable: bool = False
+    source: str | None = None
+    metric_input: bool = False
+
+
+def _config_role(field: str) -> Role:
+    from hf_skillfollow.config import RUN_IDENTITY_FIELDS
+
+    return "run" if field in RUN_IDENTITY_FIELDS else "cell"
+
+
+def _identity(name: str, type_: ColumnType, doc: str, role: Role | None = None) -> Column:
+    """An identity column. Without `role`, it is a RunConfig field and takes that field's role."""
+    if role is None:
+        return Column(name, type_, doc, _config_role(name), source=f"config.{name}")
+    return Column(name, type_, doc, role, source=name)
+
+
+def _pair(
+    name: str, type_: ColumnType, doc: str, *, nullable: bool = False, metric: bool = False
+) -> Column:
+    return Column(name, type_, doc, "pair", nullable=nullable, metric_input=metric)
+
+
+_SCHEMA_VERSION = _identity(
+    "schema_version", "int32", "skillfollow schema version of the row (readers check it)", "run"
+)
+_RUN_ID = _identity(
+    "run_id", "string", "the run (one repeat of one cell); names the parquet file", "run"
+)
+_CELL_ID = _identity(
+    "cell_id",
+    "string",
+    "stable hash of every protocol setting except the run's own identity; repeats share it",
+    "cell",
+)
+_TASK_ID = _pair("task_id", "string", "benchmark task id")
+_REPEAT_INDEX = _identity(
+    "repeat_index", "int32", "index of the repeat within the cell (its seed is `seed`)", "run"
+)
+_N_CALLS = _pair("n_calls", "int32", "number of `search_skills` calls (traces: calls in this arm)")
+
+#: Transitions: one row per task of a run, identity columns first, in published order.
+TRANSITIONS: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _RUN_ID,
+    _CELL_ID,
+    _REPEAT_INDEX,
+    _identity("created_at", "string", "UTC start time of the run", "run"),
+    _identity("model", "string", "model name sent to the backend"),
+    _identity("backend", "string", "how the model was reached (local, openai, vllm, vllm-server)"),
+    _identity("tool_mode", "string", "native API tool calls, or the emulated text protocol"),
+    _identity(
+        "retrieval_policy",
+        "string",
+        "auto (the model decides) or forced (first SE turn must search)",
+    ),
+    _identity("benchmark", "string", "benchmark name"),
+    _identity("benchmark_version", "string", "version of the benchmark data", "cell"),
+    _identity("partition_seed", "int64", "seed of the documented task sampler"),
+    _identity("partition_size", "int64", "tasks in the partition"),
+    _identity("skill_pool", "string", "skill pool name", "cell"),
+    _identity("skill_pool_hash", "string", "content hash of the skill pool", "cell"),
+    _identity(
+        "condition",
+        "string",
+        "skill-content control (normal, schema-empty, filler, random, corrupted, metadata-only)",
+    ),
+    _identity("retriever", "string", "retrieval backend (bm25s or pyserini)"),
+    _identity("top_k", "int32", "skills returned per search"),
+    _identity("max_calls", "int32", "maximum `search_skills` calls per task"),
+    _identity("temperature", "float64", "sampling temperature, same for both arms"),
+    _identity("max_tokens", "int32", "maximum output tokens per model turn"),
+    _identity("seed", "int64", "seed of this run, shared by the SE and SD arm of every task"),
+    _identity(
+        "prompts_hash",
+        "string",
+        "hash of both arms' system prompts, the tool schema and the final-answer request",
+        "cell",
+    ),
+    Column(
+        "toolkit_version",
+        "string",
+        "hf-skillfollow version that produced the run",
+        "cell",
+        source="versions.hf-skillfollow",
+    ),
+    _TASK_ID,
+    _pair("se_correct", "bool", "skill-enabled (SE) answer passed", metric=True),
+    _pair("sd_correct", "bool", "skill-disabled (SD) answer passed", metric=True),
+    _pair("invoked", "bool", "the SE run called `search_skills` at least once", metric=True),
+    _pair(
+        "returned",
+        "bool",
+        "at least one skill came back (defines the retrieval-invoked subset)",
+        metric=True,
+    ),
+    _N_CALLS,
+    _pair("queries", "list<string>", "the SE run's search queries, in order"),
+    _pair(
+        "skills_returned", "list<string>", "names of the skills returned to the SE run, in order"
+    ),
+    _pair(
+        "se_error",
+        "string",
+        "unrecoverable SE error (the answer was scored incorrect), else null",
+        nullable=True,
+    ),
+    _pair(
+        "sd_error",
+        "string",
+        "unrecoverable SD error (the answer was scored incorrect), else null",
+        nullable=True,
+    ),
+    _pair(
+        "adherence",
+        "bool",
+        "lexical/structural proxy: a returned skill's identifier appears in the SE answer "
+        "(null when nothing was returned)",
+        nullable=True,
+    ),
+)
+
+
+def _arm(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
+    return Column(name, type_, doc, "arm", nullable=nullable)
+
+
+#: Traces: one row per arm of each task, in published order.
+TRACES: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _RUN_ID,
+    _CELL_ID,
+    _TASK_ID,
+    _arm("arm", "string", "`se` (skill-enabled) or `sd` (skill-disabled)"),
+    _arm(
+        "messages",
+        "list<message>",
+        "the full message list (role, content, tool_calls as JSON text, tool_call_id, name)",
+    ),
+    _arm("final_answer", "string", "the model's final answer text"),
+    _arm("extracted", "string", "the program or answer the scorer evaluated"),
+    _arm("correct", "bool", "the scorer's verdict for this arm"),
+    _arm("scorer_details", "string", "scorer details as JSON text (reason, failing input, ...)"),
+    _arm("error", "string", "unrecoverable error of this arm, else null", nullable=True),
+    _N_CALLS,
+    _arm("latency_s", "float64", "wall time of the arm in seconds"),
+    _arm("prompt_tokens", "int64", "prompt tokens reported by the backend"),
+    _arm("completion_tokens", "int64", "completion tokens reported by the backend"),
+)
+
+
+def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
+    return Column(name, type_, doc, "annotation", nullable=nullable)
+
+
+#: Annotations: one blinded LLM label per annotated SE execution and annotator, keyed by
+#: (run_id, task_id, repeat_index, annotator); `label` is null exactly when the annotator
+#: failed, and `failure` then says why (docs/diagnostics.md).
+ANNOTATIONS: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _RUN_ID,
+    _CELL_ID,
+    _TASK_ID,
+    _REPEAT_INDEX,
+    _note("annotator", "string", "annotator identity `<annotator_model>@<prompt_hash>` (part of the key)"),
+    _note("annotator_model", "string", "model that produced the label"),
+    _note("annotator_backend", "string", "how the annotator model was reached (local, openai, vllm, vllm-server)"),
+    _note("prompt_hash", "string", "hash of the annotation instructions, labelling tool and field caps"),
+    _note("flip", "string", "the task's paired outcome: helpful (SE right, SD wrong), harmful (SE wrong, SD right) or concordant"),
+    _note("label", "string", "appropriate adherence, ignored/independent, misapplied/overapplied, "
+          "format/interface failure or unclear; null when the annotator failed", nullable=True),
+    _note("rationale", "string", "the annotator's short reason for the label", nullable=True),
+    _note("failure", "string", "why no label was recorded (invalid output or backend error on "
+          "every attempt), else null", nullable=True),
+    _note("attempts", "int32", "requests made for this unit (retries on invalid output included)"),
+    _note("raw_output", "string", "the annotator's last reply, as produced (kept for audits)", nullable=True),
+    _note("annotated_at", "string", "UTC time the row was recorded"),
+)  # fmt: skip
+#: The key of an annotations row.
+ANNOTATION_KEY: tuple[str, ...] = ("run_id", "task_id", "repeat_index", "annotator")
+
+
+def _check(name: str, type_: ColumnType, doc: str) -> Column:
+    return Column(name, type_, doc, "verification")
+
+
+#: Verifications: one row per re-scored transitions row of one `hf-skillfollow verify`, with
+#: who produced it, with what, and when; keyed by (verification_id, run_id, task_id).
+VERIFICATIONS: tuple[Column, ...] = (
+    _SCHEMA_VERSION,
+    _check("verification_id", "string", "the verification (one `hf-skillfollow verify`); names the record file"),
+    _check("verified_at", "string", "UTC time the verification ran"),
+    _check("verified_by", "string", "who ran it (`user@host`, or the name given with `--by`)"),
+    _check("machine", "string", "host, platform and Python version it ran on"),
+    _check("toolkit_version", "string", "hf-skillfollow version that re-scored"),
+    _check("scorer_version", "string", "scorer version used to re-score (equal to the one recorded in the traces)"),
+    _check("benchmark", "string", "benchmark name"),
+    _check("benchmark_version", "string", "the benchmark release recorded in the verified row"),
+    _check("benchmark_release", "string", "the benchmark release actually loaded to re-score (same data)"),
+    _RUN_ID,
+    _CELL_ID,
+    _TASK_ID,
+    _check("se_recorded", "bool", "`se_correct` as published when verified"),
+    _check("se_rescored", "bool", "verdict of re-scoring the SE final answer re-extracted from its trace"),
+    _check("sd_recorded", "bool", "`sd_correct` as published when verified"),
+    _check("sd_rescored", "bool", "verdict of re-scoring the SD final answer re-extracted from its trace"),
+    _check("se_reason", "string", "the re-scorer's reason for the SE verdict, and what else differs in the trace"),
+    _check("sd_reason", "string", "the re-scorer's reason for the SD verdict, and what else differs in the trace"),
+)  # fmt: skip
+
+#: Columns that identify a run and its cell; repeated on every transitions row of that run.
+IDENTITY_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role in ("run", "cell"))
+#: Identity columns that define a cell (the run's own identity excluded): the pooling key.
+CELL_COLUMNS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.role == "cell")
+#: Outcome columns every transitions input of the metrics must carry.
+METRIC_INPUTS: tuple[str, ...] = tuple(c.name for c in TRANSITIONS if c.metric_input)
+#: One-line meaning of every published column (the card's schema tables).
+COLUMN_DOCS: dict[str, str] = {
+    c.name: c.doc for c in (*TRANSITIONS, *TRACES, *ANNOTATIONS, *VERIFICATIONS)
+}
+
+
+def identity_values(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The identity column values of a run, read from its manifest by each column's `source`."""
+    values = {}
+    for column in TRANSITIONS:
+        if column.source is None:
+            continue
+        value: Any = manifest
+        for key in column.source.split("."):
+            value = value[key]
+        values[column.name] = value
+    return values

@@ -1,0 +1,180 @@
+"""What reading one source may cost, checked on the parquet footers before any row is decoded.
+
+A results repo is written by whoever publishes it. Parquet compresses and dictionary-encodes,
+so a few kilobytes can decode to gigabytes: one 64 MB string stored once in a dictionary page
+and referenced by every row is a 12 KB file that becomes rows x 64 MB in memory. The footer
+of each file says how many rows it holds and how large each column chunk is once
+decompressed; where that cannot bound the decoded size (a dictionary chunk: each row may
+repeat the largest value) or the longest string, the string columns are read as dictionaries,
+which never expands a repeated value, and measured exactly. Over a limit the source is
+refused with an error naming the file and the limit (the board shows it as one warning, the
+other sources stay up).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hf_skillfollow.hub._layout import HubError
+
+_MiB = 1 << 20
+_GiB = 1 << 30
+#: A file whose footer bounds its decoded size below this is not read twice to measure it.
+_CHEAP_BOUND = 64 * _MiB
+
+
+class BudgetError(HubError):
+    """A source would cost more than its budget to read; the message names file and limit."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on reading the files of one source (one repo, folder or run)."""
+
+    #: Bytes of parquet files read.
+    file_bytes: int
+    #: Bytes the rows may take once decoded (strings expanded, pages decompressed).
+    decoded_bytes: int
+    #: Bytes of the longest value of a string column, checked when a file is measured (a
+    #: long value in a small file costs little; the board shows a capped prefix of it).
+    string_chars: int
+    #: Rows in all files together.
+    rows: int
+
+
+#: Transitions: the 12,500-cell board (10^6 rows) decodes to a few hundred MB; identity
+#: strings (model ids, task ids) are short; a Hub model id is at most 96 characters.
+TRANSITIONS = Budget(file_bytes=2 * _GiB, decoded_bytes=2 * _GiB, string_chars=4_096,
+                     rows=20_000_000)  # fmt: skip
+#: Traces and annotations hold whole conversations and returned SKILL.md texts.
+TRACES = Budget(file_bytes=2 * _GiB, decoded_bytes=2 * _GiB, string_chars=4 * _MiB,
+                rows=20_000_000)  # fmt: skip
+BUDGETS = {"transitions": TRANSITIONS, "traces": TRACES, "annotations": TRACES,
+           "verifications": TRANSITIONS}  # fmt: skip
+
+
+class Meter:
+    """Running totals of one source's reads against its budget."""
+
+    def __init__(self, budget: Budget, source: str) -> None:
+        self.budget, self.source = budget, source
+        self.file_bytes = self.decoded = self.rows = 0
+
+    def check(self, path: Path, file: pq.ParquetFile | None = None) -> None:
+        """Count `path` (opened as `file` when the caller has it) or raise BudgetError."""
+        b = self.budget
+        self.file_bytes += os.path.getsize(path)
+        self._over("bytes of parquet files", self.file_bytes, b.file_bytes, path)
+        file = file if file is not None else _open(path)
+        meta = file.metadata
+        self.rows += meta.num_rows
+        self._over("rows", self.rows, b.rows, path)
+        bound = _footer_bound(meta)
+        if bound > _CHEAP_BOUND:
+            bound = self._measure(path, meta)
+        self.decoded += bound
+        self._over("bytes once decoded", self.decoded, b.decoded_bytes, path)
+
+    def _measure(self, path: Path, meta: pq.FileMetaData) -> int:
+        """Exact decoded size of the string columns (read as dictionaries), plus the
+        footer's decompressed size of the others."""
+        strings = _string_leaves(meta.schema.to_arrow_schema())
+        top = sorted({p.split(".", 1)[0] for p in strings})
+        table = pq.ParquetFile(path, read_dictionary=strings).read(columns=top, use_threads=False)
+        total = 0
+        for name in top:
+            for chunk in table[name].chunks:
+                size, longest = _dictionary_size(chunk)
+                total += size
+                if longest > self.budget.string_chars:
+                    raise BudgetError(
+                        f"{self.source}: {path}: column {name!r} holds a value of "
+                        f"{longest:,} bytes; a source may hold strings of at most "
+                        f"{self.budget.string_chars:,}"
+                    )
+        others = sum(
+            meta.row_group(g).column(c).total_uncompressed_size
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+            if meta.row_group(g).column(c).path_in_schema not in strings
+        )
+        return total + others
+
+    def _over(self, what: str, value: int, limit: int, path: Path) -> None:
+        if value > limit:
+            raise BudgetError(
+                f"{self.source}: reading {path} passes {limit:,} {what} (a source may cost at "
+                "most that); the source is not shown"
+            )
+
+
+def check_files(files: Sequence[Path], config: str, source: str) -> None:
+    """Raise BudgetError when reading `files` as `config` rows would exceed its budget."""
+    meter = Meter(BUDGETS[config], source)
+    for path in files:
+        meter.check(Path(path))
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise HubError(f"{path}: not a readable parquet file ({exc})") from None
+
+
+def _footer_bound(meta: pq.FileMetaData) -> int:
+    """An upper bound of the decoded bytes: a plain chunk decodes to its decompressed size; a
+    dictionary chunk to at most one largest value per value slot, and no value is larger
+    than the decompressed chunk."""
+    bound = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(meta.num_columns):
+            chunk = group.column(c)
+            size = chunk.total_uncompressed_size
+            bound += size * max(1, chunk.num_values) if chunk.has_dictionary_page else size
+    return bound
+
+
+def _string_leaves(schema: pa.Schema) -> list[str]:
+    """Column paths (as `read_dictionary` takes them) of every string leaf."""
+    out: list[str] = []
+
+    def walk(path: str, kind: pa.DataType) -> None:
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+            out.append(path)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            walk(f"{path}.list.element", kind.value_type)
+        elif pa.types.is_struct(kind):
+            for i in range(kind.num_fields):
+                walk(f"{path}.{kind.field(i).name}", kind.field(i).type)
+
+    for field in schema:
+        walk(field.name, field.type)
+    return out
+
+
+def _dictionary_size(array: pa.Array) -> tuple[int, int]:
+    """(bytes of the strings once decoded, longest string) of an array whose string leaves
+    are dictionaries, without decoding them."""
+    import pyarrow.compute as pc
+
+    if isinstance(array, pa.DictionaryArray):
+        if len(array.dictionary) == 0:
+            return 0, 0
+        lengths = pc.binary_length(array.dictionary)
+        used = pc.take(lengths, array.indices)
+        return int(pc.sum(used).as_py() or 0), int(pc.max(lengths).as_py() or 0)
+    kind = array.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _dictionary_size(array.flatten())
+    if pa.types.is_struct(kind):
+        sizes = [_dictionary_size(array.field(i)) for i in range(kind.num_fields)]
+        return sum(s for s, _ in sizes), max((m for _, m in sizes), default=0)
+    return array.nbytes, 0

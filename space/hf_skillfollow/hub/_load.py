@@ -1,0 +1,293 @@
+"""Load the `transitions` / `traces` of a results repo (Hub id or local folder) or a run dir.
+
+A repo's config is the parquet files under `data/<config>/` (what its card declares, and what
+`datasets.load_dataset(repo, config)` reads). The toolkit reads those files itself, all at
+once with pyarrow's threaded dataset reader: `load_dataset` first converts every file into
+its own Arrow cache, which made a cold load of 12,500 runs slower than reading the same rows
+from one JSONL file (bench/hub.py). Hub repos are fetched with `snapshot_download` (the files
+land in the huggingface_hub cache, so a second load is offline-fast). Users keep calling
+`datasets.load_dataset` on the same repos (tests/test_hub_read_path_olah.py).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+
+from hf_skillfollow.hub._layout import (
+    CARD_PATH,
+    RUN_ANNOTATIONS,
+    RUN_TRACES,
+    RUN_TRANSITIONS,
+    HubError,
+    is_repo_folder,
+    is_run_dir,
+    read_parquet_file,
+)
+from hf_skillfollow.locations import is_hub_id
+from hf_skillfollow.schema import (
+    SchemaError,
+    validate_annotations,
+    validate_traces,
+    validate_transitions,
+    validate_verifications,
+)
+
+Config = Literal["transitions", "traces", "annotations", "verifications"]
+_RUN_FILES = {
+    "transitions": RUN_TRANSITIONS,
+    "traces": RUN_TRACES,
+    "annotations": RUN_ANNOTATIONS,
+}
+_CHECKS = {
+    "transitions": validate_transitions,
+    "traces": validate_traces,
+    "annotations": validate_annotations,
+    "verifications": validate_verifications,
+}
+
+
+def load_transitions(source: str | Path) -> pa.Table:
+    """Validated transitions (schema v1) from a Hub repo id, a repo folder or a run directory."""
+    return _load(source, "transitions")
+
+
+def load_traces(source: str | Path) -> pa.Table:
+    """Validated traces (schema v1) from a Hub repo id, a repo folder or a run directory."""
+    return _load(source, "traces")
+
+
+def load_annotations(source: str | Path) -> pa.Table | None:
+    """Validated annotations from a Hub repo id, a repo folder or a run directory; None when
+    the source has none (an `annotations` config is optional)."""
+    try:
+        return _load(source, "annotations")
+    except HubError as exc:
+        if "has no 'annotations' config" in str(exc) or "has no annotations.parquet" in str(exc):
+            return None
+        raise
+
+
+def load_verifications(repo_id: str) -> pa.Table | None:
+    """Validated verification records (docs/verify.md) of a Hub repo; None when it has none."""
+    try:
+        return _validate(_load_hub(repo_id, "verifications"), "verifications", repo_id)
+    except HubError as exc:
+        if "has no 'verifications' config" in str(exc):
+            return None
+        raise
+
+
+def _load(source: str | Path, config: Config) -> pa.Table:
+    path = Path(source)
+    if path.exists():
+        return _load_path(path, config)
+    text = str(source)
+    if is_hub_id(text):
+        return _validate(_load_hub(text, config), config, text)
+    raise HubError(f"{text}: no such file or directory, and not a Hub dataset repo id (ORG/NAME)")
+
+
+def _load_path(path: Path, config: Config) -> pa.Table:
+    if is_run_dir(path):
+        file = path / _RUN_FILES[config]
+        if not file.is_file():
+            raise HubError(f"{path}: run directory has no {file.name}")
+        return _read_parquet(file, config)
+    if is_repo_folder(path):
+        return _validate(read_config_files(path, config, str(path)), config, str(path))
+    if path.is_file() and path.suffix == ".parquet":
+        return _read_parquet(path, config)
+    raise HubError(
+        f"{path}: not a run directory (no {RUN_TRANSITIONS}), not a results repo folder "
+        "(README.md + data/) and not a parquet file"
+    )
+
+
+def _read_parquet(file: Path, config: Config) -> pa.Table:
+    from hf_skillfollow.hub._budget import check_files
+
+    check_files([file], config, str(file))
+    return _validate(read_parquet_file(file), config, str(file))
+
+
+def config_files(root: Path, config: Config) -> list[Path]:
+    """The parquet files the card of `root` declares for `config`, in name order; all of
+    them inside `root` (`declared_patterns` refuses a path that leaves it)."""
+    files: set[str] = set()
+    for pattern in declared_patterns(root, config):
+        files.update(_matching(root, pattern))
+    return [Path(f) for f in sorted(files, key=lambda f: f.split(os.sep))]
+
+
+def _inside(pattern: str, root: Path, config: str) -> str:
+    """`pattern` when it names files inside the repo; a HubError naming the card field when it
+    is absolute or climbs out with `..` (a card is the submitter's text: `../../x` would read
+    rows from outside the snapshot)."""
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    parts = PurePosixPath(pattern.replace("\\", "/")).parts
+    if (
+        not pattern.strip()
+        or pattern.startswith(("/", "\\", "~"))
+        or PureWindowsPath(pattern).drive
+        or ".." in parts
+        or "\0" in pattern
+    ):
+        raise HubError(
+            f"{root / CARD_PATH}: configs[{config}].data_files path {pattern!r} leaves the "
+            "repository (absolute, drive or '..'); a results repo declares paths inside itself "
+            f"such as data/{config}/*.parquet"
+        )
+    return pattern
+
+
+def _matching(root: Path, pattern: str) -> list[str]:
+    """Parquet files matching `pattern` below `root`, as strings.
+
+    The usual pattern, a folder then `*.parquet`, is one scandir whose entries know their
+    type: a repo of 12,500 runs is 12,500 files, and glob plus a stat each took a second.
+    """
+    folder, _, name = pattern.rpartition("/")
+    if name == "*.parquet" and not any(c in folder for c in "*?["):
+        try:
+            with os.scandir(root / folder) as entries:
+                return [e.path for e in entries if e.name.endswith(".parquet") and e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+    return [str(p) for p in root.glob(pattern) if p.is_file() and p.suffix == ".parquet"]
+
+
+def declared_patterns(root: Path, config: Config) -> list[str]:
+    """`data_files` paths of `config` in the README's `configs` (what `load_dataset` reads)."""
+    import yaml
+
+    card = root / CARD_PATH
+    text = card.read_text(encoding="utf-8") if card.is_file() else ""
+    if not text.startswith("---"):
+        return []
+    try:
+        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+    except yaml.YAMLError:
+        return []
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    for entry in configs if isinstance(configs, list) else []:
+        if isinstance(entry, dict) and entry.get("config_name") == config:
+            return [_inside(p, root, config) for p in _paths(entry.get("data_files"))]
+    return []
+
+
+def _paths(data_files: object) -> list[str]:
+    if isinstance(data_files, str):
+        return [data_files]
+    if isinstance(data_files, dict):
+        return _paths(data_files.get("path"))
+    if isinstance(data_files, list):
+        return [p for item in data_files for p in _paths(item)]
+    return []
+
+
+def read_config_files(root: Path, config: Config, source: str) -> pa.Table:
+    """Every row of `config` in the repo folder `root`, read in one threaded pass."""
+    files = config_files(root, config)
+    if not files:
+        raise HubError(
+            f"{source}: not a skillfollow results repo: it has no {config!r} config "
+            "(a results repo's README declares 'transitions' and 'traces' over data/<config>/*.parquet)"
+        )
+    return read_parquet_files(files, config)
+
+
+def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") -> pa.Table:
+    """Rows of many parquet files as one table (the schema check is the caller's `_validate`).
+
+    Each file through `ParquetFile.read` without pre-buffering or inner threads, a few files
+    at a time: for a repo of 10^4 small run files that costs about half the CPU of one
+    `pyarrow.dataset` scan (bench/hub.py). Every file must have the first file's schema; the
+    error names the first one that does not. Transitions come back as one chunk per column.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hf_skillfollow.hub._budget import BUDGETS, Meter
+
+    meter = Meter(BUDGETS[config], source or str(Path(files[0]).parent))
+    lock = threading.Lock()
+
+    def read(path: Path) -> pa.Table:
+        import pyarrow.parquet as pq
+
+        try:
+            file = pq.ParquetFile(path, pre_buffer=False)
+        except (pa.ArrowException, OSError) as exc:
+            raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
+        with lock:  # the footer says what decoding costs: checked before any row is read
+            meter.check(path, file)
+        try:
+            return file.read(use_threads=False)
+        except (pa.ArrowException, OSError) as exc:
+            raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        tables = list(pool.map(read, files))
+    first = tables[0].schema
+    for path, table in zip(files, tables, strict=True):
+        if not table.schema.equals(first):
+            raise SchemaError(
+                f"not a skillfollow results repo or run (schema v1): {path} has other {config} "
+                f"columns or types than {files[0]}"
+            )
+    table = pa.concat_tables(tables)
+    if config != "transitions":
+        return table  # trace rows are large; one chunk could pass 2 GiB of text
+    # One chunk per file would make every later step (schema check, metrics, to_pandas) pay
+    # per chunk, 10^4 times per column; one copy of these small rows is cheaper than that.
+    return table.combine_chunks()
+
+
+def _load_hub(repo_id: str, config: Config) -> pa.Table:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    def fetch(patterns: list[str]) -> Path:
+        return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns))
+
+    try:
+        # The usual layout in one round; a card declaring other paths costs a second one.
+        folder = fetch([CARD_PATH, f"data/{config}/*.parquet"])
+        patterns = declared_patterns(folder, config)
+        if patterns and patterns != [f"data/{config}/*.parquet"]:
+            folder = fetch(patterns)
+    except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
+        raise HubError(
+            f"{repo_id}: no such local path, and no accessible Hub dataset with that id "
+            f"({_first_line(exc)})"
+        ) from None
+    except HfHubHTTPError as exc:
+        raise HubError(f"{repo_id}: the Hub refused the download ({_first_line(exc)})") from None
+    except OSError as exc:  # offline without a cached copy, unreachable endpoint
+        raise HubError(
+            f"{repo_id}: cannot download its {config} files ({_first_line(exc)})"
+        ) from None
+    return read_config_files(folder, config, repo_id)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _validate(table: pa.Table, config: Config, source: str) -> pa.Table:
+    check = _CHECKS[config]
+    try:
+        return check(table, source=f"{source} [{config}]")
+    except SchemaError as exc:
+        raise SchemaError(f"not a skillfollow results repo or run (schema v1): {exc}") from None

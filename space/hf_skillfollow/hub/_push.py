@@ -1,0 +1,296 @@
+"""`push_runs`: publish run directories to a Hub dataset repo (or a local folder, dry run).
+
+One commit adds the new run files, the updated per-run counts (`_stats.py`) and the card
+regenerated from them; published run files are never rewritten or deleted. A push reads the
+card and the counts file, not the published runs, so its cost follows what it adds. Tokens
+are resolved by huggingface_hub (argument, HF_TOKEN or the cached login) and scrubbed from
+every error this module raises.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.hub._card import render_card
+from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
+from hf_skillfollow.hub._layout import CARD_PATH, MANIFEST, HubError, RunTables, read_run_dir
+from hf_skillfollow.hub._numbers import known_tool_schemas
+from hf_skillfollow.hub._plan import (
+    PushPlan,
+    RepoState,
+    all_annotations,
+    has_traces,
+    plan_push,
+    published,
+)
+from hf_skillfollow.hub._repos import BRANCH, REPO_TYPE, HubRepo, LocalRepoFolder
+from hf_skillfollow.hub._secrets import refuse_token_in, scrubbed
+from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH
+from hf_skillfollow.hub._summary import SUMMARY_PATH
+
+log = logging.getLogger("hf_skillfollow.hub")
+
+#: Read-plan-commit rounds before giving up when other pushes keep landing first.
+MAX_ATTEMPTS = 8
+# The Hub answers a commit whose parent_commit is no longer the branch head with 412
+# Precondition Failed (409 while another commit holds the repo's lock): both mean "re-read".
+_CONFLICT_STATUS = frozenset({409, 412})
+_COUNT_FILES = frozenset({STATS_PATH, RECENT_PATH, SUMMARY_PATH})
+_SPACE_LINK = re.compile(r"https://huggingface\.co/spaces/([A-Za-z0-9][\w.-]*/[\w.-]+)\)")
+
+
+@dataclass
+class PushResult:
+    """What a push added (or, for a dry run, wrote into the folder)."""
+
+    repo_id: str
+    target: str
+    dry_run: bool
+    added: dict[str, int] = field(default_factory=dict)  # path -> rows
+    skipped: list[str] = field(default_factory=list)
+    card_updated: bool = False
+    stats_updated: bool = False
+    commit_url: str | None = None
+    stats_paths: list[str] = field(default_factory=list)  # count files written (under stats/)
+    attempts: int = 1  # read-plan-commit rounds (more than one after a concurrent push)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added) or self.card_updated or self.stats_updated
+
+
+@dataclass
+class _Prepared:
+    """Everything one commit writes: the new run files plus the derived files that changed."""
+
+    plan: PushPlan
+    files: dict[str, bytes]
+    card_updated: bool
+    stats_updated: bool
+
+
+def build_repo(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    repo_id: str | None = None,
+    license: str = "cc-by-4.0",
+    space: str | None = None,
+    token: str | None = None,
+) -> PushResult:
+    """Write (or extend) a results repo folder from run directories; uploads nothing.
+
+    Concurrent calls on one folder (several processes of a sharded sweep) serialise on a
+    lock file inside it, so each reads what the previous one wrote and both land. Like the
+    real upload, it refuses to write a file holding the Hub token (`token`, else HF_TOKEN or
+    the cached login), so a dry run shows what a push would do.
+    """
+    folder = LocalRepoFolder(Path(out_dir))
+    runs = _read_runs(run_dirs)
+    name = repo_id or folder.root.name
+    with folder.locked():
+        prepared = _prepare(runs, folder, name, license, space, run_dirs)
+        refuse_token_in(prepared.files, token)
+        folder.write(prepared.files)
+    return _result(name, folder.name, True, prepared)
+
+
+def push_runs(
+    run_dirs: Sequence[str | Path],
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    dry_run_dir: str | Path | None = None,
+    api: Any = None,
+    license: str = "cc-by-4.0",
+    space: str | None = None,
+) -> PushResult:
+    """Publish run directories to the dataset repo `repo_id` in one commit (see module doc).
+
+    The commit names the revision its plan was read from (`parent_commit`); when another push
+    landed in between, the Hub refuses it and the whole read-plan-commit round is repeated.
+    """
+    _check_repo_id(repo_id)
+    if space is not None:
+        _check_repo_id(space, flag="--space", kind="Space")
+    if dry_run_dir is not None:
+        return build_repo(
+            run_dirs, dry_run_dir, repo_id=repo_id, license=license, space=space, token=token
+        )
+    runs = _read_runs(run_dirs)
+    with scrubbed(token):
+        api = api if api is not None else _hf_api(token)
+        api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            state = HubRepo(api, repo_id)
+            prepared = _prepare(runs, state, repo_id, license, space, run_dirs)
+            result = _result(repo_id, state.name, False, prepared)
+            result.attempts = attempt
+            if not result.changed:
+                log.info("%s: nothing new to add", state.name)
+                return result
+            try:
+                result.commit_url = _commit(api, state, prepared, token)
+            except Exception as exc:
+                if not _is_conflict(exc):
+                    raise
+                log.info("%s: another push landed first (%s); re-reading", state.name, exc)
+                time.sleep(min(8.0, 0.2 * 2**attempt) * random.uniform(0.5, 1.5))
+                continue
+            log.info("%s: added %d file(s)", state.name, len(prepared.files))
+            return result
+        raise HubError(
+            f"{repo_id}: other pushes landed first {MAX_ATTEMPTS} times in a row; run the same "
+            "push again (it adds only what is still missing)"
+        )
+
+
+def _prepare(
+    runs: list[RunTables],
+    state: RepoState,
+    repo_id: str,
+    license: str,
+    space: str | None,
+    paths: Sequence[str | Path] = (),
+) -> _Prepared:
+    from hf_skillfollow.hub._counts import repo_counts
+    from hf_skillfollow.hub._verifications import all_records, plan_records
+
+    plan = plan_push(runs, state)
+    plan_records(paths, state, plan)  # verification records given, or kept in the run dirs
+    annotations, verifications = all_annotations(plan, state), all_records(plan, state)
+    # Those two sections of the card read every run's counts; the rest reads the summary.
+    counts = repo_counts(
+        plan, state, need_table=annotations is not None or verifications is not None
+    )
+    old_card = published(CARD_PATH, state)
+    old_cells = published(CARD_CELLS_PATH, state)
+    cell_cache = CardRowCache(old_cells)
+    schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
+    card = render_card(
+        counts.summary if counts.table is None else counts.table,
+        repo_id=repo_id,
+        has_traces=has_traces(plan, state),
+        license=license,
+        tool_schemas=schemas,
+        space=space or _linked_space(old_card),
+        annotations=annotations,
+        verifications=verifications,
+        cell_cache=cell_cache,
+        summary=counts.summary,
+    ).encode()
+    files = dict(plan.add) | counts.files
+    stats_updated = bool(counts.files)
+    card_updated = card != old_card
+    if card_updated:
+        files[CARD_PATH] = card
+    # Never a commit for a cache alone (say, after a toolkit upgrade on a push that adds
+    # nothing): it only saves work, and is refreshed by the next push that changes anything.
+    if files:
+        summary = counts.summary.to_bytes()
+        if summary != published(SUMMARY_PATH, state):
+            files[SUMMARY_PATH] = summary
+        if cell_cache.changed:
+            files[CARD_CELLS_PATH] = cell_cache.to_bytes()
+    return _Prepared(plan, files, card_updated, stats_updated)
+
+
+def _result(repo_id: str, target: str, dry_run: bool, prepared: _Prepared) -> PushResult:
+    plan = prepared.plan
+    return PushResult(
+        repo_id,
+        target,
+        dry_run,
+        dict(plan.rows),
+        plan.skipped,
+        prepared.card_updated,
+        prepared.stats_updated,
+        stats_paths=sorted(p for p in prepared.files if p in _COUNT_FILES),
+    )
+
+
+def _commit(api: Any, state: HubRepo, prepared: _Prepared, token: str | None) -> str | None:
+    from huggingface_hub import CommitOperationAdd
+
+    refuse_token_in(prepared.files, token)
+    ops = [
+        CommitOperationAdd(path_in_repo=p, path_or_fileobj=data)
+        for p, data in sorted(prepared.files.items())
+    ]
+    info = api.create_commit(
+        state.repo_id,
+        operations=ops,
+        commit_message=_message(prepared.plan),
+        repo_type=REPO_TYPE,
+        revision=BRANCH,
+        parent_commit=state.head,
+    )
+    return getattr(info, "commit_url", None)
+
+
+def _is_conflict(exc: BaseException | None) -> bool:
+    # Some huggingface_hub versions re-raise the HTTP error from inside their own handler.
+    while exc is not None:
+        if getattr(getattr(exc, "response", None), "status_code", None) in _CONFLICT_STATUS:
+            return True
+        exc = exc.__context__
+    return False
+
+
+def _linked_space(card: bytes | None) -> str | None:
+    """The Space an earlier `push --space` linked, so later pushes keep the link."""
+    match = _SPACE_LINK.search(card.decode("utf-8", "replace")) if card else None
+    return match.group(1) if match else None
+
+
+def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
+    from hf_skillfollow.hub._verifications import is_record_arg
+
+    if not run_dirs:
+        raise HubError("no run directories given")
+    runs = [p for p in run_dirs if not is_record_arg(p)]  # record files are planned apart
+    with ThreadPoolExecutor(max_workers=4) as pool:  # parquet reads release the GIL
+        return list(pool.map(read_run_dir, runs))
+
+
+def _manifest_tool_schemas(runs: list[RunTables]) -> dict[str, dict[str, Any]]:
+    """prompts_hash -> tool schema recorded in the manifests of the runs being pushed."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        path = run.source / MANIFEST
+        manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if isinstance(manifest.get("tool_schema"), dict) and isinstance(
+            manifest.get("prompts_hash"), str
+        ):
+            out[manifest["prompts_hash"]] = manifest["tool_schema"]
+    return out
+
+
+def _message(plan: PushPlan) -> str:
+    runs = sorted({Path(p).stem for p in plan.add})
+    if not runs:
+        return "Regenerate dataset card"
+    head = ", ".join(runs[:5]) + (f" and {len(runs) - 5} more" if len(runs) > 5 else "")
+    return f"Add skillfollow run(s) {head}"
+
+
+def _check_repo_id(repo_id: str, *, flag: str = "--repo", kind: str = "dataset") -> None:
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(parts):
+        raise HubError(f"{flag} {repo_id!r}: expected ORG/NAME (a Hub {kind} repo id)")
+
+
+def _hf_api(token: str | None) -> Any:
+    from huggingface_hub import HfApi
+
+    return HfApi(token=token)

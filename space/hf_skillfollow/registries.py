@@ -1,0 +1,30 @@
+"""The pluggable parts by name: model backends and retrievers, imported only when used.
+
+`config` validates names against these tables without importing any backend (openai, vLLM,
+llama.cpp) or retriever (a JVM for pyserini); `backends.open_backend` and
+`retrieval.make_retriever` resolve them.
+"""
+
+from __future__ import annotations
+
+from hf_skillfollow._lazy import LazyRegistry
+
+#: name -> factory taking a RunConfig and returning an async context manager of a ChatBackend.
+BACKENDS = LazyRegistry(
+    "backend",
+    {
+        "local": "hf_skillfollow.backends._local:open_local_backend",
+        "openai": "hf_skillfollow.backends._openai:open_openai_backend",
+        "vllm": "hf_skillfollow.backends._vllm:open_vllm_backend",
+        "vllm-server": "hf_skillfollow.backends._vllm_server:open_vllm_server_backend",
+    },
+)
+
+#: name -> factory taking a SkillPool and returning a Retriever.
+RETRIEVERS = LazyRegistry(
+    "retriever",
+    {
+        "bm25s": "hf_skillfollow.retrieval._bm25s:Bm25sRetriever",
+        "pyserini": "hf_skillfollow.retrieval._pyserini:PyseriniRetriever",
+    },
+)

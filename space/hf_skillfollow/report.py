@@ -1,0 +1,335 @@
+"""Render a cells leaderboard (from `metrics.compute_cells`) as a table, JSON, CSV or Markdown."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow import formatting as fmt
+from hf_skillfollow._escape import for_markdown, for_terminal, frame_to_csv
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+RAE_CAVEAT = (
+    "RAE is a protocol-specific paired signal over the tasks the SE run chose to retrieve on, "
+    "not a causal effect of the skill."
+)
+NEVER_RETRIEVED = "undefined: the model never retrieved a skill"
+_HASH_COLUMNS = ("cell_id", "skill_pool_hash", "prompts_hash")
+_FALLBACK_LABEL = ("model", "benchmark", "condition")
+
+
+def render(
+    cells: pd.DataFrame,
+    fmt: str = "table",
+    *,
+    width: int | None = None,
+    notes: str | None = None,
+    repeats: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+) -> str:
+    """The leaderboard as text. `notes` (resamples, seed, ...) is added under the table forms.
+
+    `repeats` is `metrics.repeat_summary(...)` for the same cells: JSON then gives each cell a
+    "repeats" object, CSV gains its per-cell columns, and the table forms a second table.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {list(FORMATS)}")
+    if repeats is not None:
+        return _render_with_repeats(cells, fmt, width, notes, repeats)
+    if fmt == "json":
+        return json.dumps(to_records(cells), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return frame_to_csv(cells)
+    if fmt == "markdown":
+        return _markdown(cells, notes)
+    return _rich_table(cells, width, notes)
+
+
+def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:
+    """One JSON-ready object per cell: plain Python values, NaN and missing as None."""
+    return [{str(k): _plain(v) for k, v in row.items()} for row in cells.to_dict("records")]
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def identity_columns(cells: pd.DataFrame) -> list[str]:
+    from hf_skillfollow.metrics import METRIC_COLUMNS
+
+    return [c for c in cells.columns if c not in METRIC_COLUMNS]
+
+
+def _label_columns(cells: pd.DataFrame) -> list[str]:
+    """Identity columns that tell the rows apart (hashes only when nothing else does)."""
+    ids = identity_columns(cells)
+    varying = [c for c in ids if c not in _HASH_COLUMNS and cells[c].nunique(dropna=False) > 1]
+    if varying:
+        return varying
+    fallback = [c for c in _FALLBACK_LABEL if c in ids]
+    return fallback or ids[:1]
+
+
+def _label(row: dict[str, Any], columns: list[str], escape: Callable[[object], str]) -> str:
+    """The row's identity as `escape` writes it for the output (names are submitter text)."""
+    return " · ".join(escape(row[c]) for c in columns)
+
+
+def _with_ci(row: dict[str, Any], name: str) -> str:
+    return fmt.with_interval(row[name], row[name + "_ci_low"], row[name + "_ci_high"])
+
+
+def _rae_text(row: dict[str, Any]) -> str:
+    if row["n_cond"] == 0:
+        return NEVER_RETRIEVED
+    return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
+
+
+def _skip_text(row: dict[str, Any]) -> str:
+    return fmt.undefined("n_skip = 0") if row["n_skip"] == 0 else fmt.pp(row["delta_skip"])
+
+
+def _flags(row: dict[str, Any]) -> str:
+    flags = []
+    if row["sign_disagree"]:
+        flags.append("RAE and agg lift disagree in sign")
+    if not row["reportable"] and row["n_cond"] > 0:
+        flags.append("n_cond below threshold")
+    return "; ".join(flags)
+
+
+def _display_rows(
+    cells: pd.DataFrame, escape: Callable[[object], str]
+) -> tuple[list[str], list[list[str]]]:
+    labels = _label_columns(cells)
+    header = [
+        " · ".join(labels), "runs", "n", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
+        "Δskip", "OAE [95% CI]", "agg lift", "Δselect", "flags",
+    ]  # fmt: skip
+    rows = []
+    for row in cells.to_dict("records"):
+        rows.append([
+            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]),
+            f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
+            f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
+            _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
+        ])  # fmt: skip
+    return header, rows
+
+
+def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
+    lines = [
+        RAE_CAVEAT,
+        "Percentage points. Trigger event: the SE run called search_skills and received a skill (S_call); "
+        "coverage = share of tasks in S_call (the trigger rate); "
+        "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
+        "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "
+        "* = not reportable (n_cond below the threshold); agg lift and Δselect are undefined when retrieval "
+        "happened on no task or on every task.",
+    ]
+    if notes:
+        lines.append(notes)
+    return lines
+
+
+def _sensitivity(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    from hf_skillfollow.metrics import disagreement_sensitivity
+
+    table = disagreement_sensitivity(cells)
+    header = ["min n_cond", "reportable cells", "with agg lift", "sign disagreements"]
+    rows = [
+        [str(r["min_cond"]), str(r["reportable"]), str(r["with_agg_lift"]),
+         f"{r['disagreements']}" + ("" if r["with_agg_lift"] == 0 else f" ({r['disagreement_rate']:.0f}%)")]
+        for r in table.to_dict("records")
+    ]  # fmt: skip
+    return header, rows
+
+
+def _default_width() -> int:
+    """COLUMNS when set, the terminal's width on a terminal, else wide (files, pipes, tests)."""
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else 200
+
+
+def _rich_table(cells: pd.DataFrame, width: int | None, notes: str | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width or _default_width(),
+        force_terminal=False,
+        color_system=None,
+        highlight=False,
+    )
+    if cells.empty:
+        console.print("no cells: the sources hold no transitions rows")
+        return out.getvalue()
+    header, rows = _display_rows(cells, for_terminal)
+    console.print(RAE_CAVEAT)
+    table = Table(title="Paired SE/SD metrics per cell")
+    for name in header:
+        table.add_column(name)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    for line in _footer(cells, notes)[1:]:
+        console.print(line)
+    s_header, s_rows = _sensitivity(cells)
+    sens = Table(title="Sign disagreement (RAE vs aggregate lift) by reportability threshold")
+    for name in s_header:
+        sens.add_column(name, justify="right")
+    for r in s_rows:
+        sens.add_row(*r)
+    console.print(sens)
+    return out.getvalue()
+
+
+def _markdown(cells: pd.DataFrame, notes: str | None) -> str:
+    if cells.empty:
+        return "_No cells: the sources hold no transitions rows._\n"
+    header, rows = _display_rows(cells, for_markdown)
+    parts = [_md_table(header, rows), "", *(f"{line}  " for line in _footer(cells, notes)), ""]
+    s_header, s_rows = _sensitivity(cells)
+    parts += [
+        "**Sign disagreement (RAE vs aggregate lift) by reportability threshold**",
+        "",
+        _md_table(s_header, s_rows),
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    """Cells are Markdown already: submitter text in them was escaped with `for_markdown`."""
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(cells) + " |"
+
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+# ------------------------------------------------------------------ repeats (--repeats)
+
+NO_REPEATS = (
+    "Repeat statistics need >= 2 runs of a cell (hf-skillfollow run --repeats N); no cell has them."
+)
+REPEATS_NOTE = (
+    "Run-to-run: mean ± sample SD over the cell's runs of each run's own OAE, RAE (runs where "
+    "defined) and coverage; the pooled numbers above stay the cell's estimate. Tasks: SE − SD "
+    "success rate over the task's repeats with a 95% Newcombe hybrid-score interval; "
+    "confidently degraded = interval below 0, possibly degraded = estimate below 0 with 0 inside "
+    "(improved alike); tasks seen in one run only are not classified."
+)
+
+
+def _render_with_repeats(
+    cells: pd.DataFrame,
+    fmt: str,
+    width: int | None,
+    notes: str | None,
+    repeats: tuple[pd.DataFrame, pd.DataFrame],
+) -> str:
+    summary = _aligned_summary(cells, repeats[0])
+    if fmt == "json":
+        records = to_records(cells)
+        for record, extra in zip(records, _repeat_records(cells, summary, repeats[1]), strict=True):
+            record["repeats"] = extra
+        return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        extra = summary.drop(columns=[*identity_columns(cells), "n_runs"])
+        return frame_to_csv(cells.reset_index(drop=True).join(extra))
+    base = _markdown(cells, notes) if fmt == "markdown" else _rich_table(cells, width, notes)
+    if cells.empty:
+        return base
+    if not (summary["n_runs"] >= 2).any():
+        return base + (f"\n{NO_REPEATS}\n" if fmt == "markdown" else f"{NO_REPEATS}\n")
+    header, rows = _repeat_rows(cells, summary, for_markdown if fmt == "markdown" else for_terminal)
+    if fmt == "markdown":
+        title = "**Run-to-run variation and per-task changes (repeats)**"
+        return base + f"\n{title}\n\n{_md_table(header, rows)}\n\n{REPEATS_NOTE}\n"
+    return base + _rich_repeat_table(header, rows, width)
+
+
+def _aligned_summary(cells: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary rows in the order of `cells` (matched on the identity columns)."""
+    ids = identity_columns(cells)
+    position = cells[ids].reset_index(drop=True).assign(_cell=range(len(cells)))
+    merged = position.merge(summary, on=ids, how="left", sort=False)
+    if len(merged) != len(cells) or merged["n_runs"].isna().any():
+        raise ValueError("repeats summary does not match the cells (different grouping?)")
+    return merged.sort_values("_cell", kind="stable").drop(columns="_cell").reset_index(drop=True)
+
+
+def _repeat_records(
+    cells: pd.DataFrame, summary: pd.DataFrame, tasks: pd.DataFrame
+) -> list[dict[str, Any]]:
+    ids = identity_columns(cells)
+    position = cells[ids].reset_index(drop=True).assign(_cell=range(len(cells)))
+    placed = tasks.merge(position, on=ids, how="inner", sort=False).drop(columns=ids)
+    by_cell: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(cells))}
+    for record in to_records(placed):
+        by_cell[record.pop("_cell")].append(record)
+    out = []
+    for i, record in enumerate(to_records(summary.drop(columns=ids))):
+        record["tasks"] = by_cell[i]
+        out.append(record)
+    return out
+
+
+def _repeat_rows(
+    cells: pd.DataFrame, summary: pd.DataFrame, escape: Callable[[object], str]
+) -> tuple[list[str], list[list[str]]]:
+    labels = _label_columns(cells)
+    header = [
+        " · ".join(labels), "runs", "OAE mean ± SD", "RAE mean ± SD (runs)", "coverage mean ± SD",
+        "tasks repeated", "conf. degraded", "poss. degraded", "no change", "poss. improved", "conf. improved",
+    ]  # fmt: skip
+    rows = []
+    for cell, rep in zip(cells.to_dict("records"), summary.to_dict("records"), strict=True):
+        if rep["n_runs"] < 2:
+            rows.append([_label(cell, labels, escape), str(rep["n_runs"]), "1 run: no repeat statistics"]
+                        + [""] * (len(header) - 3))  # fmt: skip
+            continue
+        rows.append([
+            _label(cell, labels, escape), str(rep["n_runs"]),
+            fmt.mean_sd(rep["oae_run_mean"], rep["oae_run_sd"]),
+            f"{fmt.mean_sd(rep['rae_run_mean'], rep['rae_run_sd'])} ({rep['n_runs_rae']})",
+            fmt.mean_sd(rep["coverage_run_mean"], rep["coverage_run_sd"], signed=False),
+            str(rep["n_tasks_repeated"]), str(rep["n_confidently_degraded"]), str(rep["n_possibly_degraded"]),
+            str(rep["n_no_change"]), str(rep["n_possibly_improved"]), str(rep["n_confidently_improved"]),
+        ])  # fmt: skip
+    return header, rows
+
+
+def _rich_repeat_table(header: list[str], rows: list[list[str]], width: int | None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(
+        file=out, width=width or _default_width(),
+        force_terminal=False, color_system=None, highlight=False,
+    )  # fmt: skip
+    table = Table(title="Run-to-run variation and per-task changes (repeats)")
+    for name in header:
+        table.add_column(name)
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+    console.print(REPEATS_NOTE)
+    return out.getvalue()

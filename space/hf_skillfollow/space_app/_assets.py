@@ -1,0 +1,163 @@
+"""The page's CSS and its one script (clicks on table, plots and task lists; URL state).
+
+Colours come from Gradio's theme variables or `currentColor`, so light and dark mode both
+read; the few fixed colours (flags, plot series) are chosen to read on either background.
+"""
+
+from __future__ import annotations
+
+CSS = """
+.gradio-container { max-width: 100% !important; }
+.sf-hidden { display: none !important; }
+.sf-warn { border-left: 4px solid #d62728; background: #fff1f0; color: #5c1111;
+  padding: .4em .8em; margin: .2em 0; font-size: 13px; border-radius: 4px; }
+.sf-warn ul { margin: .2em 0 0 1.2em; padding: 0; }
+.sf-warn li { overflow-wrap: anywhere; }
+.dark .sf-warn { background: #3b1717; color: #ffe3e0; }
+.sf-summary { font-size: 14px; line-height: 1.6; }
+.sf-summary .sf-csv { font-weight: 600; }
+.sf-sens summary { cursor: pointer; color: var(--body-text-color-subdued); font-size: 13px; }
+.sf-table-wrap { overflow: auto; max-height: 620px; border: 1px solid var(--border-color-primary);
+  border-radius: 6px; }
+.sf-table { border-collapse: collapse; width: 100%; font-size: 13px;
+  font-variant-numeric: tabular-nums; color: var(--body-text-color); }
+.sf-table th { position: sticky; top: 0; z-index: 1; background: var(--background-fill-secondary);
+  text-align: left; padding: 5px 6px; border-bottom: 1px solid var(--border-color-primary);
+  cursor: pointer; white-space: nowrap; font-weight: 600; }
+.sf-table th[aria-sort=descending], .sf-table th[aria-sort=ascending] { color: var(--color-accent); }
+.sf-table td { padding: 4px 6px; border-bottom: 1px solid var(--border-color-primary);
+  vertical-align: top; overflow-wrap: anywhere; }
+.sf-board td:first-child { max-width: 24em; }
+.sf-drill-head code, .sf-warn li { overflow-wrap: anywhere; }
+.sf-table .sf-num { text-align: right; white-space: nowrap; }
+.sf-board th { text-align: left; }
+.sf-table tbody tr[data-sf-cell] { cursor: pointer; }
+.sf-table tbody tr:hover { background: var(--background-fill-secondary); }
+.sf-table tr.sf-disagree td:first-child { box-shadow: inset 3px 0 #d62728; }
+.sf-nonrep td { opacity: .62; }
+.sf-flag { color: #c62828; font-weight: 600; }
+.dark .sf-flag { color: #ff8a80; }
+.sf-why { display: block; font-size: 11px; color: var(--body-text-color-subdued);
+  white-space: normal; text-align: left; max-width: 16em; }
+.sf-ci, .sf-sub { color: var(--body-text-color-subdued); font-size: 11px; }
+.sf-no { color: #b26a00; font-weight: 600; }
+.dark .sf-no { color: #ffcc80; }
+.sf-empty { padding: 1em; color: var(--body-text-color-subdued); }
+.sf-small { font-size: 12px; border-collapse: collapse; }
+.sf-small td, .sf-small th { padding: 2px 8px; border-bottom: 1px solid var(--border-color-primary); }
+.sf-plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 14px; }
+.sf-plot { margin: 0; color: var(--body-text-color); }
+.sf-plot figcaption { font-weight: 600; font-size: 14px; margin-bottom: 4px; }
+.sf-plot svg { width: 100%; height: auto; display: block; overflow: visible; }
+.sf-plot text { fill: currentColor; font-size: 11px; }
+.sf-plot .sf-title { font-size: 12px; }
+.sf-plot .sf-qnote { fill: #c62828; font-size: 10px; }
+.dark .sf-plot .sf-qnote { fill: #ff8a80; }
+.sf-grid { stroke: currentColor; opacity: .12; }
+.sf-zero { stroke: currentColor; opacity: .55; }
+.sf-frame { fill: none; stroke: currentColor; opacity: .3; }
+.sf-shade { fill: rgba(214, 39, 40, .10); }
+.sf-diag { stroke: currentColor; opacity: .5; stroke-dasharray: 4 3; }
+.sf-pt { cursor: pointer; }
+.sf-pt circle { r: 4.5px; }
+.sf-pt circle { fill-opacity: .82; stroke: var(--background-fill-primary); stroke-width: .8; }
+.sf-pt line { stroke-width: 1.2; opacity: .45; }
+.sf-pt:hover circle, .sf-pt:focus circle { stroke: currentColor; stroke-width: 2; }
+.sf-legend { font-size: 12px; display: flex; flex-wrap: wrap; gap: 4px 12px; }
+.sf-key i { display: inline-block; width: 10px; height: 10px; border-radius: 50%;
+  margin-right: 4px; vertical-align: -1px; }
+.sf-key i.sf-dash { border-radius: 0; height: 0; width: 14px; border-top: 2px dashed currentColor; }
+.sf-c0 { fill: #1f77b4; stroke: #1f77b4; background: #1f77b4; }
+.sf-c1 { fill: #ff7f0e; stroke: #ff7f0e; background: #ff7f0e; }
+.sf-c2 { fill: #2ca02c; stroke: #2ca02c; background: #2ca02c; }
+.sf-c3 { fill: #d62728; stroke: #d62728; background: #d62728; }
+.sf-c4 { fill: #9467bd; stroke: #9467bd; background: #9467bd; }
+.sf-c5 { fill: #8c564b; stroke: #8c564b; background: #8c564b; }
+.sf-c6 { fill: #e377c2; stroke: #e377c2; background: #e377c2; }
+.sf-c7 { fill: #8a8a8a; stroke: #8a8a8a; background: #8a8a8a; }
+.sf-c8 { fill: #bcbd22; stroke: #bcbd22; background: #bcbd22; }
+.sf-c9 { fill: #17becf; stroke: #17becf; background: #17becf; }
+.sf-c0 line, .sf-c1 line, .sf-c2 line, .sf-c3 line, .sf-c4 line, .sf-c5 line, .sf-c6 line,
+.sf-c7 line, .sf-c8 line, .sf-c9 line { fill: none; }
+.sf-drill-head h3 { margin: .2em 0; }
+.sf-drill-head p { font-size: 12px; line-height: 1.7; }
+.sf-task { font: inherit; padding: 1px 6px; border: 1px solid var(--border-color-primary);
+  border-radius: 4px; background: var(--background-fill-secondary); color: var(--link-text-color);
+  cursor: pointer; }
+.sf-harmful td:first-child { color: #c62828; font-weight: 600; }
+.dark .sf-harmful td:first-child { color: #ff8a80; }
+.sf-bad { color: #c62828; font-weight: 700; }
+.dark .sf-bad { color: #ff8a80; }
+.sf-wrap { white-space: normal; word-break: break-word; max-width: 28em; }
+.sf-traces { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px; }
+.sf-trace { border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 6px 10px;
+  min-width: 0; }
+.sf-trace h4 { margin: .2em 0; }
+.sf-trace h4.sf-correct { color: #2e7d32; }
+.sf-trace h4.sf-wrong { color: #c62828; }
+.dark .sf-trace h4.sf-correct { color: #a5d6a7; }
+.dark .sf-trace h4.sf-wrong { color: #ff8a80; }
+.sf-msg pre, .sf-trace pre { white-space: pre-wrap; word-break: break-word; overflow-wrap: anywhere;
+  font-size: 12px; margin: .2em 0 .6em; padding: 6px; background: var(--background-fill-secondary);
+  border-radius: 4px; max-height: 480px; overflow: auto; }
+.sf-msg summary { cursor: pointer; font-weight: 600; }
+@media (max-width: 760px) {
+  .gradio-container { padding-left: 6px !important; padding-right: 6px !important; }
+  .sf-table { font-size: 12px; }
+  .sf-table th, .sf-table .sf-num { white-space: normal; }
+  .sf-table td, .sf-table th { padding: 3px 4px; }
+  .sf-table .sf-ci, .sf-table td .sf-sub { display: block; }
+  .sf-traces { grid-template-columns: minmax(0, 1fr); }
+  .sf-why { max-width: 9em; }
+}
+"""
+
+#: One delegated click handler and one observer for the whole page. Clicks on elements
+#: carrying data-sf-sort / data-sf-cell / data-sf-task are written into hidden textboxes whose
+#: `change` events run the Python handlers; the rendered summary and drill-down header carry
+#: the view's query string, which is mirrored into the address bar (shareable links).
+HEAD = """
+<script>
+(() => {
+  if (window.__skillfollowBoard) return;
+  window.__skillfollowBoard = true;
+  let nonce = 0;
+  // A click that comes before the hidden box is mounted (Gradio loads each component's code
+  // on its own) is kept and delivered once the box is there, not dropped.
+  const send = (id, value, tries = 0) => {
+    const box = document.querySelector(`#${id} textarea, #${id} input`);
+    if (!box) {
+      if (tries < 100) setTimeout(() => send(id, value, tries + 1), 100);
+      return;
+    }
+    box.value = `${value}\\t${++nonce}`;
+    box.dispatchEvent(new Event("input", { bubbles: true }));
+  };
+  const act = (event) => {
+    const el = event.target.closest("[data-sf-sort],[data-sf-cell],[data-sf-task]");
+    if (!el) return;
+    if (el.dataset.sfSort) send("sf-sortbox", el.dataset.sfSort);
+    else if (el.dataset.sfCell) send("sf-openbox", el.dataset.sfCell);
+    else send("sf-taskbox", el.dataset.sfTask);
+  };
+  document.addEventListener("click", act);
+  document.addEventListener("keydown", (e) => { if (e.key === "Enter") act(e); });
+  const ours = ["benchmark", "partition", "pool", "model", "min_cond", "nonreportable", "runs",
+    "all", "sort", "cell", "pool_sources"];
+  const sync = () => {
+    const summary = document.querySelector("#sf-summary [data-sf-query]");
+    if (!summary || (summary.dataset.sfPending && location.search)) return;
+    const params = new URLSearchParams(location.search);
+    ours.forEach((k) => params.delete(k));  // keep others, such as Gradio's __theme
+    new URLSearchParams(summary.dataset.sfQuery).forEach((v, k) => params.append(k, v));
+    const head = document.querySelector("#sf-drill-header [data-sf-open]");
+    if (head && head.dataset.sfOpen) params.set("cell", head.dataset.sfOpen);
+    const query = params.toString();
+    if (query !== location.search.replace(/^\\?/, "")) {
+      history.replaceState(history.state, "", query ? `?${query}` : location.pathname);
+    }
+  };
+  new MutationObserver(sync).observe(document.documentElement, { childList: true, subtree: true });
+})();
+</script>
+"""

@@ -1,0 +1,325 @@
+"""Cell drill-down: 2×2 matrices, the OAE decomposition, flipped tasks, a per-skill tally and traces.
+
+Everything here is HTML built from escaped text: task ids, queries, skill names and traces are
+data from submitters and models, never markup.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pandas as pd
+
+from hf_skillfollow import formatting as fmt
+from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app._board import ALL_SOURCES, Board
+from hf_skillfollow.space_app._sources import SOURCE, source_id
+
+NO_CELL = "Pick a cell: click a row of the leaderboard or a point of a plot."
+HARMFUL, HELPFUL = "harmful (c)", "helpful (b)"
+#: Trace messages longer than this start collapsed (system prompts, returned SKILL.md texts).
+COLLAPSE_CHARS = 600
+#: Characters of one trace text (message, answer, error) sent to the browser, and messages
+#: per arm: a published trace is the submitter's, so one drill-down costs bounded bytes.
+MESSAGE_CHARS = 20_000
+MAX_MESSAGES = 200
+
+
+def find_cell(board: Board, key: str | None) -> tuple[pd.Series | None, bool]:
+    """The cell row for a drill-down key (`_board.cell_key`: "cell_id@source", pooled across
+    sources "cell_id@all", per run "...|run_id")."""
+    if not key:
+        return None, False
+    views = [(False, False)]
+    if f"@{ALL_SOURCES}" in key:
+        views.append((False, True))
+    if "|" in key:
+        views.append((True, False))
+    for per_run, across in views:
+        cells = board.cells(runs_separately=per_run, pool_sources=across)
+        hit = cells[cells["_key"] == key]
+        if len(hit):
+            break
+    else:
+        hit, per_run = _bare_key(board, key)
+        if hit is None:
+            return None, per_run
+    from hf_skillfollow.space_app._annotations import cell_markdown
+
+    cell = hit.iloc[0].copy()
+    cell["_annotations"] = cell_markdown(board, cell)  # shown under the decomposition
+    return cell, per_run
+
+
+def _bare_key(board: Board, key: str) -> tuple[pd.DataFrame | None, bool]:
+    """A link written before keys named the source ("cell_id", "cell_id|run_id"): the cell
+    when exactly one source has that cell_id; None when none or several do (which source a
+    bare link meant cannot be told, so none is picked)."""
+    per_run = "|" in key
+    if "@" in key:
+        return None, per_run
+    cells = board.cells(runs_separately=per_run)
+    ids = cells["cell_id"].astype(str)
+    hit = cells[ids + ("|" + cells["run_id"].astype(str) if per_run else "") == key]
+    return (hit if len(hit) == 1 else None), per_run
+
+
+_HEADER_FIELDS = (
+    "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
+    "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
+    "retrieval_policy", "cell_id", SOURCE, "conflicts",
+)  # fmt: skip
+
+
+def header_html(cell: pd.Series, key: str) -> str:
+    """Title and identity of the cell; `data-sf-open` puts the cell into the page URL."""
+    fields = [*_HEADER_FIELDS, "run_id" if "run_id" in cell.index else "n_runs"]
+    items = " · ".join(
+        f"<b>{escape(f)}</b> <code>{escape(_capped(cell[f]))}</code>"
+        for f in fields
+        if f in cell.index and not (f == "conflicts" and not cell[f])
+    )
+    return (
+        f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
+        f"<h3>{escape(_capped(cell['label']))}</h3><p>{items}</p></div>"
+    )
+
+
+def matrix_markdown(cell: pd.Series) -> str:
+    """Both paired outcome matrices, with the a/b/c/d layout of docs/design.md."""
+    return "\n\n".join(
+        [
+            _matrix(
+                cell, "cond", f"Retrieval-invoked subset S_call (n_cond = {int(cell['n_cond'])})"
+            ),
+            _matrix(cell, "all", f"All tasks (n = {int(cell['n_pairs'])})"),
+        ]
+    )
+
+
+def _matrix(cell: pd.Series, suffix: str, title: str) -> str:
+    a, b, c, d = (int(cell[f"{k}_{suffix}"]) for k in "abcd")
+    return (
+        f"**{title}**\n\n"
+        "| | SE correct | SE wrong |\n|---|---|---|\n"
+        f"| **SD correct** | a = {a} (concordant pass) | c = {c} (harmful flip) |\n"
+        f"| **SD wrong** | b = {b} (helpful flip) | d = {d} (concordant fail) |"
+    )
+
+
+def decomposition_markdown(cell: pd.Series) -> str:
+    """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers."""
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
+    n, n_cond = int(cell["n_pairs"]), int(cell["n_cond"])
+    oae, rae, skip = (_num(cell[c]) for c in ("oae", "rae", "delta_skip"))
+    cov = n_cond / n if n else math.nan
+    annotations = str(cell.get("_annotations") or "")
+    if math.isnan(rae):
+        text = (
+            f"**Decomposition.** RAE is {NEVER_RETRIEVED} (n_cond = 0), "
+            f"so OAE = Δskip = {_fmt(oae)} pp."
+        )
+        return "\n\n".join(p for p in (text, annotations) if p)
+    skip_term = (1 - cov) * skip if not math.isnan(skip) else 0.0
+    skip_text = (
+        f"(1 − {cov:.4f}) × ({_fmt(skip)})"
+        if not math.isnan(skip)
+        else "0 (Δskip omitted: n_skip = 0)"
+    )
+    total = cov * rae + skip_term
+    text = (
+        "**Decomposition.** OAE = coverage·RAE + (1 − coverage)·Δskip\n\n"
+        f"{_fmt(oae)} = {cov:.4f} × ({_fmt(rae)}) + {skip_text} = {_fmt(cov * rae)} {_signed(skip_term)} = **{_fmt(total)}** pp\n\n"
+        f"RAE {_fmt(rae)} pp, 95% CI [{_fmt(_num(cell['rae_ci_low']))}, {_fmt(_num(cell['rae_ci_high']))}], "
+        f"McNemar p = {_num(cell['mcnemar_p']):.3g} · OAE 95% CI [{_fmt(_num(cell['oae_ci_low']))}, {_fmt(_num(cell['oae_ci_high']))}]"
+    )
+    return "\n\n".join(p for p in (text, annotations) if p)
+
+
+def flips(rows: pd.DataFrame) -> pd.DataFrame:
+    """Helpful (b) and harmful (c) tasks, harmful first, with what retrieval returned and the
+    source whose traces belong to it."""
+    columns = ["flip", "task_id", "run_id", "subset", "skills", "queries", SOURCE]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    se, sd = rows["se_correct"].astype(bool), rows["sd_correct"].astype(bool)
+    flipped = rows[se != sd]
+    invoked = flipped["invoked"].astype(bool) & flipped["returned"].astype(bool)
+    out = pd.DataFrame(
+        {
+            "flip": flipped["se_correct"].astype(bool).map({True: HELPFUL, False: HARMFUL}),
+            "task_id": flipped["task_id"].astype(str),
+            "run_id": flipped["run_id"].astype(str),
+            "subset": invoked.map({True: "retrieval-invoked", False: "skip"}),
+            "skills": flipped["skills_returned"].map(_as_list),
+            "queries": flipped["queries"].map(_as_list),
+            SOURCE: flipped[SOURCE].astype(str),
+        }
+    )
+    rank = (out["flip"] == HELPFUL).astype(int) * 2 + (out["subset"] == "skip").astype(int)
+    return out.assign(_rank=rank).sort_values(["_rank", "task_id", "run_id"]).drop(columns="_rank")
+
+
+def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per returned skill: harmful and helpful flips it was returned on, and tasks it reached."""
+    columns = ["skill", "harmful", "helpful", "returned_on"]
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    harmful, helpful, reached = Counter(), Counter(), Counter()
+    for skills, se, sd in zip(
+        rows["skills_returned"], rows["se_correct"], rows["sd_correct"], strict=True
+    ):
+        names = set(_as_list(skills))
+        reached.update(names)
+        if bool(se) != bool(sd):
+            (helpful if bool(se) else harmful).update(names)
+    table = pd.DataFrame(
+        [(s, harmful[s], helpful[s], reached[s]) for s in reached], columns=columns
+    )
+    return table.sort_values(
+        ["harmful", "helpful", "skill"], ascending=[False, True, True]
+    ).reset_index(drop=True)
+
+
+def flips_html(table: pd.DataFrame) -> str:
+    """The flipped tasks; each task id opens its SE/SD traces."""
+    if table.empty:
+        return '<p class="sf-empty">No flipped tasks in this cell.</p>'
+    runs = table["run_id"].nunique() > 1
+    head = "<th>flip</th><th>task</th>" + ("<th>run</th>" if runs else "")
+    head += "<th>subset</th><th>skills returned</th><th>queries</th>"
+    body = []
+    for r in table.to_dict("records"):
+        kind = "harmful" if r["flip"] == HARMFUL else "helpful"
+        task = trace_key(r[SOURCE], r["run_id"], r["task_id"])
+        body.append(
+            f'<tr class="sf-{kind}" data-flip="{kind}">'
+            f"<td>{escape(r['flip'])}</td>"
+            f'<td><button class="sf-task" data-sf-task="{escape(task)}" title="Show the SE and SD traces">{escape(r["task_id"])}</button></td>'
+            + (f"<td>{escape(r['run_id'])}</td>" if runs else "")
+            + f"<td>{escape(r['subset'])}</td><td>{escape('; '.join(r['skills']))}</td>"
+            f'<td class="sf-wrap">{escape(" | ".join(r["queries"]))}</td></tr>'
+        )
+    n_harm = int((table["flip"] == HARMFUL).sum())
+    return (
+        f"<p><b>{n_harm}</b> harmful and <b>{len(table) - n_harm}</b> helpful flips; click a task id for its traces.</p>"
+        f'<div class="sf-table-wrap"><table class="sf-table sf-flips"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _capped(value: object) -> str:
+    from hf_skillfollow.space_app._table import _capped as capped
+
+    return capped(value, 400)
+
+
+def trace_key(source: str, run_id: str, task_id: str) -> str:
+    """The traces key of one task: "<source id>|<run_id>|<task_id>"."""
+    return f"{source_id(source)}|{run_id}|{task_id}"
+
+
+def tally_html(table: pd.DataFrame) -> str:
+    if table.empty:
+        return '<p class="sf-empty">No skill was returned in this cell.</p>'
+    body = "".join(
+        f'<tr data-skill="{escape(str(r.skill))}"><td>{escape(str(r.skill))}</td>'
+        f'<td class="sf-num{" sf-bad" if r.harmful else ""}">{r.harmful}</td>'
+        f'<td class="sf-num">{r.helpful}</td><td class="sf-num">{r.returned_on}</td></tr>'
+        for r in table.itertuples(index=False)
+    )
+    return (
+        '<div class="sf-table-wrap"><table class="sf-table sf-tally"><thead><tr>'
+        '<th title="Skill returned by search_skills">skill</th>'
+        '<th title="Harmful flips (SD correct, SE wrong) on tasks where this skill was returned">harmful flips</th>'
+        '<th title="Helpful flips (SD wrong, SE correct) on tasks where this skill was returned">helpful flips</th>'
+        '<th title="Tasks where this skill was returned">returned on</th>'
+        f"</tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+def traces_html(se: dict | None, sd: dict | None, task: str) -> str:
+    """SE and SD traces side by side; long messages collapsed, long lines wrapped."""
+    return (
+        f'<div class="sf-traces" data-sf-shown-task="{escape(task)}">'
+        f"{_trace(se, 'se')}{_trace(sd, 'sd')}</div>"
+    )
+
+
+def _trace(row: dict | None, arm: str) -> str:
+    if row is None:
+        return f'<section class="sf-trace"><h4>{arm.upper()}: no trace</h4></section>'
+    verdict = "correct" if row.get("correct") else "wrong"
+    parts = [
+        f'<h4 class="sf-{verdict}">{arm.upper()} arm — {verdict}</h4>',
+        f'<p class="sf-sub">calls {row.get("n_calls")} · latency {_num(row.get("latency_s")):.1f} s · '
+        f"tokens {row.get('prompt_tokens')}+{row.get('completion_tokens')}</p>",
+    ]
+    if row.get("error"):
+        parts.append(f"<p><b>error:</b> <code>{escape(_cut(row['error']))}</code></p>")
+    messages = list(row.get("messages") or [])
+    for message in messages[:MAX_MESSAGES]:
+        role = _cut(message.get("role"), 40)
+        name = f" ({_cut(message['name'], 200)})" if message.get("name") else ""
+        text = str(message.get("content") or "")
+        if message.get("tool_calls"):
+            text += ("\n" if text else "") + _pretty_json(message["tool_calls"])
+        text = _cut(text)
+        label = f"{role}{name}"
+        if len(text) > COLLAPSE_CHARS or role in {"system", "tool"}:
+            parts.append(
+                f'<details class="sf-msg sf-{escape(role)}"><summary>{escape(label)} · {len(text):,} chars</summary>'
+                f"<pre>{escape(text)}</pre></details>"
+            )
+        else:
+            parts.append(
+                f'<div class="sf-msg sf-{escape(role)}"><b>{escape(label)}</b><pre>{escape(text)}</pre></div>'
+            )
+    if len(messages) > MAX_MESSAGES:
+        parts.append(
+            f'<p class="sf-sub">{len(messages) - MAX_MESSAGES:,} more messages not shown</p>'
+        )
+    parts.append(
+        f'<div class="sf-msg"><b>extracted answer</b><pre>{escape(_cut(row.get("extracted") or ""))}</pre></div>'
+    )
+    return f'<section class="sf-trace sf-arm-{arm}">{"".join(parts)}</section>'
+
+
+def _as_list(values: object) -> list[str]:
+    if values is None or (isinstance(values, float) and math.isnan(values)):
+        return []
+    return [str(v) for v in list(values)]  # type: ignore[call-overload]
+
+
+def _cut(value: object, limit: int = MESSAGE_CHARS) -> str:
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… {len(text) - limit:,} more characters not shown"
+
+
+def _pretty_json(text: object) -> str:
+    if len(str(text)) > MESSAGE_CHARS:  # not worth parsing: it is cut anyway
+        return str(text)
+    try:
+        return json.dumps(json.loads(str(text)), indent=2, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(text)
+
+
+def _num(value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _signed(value: float) -> str:
+    return f"{'−' if value < 0 else '+'} {abs(value):.2f}"
+
+
+def _fmt(value: float) -> str:
+    return fmt.UNDEFINED if math.isnan(value) else f"{value:.2f}"

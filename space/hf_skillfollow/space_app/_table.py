@@ -1,0 +1,526 @@
+"""Filtering, sorting and rendering the precomputed cells as the leaderboard's HTML table.
+
+The table is plain HTML rather than a `gr.Dataframe`: headers carry tooltips and units, the
+sort is one state (a header click sets it, the header shows it), undefined values say why,
+narrow screens hide the secondary columns, and a 200-row table costs the browser one
+`innerHTML` instead of a virtual grid's layout (bench/space.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+import numpy as np
+import pandas as pd
+
+from hf_skillfollow import formatting as fmt
+from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app import _verification
+from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
+
+#: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
+MAX_TABLE_ROWS = 200
+DISAGREE_MARK = "⚠"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One table column: `source` is the cells column it shows and sorts by."""
+
+    key: str  # short id used in the sort state and the URL
+    header: str
+    tip: str  # header tooltip: definition and unit
+    source: str
+    numeric: bool = True
+    narrow: bool = False  # still shown on a phone-width screen
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("model", "Model", "Model id, the source that published the cell (a Hub repo or a local path), and the run id when runs are shown separately", "model", False, True),
+    Column("benchmark", "Benchmark", "Benchmark of the cell", "benchmark", False),
+    Column("pool", "Pool / condition", "Skill pool and its condition (normal, filler, ...)", "pool_condition", False),
+    Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
+    Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
+    Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),
+    Column("rae", "RAE pp [95% CI]", "Retrieval-invoked actual-use effect, percentage points: 100·(b−c)/n_cond over the tasks where a skill came back, with its 95% paired-bootstrap interval. * = not reportable at the chosen n_cond threshold", "rae", True, True),
+    Column("lift", "Agg lift pp", "Aggregate lift, percentage points: SE accuracy on retrieved − on non-retrieved tasks (selection-biased). ⚠ = its sign disagrees with RAE", "agg_lift", True, True),
+    Column("select", "Δselect pp", "Selection gap, percentage points: the same split in the SD run, where no skill exists — how much easier the retrieved tasks were anyway", "delta_select"),
+    Column("p", "McNemar p", "Exact two-sided McNemar p on the discordant pairs b, c of the retrieval-invoked tasks", "mcnemar_p"),
+    Column("oae", "OAE pp [95% CI]", "Overall skill-access effect, percentage points: 100·(b−c)/n over all tasks, with its 95% interval", "oae"),
+    Column("skip", "Δskip pp", "Paired effect on the tasks without a retrieved skill, percentage points", "delta_skip"),
+    Column("bc", "b / c", "Helpful (b) / harmful (c) flips among the retrieval-invoked tasks", "b_cond"),
+    Column("reportable", "Reportable", "n_cond at least the chosen threshold", "n_cond", False),
+    Column("rescored", "Re-scored", _verification.TIP, _verification.RESCORED, False),
+)  # fmt: skip
+COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
+DEFAULT_SORT = "rae:desc"
+
+
+@dataclass(frozen=True)
+class Filters:
+    benchmarks: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    pools: tuple[str, ...] = ()
+    model_query: str = ""
+    min_cond: int = DEFAULT_MIN_COND
+    show_nonreportable: bool = False
+    sort: str = DEFAULT_SORT  # "<column key>:asc|desc"
+    rescored_only: bool = False
+
+    @property
+    def sort_key(self) -> str:
+        return parse_sort(self.sort)[0]
+
+    @property
+    def descending(self) -> bool:
+        return parse_sort(self.sort)[1]
+
+
+def parse_sort(value: str | None) -> tuple[str, bool]:
+    """("rae", True) from "rae:desc"; an unknown column or direction is a clear error."""
+    key, _, direction = (value or DEFAULT_SORT).partition(":")
+    if key not in COLUMN_BY_KEY:
+        raise ValueError(f"sort: unknown column {key!r}; choose one of {sorted(COLUMN_BY_KEY)}")
+    if direction not in {"", "asc", "desc"}:
+        raise ValueError(f"sort: direction must be 'asc' or 'desc', got {direction!r}")
+    return key, direction != "asc"
+
+
+def apply_filters(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """The filtered cells, reportable ones first, then by the chosen column (missing last)."""
+    mask = _base_mask(cells, f)
+    reportable = cells[f"_rep_{f.min_cond}"].to_numpy(dtype=bool)
+    if not f.show_nonreportable:
+        mask &= reportable
+    positions = np.flatnonzero(mask)
+    key, descending = parse_sort(f.sort)
+    values = cells[COLUMN_BY_KEY[key].source].to_numpy()[positions]
+    order = _order(values, descending, first=~reportable[positions])
+    return cells.take(positions[order])
+
+
+def _order(key: np.ndarray, descending: bool, first: np.ndarray) -> np.ndarray:
+    """Stable order: `first` False before True, then missing values last in either direction."""
+    if key.dtype.kind in "biuf":
+        values = key.astype(float)
+        missing = np.isnan(values)
+        primary = np.where(missing, 0.0, -values if descending else values)
+        return np.lexsort((primary, missing, first))
+    text = np.array(["" if v is None else str(v).lower() for v in key], dtype=object)
+    ranks = np.unique(text, return_inverse=True)[1]
+    return np.lexsort((-ranks if descending else ranks, first))
+
+
+def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
+    """Every filter except the reportability cut, which the sensitivity table varies itself."""
+    if f.min_cond not in THRESHOLDS:
+        raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {f.min_cond}")
+    mask = np.ones(len(cells), dtype=bool)
+    for values, column in (
+        (f.benchmarks, "benchmark"),
+        (f.partitions, "partition"),
+        (f.pools, "pool_condition"),
+    ):
+        if values:
+            mask &= cells[column].isin(values).to_numpy()
+    if f.rescored_only:
+        mask &= cells[_verification.RESCORED_FLAG].to_numpy(dtype=bool)
+    query = f.model_query.strip().lower()
+    if query:
+        mask &= cells["_model_lc"].str.contains(query, regex=False).to_numpy()
+    return mask
+
+
+def sensitivity(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """Reportable cells and sign disagreements at each n_cond threshold, under the other filters."""
+    from hf_skillfollow.metrics import disagreement_sensitivity
+
+    table = disagreement_sensitivity(cells[_base_mask(cells, f)], thresholds=THRESHOLDS)
+    rate = table["disagreement_rate"].map(lambda v: "—" if pd.isna(v) else f"{v:.1f}%")
+    return pd.DataFrame(
+        {
+            "min n_cond": table["min_cond"],
+            "reportable cells": table["reportable"],
+            "with defined agg lift": table["with_agg_lift"],
+            "sign disagreements": table["disagreements"],
+            "share": rate,
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Text of one value
+
+
+def pp(value: object, *, signed: bool = True) -> str:
+    """Percentage points with one decimal, the same for values and interval ends."""
+    return fmt.pp(value, signed=signed)
+
+
+def interval(low: object, high: object) -> str:
+    if fmt.is_undefined(low) or fmt.is_undefined(high):
+        return ""
+    return f"[{fmt.pp(low)}, {fmt.pp(high)}]"
+
+
+def undefined_reason(row: pd.Series | dict, column: str) -> str | None:
+    """Why a value is undefined, in the words of `hf-skillfollow report`; None if defined."""
+    from hf_skillfollow.report import NEVER_RETRIEVED
+
+    if column in {"rae", "mcnemar_p"} and int(row["n_cond"]) == 0:
+        return NEVER_RETRIEVED
+    if not fmt.is_undefined(row[column]):
+        return None
+    if column == "delta_skip" and int(row["n_skip"]) == 0:
+        return fmt.undefined("n_skip = 0")
+    reason = row.get(f"{column}_reason")
+    return fmt.undefined(reason if isinstance(reason, str) and reason else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def table_html(
+    filtered: pd.DataFrame,
+    f: Filters,
+    *,
+    runs_separately: bool,
+    all_columns: bool,
+    limit: int = MAX_TABLE_ROWS,
+) -> str:
+    """The table for the first `limit` filtered cells; rows carry their drill-down key."""
+    if filtered.empty:
+        return '<div class="sf-empty">No cells match these filters.</div>'
+    key, descending = parse_sort(f.sort)
+    columns = [c for c in COLUMNS if not (runs_separately and c.key == "runs")]
+    extra = _extra_columns(filtered) if all_columns else []
+    threshold = f.min_cond
+    head = "".join(_th(c, key, descending) for c in columns) + "".join(
+        f'<th title="{escape(c)}">{escape(c)}</th>' for c in extra
+    )
+    rows = []
+    needed = [
+        c
+        for c in dict.fromkeys((*_ROW_COLUMNS, *(c.source for c in columns)))
+        if c in filtered.columns
+    ]
+    needed += [f"_rep_{threshold}", f"_dis_{threshold}", *extra]
+    for row in fast_records(filtered.head(limit), needed):
+        reportable = bool(row[f"_rep_{threshold}"])
+        disagree = bool(row[f"_dis_{threshold}"])
+        cls = " ".join(
+            name for name, on in (("sf-nonrep", not reportable), ("sf-disagree", disagree)) if on
+        )
+        cells = "".join(
+            _td(c, row, reportable, disagree, threshold, runs_separately) for c in columns
+        )
+        cells += "".join(f"<td>{escape(_capped(_raw(row[c])))}</td>" for c in extra)
+        attrs = f' class="{cls}"' if cls else ""
+        key_attr = escape(str(row["_key"]))
+        rows.append(f'<tr{attrs} data-sf-cell="{key_attr}" tabindex="0">{cells}</tr>')
+    return (
+        f"<style>{_column_css(columns, all_columns)}</style>"
+        f'<div class="sf-table-wrap"><table class="sf-table sf-board">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _column_css(columns: list[Column], all_columns: bool) -> str:
+    """Alignment and the phone-width column cut by position, instead of a class on every cell
+    (a third of the table's bytes)."""
+
+    def cells(indices: list[int]) -> str:
+        return ",".join(f".sf-board td:nth-child({i + 1})" for i in indices)
+
+    numeric = [i for i, c in enumerate(columns) if c.numeric]
+    css = f"{cells(numeric)}{{text-align:right;white-space:nowrap}}" if numeric else ""
+    wide = [i for i, c in enumerate(columns) if not c.narrow]
+    if wide and not all_columns:
+        hide = cells(wide) + "," + ",".join(f".sf-board th:nth-child({i + 1})" for i in wide)
+        css += f"@media (max-width: 760px){{{hide}{{display:none}}.sf-board td{{white-space:normal!important}}}}"
+    return css
+
+
+#: Cell columns a table row reads (the rest of the wide frame is never copied per row).
+_ROW_COLUMNS = (
+    "_key", "model", "source", "conflicts", "run_id", "benchmark", "pool_condition", "partition", "n_runs", "n_pairs",
+    "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
+    "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
+    "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
+)  # fmt: skip
+
+
+#: What the filtered view reads (`Board.view`): the rows, every column's source, the plots.
+VIEW_COLUMNS = frozenset(
+    {*_ROW_COLUMNS, *(c.source for c in COLUMNS), "label", "cell_id", "oae", "coverage"}
+)
+
+
+def fast_records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
+    """Rows as dicts of the given columns: one `tolist` per column, unlike `to_dict`, which
+    goes through pandas indexing per row (100x slower on the board's wide frame)."""
+    values = [frame[c].tolist() for c in columns]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def _th(c: Column, sort_key: str, descending: bool) -> str:
+    active = c.key == sort_key
+    # A click on the active column flips it; a new column starts high-to-low for numbers.
+    nxt = "asc" if (active and descending) or (not active and not c.numeric) else "desc"
+    arrow = (" ▼" if descending else " ▲") if active else ""
+    aria = ("descending" if descending else "ascending") if active else "none"
+    return (
+        f'<th title="{escape(c.tip)} — click to sort" '
+        f'data-sf-sort="{c.key}:{nxt}" aria-sort="{aria}" tabindex="0">{escape(c.header)}{arrow}</th>'
+    )
+
+
+def _td(c: Column, row: dict, reportable: bool, disagree: bool, threshold: int, runs: bool) -> str:
+    text, title = _cell_text(c.key, row, reportable, disagree, threshold, runs)
+    return f'<td title="{escape(title)}">{text}</td>' if title else f"<td>{text}</td>"
+
+
+def _why(reason: str) -> str:
+    return f'<span class="sf-why">{escape(reason)}</span>'
+
+
+def _cell_text(
+    key: str, row: dict, reportable: bool, disagree: bool, threshold: int, runs: bool
+) -> tuple[str, str]:
+    """(inner HTML, tooltip) of one table cell."""
+    if key == "model":
+        run = f'<div class="sf-sub">run {escape(_capped(row["run_id"]))}</div>' if runs else ""
+        conflict = row.get("conflicts")
+        note = (
+            f'<div class="sf-flag sf-sub">{DISAGREE_MARK} {escape(_capped(conflict))}</div>'
+            if isinstance(conflict, str) and conflict
+            else ""
+        )
+        source = f'<div class="sf-sub sf-src">{escape(_capped(row["source"]))}</div>'
+        return f"{escape(_capped(row['model']))}{run}{source}{note}", ""
+    if key in {"benchmark", "pool", "partition"}:
+        return escape(_capped(row[COLUMN_BY_KEY[key].source])), ""
+    if key == "runs":
+        return str(int(row["n_runs"])), ""
+    if key == "n_cond":
+        cov = pp(row["coverage"], signed=False)
+        return (
+            f'{int(row["n_cond"])} / {int(row["n_pairs"])} <span class="sf-sub">({cov}%)</span>',
+            "",
+        )
+    if key in {"rae", "oae"}:
+        reason = undefined_reason(row, key)
+        if reason:
+            return _why(reason), reason
+        star = "" if reportable or key != "rae" else "*"
+        note = f"not reportable: n_cond {int(row['n_cond'])} < {threshold}" if star else ""
+        ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
+        return f'<b>{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>', note
+    if key == "lift":
+        reason = undefined_reason(row, "agg_lift")
+        if reason:
+            return _why(reason), reason
+        if disagree:
+            tip = (
+                f"Sign disagreement: aggregate lift {pp(row['agg_lift'])} pp vs RAE "
+                f"{pp(row['rae'])} pp"
+            )
+            return f'<span class="sf-flag">{DISAGREE_MARK} {pp(row["agg_lift"])}</span>', tip
+        return pp(row["agg_lift"]), ""
+    if key in {"select", "skip"}:
+        source = COLUMN_BY_KEY[key].source
+        reason = undefined_reason(row, source)
+        return (_why(reason), reason) if reason else (pp(row[source]), "")
+    if key == "p":
+        reason = undefined_reason(row, "mcnemar_p")
+        return (_why(reason), reason) if reason else (fmt.p_value(row["mcnemar_p"]), "")
+    if key == "bc":
+        return f"{int(row['b_cond'])} / {int(row['c_cond'])}", ""
+    if key == "reportable":
+        if reportable:
+            return "yes", ""
+        return (
+            f'<span class="sf-no">no</span> <span class="sf-sub">n_cond&nbsp;&lt;&nbsp;{threshold}</span>',
+            "",
+        )
+    if key == "rescored":
+        return _verification.mark_html(row), ""
+    raise KeyError(key)
+
+
+def _extra_columns(filtered: pd.DataFrame) -> list[str]:
+    """Every raw metric and identity column the compact view does not show ("All columns")."""
+    return [c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL]
+
+
+#: Characters of a submitter's string shown in a table cell or heading (the CSV has them all).
+SHOWN_CHARS = 120
+
+
+def _capped(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as text, cut to `limit` characters with an ellipsis: a 5 MB model name would
+    otherwise be sent to every visitor (and the CSS wraps what is left, so a long name
+    without spaces cannot widen the table)."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
+
+
+def _raw(value: object) -> str:
+    if fmt.is_undefined(value):
+        return fmt.UNDEFINED
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+# Labels are derived; `reportable`/`sign_disagree` from compute_cells hold the default
+# threshold only, so the table and CSV show the flags at the chosen threshold instead.
+_NOT_IN_ALL = {"label", "partition", "pool_condition", "reportable", "sign_disagree"}
+
+
+def csv_frame(filtered: pd.DataFrame, min_cond: int) -> pd.DataFrame:
+    """Every filtered row with raw (unrounded) values, flags at the chosen threshold."""
+    keep = [
+        c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL - {"label"}
+    ]
+    out = filtered[keep].copy()
+    out["min_cond"] = min_cond
+    out["reportable"] = filtered[f"_rep_{min_cond}"].to_numpy(dtype=bool)
+    out["sign_disagree"] = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
+    return out
+
+
+def records(filtered: pd.DataFrame, min_cond: int, limit: int | None = None) -> list[dict]:
+    """JSON-ready rows of the filtered view (raw values, NaN as None) for the API."""
+    frame = csv_frame(filtered if limit is None else filtered.head(limit), min_cond)
+    frame = frame.astype(object).where(frame.notna(), None)
+    return frame.to_dict("records")
+
+
+def summary_html(
+    cells: pd.DataFrame, filtered: pd.DataFrame, f: Filters, *, shown: int, runs: bool, query: str
+) -> str:
+    """Counts line, CSV link and the (collapsed) sensitivity table; carries the URL state."""
+    t = f.min_cond
+    disagree = int(filtered[f"_dis_{t}"].sum()) if len(filtered) else 0
+    reportable = int(filtered[f"_rep_{t}"].sum()) if len(filtered) else 0
+    unit = "runs" if runs else "cells"
+    total = f"{len(cells):,} {unit}"
+    if runs:
+        total += f" ({cells['cell_id'].nunique():,} cells)"
+    more = f" · first {shown:,} shown, the CSV holds all" if shown < len(filtered) else ""
+    link = f"export.csv?{query}" if query else "export.csv"
+    sens = sensitivity(cells, f)
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in sens.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in r) + "</tr>"
+        for r in sens.itertuples(index=False)
+    )
+    return (
+        f'<div class="sf-summary" data-sf-query="{escape(query)}">'
+        f"<span><b>{len(filtered):,}</b> of {total} match{more}</span> · "
+        f"<span><b>{reportable:,}</b> reportable at n_cond ≥ {t}</span> · "
+        f'<span class="sf-flag"><b>{disagree:,}</b> sign disagreement(s) {DISAGREE_MARK}</span> · '
+        f'<a class="sf-csv" href="{escape(link)}" download="skillfollow_leaderboard.csv">'
+        f"Download CSV (all {len(filtered):,} rows)</a>"
+        f'<details class="sf-sens"><summary>Sign disagreements by n_cond threshold</summary>'
+        f'<table class="sf-small"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>'
+        "</div>"
+    )
+
+
+def query_string(f: Filters, *, runs: bool, all_columns: bool, pool: bool = False) -> str:
+    """The view's state as URL query parameters (defaults left out); `filters_from_query` reads it."""
+    params: list[tuple[str, str]] = []
+    params += [("benchmark", v) for v in f.benchmarks]
+    params += [("partition", v) for v in f.partitions]
+    params += [("pool", v) for v in f.pools]
+    if f.model_query:
+        params.append(("model", f.model_query))
+    if f.min_cond != DEFAULT_MIN_COND:
+        params.append(("min_cond", str(f.min_cond)))
+    flags = (("nonreportable", f.show_nonreportable), ("rescored", f.rescored_only))
+    for name, on in (*flags, ("runs", runs), ("all", all_columns), ("pool_sources", pool)):
+        if on:
+            params.append((name, "1"))
+    if f.sort != DEFAULT_SORT:
+        params.append(("sort", f.sort))
+    return urlencode(params)
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """Everything the URL can carry: the filters, two toggles and the open cell."""
+
+    filters: Filters
+    runs: bool = False
+    all_columns: bool = False
+    cell: str | None = None
+    pool_sources: bool = False  # runs of different sources in one cell (asked for, never default)
+
+
+#: Query parameters the board reads and writes; others (Gradio's `__theme`) are left alone.
+QUERY_KEYS = frozenset(
+    {
+        "benchmark",
+        "partition",
+        "pool",
+        "model",
+        "min_cond",
+        "nonreportable",
+        "rescored",
+        "runs",
+        "all",
+        "sort",
+        "cell",
+        "pool_sources",
+    }
+)
+
+
+def state_from_query(params: dict[str, list[str]]) -> ViewState:
+    """Parse query parameters (as `urllib.parse.parse_qs` gives them); bad values are errors."""
+
+    def one(name: str, default: str = "") -> str:
+        values = params.get(name) or [default]
+        return values[-1]
+
+    def flag(name: str) -> bool:
+        return one(name, "0").strip().lower() in {"1", "true", "yes", "on"}
+
+    sort = one("sort", DEFAULT_SORT)
+    parse_sort(sort)
+    filters = Filters(
+        benchmarks=tuple(params.get("benchmark", ())),
+        partitions=tuple(params.get("partition", ())),
+        pools=tuple(params.get("pool", ())),
+        model_query=one("model"),
+        min_cond=parse_threshold(one("min_cond", str(DEFAULT_MIN_COND))),
+        show_nonreportable=flag("nonreportable"),
+        sort=sort,
+        rescored_only=flag("rescored"),
+    )
+    return ViewState(
+        filters, flag("runs"), flag("all"), one("cell") or None, pool_sources=flag("pool_sources")
+    )
+
+
+def choices(cells: pd.DataFrame, column: str) -> list[str]:
+    return sorted(str(v) for v in cells[column].dropna().unique())
+
+
+def parse_threshold(value: object) -> int:
+    try:
+        t = int(str(value))
+    except ValueError:
+        raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {value!r}") from None
+    if t not in THRESHOLDS:
+        raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {value!r}")
+    return t
+
+
+def as_tuple(values: Sequence[str] | str | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    return (values,) if isinstance(values, str) else tuple(values)

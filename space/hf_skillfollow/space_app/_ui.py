@@ -1,0 +1,500 @@
+"""The Gradio 6 Blocks layout and its event wiring.
+
+The table, plots and drill-down are server-rendered HTML (see `_table`, `_plots`, `_drill`);
+one page script (`_assets.HEAD`) turns clicks on them into `input` events of three hidden
+textboxes and mirrors the view's state into the URL, which `_from_url` reads back on load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import gradio as gr
+import pandas as pd
+
+from hf_skillfollow.space_app import _drill, _plots, _verification
+from hf_skillfollow.space_app import _table as T
+from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
+from hf_skillfollow.space_app._assets import CSS, HEAD
+from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board
+
+INTRO = (
+    "# Do retrieved skills actually help?\n"
+    "Every task is run with the `search_skills` tool (SE) and without it (SD). **RAE** is the paired "
+    "effect where a skill was retrieved; **aggregate lift** is the usual, selection-biased number; "
+    "⚠ marks cells where the two disagree in sign. pp = percentage points. Hover a header for its "
+    "definition, click a header to sort, click a row or a plot point for the cell's drill-down."
+)
+NONREP, RUNS, ALL = "non-reportable cells", "runs separately", "all columns"
+RESCORED = "re-scored only"
+#: Pools config-identical runs of different sources into one cell (never the default).
+POOL_SOURCES = "sources pooled"
+SHOW_CHOICES = (NONREP, RUNS, ALL, RESCORED, POOL_SOURCES)
+ABOUT = ABOUT_MD + _verification.ABOUT_MD
+
+
+class BoardBlocks(gr.Blocks):
+    """Blocks whose `launch()` carries the board's CSS, page script and CSV route by default,
+    so `space/app.py` and `hf-skillfollow leaderboard` start the same page."""
+
+    launch_defaults: dict[str, Any]
+
+    def launch(self, *args: Any, **kwargs: Any) -> Any:
+        defaults = dict(getattr(self, "launch_defaults", {}))
+        app_kwargs = dict(defaults.pop("app_kwargs", {}))
+        app_kwargs.update(kwargs.pop("app_kwargs", None) or {})
+        for key, value in defaults.items():
+            kwargs.setdefault(key, value)
+        return super().launch(*args, app_kwargs=app_kwargs, **kwargs)
+
+
+@dataclass(frozen=True)
+class View:
+    summary: str
+    table: str
+    plots: str
+
+
+def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
+    """Summary (with the CSV link and URL state), table and plots for one view state."""
+    cells = (
+        board.cells(state.runs, state.pool_sources)
+        if state.all_columns
+        else board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
+    )
+    return _render(cells, T.apply_filters(cells, state.filters), state, plots=plots)
+
+
+def first_view(board: Board) -> View:
+    """The default view, rendered into the page at start-up. After a cold start the cells'
+    intervals may still be deferred (`Board.complete`): only the rows this view shows, in the
+    table or in a plot, get theirs now; the sort, filters and flags do not read intervals."""
+    state = T.ViewState(T.Filters())
+    cells = board.first_view(T.VIEW_COLUMNS)
+    filtered = T.apply_filters(cells, state.filters)
+    disagree = filtered[f"_dis_{state.filters.min_cond}"].to_numpy(dtype=bool)
+    shown = filtered.index[: T.MAX_TABLE_ROWS].union(_plots.plotted(filtered, disagree))
+    return _render(cells, board.with_intervals(filtered, shown), state, plots=True)
+
+
+def _render(
+    cells: pd.DataFrame, filtered: pd.DataFrame, state: T.ViewState, *, plots: bool
+) -> View:
+    query = T.query_string(
+        state.filters, runs=state.runs, all_columns=state.all_columns, pool=state.pool_sources
+    )
+    shown = min(len(filtered), T.MAX_TABLE_ROWS)
+    return View(
+        summary=T.summary_html(
+            cells, filtered, state.filters, shown=shown, runs=state.runs, query=query
+        ),
+        table=T.table_html(
+            filtered, state.filters, runs_separately=state.runs, all_columns=state.all_columns
+        ),
+        plots=plots_html(filtered, state.filters.min_cond) if plots else "",
+    )
+
+
+def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
+    disagree = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
+    return (
+        '<div class="sf-plots">'
+        + _plots.lift_vs_rae(filtered, disagree)
+        + _plots.coverage_vs_rae(filtered, disagree)
+        + _plots.select_vs_lift(filtered, disagree)
+        + "</div>"
+    )
+
+
+def build_app(board: Board) -> gr.Blocks:
+    """The whole app for one loaded board (the first view is rendered here, into the page)."""
+    with BoardBlocks(title="skillfollow leaderboard", fill_width=True) as demo:
+        gr.Markdown(INTRO, elem_id="sf-intro")
+        gr.HTML(
+            warnings_html(board.warnings),
+            elem_id="sf-warnings",
+            visible=bool(board.warnings),
+            js_on_load=None,
+            apply_default_css=False,
+        )
+        if board.empty:
+            _empty_state(board)
+        else:
+            _board_tabs(demo, board)
+    demo.launch_defaults = {
+        "css": CSS,
+        "head": HEAD,
+        "footer_links": ["api", "gradio"],
+        "app_kwargs": {"routes": [_csv_route(board)]},
+    }
+    return demo
+
+
+def _empty_state(board: Board) -> None:
+    with gr.Tabs():
+        with gr.Tab("Leaderboard", id="board"):
+            gr.Markdown(EMPTY_MD, elem_id="sf-empty")
+        with gr.Tab("About", id="about"):
+            gr.Markdown(ABOUT, elem_id="sf-about")
+
+
+def _board_tabs(demo: gr.Blocks, board: Board) -> None:
+    first = first_view(board)
+    with gr.Tabs(selected="board") as tabs:
+        with gr.Tab("Leaderboard", id="board"):
+            c = _controls(board.first_view(T.VIEW_COLUMNS))
+            summary = gr.HTML(
+                first.summary.replace("<div ", '<div data-sf-pending="1" ', 1),
+                elem_id="sf-summary",
+                js_on_load=None,
+                apply_default_css=False,
+            )
+            table = gr.HTML(
+                first.table, elem_id="sf-table", js_on_load=None, apply_default_css=False
+            )
+            plots = gr.HTML(
+                first.plots, elem_id="sf-plots", js_on_load=None, apply_default_css=False
+            )
+        with gr.Tab("Cell drill-down", id="drill"):
+            d = _drill_tab()
+        with gr.Tab("About", id="about"):
+            gr.Markdown(ABOUT, elem_id="sf-about")
+    boxes = {
+        name: gr.Textbox(
+            value=T.DEFAULT_SORT if name == "sort" else "",
+            elem_id=f"sf-{name}box",
+            elem_classes=["sf-hidden"],
+            container=False,
+            show_label=False,
+        )
+        for name in ("sort", "open", "task")
+    }
+    _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
+
+
+def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
+    with gr.Row(equal_height=True):
+        c = {
+            "benchmarks": gr.Dropdown(
+                T.choices(cells, "benchmark"),
+                value=[],
+                multiselect=True,
+                label="Benchmark",
+                elem_id="sf-f-benchmark",
+                min_width=160,
+            ),
+            "partitions": gr.Dropdown(
+                T.choices(cells, "partition"),
+                value=[],
+                multiselect=True,
+                label="Partition",
+                elem_id="sf-f-partition",
+                min_width=160,
+            ),
+            "pools": gr.Dropdown(
+                T.choices(cells, "pool_condition"),
+                value=[],
+                multiselect=True,
+                label="Pool / condition",
+                elem_id="sf-f-pool",
+                min_width=160,
+            ),
+            "model": gr.Textbox(
+                label="Model search",
+                placeholder="substring, filters as you type",
+                elem_id="sf-f-model",
+                min_width=160,
+            ),
+            "min_cond": gr.Radio(
+                [str(t) for t in THRESHOLDS],
+                value=str(DEFAULT_MIN_COND),
+                label="Reportable: n_cond ≥",
+                elem_id="sf-f-mincond",
+                min_width=160,
+            ),
+            "show": gr.CheckboxGroup(
+                list(SHOW_CHOICES), value=[], label="Show", elem_id="sf-f-show", min_width=220
+            ),
+        }
+    return c
+
+
+def _drill_tab() -> dict[str, gr.components.Component]:
+    def html(elem_id: str, value: str = "") -> gr.HTML:
+        return gr.HTML(value, elem_id=elem_id, js_on_load=None, apply_default_css=False)
+
+    d = {"header": html("sf-drill-header", f'<p class="sf-empty">{_drill.NO_CELL}</p>')}
+    with gr.Row():
+        d["matrices"] = gr.Markdown(elem_id="sf-matrices")
+        d["decomposition"] = gr.Markdown(elem_id="sf-decomposition")
+    with gr.Row():
+        with gr.Column(scale=1, min_width=260):
+            gr.Markdown("**Harmful flips per returned skill**")
+            d["tally"] = html("sf-tally")
+        with gr.Column(scale=3):
+            gr.Markdown("**Flipped tasks**, harmful (c) first")
+            d["flips"] = html("sf-flips")
+    d["traces"] = html("sf-traces")
+    return d
+
+
+_FILTER_KEYS = ("benchmarks", "partitions", "pools", "model", "min_cond", "show")
+
+
+def state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.ViewState:
+    """The view state of the controls' values; a bad value is a `gr.Error` naming it."""
+    try:
+        return _state(benchmarks, partitions, pools, model, min_cond, show, sort)
+    except ValueError as exc:
+        raise gr.Error(_escape(str(exc))) from None  # rendered as HTML by gradio
+
+
+def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.ViewState:
+    shown = set(show or ())
+    unknown = shown - set(SHOW_CHOICES)
+    if unknown:
+        raise ValueError(
+            f"show: unknown choice(s) {sorted(unknown)}; choose from {list(SHOW_CHOICES)}"
+        )
+    filters = T.Filters(
+        benchmarks=T.as_tuple(benchmarks),
+        partitions=T.as_tuple(partitions),
+        pools=T.as_tuple(pools),
+        model_query=model or "",
+        min_cond=T.parse_threshold(min_cond or DEFAULT_MIN_COND),
+        show_nonreportable=NONREP in shown,
+        sort=_strip_nonce(sort) or T.DEFAULT_SORT,
+        rescored_only=RESCORED in shown,
+    )
+    T.parse_sort(filters.sort)
+    return T.ViewState(filters, RUNS in shown, ALL in shown, pool_sources=POOL_SOURCES in shown)
+
+
+def _strip_nonce(value: str | None) -> str:
+    """The page script appends a tab and a counter so that repeating a click is a new value."""
+    return (value or "").split("\t", 1)[0].strip()
+
+
+def _wire(
+    demo: gr.Blocks, board: Board, c: dict, boxes: dict, view_out: list, d: dict, tabs: gr.Tabs
+) -> None:
+    inputs = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
+    summary, table, _ = view_out
+
+    def refresh(*values):
+        v = render_view(board, state_from_inputs(*values))
+        return v.summary, v.table, v.plots
+
+    def resort(*values):
+        v = render_view(board, state_from_inputs(*values), plots=False)
+        return v.summary, v.table
+
+    # The public endpoint first: private events named after the same function would take
+    # the name "refresh" otherwise.
+    gr.Button(visible=False).click(refresh, inputs, view_out, api_name="refresh")
+    common = {"trigger_mode": "always_last", "show_progress": "hidden", "api_visibility": "private"}
+    for key in _FILTER_KEYS:
+        # Gradio's textbox sends `input` from its keydown handler, before a paste lands in
+        # the value; `change` follows the value itself (typing, pasting, a shared link).
+        event = c[key].change if key == "model" else c[key].input
+        event(refresh, inputs, view_out, **common)
+    # The page script writes "<value>\t<counter>" into the hidden boxes, so every click is a
+    # new value and `change` fires; the handlers strip the counter.
+    boxes["sort"].change(resort, inputs, [summary, table], **common)
+
+    drill_out = [d[k] for k in ("header", "matrices", "decomposition", "tally", "flips", "traces")]
+    boxes["open"].change(
+        lambda key: (*_show_cell(board, _strip_nonce(key)), gr.Tabs(selected="drill")),
+        boxes["open"],
+        [*drill_out, tabs],
+        **common,
+    )
+    boxes["task"].change(
+        lambda key: _show_traces(board, _strip_nonce(key)), boxes["task"], d["traces"], **common
+    )
+
+    controls = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
+
+    def from_url(request: gr.Request):
+        # The page is up: now compute what the start deferred (Board.complete).
+        board.complete_soon()
+        return _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
+
+    demo.load(
+        from_url,
+        None,
+        [*controls, *view_out, *drill_out, tabs],
+        show_progress="hidden",
+        api_visibility="private",
+    )
+
+    # Named endpoints for scripts and the tests (same functions as the page's events).
+
+    def cell(key: str) -> tuple[str, str, str, str, str, str]:
+        """Drill-down of one cell: header, matrices, decomposition, skill tally, flips, traces."""
+        return _show_cell(board, key)
+
+    def traces(key: str) -> str:
+        """SE and SD traces of "<run_id>|<task_id>", side by side."""
+        return _show_traces(board, key)
+
+    def cells(
+        benchmarks: list[str],
+        partitions: list[str],
+        pools: list[str],
+        model: str,
+        min_cond: int,
+        show: list[str],
+        sort: str,
+    ) -> list[dict]:
+        """The filtered, sorted cells with raw values (NaN as null), flags at min_cond."""
+        state = state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort)
+        filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
+        return T.records(filtered, state.filters.min_cond)
+
+    for fn in (cell, traces, cells):
+        gr.api(fn, api_name=fn.__name__)
+
+
+def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: int):
+    """Apply the page URL's query (a shared link) to controls, view and drill-down."""
+    params = page_params(request)
+    skip = tuple(gr.skip() for _ in range(n_controls + 3 + n_drill + 1))
+    if not T.QUERY_KEYS & set(params):
+        return skip
+    try:
+        state = T.state_from_query(params)
+    except ValueError as exc:
+        # gr.Warning renders its message as HTML, and the text quotes the link: escaped.
+        gr.Warning(_escape(f"Ignoring the link's view settings: {exc}"))
+        return skip
+    f = state.filters
+    show = [NONREP] * f.show_nonreportable + [RUNS] * state.runs + [ALL] * state.all_columns
+    show += [RESCORED] * f.rescored_only + [POOL_SOURCES] * state.pool_sources
+    controls = (
+        list(f.benchmarks),
+        list(f.partitions),
+        list(f.pools),
+        f.model_query,
+        str(f.min_cond),
+        show,
+        f.sort,
+    )
+    v = render_view(board, state)
+    if state.cell:
+        drill = _show_cell(board, state.cell)
+        tab = gr.Tabs(selected="drill")
+    else:
+        drill, tab = tuple(gr.skip() for _ in range(n_drill)), gr.skip()
+    return (*controls, v.summary, v.table, v.plots, *drill, tab)
+
+
+def page_params(request: gr.Request) -> dict[str, list[str]]:
+    """The page's query parameters: Gradio's client forwards them with each event; the
+    Referer header (the page URL) is the fallback."""
+    params: dict[str, list[str]] = {}
+    query = getattr(request, "query_params", None)
+    items = query.multi_items() if hasattr(query, "multi_items") else dict(query or {}).items()
+    for key, value in items:
+        params.setdefault(key, []).append(value)
+    if T.QUERY_KEYS & set(params):
+        return params
+    referer = dict(getattr(request, "headers", {}) or {}).get("referer", "")
+    return parse_qs(urlsplit(referer).query)
+
+
+def _show_cell(board: Board, key: str | None):
+    """(header, matrices, decomposition, tally, flips, traces) of one cell."""
+    cell, per_run = _drill.find_cell(board, key)
+    if cell is None:
+        note = _drill.NO_CELL if not key else f"No cell with key {key!r} under the current data."
+        return f'<p class="sf-empty">{_escape(note)}</p>', "", "", "", "", ""
+    rows = board.task_rows(cell)
+    flips = _drill.flips(rows)
+    first = flips.iloc[0] if len(flips) else None
+    traces = (
+        _show_traces(board, _drill.trace_key(first["source"], first["run_id"], first["task_id"]))
+        if first is not None
+        else ""
+    )
+    return (
+        _drill.header_html(cell, str(cell["_key"]))
+        + _verification.drill_html(board.rescoring, cell, per_run),
+        _drill.matrix_markdown(cell),
+        _drill.decomposition_markdown(cell),
+        _drill.tally_html(_drill.skill_tally(rows)),
+        _drill.flips_html(flips),
+        traces,
+    )
+
+
+def _show_traces(board: Board, key: str | None) -> str:
+    """Traces of "<source id>|<run_id>|<task_id>" (`_drill.trace_key`), read from that
+    source only."""
+    from hf_skillfollow.space_app._sources import source_id
+
+    parts = (key or "").split("|", 2)
+    if len(parts) == 2:  # "run_id|task_id", a key written before keys named the source
+        owners = [s for s, t in board.tables.items() if parts[0] in _run_ids(t)]
+        parts = [source_id(owners[0]) if len(owners) == 1 else "", *parts]
+    if len(parts) != 3:
+        return ""
+    sid, run_id, task_id = parts
+    source = next((s for s in board.sources if source_id(s) == sid), None)
+    if source is None:
+        return (
+            f'<p class="sf-empty">Traces unavailable: no loaded source has id {_escape(sid)}.</p>'
+        )
+    se, sd, note = board.traces.pair(source, run_id, task_id)
+    if note:
+        return f'<p class="sf-empty">Traces unavailable: {_escape(note)}.</p>'
+    return _drill.traces_html(se, sd, f"{task_id} (run {run_id})")
+
+
+def _run_ids(table) -> set[str]:
+    return set(table.column("run_id").unique().to_pylist())
+
+
+def _escape(text: str) -> str:
+    from hf_skillfollow._escape import for_html
+
+    return for_html(text)
+
+
+def _csv_route(board: Board):
+    """GET export.csv?<the page's query>: every filtered row, one click from the summary."""
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from hf_skillfollow._escape import frame_to_csv
+
+    def export(request: Request) -> Response:
+        params: dict[str, list[str]] = {}
+        for k, v in request.query_params.multi_items():
+            params.setdefault(k, []).append(v)
+        try:
+            state = T.state_from_query(params)
+        except ValueError as exc:
+            return PlainTextResponse(f"bad query: {exc}", status_code=400)
+        filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
+        # Model names and ids are the submitters': a leading = + - @ would run in a spreadsheet.
+        body = frame_to_csv(T.csv_frame(filtered, state.filters.min_cond))
+        return Response(
+            body,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="skillfollow_leaderboard.csv"'},
+        )
+
+    return Route("/export.csv", export, methods=["GET"])
+
+
+def warnings_html(warnings: list[str], limit: int = 160) -> str:
+    """The banner: one line per problem, long ones cut (the whole text in the tooltip)."""
+    items = "".join(
+        f'<li title="{_escape(w)}">{_escape(w if len(w) <= limit else w[:limit] + "…")}</li>'
+        for w in warnings
+    )
+    return f'<div class="sf-warn" role="alert"><b>⚠ While loading the sources</b><ul>{items}</ul></div>'

@@ -1,0 +1,188 @@
+"""Bounded work per source (issue 20, items 11, 13, 14): a dangling symlink, decompression
+bombs, huge strings and card paths out of the repo cost one warning naming the source, and
+the other sources' board stays as it is.
+
+The bombs are real parquet files: one long string, dictionary-encoded and zstd-compressed,
+referenced by every row, so a file of kilobytes decodes to hundreds of megabytes.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hf_skillfollow.hub import HubError, load_transitions
+from hf_skillfollow.schema import traces_from_rows, transitions_from_rows
+from hf_skillfollow.space_app import _table as T
+from hf_skillfollow.space_app._board import cell_key, load_board
+from hf_skillfollow.space_app._drill import trace_key
+from hf_skillfollow.space_app._ui import _show_cell, _show_traces, render_view
+from tests._fixtures_hub import CELL_A, outcome_rows, trace_rows, write_run_dir
+
+RESAMPLES = 300
+GOOD = {"cell_id": "cellG", "model": "org/good"}
+
+
+def _load(*sources: Path, **kw):
+    return load_board([str(s) for s in sources], resamples=RESAMPLES, discover=False, **kw)
+
+
+def _good(root: Path) -> Path:
+    write_run_dir(root, "run-g", CELL_A, **GOOD)
+    return root
+
+
+def _bomb_transitions(root: Path, *, mb: int = 64) -> Path:
+    """A run whose every row's model is one `mb` MB string: a few KB on disk. Built as a
+    dictionary column (one copy of the string in memory), written as a plain string column."""
+    run = root / "run-bomb"
+    run.mkdir(parents=True)
+    table = transitions_from_rows(outcome_rows(CELL_A, run_id="run-bomb", cell_id="cellX"))
+    indices = pa.array([0] * table.num_rows, pa.int32())
+    model = pa.DictionaryArray.from_arrays(indices, pa.array(["m" * (mb << 20)]))
+    table = table.set_column(table.schema.get_field_index("model"), "model", model)
+    pq.write_table(table, run / "transitions.parquet", compression="zstd", store_schema=False)
+    return root
+
+
+def _same_view(a, b, key: str) -> None:
+    state = T.ViewState(T.Filters(show_nonreportable=True))
+    assert T.records(a.cells(), 10) == T.records(b.cells(), 10)
+    assert render_view(a, state).table == render_view(b, state).table
+    assert _show_cell(a, key) == _show_cell(b, key)
+
+
+def test_a_dangling_symlink_in_a_local_source_is_not_the_end_of_the_board(tmp_path, monkeypatch):
+    """Item 11: on main the start-up cache's revision walk stat()ed the link and the whole
+    board exited. A stray link is ignored; a dangling run file skips its source, named."""
+    monkeypatch.setenv("SKILLFOLLOW_BOARD_CACHE", str(tmp_path / "cache"))
+    good = _good(tmp_path / "good")
+    (good / "notes.md").symlink_to(tmp_path / "nowhere.md")
+    broken = tmp_path / "broken" / "run-z"
+    broken.mkdir(parents=True)
+    (broken / "transitions.parquet").symlink_to(tmp_path / "gone.parquet")
+    alone = _load(tmp_path / "good", use_cache=False)
+    board = _load(broken.parent, good)
+    assert board.sources == [str(good)]
+    assert any(str(broken.parent) in w for w in board.warnings)
+    _same_view(board, alone, cell_key("cellG", str(good)))
+    assert _load(broken.parent, good).from_cache  # and the cache works with the link there
+
+
+def test_a_decompression_bomb_is_refused_by_its_footer_not_decoded(tmp_path):
+    """Item 13: a 64 MB string referenced by 20 rows (about 1.3 GB decoded) in a file of a
+    few KB; on main it was decoded and accepted."""
+    bomb = _bomb_transitions(tmp_path / "bomb")
+    size = (bomb / "run-bomb" / "transitions.parquet").stat().st_size
+    assert size < 64 << 10, size
+    good = _good(tmp_path / "good")
+    alone = _load(good, use_cache=False)
+    board = _load(bomb, good, use_cache=False)
+    assert board.sources == [str(good)]
+    (warning,) = [w for w in board.warnings if str(bomb) in w]
+    assert "'model' holds a value of 67,108,864 bytes" in warning and "at most 4,096" in warning
+    _same_view(board, alone, cell_key("cellG", str(good)))
+
+
+def test_the_bomb_is_refused_on_the_repo_folder_path_too(tmp_path):
+    """`hub.load_transitions` (what `verify` and the Hub path read) checks the same budget."""
+    bomb = _bomb_transitions(tmp_path / "bomb")
+    with pytest.raises(HubError, match="at most"):
+        load_transitions(bomb / "run-bomb")
+
+
+def test_a_long_name_is_cut_on_the_page_and_whole_in_the_csv(tmp_path):
+    """Item 13: a 1,000-character model name reaches every visitor as a short prefix (the CSV
+    and the API keep the whole value); a 300 KB one (on main: 21 MB first pages for a 5 MB
+    name) refuses its source, named, and the other sources' board is as alone."""
+    name = "org/" + "x" * 996
+    root = tmp_path / "long"
+    write_run_dir(root, "run-l", CELL_A, cell_id="cellL", model=name)
+    board = _load(root, use_cache=False)
+    view = render_view(board, T.ViewState(T.Filters(show_nonreportable=True)))
+    assert "1,000 characters" in view.table and name not in view.table + view.plots
+    assert T.records(board.cells(), 10)[0]["model"] == name
+    header, *_ = _show_cell(board, cell_key("cellL", str(root)))
+    assert name not in header
+
+    huge = tmp_path / "huge"
+    write_run_dir(huge, "run-h", CELL_A, cell_id="cellH", model="org/" + "x" * 300_000)
+    good = _good(tmp_path / "good")
+    both = _load(huge, good, use_cache=False)
+    assert both.sources == [str(good)]
+    (warning,) = [w for w in both.warnings if str(huge) in w]
+    assert "'model' holds a value of 300,004 characters" in warning
+    _same_view(both, _load(good, use_cache=False), cell_key("cellG", str(good)))
+
+
+def test_a_trace_bomb_costs_one_drill_down_a_bounded_page(tmp_path):
+    """Item 13: a traces file of kilobytes whose messages repeat one 1 MB text (on main one
+    drill-down returned over 100 MB of HTML)."""
+    root = tmp_path / "traces"
+    run = write_run_dir(root, "run-t", CELL_A, cell_id="cellT", model="org/t", traces=False)
+    rows = trace_rows(pq.read_table(run / "transitions.parquet").to_pylist())
+    text = "y" * (256 << 10)
+    for r in rows:
+        r["messages"] = [dict(r["messages"][0], content=text) for _ in range(10)]
+    pq.write_table(traces_from_rows(rows), run / "traces.parquet", compression="zstd")
+    assert (run / "traces.parquet").stat().st_size < 1 << 20  # 100 MB of text decoded
+    board = _load(root, use_cache=False)
+    html = _show_traces(board, trace_key(str(root), "run-t", "Mbpp/2"))
+    assert "more characters not shown" in html
+    assert len(html) < 500_000, len(html)  # 2 arms x 10 messages x 20,000 characters at most
+
+
+def test_card_paths_out_of_a_repo_folder_are_refused(tmp_path):
+    """Item 14 (local repo folder; the Hub path is tests/test_hub_read_path_olah.py)."""
+    outside = write_run_dir(tmp_path / "outside", "run-o", CELL_A)
+    for path in ("../outside/run-o/*.parquet", f"{outside}/*.parquet"):
+        repo = tmp_path / f"repo{len(path)}"
+        (repo / "data" / "transitions").mkdir(parents=True)
+        (repo / "README.md").write_text(
+            "---\nconfigs:\n- config_name: transitions\n  data_files:\n"
+            f"  - split: train\n    path: '{path}'\n---\n"
+        )
+        with pytest.raises(HubError, match="leaves the repository"):
+            load_transitions(repo)
+
+
+def test_budget_counts_decoded_bytes_across_the_files_of_one_source(tmp_path, monkeypatch):
+    """The per-source total: many small files that each pass add up (limit lowered here)."""
+    from hf_skillfollow.hub import _budget
+
+    root = tmp_path / "many"
+    for i in range(3):
+        write_run_dir(root, f"run-{i}", CELL_A, cell_id=f"c{i}", model=f"org/m{i}")
+    files = sorted(root.rglob("transitions.parquet"))
+    one = _budget._footer_bound(pq.ParquetFile(files[0]).metadata)
+    limit = _budget.Budget(file_bytes=1 << 30, decoded_bytes=int(2.5 * one) + 1,
+                           string_chars=4096, rows=10**6)  # fmt: skip
+    monkeypatch.setitem(_budget.BUDGETS, "transitions", limit)
+    with pytest.raises(_budget.BudgetError, match="bytes once decoded"):
+        _budget.check_files(files, "transitions", str(root))
+    _budget.check_files(files[:1], "transitions", str(root))
+    assert os.path.getsize(files[0]) > 0 and pa is not None
+
+
+def test_the_board_csv_export_never_starts_a_cell_with_a_formula(tmp_path):
+    """Item 8 on the board's CSV route (the escaping itself is hf_skillfollow._escape's)."""
+    import csv
+    import io
+
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from hf_skillfollow.space_app._ui import _csv_route
+
+    root = tmp_path / "formula"
+    write_run_dir(root, "run-f", CELL_A, cell_id="cellF", model='=HYPERLINK("http://x","y")')
+    board = _load(root, use_cache=False)
+    client = TestClient(Starlette(routes=[_csv_route(board)]))
+    response = client.get("/export.csv?nonreportable=1")
+    assert response.status_code == 200
+    (row,) = list(csv.DictReader(io.StringIO(response.text)))
+    assert row["model"] == '\'=HYPERLINK("http://x","y")' and row["n_pairs"] == "20"

@@ -1,0 +1,172 @@
+"""The report's sections read from traces: cost per arm, judge noise, grader-addressing answers
+and, for skill-evals, one row per skill (docs/tasks.md, "Report").
+
+They follow the cell table of `report` and `run`; figures are computed in
+`metrics._own` from the traces files beside the transitions (local sources; a Hub id's
+traces are not downloaded for this).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: the traces columns these sections read (older files may lack the grading ones)
+_COLUMNS = (
+    "run_id", "cell_id", "task_id", "arm", "prompt_tokens", "completion_tokens", "latency_s",
+    "grader", "judge", "judge_verdicts", "addresses_grader",
+)  # fmt: skip
+
+
+def trace_files(sources: Sequence[str | Path]) -> list[Path]:
+    """The traces parquet files beside local transitions sources."""
+    files: list[Path] = []
+    for source in sources:
+        path = Path(source).expanduser()
+        if path.is_file() and path.name == "transitions.parquet":
+            candidates = [path.with_name("traces.parquet")]
+        elif path.is_dir():
+            candidates = sorted(path.rglob("traces.parquet")) + sorted(
+                (path / "data" / "traces").glob("*.parquet")
+            )
+        else:
+            candidates = []
+        files.extend(p for p in candidates if p.is_file() and p not in files)
+    return files
+
+
+def read_trace_rows(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """The rows (only the columns these sections read) of every traces file of `sources`."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = []
+    for path in trace_files(sources):
+        have = set(pq.read_schema(path).names)
+        table = pq.read_table(path, columns=[c for c in _COLUMNS if c in have])
+        rows.extend(table.to_pylist())
+    return rows
+
+
+def _f(x: float, digits: int = 1) -> str:
+    return "—" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _signed(x: float, digits: int = 1) -> str:
+    return "—" if math.isnan(x) else f"{x:+.{digits}f}"
+
+
+_TRANSITION_COLUMNS = ["run_id", "cell_id", "task_id", "benchmark", "se_correct", "sd_correct",
+                       "returned", "skills_returned"]  # fmt: skip
+
+
+def text_for(table: Any, sources: Sequence[str | Path], fmt: str) -> str:
+    """The sections for a transitions table read from `sources` (table and markdown forms)."""
+    if fmt not in ("table", "markdown"):
+        return ""
+    return sections(table.select(_TRANSITION_COLUMNS).to_pylist(), read_trace_rows(sources), fmt)
+
+
+def with_json(text: str, table: Any, sources: Sequence[str | Path]) -> str:
+    """`report --format json`: each cell object gains an "own" object (cost, judge_noise,
+    addresses_grader, per_skill) when its traces are beside the sources; NaN becomes null."""
+    import json
+
+    from hf_skillfollow.metrics import _own
+
+    traces = read_trace_rows(sources)
+    if not traces:
+        return text
+    transitions = table.select(_TRANSITION_COLUMNS).to_pylist()
+    figures = {
+        "cost": _own.cost(traces),
+        "judge_noise": _own.judge_noise(transitions, traces),
+        "addresses_grader": _own.addressing(traces),
+    }
+    skills: dict[str, list[dict[str, Any]]] = {}
+    for row in _own.per_skill(transitions, traces):
+        skills.setdefault(row["cell_id"], []).append(row)
+    records = json.loads(text)
+    for record in records:
+        cell = record.get("cell_id")
+        own = {k: v[cell] for k, v in figures.items() if cell in v}
+        if cell in skills:
+            own["per_skill"] = skills[cell]
+        if own:
+            record["own"] = _plain(own)
+    return json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fmt: str) -> str:
+    """The sections as text (`table`) or Markdown (`markdown`); empty when nothing applies."""
+    from hf_skillfollow.metrics import _own
+
+    if not traces:
+        return ""
+    rae = {cell: _signed(v) for cell, v in _own.rae_by_cell(transitions).items()}
+    blocks = []
+    costs = _own.cost(traces)
+    if costs:
+        rows = [
+            [cell[:8], rae.get(cell, "—"), _f(c["se_tokens"]), _f(c["sd_tokens"]), _signed(c["d_tokens"]),
+             _f(c["se_seconds"], 2), _f(c["sd_seconds"], 2), _signed(c["d_seconds"], 2)]
+            for cell, c in sorted(costs.items())
+        ]  # fmt: skip
+        blocks.append(_table(
+            "Cost per task (mean over tasks; tokens = prompt + completion)",
+            ["cell", "RAE", "SE tokens", "SD tokens", "Δ tokens", "SE s", "SD s", "Δ s"], rows, fmt,
+        ))  # fmt: skip
+    noise = _own.judge_noise(transitions, traces)
+    addressing = _own.addressing(traces)
+    if noise or addressing:
+        cells = sorted(set(noise) | set(addressing))
+        rows = []
+        for cell in cells:
+            n = noise.get(cell, {})
+            a = addressing.get(cell, {"se": 0, "sd": 0})
+            rows.append([
+                cell[:8], rae.get(cell, "—"), str(n.get("answers", 0)), _f(n.get("self_disagreement", math.nan)),
+                str(n.get("ties", 0)), str(n.get("grading_failures", 0)),
+                f"{n.get('b_explainable', 0)}/{n.get('b', 0)}", f"{n.get('c_explainable', 0)}/{n.get('c', 0)}",
+                str(a["se"]), str(a["sd"]),
+            ])  # fmt: skip
+        blocks.append(_table(
+            "Judge noise and answers addressing a grader (self-disagreement: % of judged expectation "
+            "items whose repeats disagree; b/c explainable: flips one judge disagreement could turn)",
+            ["cell", "RAE", "judged answers", "self-disagree %", "ties", "grading failures",
+             "b explainable", "c explainable", "addr. grader SE", "addr. grader SD"], rows, fmt,
+        ))  # fmt: skip
+    skills = _own.per_skill(transitions, traces)
+    if skills:
+        rows = [
+            [s["cell_id"][:8], s["skill"], str(s["n"]), _f(s["coverage"]), str(s["b"]), str(s["c"]),
+             _signed(s["rae"]), _f(s["se_expectations"]), _f(s["sd_expectations"])]
+            for s in skills
+        ]  # fmt: skip
+        blocks.append(_table(
+            "Per skill, on its own evals (coverage: the skill itself retrieved; RAE over those evals)",
+            ["cell", "skill", "n", "coverage %", "b", "c", "RAE", "SE expectations %",
+             "SD expectations %"], rows, fmt,
+        ))  # fmt: skip
+    return "".join(blocks)
+
+
+def _table(title: str, header: list[str], rows: list[list[str]], fmt: str) -> str:
+    if fmt == "markdown":
+        lines = [f"\n### {title}\n", "| " + " | ".join(header) + " |",
+                 "|" + "|".join("---" for _ in header) + "|"]  # fmt: skip
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [f"\n{title}", "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines) + "\n"

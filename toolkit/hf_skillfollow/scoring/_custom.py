@@ -1,0 +1,264 @@
+"""The `tests` grader of a maintainer's own tasks: test code read as inputs and expected outputs.
+
+A task file is untrusted, and test code run beside the candidate would run in the candidate's
+process, where a program can forge its outcome (docs/sandbox.md). So the tests are never
+executed: they are parsed (`ast`) into calls of the entry point with literal arguments and a
+literal expected result, and the task becomes an input/expected-output task like MBPP+'s. The
+sandbox's trusted judge then compares the candidate's outputs outside the candidate's process,
+exactly as for HumanEval+. The expected outputs come through the usual reference path from a
+canonical solution generated here from the literals alone (`repr` of `ast.literal_eval`
+values), so nothing the task author wrote is ever executed.
+
+Accepted statements (docs/tasks.md, "tests"): ``assert f(<literals>) == <literal>`` (either
+side), ``assert f(<literals>)`` (expected True), ``assert not f(<literals>)`` (expected
+False), ``assert abs(f(<literals>) - <literal>) < <tol>`` (or ``<=``: compared with that
+tolerance), the same inside ``def check(candidate): ...`` with ``candidate`` for ``f``, plus
+imports, a docstring, ``pass``, ``check(f)`` and a ``METADATA = ...`` assignment, which are
+ignored. Anything else is refused with its line.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from typing import Any
+
+MAX_CASES = 1000
+#: names the generated canonical solution defines itself
+_RESERVED = frozenset({"_CASES", "_same"})
+
+
+class UnsupportedTests(ValueError):
+    """Test code outside the accepted form; the message names the line."""
+
+
+def problem_from_tests(tests: str, entry_point: str | None) -> dict[str, Any]:
+    """The EvalPlus-shaped problem (inputs, generated canonical solution) of `tests`."""
+    try:
+        module = ast.parse(tests)
+    except SyntaxError as exc:
+        raise UnsupportedTests(f"not valid Python (line {exc.lineno}: {exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        raise UnsupportedTests(f"not valid Python ({exc})") from None
+    cases: list[tuple[str, list[Any], Any, float]] = []
+    for node in module.body:
+        _statement(node, cases, candidate=None)
+    if not cases:
+        raise UnsupportedTests("no assert of the entry point found")
+    names = {name for name, *_ in cases}
+    if entry_point is None:
+        if len(names) > 1 or names == {"candidate"}:
+            raise UnsupportedTests(
+                f"the asserts call {sorted(names)}: give the function under test as 'entry_point'"
+            )
+        entry_point = names.pop()
+    elif names - {entry_point, "candidate"}:
+        raise UnsupportedTests(
+            f"the asserts call {sorted(names - {entry_point, 'candidate'})}, not {entry_point!r}"
+        )
+    if not entry_point.isidentifier() or keyword.iskeyword(entry_point):
+        raise UnsupportedTests(f"entry point {entry_point!r} is not a Python identifier")
+    if entry_point in _RESERVED:
+        raise UnsupportedTests(
+            f"entry point {entry_point!r} is reserved; name the function otherwise"
+        )
+    if len(cases) > MAX_CASES:
+        raise UnsupportedTests(f"{len(cases)} asserts (at most {MAX_CASES})")
+    inputs: list[list[Any]] = []
+    outputs: list[Any] = []
+    for _, args, expected, _tol in cases:
+        for i, seen in enumerate(inputs):
+            if _same(seen, args):
+                if not _same(outputs[i], expected):
+                    raise UnsupportedTests(
+                        f"two asserts give {entry_point}{tuple(args)!r} different results"
+                    )
+                break
+        else:
+            inputs.append(args)
+            outputs.append(expected)
+    tolerances = [tol for *_, tol in cases if tol > 0]
+    return {
+        "entry_point": entry_point,
+        "prompt": "",
+        "canonical_solution": _canonical(entry_point, inputs, outputs),
+        "base_input": inputs,
+        "plus_input": [],
+        "atol": min(tolerances) if tolerances else 0,
+        "tests": tests,
+    }
+
+
+def _statement(node: ast.stmt, cases: list, candidate: str | None) -> None:
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
+        return
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return  # a docstring
+    if (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and _name(node.value.func) == "check"
+    ):
+        return  # check(f): HumanEval's call of the check function
+    if isinstance(node, ast.Assign) and [_name(t) for t in node.targets] == ["METADATA"]:
+        return
+    if isinstance(node, ast.FunctionDef) and node.name == "check" and candidate is None:
+        params = [a.arg for a in node.args.args]
+        if len(params) != 1:
+            raise UnsupportedTests(
+                f"line {node.lineno}: check() takes exactly one parameter (the candidate)"
+            )
+        for inner in node.body:
+            _statement(inner, cases, candidate=params[0])
+        return
+    if isinstance(node, ast.Assert):
+        cases.append(_case(node.test, node.lineno, candidate))
+        return
+    raise UnsupportedTests(
+        f"line {node.lineno}: only asserts of the function under test with literal arguments "
+        "and results are accepted (docs/tasks.md, 'tests'); the tests are never executed"
+    )
+
+
+def _case(test: ast.expr, line: int, candidate: str | None) -> tuple[str, list[Any], Any, float]:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+        left, right = test.left, test.comparators[0]
+        call, other = (left, right) if isinstance(left, ast.Call) else (right, left)
+        if isinstance(call, ast.Call):
+            name, args = _call(call, line, candidate)
+            return name, args, _literal(other, line), 0.0
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Lt | ast.LtE)
+    ):
+        tolerance = _abs_difference(test.left, line, candidate)
+        if tolerance is not None:
+            name, args, expected = tolerance
+            tol = _literal(test.comparators[0], line)
+            if not isinstance(tol, int | float) or isinstance(tol, bool) or tol <= 0:
+                raise UnsupportedTests(f"line {line}: the tolerance must be a positive number")
+            return name, args, expected, float(tol)
+    if isinstance(test, ast.Call):
+        name, args = _call(test, line, candidate)
+        return name, args, True, 0.0
+    if (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and isinstance(test.operand, ast.Call)
+    ):
+        name, args = _call(test.operand, line, candidate)
+        return name, args, False, 0.0
+    raise UnsupportedTests(
+        f"line {line}: assert form not accepted: use `assert f(...) == <literal>`, "
+        "`assert f(...)`, `assert not f(...)` or `assert abs(f(...) - <literal>) < <tol>`"
+    )
+
+
+def _abs_difference(
+    expr: ast.expr, line: int, candidate: str | None
+) -> tuple[str, list[Any], Any] | None:
+    if not (isinstance(expr, ast.Call) and _name(expr.func) == "abs" and len(expr.args) == 1):
+        return None
+    inner = expr.args[0]
+    if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Sub)):
+        return None
+    call, other = (
+        (inner.left, inner.right) if isinstance(inner.left, ast.Call) else (inner.right, inner.left)
+    )
+    if not isinstance(call, ast.Call):
+        return None
+    name, args = _call(call, line, candidate)
+    return name, args, _literal(other, line)
+
+
+def _call(call: ast.Call, line: int, candidate: str | None) -> tuple[str, list[Any]]:
+    name = _name(call.func)
+    if name is None:
+        raise UnsupportedTests(f"line {line}: call a function by its name")
+    if candidate is not None and name != candidate:
+        raise UnsupportedTests(f"line {line}: inside check(), call {candidate}(...)")
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        raise UnsupportedTests(f"line {line}: only positional literal arguments are accepted")
+    args = [_literal(a, line) for a in call.args]
+    return ("candidate" if candidate is not None else name), args
+
+
+def _name(node: ast.expr) -> str | None:
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _literal(node: ast.expr, line: int) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise UnsupportedTests(
+            f"line {line}: {ast.unparse(node)[:80]!r} is not a literal"
+        ) from None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with equal types all the way down (1, 1.0 and True are three inputs)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+_SOLUTION = """
+_CASES = {cases}
+
+
+def _same(a, b):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def {entry}(*args):
+    for inputs, output in _CASES:
+        if _same(list(args), inputs):
+            return output
+    raise LookupError("not an input of the tests")
+"""
+
+
+def _canonical(entry: str, inputs: list[list[Any]], outputs: list[Any]) -> str:
+    """A canonical solution returning each test's literal result; only literals' `repr`s."""
+    return _SOLUTION.format(cases=repr(list(zip(inputs, outputs, strict=True))), entry=entry)
+
+
+# --- the expectations grader ----------------------------------------------------------------
+
+
+def blinded_view(task: Any, answer: str) -> Any:
+    """What the judge may see of one answer: the task, its expected output and expectations."""
+    from hf_skillfollow.judge import BlindedAnswer
+
+    return BlindedAnswer(
+        task.prompt,
+        task.problem.get("expected_output"),
+        tuple(task.problem["expectations"]),
+        answer,
+    )
+
+
+async def judged_verdict(backend: Any, task: Any, answer: str, settings: Any) -> Any:
+    """The verdict of the blinded judge on `answer` (majority of `settings.repeats`)."""
+    from hf_skillfollow.judge import judge_answer
+    from hf_skillfollow.scoring._verdict import Verdict
+
+    judged = await judge_answer(backend, blinded_view(task, answer), settings)
+    details = {
+        "extracted": answer,
+        "grading_failure": judged.failure is not None,
+        "judge_record": judged.record,
+    }
+    return Verdict(task.task_id, judged.passed, judged.reason, details)

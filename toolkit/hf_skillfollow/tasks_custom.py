@@ -1,0 +1,316 @@
+"""A maintainer's own tasks: a JSONL task file (`custom`) or the pool's `evals/evals.json` (`skill-evals`).
+
+Both are untrusted input: sizes and counts are bounded before anything is parsed further, and
+every problem is one `TaskLoadError` line naming the file, the line (or eval) and the field.
+The format, the graders and their limits are documented in docs/tasks.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.tasks import Task, TaskLoadError
+
+GRADERS = ("tests", "answer", "expectations")
+KNOWN_KEYS = frozenset({"id", "prompt", "domain", "entry_point", "expected_output", *GRADERS})
+
+#: bounds on untrusted task input (docs/tasks.md, "Limits")
+MAX_FILE_BYTES = 32 * 1024 * 1024
+MAX_LINE_BYTES = 1024 * 1024
+MAX_TASKS = 10_000
+MAX_ID_CHARS = 200
+MAX_PROMPT_CHARS = 64 * 1024
+MAX_FIELD_CHARS = 256 * 1024
+MAX_EXPECTATIONS = 50
+MAX_EXPECTATION_CHARS = 2_000
+#: files an eval names: each at most this many bytes, all of one eval together at most
+MAX_ATTACHED_BYTES = 64 * 1024
+MAX_ATTACHED_TOTAL = 256 * 1024
+MAX_ATTACHED_FILES = 8
+
+
+def warn(message: str) -> None:
+    """A problem that loses nothing (an unknown key): one line on stderr, the load goes on."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
+# --- the JSONL task file -----------------------------------------------------------------------
+
+
+def load_custom(path: str | Path) -> tuple[list[Task], str]:
+    """Every task of the JSONL file `path`, and a version naming its content hash and graders."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise TaskLoadError(f"{path}: {size} bytes; a task file is at most {MAX_FILE_BYTES} bytes")
+    blob = path.read_bytes()
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    for number, line in _lines(path, blob):
+        task = _custom_task(path, number, line)
+        if task.task_id in seen:
+            raise TaskLoadError(
+                f"{path}:{number}: field 'id': duplicate id {task.task_id!r} "
+                f"(first on line {seen[task.task_id]})"
+            )
+        seen[task.task_id] = number
+        tasks.append(task)
+        if len(tasks) > MAX_TASKS:
+            raise TaskLoadError(f"{path}:{number}: more than {MAX_TASKS} tasks")
+    if not tasks:
+        raise TaskLoadError(f"{path}: no tasks (one JSON object per line)")
+    digest = hashlib.sha256(blob).hexdigest()[:16]
+    graders = ",".join(sorted({str(t.grader) for t in tasks}))
+    return tasks, f"custom@file:{path.name}+sha256.{digest}+graders.{graders}"
+
+
+def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, raw in enumerate(blob.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{number}"
+        if len(raw) > MAX_LINE_BYTES:
+            raise TaskLoadError(f"{where}: line of {len(raw)} bytes (at most {MAX_LINE_BYTES})")
+        data = _json(raw, where)
+        if not isinstance(data, dict):
+            raise TaskLoadError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        yield number, data
+
+
+def _json(blob: bytes, where: str) -> Any:
+    try:
+        return json.loads(blob.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:  # deep nesting is refused, never expanded
+        raise TaskLoadError(f"{where}: invalid JSON ({str(exc)[:120]})") from None
+
+
+def _custom_task(path: Path, number: int, row: dict[str, Any]) -> Task:
+    where = f"{path}:{number}"
+    for key in sorted(set(row) - KNOWN_KEYS):
+        warn(f"{where}: unknown key {key[:60]!r} (ignored)")
+    task_id = _text(row, "id", where, MAX_ID_CHARS)
+    prompt = _text(row, "prompt", where, MAX_PROMPT_CHARS)
+    domain = row.get("domain")
+    if domain is not None and not (isinstance(domain, str) and 0 < len(domain) <= 100):
+        raise TaskLoadError(f"{where}: field 'domain': a short string when given")
+    graders = [g for g in GRADERS if g in row]
+    if not graders:
+        raise TaskLoadError(f"{where}: no grader: give exactly one of {', '.join(GRADERS)}")
+    if len(graders) > 1:
+        raise TaskLoadError(
+            f"{where}: two graders ({', '.join(graders)}): give exactly one of {', '.join(GRADERS)}"
+        )
+    grader = graders[0]
+    problem: dict[str, Any] = {"domain_tag": domain}
+    entry_point = reference = None
+    if grader == "tests":
+        from hf_skillfollow.scoring._custom import UnsupportedTests, problem_from_tests
+
+        tests = _text(row, "tests", where, MAX_FIELD_CHARS)
+        entry = row.get("entry_point")
+        if entry is not None and not isinstance(entry, str):
+            raise TaskLoadError(f"{where}: field 'entry_point': must be a string")
+        try:
+            problem.update(problem_from_tests(tests, entry))
+        except UnsupportedTests as exc:
+            raise TaskLoadError(f"{where}: field 'tests': {exc}") from None
+        entry_point = problem["entry_point"]
+    elif grader == "answer":
+        reference = _text(row, "answer", where, MAX_FIELD_CHARS)
+    else:
+        problem["expectations"] = expectations(
+            row.get("expectations"), f"{where}: field 'expectations'"
+        )
+        problem["expected_output"] = _optional_text(row, "expected_output", where)
+    return Task(
+        "custom",
+        task_id,
+        prompt,
+        entry_point=entry_point,
+        reference=reference,
+        problem=problem,
+        grader=grader,
+    )
+
+
+def _text(row: dict[str, Any], key: str, where: str, limit: int) -> str:
+    value = row.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and key == "id":
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        what = (
+            "missing" if key not in row else "empty" if isinstance(value, str) else "not a string"
+        )
+        raise TaskLoadError(f"{where}: field {key!r}: {what} (a non-empty string is required)")
+    if len(value) > limit:
+        raise TaskLoadError(f"{where}: field {key!r}: {len(value)} characters (at most {limit})")
+    return value
+
+
+def _optional_text(row: dict[str, Any], key: str, where: str) -> str | None:
+    if row.get(key) is None:
+        return None
+    return _text(row, key, where, MAX_FIELD_CHARS)
+
+
+def expectations(value: Any, where: str) -> tuple[str, ...]:
+    """The checkable statements of one task, bounded."""
+    if not isinstance(value, list) or not value:
+        raise TaskLoadError(f"{where}: a non-empty list of statements is required")
+    if len(value) > MAX_EXPECTATIONS:
+        raise TaskLoadError(f"{where}: {len(value)} statements (at most {MAX_EXPECTATIONS})")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise TaskLoadError(f"{where}[{i}]: a non-empty string is required")
+        if len(item) > MAX_EXPECTATION_CHARS:
+            raise TaskLoadError(
+                f"{where}[{i}]: {len(item)} characters (at most {MAX_EXPECTATION_CHARS})"
+            )
+    return tuple(s.strip() for s in value)
+
+
+# --- the pool's evals/evals.json -------------------------------------------------------------
+
+
+EVALS_FILE = Path("evals") / "evals.json"
+_EVAL_KEYS = frozenset({"id", "prompt", "expected_output", "files", "expectations"})
+
+
+def skill_folders(pool: Any) -> list[tuple[str, Path]]:
+    """(skill name, skill folder) of every skill of `pool`."""
+    return [(s.name, Path(getattr(s, "folder", None) or s.path.parent)) for s in pool.skills]
+
+
+def without_evals(pool: Any) -> Any:
+    """`pool` with every skill's `evals/` files withdrawn from what the agent may read.
+
+    A skill's evals hold the expected outputs and expectations its eval tasks are graded on;
+    served to the SE arm (the catalog protocol's `read_skill_file`), they would hand it the
+    answer key. The pool's content hash changes accordingly (it hashes served files)."""
+    import dataclasses
+
+    prefix = f"{EVALS_FILE.parent.as_posix()}/"
+    skills = []
+    for skill in pool.skills:
+        resources = tuple(getattr(skill, "resources", ()))
+        if not any(r.startswith(prefix) for r in resources):
+            skills.append(skill)
+            continue
+        keep = [i for i, r in enumerate(resources) if not r.startswith(prefix)]
+        texts = tuple(skill.resource_texts)
+        skills.append(
+            dataclasses.replace(
+                skill,
+                resources=tuple(resources[i] for i in keep),
+                resource_texts=tuple(texts[i] for i in keep) if texts else (),
+            )
+        )
+    return dataclasses.replace(pool, skills=tuple(skills))
+
+
+def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
+    """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`."""
+    tasks: list[Task] = []
+    digest = hashlib.sha256()
+    for name, folder in skill_folders(pool):
+        path = folder / EVALS_FILE
+        if not path.is_file():
+            continue
+        blob = _bounded_read(path, MAX_FILE_BYTES, str(path))
+        digest.update(name.encode() + b"\x00" + blob + b"\x00")
+        for task in _skill_tasks(name, folder, path, blob):
+            digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
+            tasks.append(task)
+        if len(tasks) > MAX_TASKS:
+            raise TaskLoadError(f"{path}: the pool's evals exceed {MAX_TASKS} tasks")
+    if not tasks:
+        raise TaskLoadError(
+            f"skill pool {pool.name}: no skill has {EVALS_FILE} (see docs/tasks.md, 'Skill evals')"
+        )
+    return tasks, f"skill-evals@pool:{pool.name}+sha256.{digest.hexdigest()[:16]}"
+
+
+def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes) -> list[Task]:
+    data = _json(blob, str(path))
+    evals = data.get("evals") if isinstance(data, dict) else None
+    if not isinstance(evals, list):
+        raise TaskLoadError(f"{path}: field 'evals': a list of evals is required")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for i, item in enumerate(evals):
+        where = f"{path}: evals[{i}]"
+        if not isinstance(item, dict):
+            raise TaskLoadError(f"{where}: expected an object")
+        for key in sorted(set(item) - _EVAL_KEYS):
+            warn(f"{where}: unknown key {key[:60]!r} (ignored)")
+        eval_id = _text(item, "id", where, MAX_ID_CHARS)
+        where = f"{path}: eval {eval_id!r}"
+        if eval_id in seen:
+            raise TaskLoadError(f"{where}: field 'id': duplicate id")
+        seen.add(eval_id)
+        prompt = _text(item, "prompt", where, MAX_PROMPT_CHARS)
+        prompt += attachments(item.get("files"), folder, where)
+        problem = {
+            "domain_tag": None,
+            "expectations": expectations(
+                item.get("expectations"), f"{where}: field 'expectations'"
+            ),
+            "expected_output": _optional_text(item, "expected_output", where),
+        }
+        tasks.append(
+            Task("skill-evals", f"{skill}/{eval_id}", prompt, problem=problem,
+                 grader="expectations", skill=skill)
+        )  # fmt: skip
+    return tasks
+
+
+def attachments(files: Any, folder: Path, where: str) -> str:
+    """The text of the files an eval names, to append to its prompt (the same in both arms).
+
+    Only small UTF-8 text files inside the skill's folder are attached; anything else is an
+    error naming the eval and the file, never silently dropped."""
+    if files is None:
+        return ""
+    if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
+        raise TaskLoadError(
+            f"{where}: field 'files': a list of at most {MAX_ATTACHED_FILES} relative paths"
+        )
+    root = folder.resolve()
+    parts: list[str] = []
+    total = 0
+    for name in files:
+        if not isinstance(name, str) or not name.strip():
+            raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
+        label = f"{where}: file {name[:200]!r}"
+        target = (root / name).resolve()
+        if Path(name).is_absolute() or not target.is_relative_to(root):
+            raise TaskLoadError(f"{label}: outside the skill folder {folder}")
+        if not target.is_file():
+            raise TaskLoadError(f"{label}: missing (or not a regular file)")
+        blob = _bounded_read(target, MAX_ATTACHED_BYTES, label)
+        total += len(blob)
+        if total > MAX_ATTACHED_TOTAL:
+            raise TaskLoadError(f"{label}: the eval's files exceed {MAX_ATTACHED_TOTAL} bytes")
+        if b"\x00" in blob:
+            raise TaskLoadError(f"{label}: binary file (only text files are attached)")
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            raise TaskLoadError(f"{label}: not UTF-8 text (only text files are attached)") from None
+        parts.append(f'\n\n<file name="{name}">\n{text}\n</file>')
+    return "".join(parts)
+
+
+def _bounded_read(path: Path, limit: int, label: str) -> bytes:
+    with open(path, "rb") as fh:
+        blob = fh.read(limit + 1)
+    if len(blob) > limit:
+        raise TaskLoadError(f"{label}: larger than {limit} bytes")
+    return blob

@@ -1,0 +1,132 @@
+"""Re-grading `expectations` answers with the judge recorded in their traces (docs/tasks.md).
+
+A judged verdict is re-checked only with the judge that produced it: the same model, the same
+instructions (prompt hash), repeats, seeds and limits, read from the trace's `judge_verdicts`.
+Where that judge is not reachable from here (no endpoint given, a server that does not answer)
+`verify` says so plainly and checks nothing, rather than turning an absent judge into a
+disagreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow.verify._inputs import ARMS, Row
+from hf_skillfollow.verify._releases import Releases, UnavailableError
+
+if TYPE_CHECKING:
+    from hf_skillfollow.judge import JudgeSettings
+    from hf_skillfollow.scoring import Verdict
+
+#: re-grades (task, answer, judge settings) items; verdicts in input order
+Regrade = Callable[[list[tuple[Any, str, "JudgeSettings"]]], list["Verdict"]]
+
+
+def is_judged(task: Any) -> bool:
+    return getattr(task, "grader", None) == "expectations"
+
+
+def recorded_judge(row: Row, arm: str) -> JudgeSettings:
+    """The judge settings recorded for one arm's verdict; UnavailableError when there are none
+    or when this toolkit's judge instructions differ from the recorded ones."""
+    from hf_skillfollow.judge import JudgeSettings
+
+    record = row.traces[arm].judge_record
+    if not record or "settings" not in record:
+        raise UnavailableError(
+            f"run {row.run_id}: task {row.task_id} ({arm}) is graded by a judge, but its trace "
+            "records no judge verdicts to re-grade with"
+        )
+    settings = JudgeSettings.from_record(record)
+    if settings.judge != record["judge"]:
+        raise UnavailableError(
+            f"run {row.run_id}: graded by the judge {record['judge']}; this toolkit's judge "
+            f"instructions are {settings.prompt_hash}: install the toolkit that graded it"
+        )
+    return settings
+
+
+def judges_needed(rows: Sequence[Row], releases: Releases) -> list[JudgeSettings]:
+    """Every distinct recorded judge of the judged rows (checked before anything runs)."""
+    out: list[JudgeSettings] = []
+    for row in rows:
+        if not row.has_traces or not is_judged(releases.tasks[row.benchmark_version][row.task_id]):
+            continue
+        for arm in ARMS:
+            settings = recorded_judge(row, arm)
+            if settings not in out:
+                out.append(settings)
+    return out
+
+
+def regrader(
+    judges: Sequence[JudgeSettings],
+    *,
+    base_url: str | None,
+    api_key_env: str | None,
+    backend: str | None,
+) -> Regrade:
+    """A `Regrade` reaching the recorded judge at `base_url` (or, for the embedded `local`
+    backend, the embedded server); UnavailableError, plainly, when it cannot be reached."""
+    for judge in judges:
+        if (backend or judge.backend) != "local" and not base_url:
+            raise UnavailableError(
+                f"the rows are graded by the judge {judge.judge} (backend {judge.backend}); "
+                "pass --judge-base-url URL (and --judge-api-key-env) where that model is served "
+                "to re-grade them"
+            )
+
+    def regrade(items: list[tuple[Any, str, JudgeSettings]]) -> list[Verdict]:
+        import asyncio
+
+        return asyncio.run(_regrade(items, base_url, api_key_env, backend))
+
+    return regrade
+
+
+async def _regrade(
+    items: list[tuple[Any, str, JudgeSettings]],
+    base_url: str | None,
+    api_key_env: str | None,
+    backend: str | None,
+) -> list[Verdict]:
+    from hf_skillfollow.backends import open_backend
+    from hf_skillfollow.backends._base import BackendStartupError
+    from hf_skillfollow.config import RunConfig
+
+    verdicts: list[Verdict | None] = [None] * len(items)
+    by_judge: dict[JudgeSettings, list[int]] = {}
+    for i, (_, _, settings) in enumerate(items):
+        by_judge.setdefault(settings, []).append(i)
+    for settings, indices in by_judge.items():
+        name = backend or settings.backend
+        config = RunConfig(
+            model=settings.model,
+            backend=name,
+            base_url=base_url,
+            **({"api_key_env": api_key_env} if api_key_env else {}),
+        )
+        try:
+            async with open_backend(config) as judge:
+                await _grade_all(judge, items, indices, verdicts, base_url or name)
+        except BackendStartupError as exc:
+            raise UnavailableError(
+                f"the judge {settings.judge} is not reachable at {base_url or name}: {exc}"
+            ) from None
+    return [v for v in verdicts if v is not None]
+
+
+async def _grade_all(
+    judge: Any, items: list, indices: list[int], verdicts: list, where: str
+) -> None:
+    from hf_skillfollow.scoring._custom import judged_verdict
+
+    for i in indices:
+        task, text, settings = items[i]
+        verdict = await judged_verdict(judge, task, text, settings)
+        if "backend error" in verdict.reason:
+            raise UnavailableError(
+                f"the judge {settings.judge} is not reachable at {where}: {verdict.reason[:300]}"
+            )
+        verdicts[i] = verdict
