@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Domain = Literal["coding", "math"]
+#: `general`: a maintainer's own tasks (`custom`, `skill-evals`); each task's grader picks its
+#: prompt (tests: coding, answer: math, expectations: general) and `--skills` names the pool.
+Domain = Literal["coding", "math", "general"]
 
 
 @dataclass(frozen=True)
@@ -19,10 +21,12 @@ class BenchmarkSpec:
 
     `domain` picks the shipped skill pool and the arms' prompts; `loader` is ``evalplus``
     (EvalPlus's own loader for `evalplus_dataset`, EvalPlus's name for the dataset, which its
-    special-case oracles also key on) or ``hub`` (the Hub dataset `hub_id` through
-    `datasets`); `file_env` names the environment variable of a local file that replaces the
-    official source; `scorer` is ``code`` (sandboxed EvalPlus semantics) or ``math``
-    (math-verify, then boxed exact match). `id_form` is a regular expression every task id
+    special-case oracles also key on), ``hub`` (the Hub dataset `hub_id` through
+    `datasets`), ``custom`` (a maintainer's JSONL task file, `tasks_custom`) or ``skill-evals``
+    (every `<skill>/evals/evals.json` of the `--skills` pool); `file_env` names the environment variable of a local file that replaces the
+    official source; `scorer` is ``code`` (sandboxed EvalPlus semantics), ``math``
+    (math-verify, then boxed exact match) or ``graded`` (each task names its grader: tests,
+    answer or expectations; docs/tasks.md). `id_form` is a regular expression every task id
     of the official release matches in full (read from the row field `id_field`): a file
     whose ids have another benchmark's form was given with the wrong `--benchmark`.
     """
@@ -30,9 +34,9 @@ class BenchmarkSpec:
     name: str
     title: str
     domain: Domain
-    loader: Literal["evalplus", "hub"]
+    loader: Literal["evalplus", "hub", "custom", "skill-evals"]
     file_env: str
-    scorer: Literal["code", "math"]
+    scorer: Literal["code", "math", "graded"]
     evalplus_dataset: str | None = None
     hub_id: str | None = None
     id_field: str = "task_id"
@@ -73,6 +77,10 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             id_field="unique_id",
             id_form=r"test/[\w-]+/\d+\.json",
         ),
+        BenchmarkSpec(
+            "custom", "custom tasks", "general", "custom", "SKILLFOLLOW_CUSTOM_FILE", "graded"
+        ),
+        BenchmarkSpec("skill-evals", "skill evals", "general", "skill-evals", "", "graded"),
     )
 }
 

@@ -35,7 +35,9 @@ class Column:
 
     `source` (identity columns only) is the dotted path of the value in a run manifest:
     ``config.<field>`` for a `RunConfig` field, else a manifest key (``versions.<package>``).
-    `metric_input` marks the outcome columns every metrics input must carry.
+    `metric_input` marks the outcome columns every metrics input must carry. `backfill` is the
+    value of a column added after data was first published, for rows written before it
+    existed (readers fill it in; docs/design.md, "Published data").
     """
 
     name: str
@@ -45,6 +47,7 @@ class Column:
     nullable: bool = False
     source: str | None = None
     metric_input: bool = False
+    backfill: str | None = None
 
 
 def _config_role(field: str) -> Role:
@@ -82,7 +85,11 @@ _TASK_ID = _pair("task_id", "string", "benchmark task id")
 _REPEAT_INDEX = _identity(
     "repeat_index", "int32", "index of the repeat within the cell (its seed is `seed`)", "run"
 )
-_N_CALLS = _pair("n_calls", "int32", "number of `search_skills` calls (traces: calls in this arm)")
+_N_CALLS = _pair(
+    "n_calls",
+    "int32",
+    "number of skill tool calls: `search_skills`, or activations and reads (traces: this arm)",
+)
 
 #: Transitions: one row per task of a run, identity columns first, in published order.
 TRANSITIONS: tuple[Column, ...] = (
@@ -110,9 +117,18 @@ TRANSITIONS: tuple[Column, ...] = (
         "string",
         "skill-content control (normal, schema-empty, filler, random, corrupted, metadata-only)",
     ),
+    Column(
+        "access",
+        "string",
+        "skill access protocol: search (the paper's search_skills tool) or catalog (catalog "
+        "in the SE prompt, activate_skill, read_skill_file); rows before the column: search",
+        _config_role("access"),
+        source="config.access",
+        backfill="search",
+    ),
     _identity("retriever", "string", "retrieval backend (bm25s or pyserini)"),
     _identity("top_k", "int32", "skills returned per search"),
-    _identity("max_calls", "int32", "maximum `search_skills` calls per task"),
+    _identity("max_calls", "int32", "maximum skill tool calls per task"),
     _identity("temperature", "float64", "sampling temperature, same for both arms"),
     _identity("max_tokens", "int32", "maximum output tokens per model turn"),
     _identity("seed", "int64", "seed of this run, shared by the SE and SD arm of every task"),
@@ -132,17 +148,25 @@ TRANSITIONS: tuple[Column, ...] = (
     _TASK_ID,
     _pair("se_correct", "bool", "skill-enabled (SE) answer passed", metric=True),
     _pair("sd_correct", "bool", "skill-disabled (SD) answer passed", metric=True),
-    _pair("invoked", "bool", "the SE run called `search_skills` at least once", metric=True),
+    _pair("invoked", "bool", "the SE run called a skill tool at least once", metric=True),
     _pair(
         "returned",
         "bool",
-        "at least one skill came back (defines the retrieval-invoked subset)",
+        "at least one skill came back, by a search or an activation (defines the "
+        "retrieval-invoked subset S_call)",
         metric=True,
     ),
     _N_CALLS,
-    _pair("queries", "list<string>", "the SE run's search queries, in order"),
     _pair(
-        "skills_returned", "list<string>", "names of the skills returned to the SE run, in order"
+        "queries",
+        "list<string>",
+        "the SE run's valid calls, in order: search queries, or `activate_skill(name)` and "
+        "`read_skill_file(name, path)`",
+    ),
+    _pair(
+        "skills_returned",
+        "list<string>",
+        "names of the skills returned (searched or activated) to the SE run, in order",
     ),
     _pair(
         "se_error",
@@ -191,12 +215,25 @@ TRACES: tuple[Column, ...] = (
     _arm("latency_s", "float64", "wall time of the arm in seconds"),
     _arm("prompt_tokens", "int64", "prompt tokens reported by the backend"),
     _arm("completion_tokens", "int64", "completion tokens reported by the backend"),
-)
+    # A maintainer's own tasks (`custom`, `skill-evals`; docs/tasks.md); null for the benchmarks.
+    _arm("grader", "string", "own tasks: the task's grader (tests, answer or expectations), else null", nullable=True),
+    _arm("judge", "string", "expectations: the judge's identity `<judge_model>@<prompt_hash>`, else null", nullable=True),
+    _arm("judge_verdicts", "string", "expectations: JSON of every judge repeat (passed and evidence per "
+         "expectation, failures), the majority, ties and unanimity, else null", nullable=True),
+    _arm("addresses_grader", "bool", "own tasks: the answer carries text addressed to a grader "
+         "(the documented detector), else null", nullable=True),
+)  # fmt: skip
 
 
 def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
     return Column(name, type_, doc, "annotation", nullable=nullable)
 
+
+#: Columns added to schema v1 after files were published without them: all nullable, and a
+#: file that lacks them reads as if they were null (`schema.validate_table`).
+ADDED_NULLABLE: frozenset[str] = frozenset(
+    {"grader", "judge", "judge_verdicts", "addresses_grader"}
+)
 
 #: Annotations: one blinded LLM label per annotated SE execution and annotator, keyed by
 #: (run_id, task_id, repeat_index, annotator); `label` is null exactly when the annotator

@@ -18,6 +18,7 @@ from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 Condition = Literal["normal", "schema-empty", "filler", "random", "corrupted", "metadata-only"]
 ToolMode = Literal["native", "emulated"]
 RetrievalPolicy = Literal["auto", "forced"]
+Access = Literal["search", "catalog"]
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -55,7 +56,7 @@ class RunConfig(BaseModel):
     )
     retrieval_policy: RetrievalPolicy = Field(
         "auto",
-        description="`forced` makes the SE arm's first turn a `search_skills` call (explicit-fetch variant; not for published comparisons).",
+        description="`forced` makes the SE arm's first turn a skill tool call (`search_skills`; with `catalog`, `activate_skill`): the explicit-fetch variant, not for published comparisons.",
     )
     tool_parser: str | None = Field(
         None, description="vLLM tool parser (e.g. hermes) for the vllm backends."
@@ -87,9 +88,25 @@ class RunConfig(BaseModel):
         False, description="Use the merged single library of all shipped pools."
     )
     condition: Condition = Field("normal", description="Skill-content control.")
-    retriever: str = Field("bm25s", description="Retriever registry name: bm25s or pyserini.")
-    top_k: int = Field(3, ge=1, le=20, description="Skills returned per search.")
-    max_calls: int = Field(3, ge=1, le=10, description="Maximum `search_skills` calls per task.")
+    access: Access = Field(
+        "search",
+        description="Skill access protocol: `search` (the paper's `search_skills` BM25 tool) or "
+        "`catalog` (the Agent Skills catalog in the SE prompt, `activate_skill` and "
+        "`read_skill_file`); docs/skills.md.",
+    )
+    retriever: str = Field(
+        "bm25s", description="Retriever registry name: bm25s or pyserini (`search` only)."
+    )
+    top_k: int = Field(
+        3, ge=1, le=20, description="Skills returned per search (`search` only; recorded as given)."
+    )
+    max_calls: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description="Maximum skill tool calls per task (`search_skills` calls; with `catalog`, "
+        "activations and reads together).",
+    )
 
     temperature: float = Field(
         0.7, ge=0.0, le=2.0, description="Sampling temperature, same for both arms."
@@ -99,6 +116,25 @@ class RunConfig(BaseModel):
     repeats: int = _run_field(
         1, ge=1, description="Independent reruns of the cell; repeat r uses seed + r."
     )
+
+    # The judge of `expectations` tasks (docs/tasks.md). Left out of `protocol_dict`: the
+    # runner adds the resolved judge identity to the cell id only when a task is judged.
+    judge_model: str | None = Field(
+        None, description="Judge model for expectation grading (default: the run's model)."
+    )
+    judge_backend: str | None = Field(
+        None, description="Judge backend registry name (default: the run's backend)."
+    )
+    judge_base_url: str | None = _run_field(
+        None, description="Judge endpoint (default: the run's --base-url)."
+    )
+    judge_api_key_env: str | None = _run_field(
+        None, description="Environment variable of the judge's API key (default: the run's)."
+    )
+    judge_repeats: int = Field(
+        2, ge=1, le=9, description="Times each answer is judged; the verdict is the majority."
+    )
+    judge_max_tokens: int = Field(1024, ge=16, description="Judge output tokens per request.")
 
     concurrency: int = _run_field(4, ge=1, description="Concurrent pairs in flight.")
     request_timeout: float = _run_field(600.0, gt=0, description="Per-request timeout in seconds.")
@@ -114,6 +150,11 @@ class RunConfig(BaseModel):
     def _known_backend(cls, v: str) -> str:
         return BACKENDS.check(v)
 
+    @field_validator("judge_backend")
+    @classmethod
+    def _known_judge_backend(cls, v: str | None) -> str | None:
+        return None if v is None else BACKENDS.check(v)
+
     @field_validator("benchmark")
     @classmethod
     def _known_benchmark(cls, v: str) -> str:
@@ -123,6 +164,15 @@ class RunConfig(BaseModel):
     @classmethod
     def _known_retriever(cls, v: str) -> str:
         return RETRIEVERS.check(v)
+
+    @model_validator(mode="after")
+    def _catalog_searches_nothing(self) -> RunConfig:
+        # top_k and retriever mean nothing when no search happens: left at their defaults so
+        # that catalog runs differing only there are one cell, not several
+        if self.access == "catalog":
+            for name in ("top_k", "retriever"):
+                object.__setattr__(self, name, type(self).model_fields[name].default)
+        return self
 
     @model_validator(mode="after")
     def _openai_needs_url(self) -> RunConfig:
@@ -137,7 +187,35 @@ class RunConfig(BaseModel):
     def protocol_dict(self) -> dict[str, object]:
         """The settings that define the cell (everything except the run's own identity)."""
         data = self.model_dump(mode="json")
-        return {k: v for k, v in sorted(data.items()) if k not in RUN_IDENTITY_FIELDS}
+        return {
+            k: v
+            for k, v in sorted(data.items())
+            if k not in RUN_IDENTITY_FIELDS and k not in JUDGE_FIELDS
+        }
+
+    def judge_config(self) -> RunConfig:
+        """The settings that reach the judge model: the run's, with the judge's own in place."""
+        same_backend = (self.judge_backend or self.backend) == self.backend
+        return RunConfig(
+            **{
+                **self.model_dump(),
+                "model": self.judge_model or self.model,
+                "backend": self.judge_backend or self.backend,
+                # another backend does not inherit the run's endpoint
+                "base_url": self.judge_base_url or (self.base_url if same_backend else None),
+                "api_key_env": self.judge_api_key_env or self.api_key_env,
+            }
+        )
+
+    def judge_is_run_model(self) -> bool:
+        """Whether the judge is the run's own model at the run's own endpoint (one backend)."""
+        j = self.judge_config()
+        return (j.model, j.backend, j.base_url, j.api_key_env) == (
+            self.model,
+            self.backend,
+            self.base_url,
+            self.api_key_env,
+        )
 
 
 #: Settings that are a run's own identity, not part of the protocol: excluded from `cell_id`.
@@ -146,6 +224,10 @@ RUN_IDENTITY_FIELDS = frozenset(
     for name, info in RunConfig.model_fields.items()
     if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("role") == "run"
 )
+
+
+#: The judge's settings: part of the cell id only through the runner's judge identity.
+JUDGE_FIELDS = frozenset(name for name in RunConfig.model_fields if name.startswith("judge_"))
 
 
 def stable_hash(obj: object, length: int = 16) -> str:

@@ -1,4 +1,5 @@
-"""The pluggable parts by name: model backends and retrievers, imported only when used.
+"""The pluggable parts by name: model backends, retrievers and skill access protocols,
+imported only when used.
 
 `config` validates names against these tables without importing any backend (openai, vLLM,
 llama.cpp) or retriever (a JVM for pyserini); `backends.open_backend` and
@@ -20,11 +21,29 @@ BACKENDS = LazyRegistry(
     },
 )
 
+#: name -> sweep executor class (an async context manager running one job attempt at a time).
+EXECUTORS = LazyRegistry(
+    "executor",
+    {
+        "local": "hf_skillfollow.sweep._executors._local:LocalExecutor",
+        "ray": "hf_skillfollow.sweep._executors._ray:RayExecutor",
+    },
+)
+
 #: name -> factory taking a SkillPool and returning a Retriever.
 RETRIEVERS = LazyRegistry(
     "retriever",
     {
         "bm25s": "hf_skillfollow.retrieval._bm25s:Bm25sRetriever",
         "pyserini": "hf_skillfollow.retrieval._pyserini:PyseriniRetriever",
+    },
+)
+
+#: name -> skill access protocol class, built as ``cls(pool, config)`` (`access.make_access`).
+ACCESS = LazyRegistry(
+    "access protocol",
+    {
+        "search": "hf_skillfollow.access._search:SearchAccess",
+        "catalog": "hf_skillfollow.access._catalog:CatalogAccess",
     },
 )

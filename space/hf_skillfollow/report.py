@@ -133,7 +133,8 @@ def _display_rows(
 def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
     lines = [
         RAE_CAVEAT,
-        "Percentage points. Trigger event: the SE run called search_skills and received a skill (S_call); "
+        "Percentage points. Trigger event: the SE run received a skill (S_call): from a search_skills call "
+        "(access search) or an activate_skill call (access catalog); "
         "coverage = share of tasks in S_call (the trigger rate); "
         "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
         "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from hf_skillfollow import columns
+from hf_skillfollow._text import safe_data
 from hf_skillfollow.columns import Column
 
 SCHEMA_VERSION = 1
@@ -77,6 +78,7 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
     reported by name. Compatible physical types (for example int64 read back from JSON where
     int32 is declared, or large_string) are cast.
     """
+    table = _backfilled(table, schema)
     have = set(table.column_names)
     missing = [n for n in schema.names if n not in have]
     if missing:
@@ -104,6 +106,32 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
                 ) from None
         columns.append(col)
     return _checked_values(pa.Table.from_arrays(columns, schema=schema), schema, source)
+
+
+#: column name -> value for rows written before the column existed (`Column.backfill`).
+BACKFILL: dict[str, str] = {
+    c.name: c.backfill
+    for c in (*columns.TRANSITIONS, *columns.TRACES, *columns.ANNOTATIONS, *columns.VERIFICATIONS)
+    if c.backfill is not None
+}
+
+
+def _backfilled(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with every absent column that has a backfill added, at its declared place
+    (`columns.ADDED_NULLABLE`: null, the files were written before the column existed)."""
+    filled = BACKFILL.keys() | columns.ADDED_NULLABLE
+    absent = [n for n in schema.names if n in filled and n not in table.column_names]
+    for name in absent:
+        field = schema.field(name)
+        value = (
+            pa.array([BACKFILL[name]] * table.num_rows, field.type)
+            if name in BACKFILL
+            else pa.nulls(table.num_rows, field.type)
+        )
+        before = schema.names[: schema.get_field_index(name)]
+        at = sum(1 for n in table.column_names if n in before)
+        table = table.add_column(at, field, value)
+    return table
 
 
 def _checked_values(out: pa.Table, schema: pa.Schema, source: str) -> pa.Table:
@@ -151,8 +179,10 @@ def _from_rows(rows: Sequence[Mapping[str, object]], schema: pa.Schema, source: 
         unknown = set(row) - set(schema.names)
         if unknown:
             raise SchemaError(f"{source}: row {i} has unexpected key(s) {sorted(unknown)}")
+    fill = {n: v for n, v in BACKFILL.items() if n in schema.names}
     try:
-        table = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
+        # safe_data: a lone surrogate in a string would make pyarrow raise UnicodeEncodeError
+        table = pa.Table.from_pylist([safe_data({**fill, **r}) for r in rows], schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         column = _failing_column(rows, schema)
         where = f"{source}: column {column!r}" if column else source

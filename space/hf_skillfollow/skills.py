@@ -1,60 +1,113 @@
-"""Skill pools: folders of `<skill>/SKILL.md` files with YAML front matter.
+"""Skill pools: Agent Skills folders (`<skill>/SKILL.md` plus any other files), read as untrusted.
 
-Loading is strict: every problem is a `SkillPoolError` naming the file and the field, because a
-silently skipped or half-parsed skill would change what the agent can retrieve without anyone
-noticing.
+The public surface (docs/skills.md; docs/design.md, "Skills"):
 
-See docs/design.md, "Skills".
+- `load_pool(path_or_name, name=None) -> SkillPool`: a directory the spec's client guide would
+  scan (`<root>/<skill>/SKILL.md`, or a repository root holding `skills/`, `.claude/skills/` or
+  `.agents/skills/`, nested a few levels), or a shipped pool by name. Lenient but diagnosed: a
+  spec violation that leaves a skill usable is a warning kept on `SkillPool.findings`; anything
+  that makes a skill unusable raises one `SkillPoolError` naming the file and the field, because
+  a silently skipped skill would change what the agent can use without anyone noticing.
+- `validate_pool(path_or_name) -> PoolReport`: every finding of every skill (severity, file,
+  field, message), raising only when there is no pool to look at; what `skills validate` prints.
+- `read_resource(skill, relpath) -> str`: one of `skill.resources` (UTF-8 text of at most
+  `MAX_RESOURCE_BYTES`, read and hashed at load time); anything else raises `SkillFileError`.
+- `catalog_prompt(pool) -> str`: the `<available_skills>` block of skills-ref's `to_prompt`,
+  without its `<location>` element (no local path may enter a prompt, a hash or a trace).
+- `index_text`, `collection_documents`: what BM25 indexes; `merged_pool`: one library of several.
+
+A `Skill`'s `type` is None and its `signature` "" when the SKILL.md does not declare them (a
+spec-only skill); a `types` filter in search never returns an untyped skill.
 """
 
 from __future__ import annotations
 
 import hashlib
-import reprlib
-from collections.abc import Iterable, Sequence
+import html
+import posixpath
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from hf_skillfollow._skill_files import (
+    MAX_POOL_CHARS,
+    MAX_RESOURCE_BYTES,
+    SKILL_FILE,
+    discover,
+    read_skill_md,
+    scan_resources,
+)
+from hf_skillfollow._skill_findings import (
+    Finding,
+    SkillFileError,
+    SkillPoolError,
+    error,
+    short,
+)
+from hf_skillfollow._skill_meta import SKILL_TYPES, parse_skill
 
-SKILL_TYPES: tuple[str, ...] = ("utility", "procedure", "guard")
-SKILL_FILE = "SKILL.md"
-_FENCE = "---"
-#: Front matter is a handful of short fields; a larger block is refused before YAML sees it.
-MAX_FRONT_MATTER_BYTES = 64 * 1024
-#: Values quoted in error messages are cut to this size (a hostile value can be huge).
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = _SHORT.maxother = 80
-_SHORT.maxlist = _SHORT.maxdict = 5
-_SHORT.maxlevel = 2
-
-
-class SkillPoolError(ValueError):
-    """A skill pool or one of its SKILL.md files is invalid."""
+__all__ = [
+    "MAX_RESOURCE_BYTES",
+    "SKILL_FILE",
+    "SKILL_TYPES",
+    "Finding",
+    "PoolReport",
+    "Skill",
+    "SkillFileError",
+    "SkillPool",
+    "SkillPoolError",
+    "SkillReport",
+    "catalog_prompt",
+    "collection_documents",
+    "index_text",
+    "load_pool",
+    "load_skill",
+    "merged_pool",
+    "read_resource",
+    "validate_pool",
+]
 
 
 @dataclass(frozen=True)
 class Skill:
-    """One skill: front-matter fields, the Markdown body and the SKILL.md it came from."""
+    """One skill: front-matter fields, the Markdown body, its files and the SKILL.md it came from."""
 
     name: str
     description: str
+    #: "" when the skill declares none (the spec has no such field)
     signature: str
-    type: str
+    #: one of SKILL_TYPES, or None for an untyped (spec-only) skill
+    type: str | None
     tags: tuple[str, ...]
     body: str
     path: Path
     #: the whole SKILL.md (front matter and body), BOM removed and line endings normalised
     text: str = field(repr=False, compare=False, default="")
+    #: every other servable file of the folder: sorted relative POSIX paths (docs/skills.md)
+    resources: tuple[str, ...] = ()
+    license: str | None = None
+    compatibility: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict, compare=False)
+    allowed_tools: str | None = None
+    #: the text of each of `resources`, in the same order (normalised as `text` is)
+    resource_texts: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    #: (relative path, reason) of the folder's files that are not served
+    unserved: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def folder(self) -> Path:
+        """The skill directory (the folder holding SKILL.md)."""
+        return self.path.parent
 
 
 @dataclass(frozen=True)
 class SkillPool:
-    """A named, validated set of skills, kept in name order."""
+    """A named, validated set of skills, kept in name order, with the loader's warnings."""
 
     name: str
     root: Path | None
     skills: tuple[Skill, ...]
+    findings: tuple[Finding, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skills", tuple(sorted(self.skills, key=lambda s: s.name)))
@@ -63,7 +116,7 @@ class SkillPool:
     def __len__(self) -> int:
         return len(self.skills)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Skill]:
         return iter(self.skills)
 
     @property
@@ -80,12 +133,55 @@ class SkillPool:
 
     @property
     def content_hash(self) -> str:
-        """sha256 over the sorted (name, normalised SKILL.md text) pairs: identifies the pool's content."""
+        """sha256 over each skill's name, SKILL.md text and served files: the pool's content.
+
+        Per skill, in name order: name NUL text NUL, then per resource SOH path NUL text NUL.
+        Names and paths hold no control characters and texts no NUL, so the framing is
+        unambiguous; a pool without resource files hashes as it did before resources counted.
+        """
         digest = hashlib.sha256()
         for skill in self.skills:
             digest.update(skill.name.encode("utf-8") + b"\x00")
             digest.update(skill.text.encode("utf-8") + b"\x00")
+            for rel, text in zip(skill.resources, skill.resource_texts, strict=True):
+                digest.update(b"\x01" + rel.encode("utf-8") + b"\x00")
+                digest.update(text.encode("utf-8") + b"\x00")
         return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class SkillReport:
+    """One discovered SKILL.md: the skill (None when an error makes it unusable) and its findings."""
+
+    path: Path
+    skill: Skill | None
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    """Everything `validate_pool` found: per SKILL.md, and for the pool as a whole."""
+
+    root: Path
+    skills: tuple[SkillReport, ...]
+    #: findings that belong to no one skill (discovery)
+    findings: tuple[Finding, ...]
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return [*self.findings, *(f for s in self.skills for f in s.findings)]
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.all_findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.all_findings if f.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
 
 
 def index_text(skill: Skill) -> str:
@@ -98,134 +194,103 @@ def collection_documents(pool: SkillPool) -> list[dict[str, str]]:
     return [{"id": s.name, "contents": index_text(s)} for s in pool.skills]
 
 
-def _normalise(raw: str) -> str:
-    # Hash and parse the same text on every platform: no BOM, LF line endings.
-    return raw.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+def catalog_prompt(pool: SkillPool) -> str:
+    """The pool's `<available_skills>` block, as skills-ref's `to_prompt` writes it, minus `<location>`.
 
-
-def _split_front_matter(text: str, path: Path) -> tuple[str, str]:
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != _FENCE:
-        raise SkillPoolError(f"{path}: front matter: the file must start with a '---' line")
-    for i, line in enumerate(lines[1:], start=1):
-        if line.strip() == _FENCE:
-            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
-    raise SkillPoolError(f"{path}: front matter: no closing '---' line")
-
-
-class _AliasRefused(yaml.YAMLError):
-    pass
-
-
-class _PlainLoader(yaml.SafeLoader):
-    """SafeLoader without anchors and aliases.
-
-    Aliases let a few hundred bytes describe an exponentially large value ("billion laughs");
-    plain front-matter fields never need them.
+    One skill per `<skill>` element in name order, each value on its own line and escaped with
+    `html.escape` exactly as `to_prompt` does, so the bytes depend only on names and descriptions.
     """
+    lines = ["<available_skills>"]
+    for s in pool.skills:
+        lines += ["<skill>", "<name>", html.escape(s.name), "</name>"]
+        lines += ["<description>", html.escape(s.description), "</description>", "</skill>"]
+    lines.append("</available_skills>")
+    return "\n".join(lines)
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            mark = event.start_mark
-            raise _AliasRefused(f"line {mark.line + 1} column {mark.column + 1}")
-        return super().compose_node(parent, index)
 
+def read_resource(skill: Skill, relpath: str) -> str:
+    """The text of `relpath`, one of `skill.resources`, as read (and hashed) at load time.
 
-def _parse_yaml(block: str, path: Path) -> dict[str, object]:
-    size = len(block.encode("utf-8"))
-    if size > MAX_FRONT_MATTER_BYTES:
-        raise SkillPoolError(
-            f"{path}: front matter: {size} bytes, more than the {MAX_FRONT_MATTER_BYTES} allowed"
-        )
+    Raises `SkillFileError` for anything else: a path outside the folder, one that is not a
+    file of the skill, or a file that is not served (binary, over `MAX_RESOURCE_BYTES`, a
+    symlink leaving the folder, ...), naming the reason.
+    """
+    if not isinstance(relpath, str):
+        raise SkillFileError(f"skill {skill.name!r}: path must be a string, got {short(relpath)}")
     try:
-        data = yaml.load(block, Loader=_PlainLoader)  # noqa: S506 - a SafeLoader subclass
-    except _AliasRefused as exc:
-        raise SkillPoolError(
-            f"{path}: front matter: YAML anchors and aliases (&, *) are not allowed ({exc})"
-        ) from None
-    except yaml.YAMLError as exc:
-        reason = " ".join(str(exc).split())
-        reason = reason if len(reason) <= 300 else reason[:300] + "..."
-        raise SkillPoolError(f"{path}: front matter: malformed YAML ({reason})") from None
-    if not isinstance(data, dict):
-        raise SkillPoolError(
-            f"{path}: front matter: expected a YAML mapping of fields, got {type(data).__name__}"
-        )
-    return data
+        return skill.resource_texts[skill.resources.index(relpath)]
+    except ValueError:
+        pass
+    normal = posixpath.normpath(relpath) if relpath else ""
+    if relpath.startswith(("/", "\\")) or normal == ".." or normal.startswith("../"):
+        reason = "outside the skill folder"
+    elif relpath == SKILL_FILE:
+        reason = "the SKILL.md itself (activate the skill to read it)"
+    elif relpath in (unserved := dict(skill.unserved)):
+        reason = f"{unserved[relpath]}; not served"
+    else:
+        reason = "not a file of this skill"
+    raise SkillFileError(f"skill {skill.name!r}: {short(relpath)}: {reason}")
 
 
-def _text_field(meta: dict[str, object], key: str, path: Path, *, required: bool) -> str:
-    value = meta.get(key)
-    if value is None:
-        if required:
-            raise SkillPoolError(f"{path}: field '{key}': missing")
-        return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise SkillPoolError(
-            f"{path}: field '{key}': must be a non-empty string, got {_SHORT.repr(value)}"
-        )
-    return value.strip()
-
-
-def _tags(meta: dict[str, object], path: Path) -> tuple[str, ...]:
-    tags = meta.get("tags")
-    if tags is None:
-        return ()
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise SkillPoolError(
-            f"{path}: field 'tags': must be a list of strings, got {_SHORT.repr(tags)}"
-        )
-    return tuple(tags)
-
-
-def _skill_type(meta: dict[str, object], path: Path) -> str:
-    kind = _text_field(meta, "type", path, required=True)
-    if kind not in SKILL_TYPES:
-        raise SkillPoolError(
-            f"{path}: field 'type': unknown type {_SHORT.repr(kind)}; allowed: {'|'.join(SKILL_TYPES)}"
-        )
-    return kind
+def _build(path: Path) -> SkillReport:
+    """Read, parse and check one SKILL.md and its folder; every problem becomes a finding."""
+    text = read_skill_md(path)
+    if isinstance(text, Finding):
+        return SkillReport(path, None, (text,))
+    fields, findings = parse_skill(text, path)
+    if fields is None:
+        return SkillReport(path, None, tuple(findings))
+    resources = scan_resources(path)
+    findings += resources.findings
+    if any(f.severity == "error" for f in findings):
+        return SkillReport(path, None, tuple(findings))
+    rels = tuple(sorted(resources.texts))
+    skill = Skill(
+        name=fields.name,
+        description=fields.description,
+        signature=fields.signature,
+        type=fields.type,
+        tags=fields.tags,
+        body=fields.body,
+        path=path,
+        text=text,
+        resources=rels,
+        license=fields.license,
+        compatibility=fields.compatibility,
+        metadata=fields.metadata,
+        allowed_tools=fields.allowed_tools,
+        resource_texts=tuple(resources.texts[r] for r in rels),
+        unserved=tuple(sorted(resources.unserved.items())),
+    )
+    return SkillReport(path, skill, tuple(findings))
 
 
 def load_skill(path: Path) -> Skill:
-    """Parse and validate one SKILL.md file."""
-    try:
-        text = _normalise(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SkillPoolError(f"{path}: not UTF-8 text ({exc})") from None
-    block, body = _split_front_matter(text, path)
-    meta = _parse_yaml(block, path)
-    name = _text_field(meta, "name", path, required=True)
-    if any(ch.isspace() for ch in name):
-        raise SkillPoolError(
-            f"{path}: field 'name': must not contain whitespace, got {_SHORT.repr(name)}"
-        )
-    description = _text_field(meta, "description", path, required=True)
-    if not body.strip():
-        raise SkillPoolError(
-            f"{path}: body: empty (the Markdown after the front matter has no text)"
-        )
-    return Skill(
-        name=name,
-        description=description,
-        signature=_text_field(meta, "signature", path, required=False),
-        type=_skill_type(meta, path),
-        tags=_tags(meta, path),
-        body=body.strip("\n"),
-        path=path,
-        text=text,
-    )
+    """Parse and check one SKILL.md and its folder; the first error raises `SkillPoolError`."""
+    report = _build(Path(path))
+    if report.skill is None:
+        raise SkillPoolError(str(next(f for f in report.findings if f.severity == "error")))
+    return report.skill
 
 
-def _check_unique(skills: Iterable[Skill]) -> None:
-    seen: dict[str, Skill] = {}
-    for skill in skills:
-        if skill.name in seen:
-            raise SkillPoolError(
-                f"{skill.path}: field 'name': duplicate skill name {skill.name!r} (also in {seen[skill.name].path})"
+def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
+    """Reports with a 'duplicate skill name' error on every skill whose name was taken before."""
+    seen: dict[str, Path] = {}
+    out = []
+    for report in reports:
+        skill = report.skill
+        if skill is not None and skill.name in seen:
+            clash = error(
+                skill.path,
+                "field 'name'",
+                f"duplicate skill name {skill.name!r} (also in {seen[skill.name]})",
             )
-        seen[skill.name] = skill
+            report = SkillReport(report.path, None, (*report.findings, clash))
+        elif skill is not None:
+            seen[skill.name] = skill.path
+        out.append(report)
+    return out
 
 
 def _resolve(path_or_name: str | Path) -> Path:
@@ -245,19 +310,52 @@ def _resolve(path_or_name: str | Path) -> Path:
     raise SkillPoolError(f"{path}: skill pool directory does not exist")
 
 
-def load_pool(path_or_name: str | Path, name: str | None = None) -> SkillPool:
-    """Load a pool from a directory of `<skill>/SKILL.md` folders, or a shipped pool by name."""
+def validate_pool(path_or_name: str | Path) -> PoolReport:
+    """Every finding for the pool at `path_or_name`; raises only when there is no pool to check."""
     root = _resolve(path_or_name)
+    if root.name == SKILL_FILE and root.is_file():
+        root = root.parent  # a SKILL.md stands for its skill folder
     if not root.is_dir():
         raise SkillPoolError(
             f"{root}: skill pool must be a directory of <skill>/{SKILL_FILE} folders"
         )
-    files = sorted(p / SKILL_FILE for p in root.iterdir() if (p / SKILL_FILE).is_file())
+    files, pool_findings = discover(root)
     if not files:
         raise SkillPoolError(f"{root}: skill pool is empty (no <skill>/{SKILL_FILE} files)")
-    skills = [load_skill(f) for f in files]
-    _check_unique(skills)
-    return SkillPool(name=name or root.resolve().name, root=root, skills=tuple(skills))
+    reports, held = [], 0
+    for file in files:
+        report = _build(file)
+        if report.skill is not None:
+            held += len(report.skill.text) + sum(map(len, report.skill.resource_texts))
+        if held > MAX_POOL_CHARS:
+            # checked per skill, so at most one skill's worth (1,000 capped files) is read past it
+            raise SkillPoolError(
+                f"{root}: skill pool: more than {MAX_POOL_CHARS} characters of skill text "
+                "(SKILL.md files and resources); point POOL at a smaller library"
+            )
+        reports.append(report)
+    reports = _with_collisions(reports)
+    return PoolReport(root=root, skills=tuple(reports), findings=tuple(pool_findings))
+
+
+def load_pool(path_or_name: str | Path, name: str | None = None) -> SkillPool:
+    """Load a pool (see the module docstring); its warnings are on `SkillPool.findings`."""
+    report = validate_pool(path_or_name)
+    errors = report.errors
+    if errors:
+        more = (
+            f" (and {len(errors) - 1} more; `hf-skillfollow skills validate` lists them all)"
+            if len(errors) > 1
+            else ""
+        )
+        raise SkillPoolError(f"{errors[0]}{more}")
+    skills = tuple(r.skill for r in report.skills if r.skill is not None)
+    return SkillPool(
+        name=name or report.root.resolve().name,
+        root=report.root,
+        skills=skills,
+        findings=tuple(report.warnings),
+    )
 
 
 def merged_pool(pools: Sequence[SkillPool], name: str | None = None) -> SkillPool:
@@ -265,5 +363,16 @@ def merged_pool(pools: Sequence[SkillPool], name: str | None = None) -> SkillPoo
     if not pools:
         raise SkillPoolError("merged pool: no pools given")
     skills = [s for pool in pools for s in pool.skills]
-    _check_unique(skills)
-    return SkillPool(name=name or "+".join(p.name for p in pools), root=None, skills=tuple(skills))
+    clashes = [
+        f
+        for r in _with_collisions([SkillReport(s.path, s, ()) for s in skills])
+        for f in r.findings
+    ]
+    if clashes:
+        raise SkillPoolError(str(clashes[0]))
+    return SkillPool(
+        name=name or "+".join(p.name for p in pools),
+        root=None,
+        skills=tuple(skills),
+        findings=tuple(f for p in pools for f in p.findings),
+    )

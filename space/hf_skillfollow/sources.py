@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
-from hf_skillfollow.schema import TRANSITIONS_SCHEMA, SchemaError, validate_transitions
+from hf_skillfollow.schema import BACKFILL, TRANSITIONS_SCHEMA, SchemaError, validate_transitions
 from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
 _JSONL_SUFFIXES = tuple(s for s in LOCAL_SUFFIXES if s != ".parquet")
@@ -155,14 +155,15 @@ def _columns_from_rows(rows: list[dict[str, object]], path: Path) -> pa.Table:
     missing = [
         f.name
         for f in TRANSITIONS_SCHEMA
-        if not f.nullable and rows and all(f.name not in r for r in rows)
+        if not f.nullable and f.name not in BACKFILL and rows and all(f.name not in r for r in rows)
     ]
     if missing:
         raise SchemaError(f"{path}: missing column(s) {missing}")
     arrays = []
     for field in TRANSITIONS_SCHEMA:
         try:
-            arrays.append(pa.array([r.get(field.name) for r in rows], type=field.type))
+            fill = BACKFILL.get(field.name)  # rows written before the column existed
+            arrays.append(pa.array([r.get(field.name, fill) for r in rows], type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise SchemaError(
                 f"{path}: column {field.name!r} does not hold {field.type} values: {exc}"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._text import safe_data
 from hf_skillfollow.record import PairRecord
 
 MANIFEST = "manifest.json"
@@ -110,8 +111,12 @@ class RunStore:
         return self.root / RECORDS
 
     def append_record(self, record: PairRecord | Mapping[str, Any]) -> None:
-        """Validate one finished pair against the schema, then append it as one line."""
-        pair = PairRecord.parse(record, source=str(self.records_path))
+        """Validate one finished pair against the schema, then append it as one line.
+
+        Strings are made safe for UTF-8 first (``_text.safe_data``): a model's reply or a
+        program's output can hold lone surrogates, which would fail the write."""
+        data = record.as_dict() if isinstance(record, PairRecord) else dict(record)
+        pair = PairRecord.parse(safe_data(data), source=str(self.records_path))
         line = json.dumps(pair.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
         # One write of a whole line plus fsync: the only partial state a crash can leave is a torn
         # last line, which recover() sets aside.

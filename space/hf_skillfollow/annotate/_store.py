@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._text import safe_data
 from hf_skillfollow.schema import ANNOTATION_KEY
 from hf_skillfollow.store import ANNOTATION_RECORDS as RECORDS
 from hf_skillfollow.store import ANNOTATIONS as TABLE
@@ -66,7 +67,8 @@ class AnnotationStore:
 
     def append(self, row: dict[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+        # safe_data: a judge model's text may hold lone surrogates, which UTF-8 cannot encode
+        line = json.dumps(safe_data(row), ensure_ascii=False, separators=(",", ":")) + "\n"
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

@@ -100,10 +100,14 @@ def _json_type(spec: Mapping[str, Any]) -> str:
 
 
 def known_tool_schemas() -> dict[str, dict[str, Any]]:
-    """prompts_hash -> tool schema for the prompts this toolkit version itself uses."""
+    """prompts_hash -> (first) tool schema for the prompts this toolkit version itself uses."""
     try:
         from hf_skillfollow.benchmarks import DOMAINS
-        from hf_skillfollow.prompts import prompts_hash, tool_schema
+        from hf_skillfollow.prompts import prompts_hash, protocol_tools
     except ImportError:
         return {}
-    return {prompts_hash(domain): tool_schema() for domain in DOMAINS}
+    return {
+        prompts_hash(domain, access): protocol_tools(access)[0]
+        for domain in DOMAINS
+        for access in ("search", "catalog")
+    }

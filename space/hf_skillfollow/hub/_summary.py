@@ -33,7 +33,7 @@ SUMMARY_PATH = "stats/summary.json"
 MAX_CARD_CELLS = 200
 #: The protocol table's columns (all of them cell columns, so a cell has one protocol).
 PROTOCOL_COLUMNS = (
-    "prompts_hash", "tool_mode", "retrieval_policy", "retriever", "top_k", "max_calls",
+    "prompts_hash", "access", "tool_mode", "retrieval_policy", "retriever", "top_k", "max_calls",
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
 OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")
@@ -210,12 +210,19 @@ def sort_key(identity: dict[str, Any]) -> tuple[Any, ...]:
     return (*cell_display_key(identity), *rest)
 
 
+def pool_condition(m: Mapping[str, Any]) -> str:
+    """`pool / condition`, with the access protocol when it is not the paper's `search`."""
+    access = m.get("access") or "search"
+    suffix = "" if access == "search" else f" / {access}"
+    return f"{m['skill_pool']} / {m['condition']}{suffix}"
+
+
 def cell_display_key(m: Mapping[str, Any]) -> tuple[str, ...]:
     """The card's sort key of a cell, from its identity columns alone."""
     return (
         f"{m['benchmark']} {m['benchmark_version']}".strip(),
         m["model"],
-        f"{m['skill_pool']} / {m['condition']}",
+        pool_condition(m),
         f"seed {m['partition_seed']}, {m['partition_size']} tasks",
         m["cell_id"],
     )

@@ -8,7 +8,10 @@ ABOUT_MD = """
 An LLM agent gets a `search_skills(query)` tool over a library of procedural skills. Every
 task is run twice with the same prompt, decoding settings and seed: **SE** (skill-enabled,
 the tool is defined) and **SD** (skill-disabled, the tool definition removed). Each task
-gives a pair of binary outcomes, summarised in a 2×2 table:
+gives a pair of binary outcomes, summarised in a 2×2 table. (Cells marked `catalog` in
+"Pool / condition" use the other access protocol: the SE prompt lists every skill's name and
+description and the model activates skills by name, as Agent Skills clients do; there
+S_call is "a skill was activated". The two protocols never pool.)
 
 | | SE correct | SE wrong |
 |---|---|---|

@@ -498,6 +498,9 @@ def _decorate(
         "seed " + out["partition_seed"].astype(str) + " · " + out["partition_size"].astype(str)
     )
     out["pool_condition"] = out["skill_pool"].astype(str) + " / " + out["condition"].astype(str)
+    if "access" in out:  # the paper's `search` is implied; another protocol is named
+        other = out["access"].astype(str) != "search"
+        out.loc[other, "pool_condition"] += " / " + out.loc[other, "access"].astype(str)
     out["_model_lc"] = out["model"].astype(str).str.lower()
     run = "" if pool_runs else " · " + out["run_id"].astype(str)
     out["label"] = (

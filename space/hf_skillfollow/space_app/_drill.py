@@ -68,7 +68,7 @@ def _bare_key(board: Board, key: str) -> tuple[pd.DataFrame | None, bool]:
 
 _HEADER_FIELDS = (
     "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
-    "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
+    "access", "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
     "retrieval_policy", "cell_id", SOURCE, "conflicts",
 )  # fmt: skip
 
@@ -285,7 +285,32 @@ def _trace(row: dict | None, arm: str) -> str:
     parts.append(
         f'<div class="sf-msg"><b>extracted answer</b><pre>{escape(_cut(row.get("extracted") or ""))}</pre></div>'
     )
+    parts.extend(_judge_html(row))
     return f'<section class="sf-trace sf-arm-{arm}">{"".join(parts)}</section>'
+
+
+def _judge_html(row: dict) -> list[str]:
+    """An expectations task's judge: its identity and each expectation's majority verdict, with
+    every repeat's evidence (docs/tasks.md); nothing for other tasks."""
+    try:
+        record = json.loads(row.get("judge_verdicts") or "null")
+    except ValueError:
+        return []
+    if not isinstance(record, dict):
+        return []
+    items = []
+    repeats = [r.get("verdicts") or [] for r in record.get("repeats", [])]
+    for i, met in enumerate(record.get("majority", [])):
+        evidence = " | ".join(str(v[i].get("evidence", "")) for v in repeats if i < len(v))
+        votes = "".join("✓" if v[i].get("passed") else "✗" for v in repeats if i < len(v))
+        items.append(
+            f"<li>e{i + 1}: <b>{'met' if met else 'not met'}</b> ({votes}) {escape(evidence)}</li>"
+        )
+    failed = " (grading failure)" if record.get("grading_failure") else ""
+    return [
+        f'<div class="sf-msg"><b>judge {escape(str(record.get("judge", "")))}{failed}</b>'
+        f"<ul>{''.join(items)}</ul></div>"
+    ]
 
 
 def _as_list(values: object) -> list[str]:

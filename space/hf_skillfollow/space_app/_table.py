@@ -40,7 +40,7 @@ class Column:
 COLUMNS: tuple[Column, ...] = (
     Column("model", "Model", "Model id, the source that published the cell (a Hub repo or a local path), and the run id when runs are shown separately", "model", False, True),
     Column("benchmark", "Benchmark", "Benchmark of the cell", "benchmark", False),
-    Column("pool", "Pool / condition", "Skill pool and its condition (normal, filler, ...)", "pool_condition", False),
+    Column("pool", "Pool / condition", "Skill pool, its condition (normal, filler, ...) and the access protocol when not search (catalog)", "pool_condition", False),
     Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
     Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
     Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),

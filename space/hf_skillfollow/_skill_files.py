@@ -1,0 +1,312 @@
+"""Bounded, read-only access to untrusted skill folders: discovery, SKILL.md and resource files.
+
+Everything here treats the folder as hostile (docs/skills.md, "Hostile input"): every read has a
+size cap, every walk a depth and count cap, symlinks never lead outside the skill folder (nor
+into a loop: symlinked directories are not followed), only regular files are opened (a FIFO or
+a device is never read), and nothing is ever executed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from hf_skillfollow._skill_findings import Finding, SkillPoolError, error, short, warning
+
+SKILL_FILE = "SKILL.md"
+#: A SKILL.md larger than this is refused (the spec recommends under 500 lines).
+MAX_SKILL_BYTES = 1024 * 1024
+#: A resource file larger than this is not served (nor hashed): one read fills at most ~16k tokens.
+MAX_RESOURCE_BYTES = 64 * 1024
+#: Entries (files and folders) walked inside one skill folder before it is refused.
+MAX_SKILL_ENTRIES = 1000
+#: Folder levels below a skill folder that are listed; deeper files are not served.
+MAX_RESOURCE_DEPTH = 6
+#: Characters of text (SKILL.md files and resources) one pool may hold before it is refused.
+MAX_POOL_CHARS = 64 * 1024 * 1024
+#: Discovery: folder levels searched below each start folder, folders visited, skills found.
+MAX_SCAN_DEPTH = 6
+MAX_SCAN_DIRS = 2000
+MAX_SKILLS = 1000
+MAX_SCAN_ENTRIES = 20000
+#: Folders a repository root keeps skills in (the client guide's scan locations).
+SKILL_CONTAINERS: tuple[str, ...] = ("skills", ".claude/skills", ".agents/skills")
+#: Never scanned, at any level (version control, dependencies, caches).
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+
+
+class _Refused(Exception):
+    """One file the reader will not read; the message says why."""
+
+
+def normalise(raw: str) -> str:
+    """The same text on every platform: no BOM, LF line endings."""
+    return raw.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def has_control_chars(text: str) -> bool:
+    """True if `text` holds a character that is neither printable nor a plain space."""
+    return any(not ch.isprintable() and ch != " " for ch in text)
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of `path`, which must be a regular file of at most `limit` bytes.
+
+    `O_NOFOLLOW` refuses a symlink put in place after the caller resolved the path,
+    `O_NONBLOCK` keeps a FIFO from blocking the open, and the read stops at `limit + 1` bytes
+    whatever the file system reports as the size.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Refused("is a symlink") from None
+        raise _Refused(f"cannot be opened ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused("is not a regular file")
+        if info.st_size > limit:
+            raise _Refused(f"{info.st_size} bytes, more than the {limit} allowed")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise _Refused(f"more than the {limit} bytes allowed")
+    return b"".join(chunks)
+
+
+def _decode(data: bytes) -> str:
+    if b"\x00" in data:
+        raise _Refused("holds NUL bytes (a binary file)")
+    try:
+        return normalise(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _Refused(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def read_skill_md(path: Path) -> str | Finding:
+    """The normalised text of a SKILL.md, or the error naming why it is refused."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:
+        return error(path, "file", f"cannot be read ({exc})")
+    if not _inside(target, path.parent.resolve()):
+        return error(path, "file", "a symlink leading outside the skill folder")
+    try:
+        return _decode(_read_regular(target, MAX_SKILL_BYTES))
+    except _Refused as exc:
+        return error(path, "file", str(exc))
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The servable files of one skill folder and the reasons the others are not served."""
+
+    #: relative POSIX path -> text, for every servable file
+    texts: dict[str, str]
+    #: relative POSIX path -> why it is not served, for every other file or folder listed
+    unserved: dict[str, str]
+    findings: list[Finding]
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(".") or name in _SKIP_DIRS
+
+
+class _Lister:
+    """`os.scandir` with one budget of entries for a whole walk (hidden ones count too)."""
+
+    def __init__(self, budget: int) -> None:
+        self.left = budget
+
+    def list(self, folder: Path) -> list[os.DirEntry[str]]:
+        entries = []
+        with os.scandir(folder) as it:
+            for entry in it:
+                self.left -= 1
+                if self.left < 0:
+                    raise _Refused("too many")
+                if not _skipped(entry.name):
+                    entries.append(entry)
+        return sorted(entries, key=lambda e: e.name)
+
+
+def _entries(folder: Path, lister: _Lister) -> Iterator[tuple[Path, int]]:
+    """Every non-hidden entry below `folder` (depth-first, sorted), with its depth (1 = top)."""
+    stack = [(folder, 0)]
+    while stack:
+        current, depth = stack.pop()
+        children = lister.list(current)
+        for child in reversed(children):
+            if child.is_dir(follow_symlinks=False) and depth + 1 < MAX_RESOURCE_DEPTH:
+                stack.append((Path(child.path), depth + 1))
+        yield from ((Path(c.path), depth + 1) for c in children)
+
+
+def scan_resources(skill_md: Path) -> Resources:
+    """Read every servable file of the skill folder of `skill_md` (all but SKILL.md itself).
+
+    Servable: a regular file (or a symlink to one inside the folder) of at most
+    `MAX_RESOURCE_BYTES` of UTF-8 text, with a printable name. Anything else is a finding and is
+    neither served nor hashed. More than `MAX_SKILL_ENTRIES` entries is an error.
+    """
+    folder = skill_md.parent
+    real_folder = folder.resolve()
+    texts: dict[str, str] = {}
+    unserved: dict[str, str] = {}
+    findings: list[Finding] = []
+    try:
+        for path, depth in _entries(folder, _Lister(MAX_SKILL_ENTRIES)):
+            rel = path.relative_to(folder).as_posix()
+            if rel == SKILL_FILE:
+                continue
+            reason = None
+            if path.is_dir() and not path.is_symlink():
+                if depth < MAX_RESOURCE_DEPTH:
+                    continue
+                reason = f"deeper than {MAX_RESOURCE_DEPTH} levels"
+            else:
+                reason = _unservable_name(rel)
+            if reason is None:
+                try:
+                    texts[rel] = _read_resource(path, real_folder)
+                    continue
+                except _Refused as exc:
+                    reason = str(exc)
+            unserved[rel] = reason
+            findings.append(warning(path, "resource", f"{reason}; not served"))
+    except _Refused:
+        findings.append(
+            error(folder, "resources", f"more than {MAX_SKILL_ENTRIES} files and folders")
+        )
+    except OSError as exc:
+        findings.append(error(folder, "resources", f"cannot be listed ({exc.strerror})"))
+    return Resources(texts, unserved, findings)
+
+
+def _unservable_name(rel: str) -> str | None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return "file name is not UTF-8"
+    if has_control_chars(rel):
+        return f"file name {short(rel)} holds control characters"
+    return None
+
+
+def _read_resource(path: Path, real_folder: Path) -> str:
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise _Refused("a dangling or looping symlink") from None
+        if not _inside(target, real_folder):
+            raise _Refused("a symlink leading outside the skill folder")
+        if target.is_dir():
+            raise _Refused("a symlinked folder (not followed)")
+        path = target
+    return _decode(_read_regular(path, MAX_RESOURCE_BYTES))
+
+
+def _containers(root: Path) -> list[Path]:
+    """The client guide's skill folders present in `root`, each once, none leaving `root`."""
+    real_root = root.resolve()
+    found: dict[Path, Path] = {}
+    for name in SKILL_CONTAINERS:
+        path = root / name
+        if not path.is_dir():
+            continue
+        real = path.resolve()
+        if _inside(real, real_root):
+            found.setdefault(real, path)
+    return list(found.values())
+
+
+def discover(root: Path) -> tuple[list[Path], list[Finding]]:
+    """The SKILL.md files of the pool at `root`, sorted, and what discovery noticed.
+
+    `root` itself holding SKILL.md is a pool of one skill. Otherwise the scan starts at the
+    repository folders `skills/`, `.claude/skills/`, `.agents/skills/` when `root` has any,
+    else at `root`, and finds every folder holding SKILL.md up to `MAX_SCAN_DEPTH` levels down
+    (a skill folder is not searched further; hidden folders, `node_modules` and symlinked folders
+    are skipped). Past `MAX_SCAN_DIRS` folders, `MAX_SCAN_ENTRIES` entries or `MAX_SKILLS`
+    skills it is one `SkillPoolError`.
+    """
+    if _is_skill(root):
+        return [root / SKILL_FILE], []
+    found: list[Path] = []
+    findings: list[Finding] = []
+    lister = _Lister(MAX_SCAN_ENTRIES)
+    visited = 0
+    for start in _containers(root) or [root]:
+        queue = deque([(start, 0)])
+        while queue:
+            folder, depth = queue.popleft()
+            visited += 1
+            if visited > MAX_SCAN_DIRS:
+                raise SkillPoolError(
+                    f"{root}: skill pool: more than {MAX_SCAN_DIRS} folders{_NARROW}"
+                )
+            if folder != start and _is_skill(folder):
+                found.append(folder / SKILL_FILE)
+                if len(found) > MAX_SKILLS:
+                    raise SkillPoolError(f"{root}: skill pool: more than {MAX_SKILLS} skills")
+                continue
+            if folder != start and (folder / "skill.md").is_file():
+                findings.append(
+                    warning(
+                        folder / "skill.md",
+                        "file",
+                        f"the spec's file name is {SKILL_FILE} (upper case); not loaded",
+                    )
+                )
+            if depth < MAX_SCAN_DEPTH:
+                queue.extend(
+                    (sub, depth + 1) for sub in _subfolders(folder, lister, findings, root)
+                )
+    return sorted(found), findings
+
+
+_NARROW = "; point POOL at the folder that holds the skills"
+
+
+def _is_skill(folder: Path) -> bool:
+    # a SKILL.md that is a symlink still marks a skill: reading it then refuses an escape
+    skill_md = folder / SKILL_FILE
+    return skill_md.is_symlink() or skill_md.exists()
+
+
+def _subfolders(folder: Path, lister: _Lister, findings: list[Finding], root: Path) -> list[Path]:
+    try:
+        entries = lister.list(folder)
+    except _Refused:
+        raise SkillPoolError(
+            f"{root}: skill pool: more than {MAX_SCAN_ENTRIES} entries{_NARROW}"
+        ) from None
+    except OSError as exc:
+        findings.append(warning(folder, "folder", f"cannot be listed ({exc.strerror})"))
+        return []
+    subs = []
+    for entry in entries:
+        if entry.is_symlink() and entry.is_dir():
+            findings.append(warning(Path(entry.path), "folder", "a symlinked folder; not followed"))
+        elif entry.is_dir(follow_symlinks=False):
+            subs.append(Path(entry.path))
+    return subs
