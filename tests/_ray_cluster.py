@@ -65,7 +65,11 @@ class LocalRayCluster:
         self.nodes: list[subprocess.Popen] = []
         self._start(["--head", f"--port={self.port}", "--include-dashboard=false",
                      "--disable-usage-stats", f"--temp-dir={self.temp_dir}"], head_cpus)  # fmt: skip
-        self.wait_for_nodes(1)
+        try:
+            self.wait_for_nodes(1)
+        except BaseException:
+            self.close()  # a head that never came up is not left running
+            raise
 
     def _start(self, args: list[str], cpus: int, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
         cmd = [*prefix, sys.executable, "-c", RAY_START, "start", "--block", "--node-ip-address",
@@ -79,7 +83,11 @@ class LocalRayCluster:
         """A worker node; `prefix` wraps its command (e.g. `taskset -c 1` to pin it to a core)."""
         n = self.alive_nodes() + 1
         proc = self._start([f"--address={self.address}"], cpus, prefix)
-        self.wait_for_nodes(n)
+        try:
+            self.wait_for_nodes(n)
+        except BaseException:
+            self.close()
+            raise
         return proc
 
     def alive_nodes(self) -> int:

@@ -347,3 +347,18 @@ def test_the_example_in_docs_sweep_md_is_a_valid_sweep(tmp_path: Path) -> None:
     assert "Qwen3-8B mbppplus-42 filler max_calls=3" in [c.label for c in cells]
     local = next(c for c in cells if c.model == "Local-Qwen")
     assert local.config.tool_parser == "hermes" and local.resources.num_gpus == 1
+
+
+def test_cli_shards_of_the_paper_panel_add_up_to_it() -> None:
+    keys: list[str] = []
+    for i in (1, 2, 3):
+        out = CliRunner().invoke(
+            cli, ["sweep", "paper-panel", "--plan", "--json", "--shard", f"{i}/3"]
+        )
+        assert out.exit_code == 0, out.output
+        plan = json.loads(out.output)
+        assert plan["shard"] == f"{i}/3"
+        keys += [j["key"] for j in plan["jobs"]]
+    assert len(keys) == len(set(keys)) == PAPER_CELLS
+    out = CliRunner().invoke(cli, ["sweep", "paper-panel", "--plan", "--shard", "4/3"])
+    assert out.exit_code == 1 and "--shard: expected I/N with 1 <= I <= N, got '4/3'" in out.output
