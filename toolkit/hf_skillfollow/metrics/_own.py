@@ -52,6 +52,8 @@ def cost(traces: Iterable[Row]) -> dict[str, dict[str, float]]:
             "se_seconds": seconds["se"],
             "sd_seconds": seconds["sd"],
             "d_seconds": seconds["se"] - seconds["sd"],
+            "n_se": len(arms["se"]),
+            "n_sd": len(arms["sd"]),
         }
     return out
 
