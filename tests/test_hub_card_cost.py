@@ -82,3 +82,36 @@ def test_runs_without_traces_leave_the_section_out(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     build_repo([Path(first) / "r1"], repo, repo_id="org/results")
     assert "Cost per task and the judge's noise" not in (repo / "README.md").read_text()
+
+
+def _second_run(tmp_path: Path) -> Path:
+    more = [trace("r2", "cellK", t, "se", 200, 0, 4.0) for t, _, _ in TASKS]
+    more += [trace("r2", "cellK", t, "sd", 100, 0, 2.0) for t, _, _ in TASKS]
+    return Path(write_run(tmp_path / "more", "r2", "cellK", "m-first", more)) / "r2"
+
+
+def test_counts_rebuilt_from_the_rows_sum_the_published_traces(tmp_path: Path) -> None:
+    first, _ = two_sources(tmp_path / "runs")
+    repo = tmp_path / "repo"
+    build_repo([Path(first) / "r1"], repo, repo_id="org/results")
+    for name in ("runs.parquet", "summary.json"):  # a repo written before these files
+        (repo / "stats" / name).unlink()
+    build_repo([_second_run(tmp_path)], repo, repo_id="org/results")
+    row = _cost_rows((repo / "README.md").read_text())["m-first"]
+    # r1 recounted from its published transitions and traces files: the same pooled figures
+    assert [row[k] for k in COST_HEADER[4:8]] == ["5 / 5", "168", "84", "+84"]
+    assert row["judge self-disagreement"] == "25.0 %"
+
+
+def test_an_unreadable_published_traces_file_is_named(tmp_path: Path) -> None:
+    import pytest
+
+    from hf_skillfollow.hub import HubError
+
+    first, _ = two_sources(tmp_path / "runs")
+    repo = tmp_path / "repo"
+    build_repo([Path(first) / "r1"], repo, repo_id="org/results")
+    (repo / "stats" / "runs.parquet").unlink()
+    (repo / "data" / "traces" / "r1.parquet").write_bytes(b"not parquet")
+    with pytest.raises(HubError, match=r"data/traces/r1\.parquet: not a readable traces file"):
+        build_repo([_second_run(tmp_path)], repo, repo_id="org/results")

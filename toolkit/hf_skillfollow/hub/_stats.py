@@ -89,6 +89,22 @@ _TRACE_COLUMNS = ("run_id", "task_id", "arm", "prompt_tokens", "completion_token
                   "judge_verdicts", "addresses_grader")  # fmt: skip
 
 
+def _trace_sums_columns(data: bytes, where: str) -> pa.Table:
+    """Only the trace columns the cost sums read: messages, the bulk of a traces file, are
+    never decoded (a grading column written before it existed is absent, and read as null)."""
+    from hf_skillfollow.hub._layout import HubError
+
+    try:
+        file = pq.ParquetFile(pa.BufferReader(data))
+        names = [n for n in _TRACE_COLUMNS if n in file.schema_arrow.names]
+        missing = sorted(set(_TRACE_COLUMNS[:6]) - set(names))
+        if missing:
+            raise HubError(f"{where}: traces file lacks column(s) {', '.join(missing)}")
+        return file.read(columns=names, use_threads=False)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise HubError(f"{where}: not a readable traces file ({exc})") from None
+
+
 def _rows(table: pa.Table | None, names: tuple[str, ...]) -> list[dict]:
     if table is None:
         return []
@@ -165,10 +181,8 @@ def reconcile(
 
     def recount(run_id: str) -> pa.Table:
         path = transitions_path(run_id)
-        traces = None
-        if run_id in traced:
-            at = traces_path(run_id)
-            traces = read_parquet_bytes(read(at), "traces", f"{source}:{at}")
+        at = traces_path(run_id)
+        traces = _trace_sums_columns(read(at), f"{source}:{at}") if run_id in traced else None
         return run_stats(read_parquet_bytes(read(path), "transitions", f"{source}:{path}"), traces)
 
     if not missing:
