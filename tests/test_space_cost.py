@@ -48,3 +48,14 @@ def test_cell_without_traces_has_no_cost_line(tmp_path: Path) -> None:
     board = load_board([source], resamples=100, discover=False)
     header = _show_cell(board, cell_key("cellB", source))[0]
     assert "cellB" in header and "cost per task" not in header
+
+
+def test_malformed_judge_records_leave_the_judge_figures_out_not_the_page(tmp_path: Path) -> None:
+    from tests._cost_fixtures import trace, write_run
+
+    rows = [trace("r5", "cellM", "t1", a, 10, 0, 1.0, "{not json", False) for a in ("se", "sd")]
+    source = write_run(tmp_path / "bad", "r5", "cellM", "m", rows)
+    board = load_board([source], resamples=100, discover=False)
+    header = _show_cell(board, cell_key("cellM", source))[0]
+    assert "tokens SE 10 · SD 10 · Δ +0" in header
+    assert "judge figures left out: a judge_verdicts value is not a judge record" in header

@@ -68,7 +68,11 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
         f"SD {_n(cost['sd_seconds'], 2)} · Δ {_n(cost['d_seconds'], 2, signed=True)} "
         f"(over {cost['n_se']} SE and {cost['n_sd']} SD traces)"
     ]
-    noise = _own.judge_noise(transitions, traces).get(_KEY)
+    try:
+        noise = _own.judge_noise(transitions, traces).get(_KEY)
+    except (ValueError, TypeError, KeyError, AttributeError):  # a submitter's malformed JSON
+        noise = None
+        notes.append("judge figures left out: a judge_verdicts value is not a judge record")
     if noise:
         parts.append(
             f"<b>judge</b> self-disagreement {_n(noise['self_disagreement'], 1)} % of "
