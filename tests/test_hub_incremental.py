@@ -32,15 +32,19 @@ from tests.test_hub_push_double import RecordingHfApiDouble
 CELL_C = {(True, False, True): 3, (False, False, True): 9, (True, True, False): 4}
 
 
-def _all_rows(files: dict[str, bytes]):
+def _all_rows(files: dict[str, bytes], folder: str = "data/transitions/"):
     import pyarrow as pa
 
     tables = [
         pq.read_table(pa.BufferReader(data))
         for path, data in sorted(files.items())
-        if path.startswith("data/transitions/")
+        if path.startswith(folder)
     ]
     return pa.concat_tables(tables)
+
+
+def _all_traces(files: dict[str, bytes]):
+    return _all_rows(files, "data/traces/")
 
 
 def _expected_cells(transitions) -> list[dict[str, str]]:
@@ -66,12 +70,12 @@ def _expected_cells(transitions) -> list[dict[str, str]]:
     ]  # fmt: skip
 
 
-def _check_card(card: str, transitions, *, repo_id: str = "org/results") -> None:
+def _check_card(card: str, transitions, traces, *, repo_id: str = "org/results") -> None:
     assert _table(card, CELL_HEADER) == _expected_cells(transitions)
     n_runs = len(set(transitions.column("run_id").to_pylist()))
     assert f"**{transitions.num_rows}** paired task outcomes from **{n_runs}** run(s)" in card
     # ...and the whole text equals the card rendered from counts of every row at once.
-    full = render_card(run_stats(transitions), repo_id=repo_id, has_traces=True)
+    full = render_card(run_stats(transitions, traces), repo_id=repo_id, has_traces=True)
     assert _strip_tools(card) == _strip_tools(full)
 
 
@@ -100,7 +104,7 @@ def test_pushing_a_run_reads_only_the_card_and_the_counts(tmp_path: Path) -> Non
     assert downloaded == ["README.md", CARD_CELLS_PATH, STATS_PATH, SUMMARY_PATH]
     assert STATS_PATH not in api.commits[-1]["paths"]
     assert RECENT_PATH in api.commits[-1]["paths"]
-    _check_card(api.files["README.md"].decode(), _all_rows(api.files))
+    _check_card(api.files["README.md"].decode(), _all_rows(api.files), _all_traces(api.files))
 
 
 def test_card_after_several_folder_pushes_equals_a_full_recomputation(tmp_path: Path) -> None:
@@ -108,11 +112,10 @@ def test_card_after_several_folder_pushes_equals_a_full_recomputation(tmp_path: 
     runs = two_cell_runs(tmp_path / "runs") + _more_runs(tmp_path / "more")
     for run in runs:  # one push per run, as shards of a sweep would
         build_repo([run], repo, repo_id="org/results")
-    transitions = _all_rows(
-        {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
-    )
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    transitions = _all_rows(files)
     assert transitions.num_rows == 20 + 20 + 20 + 16
-    _check_card((repo / "README.md").read_text(), transitions)
+    _check_card((repo / "README.md").read_text(), transitions, _all_traces(files))
     assert "org/model-b" in (repo / "README.md").read_text()
     cells = {r["model"]: r for r in _table((repo / "README.md").read_text(), CELL_HEADER)}
     assert cells["org/model-b"]["runs"] == "2" and cells["org/model-b"]["n"] == "40"
@@ -127,11 +130,10 @@ def test_missing_or_stale_counts_are_rebuilt_from_the_rows(tmp_path: Path) -> No
     result = build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
     assert result.stats_updated and result.card_updated
     assert result.stats_paths == [STATS_PATH, SUMMARY_PATH]  # rebuilt: no recent counts
-    transitions = _all_rows(
-        {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
-    )
+    files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
+    transitions = _all_rows(files)
     assert sorted(set(transitions.column("run_id").to_pylist())) == ["run-a0", "run-a1", "run-c0"]
-    _check_card((repo / "README.md").read_text(), transitions)
+    _check_card((repo / "README.md").read_text(), transitions, _all_traces(files))
     stats = pq.read_table(repo / STATS_PATH)
     assert sorted(stats.column("run_id").to_pylist()) == ["run-a0", "run-a1", "run-c0"]
 
@@ -166,7 +168,8 @@ def test_a_push_computes_only_the_cells_it_changed(
         per_push.append(sum(computed))
         pushed.append(run)
         files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
-        _check_card((repo / "README.md").read_text(), _all_rows(files))  # renders afresh
+        card = (repo / "README.md").read_text()
+        _check_card(card, _all_rows(files), _all_traces(files))  # renders afresh
     assert per_push == [1, 1, 1, 1, 1]
     import json
 
@@ -187,7 +190,7 @@ def test_an_unreadable_card_cache_is_recomputed(
     build_repo(_more_runs(tmp_path / "more")[:1], repo, repo_id="org/results")
     assert computed == [3]
     files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
-    _check_card((repo / "README.md").read_text(), _all_rows(files))
+    _check_card((repo / "README.md").read_text(), _all_rows(files), _all_traces(files))
 
 
 def test_card_lists_only_computed_cells_yet_counts_them_all() -> None:
@@ -266,7 +269,7 @@ def test_a_push_that_loses_the_race_rereads_and_lands(tmp_path: Path) -> None:
     assert sorted(p for p in api.files if p.startswith("data/transitions/")) == [
         f"data/transitions/{r}.parquet" for r in ("run-a0", "run-a1", "run-b0", "run-b1", "run-c0")
     ]
-    _check_card(api.files["README.md"].decode(), _all_rows(api.files))
+    _check_card(api.files["README.md"].decode(), _all_rows(api.files), _all_traces(api.files))
 
 
 def test_a_push_racing_the_same_runs_adds_nothing_the_second_time(tmp_path: Path) -> None:
@@ -311,7 +314,7 @@ def test_two_processes_pushing_into_one_folder_both_land(tmp_path: Path) -> None
     assert sorted(set(transitions.column("run_id").to_pylist())) == [
         "run-a0", "run-a1", "run-b0", "run-b1", "run-c0",
     ]  # fmt: skip
-    _check_card((repo / "README.md").read_text(), transitions)
+    _check_card((repo / "README.md").read_text(), transitions, _all_traces(files))
 
 
 @pytest.mark.parametrize("space", ["org/board"])
@@ -376,7 +379,8 @@ def test_summary_pushes_keep_the_first_cells_and_every_count_exact(
         files = {p.relative_to(repo).as_posix(): p.read_bytes() for p in repo.rglob("*.parquet")}
         transitions = _all_rows(files)
         assert _table(card, CELL_HEADER) == _expected_cells(transitions)[:2]
-        full = render_card(run_stats(transitions), repo_id="org/results", has_traces=True)
+        traces = _all_traces(files)
+        full = render_card(run_stats(transitions, traces), repo_id="org/results", has_traces=True)
         assert _strip_tools(card) == _strip_tools(full)
         assert _protocol_rows(card) == _protocol_rows(full)
         if i == 1:
@@ -412,4 +416,4 @@ def test_a_summary_that_misses_a_hand_edit_is_rebuilt(tmp_path: Path) -> None:
     assert sorted(set(transitions.column("run_id").to_pylist())) == [
         "run-a0", "run-b0", "run-b1", "run-c0",
     ]  # fmt: skip
-    _check_card((repo / "README.md").read_text(), transitions)
+    _check_card((repo / "README.md").read_text(), transitions, _all_traces(files))

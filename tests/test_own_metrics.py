@@ -107,3 +107,24 @@ def test_space_trace_view_shows_the_judge_escaped() -> None:
     assert "e1: <b>met</b> (✓✓)" in html and "e2: <b>not met</b> (✗✓)" in html
     assert "<script>" not in html and "&lt;script&gt;" in html and "m@&lt;b&gt;h&lt;/b&gt;" in html
     assert html.count("<b>judge ") == 1  # only the judged arm
+
+
+def test_card_sums_by_hand_and_their_means_equal_the_report_cost() -> None:
+    sums = _own.cost_sums(TRANSITIONS, TRACES)
+    assert set(sums) == {("r", "c1")}
+    s = sums[("r", "c1")]
+    assert (s["n_se"], s["n_sd"], s["se_tokens"], s["sd_tokens"]) == (4, 4, 120, 40)
+    assert (s["se_ms"], s["sd_ms"]) == (12_000, 4_000)
+    # 8 judged answers; 12 repeated items, 1 disagreeing; b flip a/1 explainable (fragile SE)
+    assert (s["judged_answers"], s["judge_items"], s["judge_disagreeing"]) == (8, 12, 1)
+    assert (s["b_explainable"], s["c_explainable"], s["se_addressing"], s["sd_addressing"]) == (
+        1,
+        0,
+        1,
+        0,
+    )
+    means = _own.cost_of_sums(s)
+    (report,) = _own.cost(TRACES).values()
+    for k in ("se_tokens", "sd_tokens", "d_tokens", "se_seconds", "sd_seconds", "d_seconds"):
+        assert math.isclose(means[k], report[k]), k
+    assert math.isclose(means["self_disagreement"], 100 / 12)

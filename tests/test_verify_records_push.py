@@ -54,7 +54,8 @@ def test_record_is_pushed_beside_its_run_and_marks_the_card(tmp_path: Path) -> N
     assert result.added == {f"data/verifications/{record.name}": 12}
     card = api.files["README.md"].decode()
     assert "config_name: verifications" in card
-    marks = [line.rsplit("|", 2)[1].strip() for line in card.splitlines() if "org/model-" in line]
+    cells = card.split("### Cost per task")[0]  # the cells table, not the cost section's rows
+    marks = [line.rsplit("|", 2)[1].strip() for line in cells.splitlines() if "org/model-" in line]
     assert sorted(marks) == ["not re-scored", "✗ 11/20"]  # cell A: 12 of 20 re-scored, 1 differs
     assert f"| `run-a0` | {flipped} | se |" in card and "alice@lab" in card
     again = push_runs([record], "org/results", api=api)  # the same record alone: nothing new

@@ -79,6 +79,7 @@ def render_card(
         "n_runs": summary.n_runs,
         "n_cells": n_cells,
         "cell_lines": _cell_lines(cells, rescoring["marks"]),
+        "cost_lines": _cost_lines(summary, cells),
         "cells_left_out": max(0, n_cells - len(cells)),
         "protocols": protocol_rows(summary, tool_schemas or {}),
         "has_traces": has_traces,
@@ -211,6 +212,44 @@ def _cell_lines(cells: list[dict[str, Any]], marks: Mapping[str, str]) -> list[s
         f"| {md(marks.get(c['cell_id'], 'not re-scored'))} |"
         for c in cells
     ]
+
+
+def _cost_lines(summary: CardSummary, cells: list[dict[str, Any]]) -> list[str]:
+    """The cost section's Markdown rows: listed cells with traces, in the cells table's order."""
+    from hf_skillfollow.hub._numbers import NA
+    from hf_skillfollow.hub._summary import summed_columns
+    from hf_skillfollow.metrics._own import cost_of_sums
+
+    md, names, out = for_markdown, summed_columns(), []
+    for listed, c in zip(summary.listed, cells, strict=True):
+        s = dict(zip(names, listed.counts, strict=True))
+        if not (s["n_se"] or s["n_sd"]):
+            continue
+        f = cost_of_sums(s)
+        judged = s["judged_answers"] > 0
+        noise = (
+            [_num(f["self_disagreement"], 1, suffix=" %"), str(s["judge_ties"]),
+             str(s["grading_failures"]),
+             f"{s['b_explainable']} of {s['b_all']} / {s['c_explainable']} of {s['c_all']}"]
+            if judged else [NA] * 4
+        )  # fmt: skip
+        cols = [
+            md(c["model"]), md(c["benchmark"]), md(c["pool"]), c["rae"],
+            f"{s['n_se']} / {s['n_sd']}", _num(f["se_tokens"]), _num(f["sd_tokens"]),
+            _num(f["d_tokens"], signed=True), _num(f["se_seconds"], 2), _num(f["sd_seconds"], 2),
+            _num(f["d_seconds"], 2, signed=True), *noise,
+            f"{s['se_addressing']} / {s['sd_addressing']}",
+        ]  # fmt: skip
+        out.append("| " + " | ".join(cols) + " |")
+    return out
+
+
+def _num(value: float, digits: int = 0, *, signed: bool = False, suffix: str = "") -> str:
+    from hf_skillfollow.hub._numbers import NA
+
+    if value != value:  # NaN: no trace in that arm, or no repeated judge item
+        return NA
+    return (f"{value:+,.{digits}f}" if signed else f"{value:,.{digits}f}") + suffix
 
 
 def protocol_rows(

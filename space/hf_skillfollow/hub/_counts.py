@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from hf_skillfollow.hub._layout import TRANSITIONS_DIR
+from hf_skillfollow.hub._layout import TRACES_DIR, TRANSITIONS_DIR
 from hf_skillfollow.hub._plan import PushPlan, RepoState, published
 from hf_skillfollow.hub._stats import (
     RECENT_PATH,
@@ -60,7 +60,10 @@ def repo_counts(plan: PushPlan, state: RepoState, *, need_table: bool = False) -
     sections of the card read them); this reads the main counts file but does not rewrite it.
     """
     listed = [p for p in state.files_in(TRANSITIONS_DIR) if p.endswith(".parquet")]
-    new = merge_stats(run_stats(plan.new_transitions[p]) for p in sorted(plan.new_transitions))
+    new = merge_stats(
+        run_stats(plan.new_transitions[p], plan.new_traces.get(p))
+        for p in sorted(plan.new_transitions)
+    )
     summary = CardSummary.parse(published(SUMMARY_PATH, state))
     if summary is not None:
         counts = _incremental(summary, listed, new, list(plan.new_transitions), state, need_table)
@@ -132,7 +135,8 @@ def _rebuilt(state: RepoState, listed: list[str], new: pa.Table, after: list[str
     base, recent = _read(STATS_PATH, state), _read(RECENT_PATH, state)
     published_counts = [t for t in (base, recent) if t is not None]
     ids = published_run_ids(listed)
-    old = reconcile(merge_stats(published_counts), ids, state.read, state.name)
+    traced = frozenset(published_run_ids(state.files_in(TRACES_DIR), TRACES_DIR))
+    old = reconcile(merge_stats(published_counts), ids, state.read, state.name, traced)
     table = merge_stats([old, new])
     out = RepoCounts(CardSummary.of(table, after), table, rebuilt=True)
     if base is None or not base.equals(table):

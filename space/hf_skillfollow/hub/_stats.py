@@ -1,7 +1,9 @@
 """Per-run outcome counts published beside the rows, so a push never re-reads old runs.
 
 `stats/runs.parquet` holds one row per (run, cell) with the cell's identity columns, a hash
-of them (`cell_key`), the run's seed and the 2x2 counts of `hf_skillfollow.metrics.cell_counts`.
+of them (`cell_key`), the run's seed, the 2x2 counts of `hf_skillfollow.metrics.cell_counts`
+and the sums of its traces the card's cost section needs (`metrics._own.COST_COLUMNS`: zeros
+for a run published without traces).
 Counts are sufficient for every number on the card (metrics are functions of summed counts),
 so the card rendered from these rows equals the card rendered from every row
 (tests/test_hub_incremental.py). A push does not rewrite that file: the counts of the runs it
@@ -23,7 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hf_skillfollow.hub._layout import TRANSITIONS_DIR, read_parquet_bytes, transitions_path
+from hf_skillfollow.hub._layout import (
+    TRANSITIONS_DIR,
+    read_parquet_bytes,
+    traces_path,
+    transitions_path,
+)
 from hf_skillfollow.schema import CELL_COLUMNS, TRANSITIONS_SCHEMA
 
 STATS_PATH = "stats/runs.parquet"
@@ -32,10 +39,12 @@ RECENT_PATH = "stats/runs-recent.parquet"
 
 def _stats_schema() -> pa.Schema:
     from hf_skillfollow.metrics import COUNT_COLUMNS
+    from hf_skillfollow.metrics._own import COST_COLUMNS
 
     identity = [TRANSITIONS_SCHEMA.field(c) for c in ("run_id", "seed", *CELL_COLUMNS)]
     identity.append(pa.field("cell_key", pa.string(), nullable=False))
-    return pa.schema(identity + [pa.field(c, pa.int64(), nullable=False) for c in COUNT_COLUMNS])
+    summed = (*COUNT_COLUMNS, *COST_COLUMNS)
+    return pa.schema(identity + [pa.field(c, pa.int64(), nullable=False) for c in summed])
 
 
 def empty_stats() -> pa.Table:
@@ -53,9 +62,11 @@ def _with_cell_keys(table: pa.Table) -> pa.Table:
     return table.append_column("cell_key", keys)
 
 
-def run_stats(transitions: pa.Table) -> pa.Table:
-    """Counts per (run, cell) of `transitions`, sorted by run id (deterministic bytes)."""
+def run_stats(transitions: pa.Table, traces: pa.Table | None = None) -> pa.Table:
+    """Counts per (run, cell) of `transitions` and sums of their `traces`, sorted by run id
+    (deterministic bytes)."""
     from hf_skillfollow.metrics import cell_counts
+    from hf_skillfollow.metrics._own import COST_COLUMNS, cost_sums
 
     schema = _stats_schema()
     if transitions.num_rows == 0:
@@ -64,9 +75,40 @@ def run_stats(transitions: pa.Table) -> pa.Table:
     seeds = transitions.group_by("run_id", use_threads=False).aggregate([("seed", "first")])
     seed_of = dict(zip(seeds["run_id"].to_pylist(), seeds["seed_first"].to_pylist(), strict=True))
     frame["seed"] = frame["run_id"].map(seed_of)
+    sums = cost_sums(_rows(transitions, _PAIR_COLUMNS), _rows(traces, _TRACE_COLUMNS))
+    pairs = list(zip(frame["run_id"].astype(str), frame["cell_id"].astype(str), strict=True))
+    for c in COST_COLUMNS:
+        frame[c] = [sums[p][c] for p in pairs]
     names = [n for n in schema.names if n != "cell_key"]
     table = pa.Table.from_pandas(frame[names], preserve_index=False)
     return _sorted(_with_cell_keys(table).select(schema.names).cast(schema))
+
+
+_PAIR_COLUMNS = ("run_id", "cell_id", "task_id", "se_correct", "sd_correct")
+_TRACE_COLUMNS = ("run_id", "task_id", "arm", "prompt_tokens", "completion_tokens", "latency_s",
+                  "judge_verdicts", "addresses_grader")  # fmt: skip
+
+
+def _trace_sums_columns(data: bytes, where: str) -> pa.Table:
+    """Only the trace columns the cost sums read: messages, the bulk of a traces file, are
+    never decoded (a grading column written before it existed is absent, and read as null)."""
+    from hf_skillfollow.hub._layout import HubError
+
+    try:
+        file = pq.ParquetFile(pa.BufferReader(data))
+        names = [n for n in _TRACE_COLUMNS if n in file.schema_arrow.names]
+        missing = sorted(set(_TRACE_COLUMNS[:6]) - set(names))
+        if missing:
+            raise HubError(f"{where}: traces file lacks column(s) {', '.join(missing)}")
+        return file.read(columns=names, use_threads=False)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise HubError(f"{where}: not a readable traces file ({exc})") from None
+
+
+def _rows(table: pa.Table | None, names: tuple[str, ...]) -> list[dict]:
+    if table is None:
+        return []
+    return table.select([n for n in names if n in table.column_names]).to_pylist()
 
 
 def merge_stats(parts: Iterable[pa.Table]) -> pa.Table:
@@ -114,16 +156,21 @@ def read_cell_keys(data: bytes) -> pa.ChunkedArray | None:
         return None
 
 
-def published_run_ids(paths: Iterable[str]) -> list[str]:
-    """Run ids of the transitions files among `paths`, the files directly in TRANSITIONS_DIR."""
-    start, end = len(TRANSITIONS_DIR) + 1, -len(".parquet")
+def published_run_ids(paths: Iterable[str], folder: str = TRANSITIONS_DIR) -> list[str]:
+    """Run ids of the run files among `paths`, the files directly in `folder`."""
+    start, end = len(folder) + 1, -len(".parquet")
     return [p[start:end] for p in paths if p.endswith(".parquet")]
 
 
 def reconcile(
-    published: pa.Table | None, listed: list[str], read: Callable[[str], bytes], source: str
+    published: pa.Table | None,
+    listed: list[str],
+    read: Callable[[str], bytes],
+    source: str,
+    traced: frozenset[str] = frozenset(),
 ) -> pa.Table:
-    """Published stats of the runs still listed, plus counts of listed runs they lack."""
+    """Published stats of the runs still listed, plus counts of listed runs they lack (with
+    the sums of their traces, for the run ids in `traced`, which publish a traces file)."""
     import pyarrow.compute as pc
 
     kept = empty_stats() if published is None else published
@@ -134,7 +181,9 @@ def reconcile(
 
     def recount(run_id: str) -> pa.Table:
         path = transitions_path(run_id)
-        return run_stats(read_parquet_bytes(read(path), "transitions", f"{source}:{path}"))
+        at = traces_path(run_id)
+        traces = _trace_sums_columns(read(at), f"{source}:{at}") if run_id in traced else None
+        return run_stats(read_parquet_bytes(read(path), "transitions", f"{source}:{path}"), traces)
 
     if not missing:
         return kept

@@ -49,12 +49,17 @@ class PushPlan:
     skipped: list[str] = field(default_factory=list)
     new_transitions: dict[str, pa.Table] = field(default_factory=dict)
     new_annotations: dict[str, pa.Table] = field(default_factory=dict)
+    #: a run's traces keyed by its transitions path (the card's cost sums of its new runs)
+    new_traces: dict[str, pa.Table] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
 
 
 def plan_push(runs: Sequence[RunTables], state: RepoState) -> PushPlan:
     """Files to add for `runs`; raises HubError for a run id published with other content."""
     plan = PushPlan()
+    plan.new_traces = {
+        transitions_path(run.run_id): run.traces for run in runs if run.traces is not None
+    }
     files = [(run, config, path, table) for run in runs for config, path, table in _run_files(run)]
     # Encoding is per-file overhead bound and pyarrow releases the GIL while writing.
     with ThreadPoolExecutor(max_workers=4) as pool:

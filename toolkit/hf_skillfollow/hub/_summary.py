@@ -37,12 +37,20 @@ PROTOCOL_COLUMNS = (
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
 OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")
-_FORMAT = 1
+_FORMAT = 2  # 2: a listed cell's counts end with its summed metrics._own.COST_COLUMNS
+
+
+def summed_columns() -> tuple[str, ...]:
+    """A listed cell's `counts`, in order: the 2x2 counts, then the sums of its traces."""
+    from hf_skillfollow.metrics import COUNT_COLUMNS
+    from hf_skillfollow.metrics._own import COST_COLUMNS
+
+    return (*COUNT_COLUMNS, *COST_COLUMNS)
 
 
 @dataclass
 class ListedCell:
-    """One listed cell: its identity (CELL_COLUMNS), runs and summed COUNT_COLUMNS."""
+    """One listed cell: its identity (CELL_COLUMNS), runs and summed `summed_columns()`."""
 
     key: str
     identity: dict[str, Any]
@@ -80,7 +88,7 @@ class CardSummary:
         the repo whose transitions files are `paths` (sorted)."""
         import pyarrow.compute as pc
 
-        from hf_skillfollow.metrics import COUNT_COLUMNS
+        summed = summed_columns()  # the 2x2 counts, then the cost sums
 
         n_runs = int(pc.count_distinct(stats.column("run_id")).as_py())
         summary = cls(files_digest(paths), len(paths), n_runs, 0, 0, base_rows=stats.num_rows)
@@ -88,7 +96,7 @@ class CardSummary:
             return summary
         summary.n_rows = sum(int(pc.sum(stats.column(c)).as_py() or 0) for c in OUTCOME_COUNTS)
         cells = stats.group_by("cell_key", use_threads=False).aggregate(
-            [(c, "sum") for c in COUNT_COLUMNS]
+            [(c, "sum") for c in summed]
             + [("run_id", "count_distinct")]
             + [(c, "first") for c in CELL_COLUMNS]
         )
@@ -100,7 +108,7 @@ class CardSummary:
         order = sorted(range(cells.num_rows), key=lambda i: sort_key(identities[i]))
         keys = cells.column("cell_key").to_pylist()
         n_runs_of = cells.column("run_id_count_distinct").to_pylist()
-        sums = [cells.column(f"{c}_sum").to_pylist() for c in COUNT_COLUMNS]
+        sums = [cells.column(f"{c}_sum").to_pylist() for c in summed]
         summary.listed = [
             ListedCell(
                 keys[i],
@@ -128,7 +136,7 @@ class CardSummary:
         """Add the counts of runs new to the repo (`run_stats` rows); `published_cells` are
         the cell keys among them the repo already holds, `paths` every transitions file of
         the repo after the push, sorted."""
-        from hf_skillfollow.metrics import COUNT_COLUMNS
+        summed = summed_columns()  # the 2x2 counts, then the cost sums
 
         listed = {cell.key: cell for cell in self.listed}
         protocols = {tuple(p.group): p for p in self.protocols}
@@ -156,12 +164,12 @@ class CardSummary:
                 protocol.cells += 1
                 identity = {c: row[c] for c in CELL_COLUMNS}
                 if not full or sort_key(identity) < last:
-                    listed[key] = ListedCell(key, identity, 0, [0] * len(COUNT_COLUMNS))
+                    listed[key] = ListedCell(key, identity, 0, [0] * len(summed))
                     entered = True
             cell = listed.get(key)
             if cell is None:  # published, and sorted after the listed cells: stays out
                 continue
-            cell.counts = [t + int(row[c]) for t, c in zip(cell.counts, COUNT_COLUMNS, strict=True)]
+            cell.counts = [t + int(row[c]) for t, c in zip(cell.counts, summed, strict=True)]
             if (key, run_id) not in runs_of_cell:
                 runs_of_cell.add((key, run_id))
                 cell.n_runs += 1

@@ -52,6 +52,8 @@ def cost(traces: Iterable[Row]) -> dict[str, dict[str, float]]:
             "se_seconds": seconds["se"],
             "sd_seconds": seconds["sd"],
             "d_seconds": seconds["se"] - seconds["sd"],
+            "n_se": len(arms["se"]),
+            "n_sd": len(arms["sd"]),
         }
     return out
 
@@ -172,3 +174,70 @@ def per_skill(transitions: Iterable[Row], traces: Iterable[Row]) -> list[dict[st
             }
         )
     return out
+
+
+#: Per (run, cell) sums over its traces that the dataset card adds across runs: trace counts,
+#: tokens and milliseconds per arm, the judge's noise counts and the answers addressing a
+#: grader. All integers, so a sum is exact in any order (the card a push builds from the new
+#: runs alone equals the one built from every run).
+COST_COLUMNS: tuple[str, ...] = (
+    "n_se", "n_sd", "se_tokens", "sd_tokens", "se_ms", "sd_ms",
+    "judged_answers", "judge_items", "judge_disagreeing", "judge_ties", "grading_failures",
+    "b_explainable", "c_explainable", "se_addressing", "sd_addressing",
+)  # fmt: skip
+
+
+def cost_sums(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[tuple[str, str], dict]:
+    """COST_COLUMNS per (run_id, cell_id) of `transitions` (every pair present, zeros when
+    it has no traces); a trace counts through the transitions row of its (run_id, task_id)."""
+    owner: dict[tuple[str, str], tuple[str, str]] = {}
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    flips: dict[tuple[str, str], str | None] = {}
+    for t in transitions:
+        run, cell, task = str(t["run_id"]), str(t["cell_id"]), str(t["task_id"])
+        owner[(run, task)] = (run, cell)
+        flips[(run, task)] = _flip(t)
+        out.setdefault((run, cell), dict.fromkeys(COST_COLUMNS, 0))
+    fragile: set[tuple[str, str]] = set()
+    for r in traces:
+        key = (str(r["run_id"]), str(r["task_id"]))
+        arm = str(r["arm"])
+        if key not in owner or arm not in ("se", "sd"):
+            continue
+        s = out[owner[key]]
+        s[f"n_{arm}"] += 1
+        s[f"{arm}_tokens"] += int(r["prompt_tokens"] or 0) + int(r["completion_tokens"] or 0)
+        s[f"{arm}_ms"] += round(1000 * float(r["latency_s"] or 0.0))
+        s[f"{arm}_addressing"] += bool(r.get("addresses_grader"))
+        rec = _record(r)
+        if rec is None:
+            continue
+        s["judged_answers"] += 1
+        s["grading_failures"] += bool(rec.get("grading_failure"))
+        s["judge_ties"] += int(rec.get("ties", 0))
+        if rec.get("n_valid", 0) >= 2:
+            s["judge_items"] += len(rec["unanimous"])
+            s["judge_disagreeing"] += sum(not u for u in rec["unanimous"])
+        if rec.get("fragile"):
+            fragile.add(key)
+    for key in fragile:
+        flip = flips[key]
+        if flip is not None:
+            out[owner[key]][f"{flip}_explainable"] += 1
+    return out
+
+
+def cost_of_sums(s: Mapping[str, int]) -> dict[str, float]:
+    """The `cost` and judge-noise figures of summed COST_COLUMNS (NaN where undefined)."""
+
+    def mean(total: str, n: str, scale: float = 1.0) -> float:
+        return s[total] / scale / s[n] if s[n] else math.nan
+
+    se_t, sd_t = mean("se_tokens", "n_se"), mean("sd_tokens", "n_sd")
+    se_s, sd_s = mean("se_ms", "n_se", 1000.0), mean("sd_ms", "n_sd", 1000.0)
+    items = s["judge_items"]
+    return {
+        "se_tokens": se_t, "sd_tokens": sd_t, "d_tokens": se_t - sd_t,
+        "se_seconds": se_s, "sd_seconds": sd_s, "d_seconds": se_s - sd_s,
+        "self_disagreement": 100.0 * s["judge_disagreeing"] / items if items else math.nan,
+    }  # fmt: skip

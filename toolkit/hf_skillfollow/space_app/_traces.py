@@ -37,6 +37,10 @@ class TraceStore:
             )
         return by_arm.get("se"), by_arm.get("sd"), None
 
+    def table(self, source: str) -> pa.Table | str:
+        """Every trace row of `source` (read once), or the note saying why there are none."""
+        return self._table(source)
+
     def _table(self, source: str) -> pa.Table | str:
         with self._lock:
             if source not in self._cache:

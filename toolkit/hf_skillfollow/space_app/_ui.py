@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import gradio as gr
 import pandas as pd
 
-from hf_skillfollow.space_app import _drill, _plots, _verification
+from hf_skillfollow.space_app import _cost, _drill, _plots, _verification
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
 from hf_skillfollow.space_app._assets import CSS, HEAD
@@ -421,6 +421,7 @@ def _show_cell(board: Board, key: str | None):
     )
     return (
         _drill.header_html(cell, str(cell["_key"]))
+        + _cost.cost_html(board.traces.table, rows)
         + _verification.drill_html(board.rescoring, cell, per_run),
         _drill.matrix_markdown(cell),
         _drill.decomposition_markdown(cell),
