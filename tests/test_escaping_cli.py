@@ -1,0 +1,157 @@
+"""Every command's output shows a submitter's strings as text: the one payload list, through the
+real CLI (tests/_payloads.py; the outputs of `report`, `verify`, the card and the board are in
+tests/test_escaping.py).
+
+File names, model and pool names, cell ids and skill names are fed in where a third party
+controls them (a downloaded run folder, a shared skill pool, a published repo) and what the
+command prints is checked character by character: no escape sequence or control character
+raw, Rich markup as typed, Markdown with no markup of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow._escape import for_terminal_text
+from hf_skillfollow.cli import cli
+from tests._fixtures_hub import CELL_A, write_run_dir
+from tests._payloads import ESCAPE_SEQUENCES, PAYLOADS, RICH, TERMINAL_FORBIDDEN
+
+#: payloads a file name can hold (no `/`, no NUL)
+FILE_NAMES = [p for p in PAYLOADS if "/" not in p and "\x00" not in p]
+
+
+def _invoke(*args: object) -> tuple[int, str]:
+    result = CliRunner(env={"COLUMNS": "3000"}).invoke(cli, [str(a) for a in args], color=True)
+    return result.exit_code, result.output
+
+
+def _terminal_safe(out: str, shown: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Nothing in `out` acts on a terminal, and each of `shown` is printed as text."""
+    raw = sorted({repr(ch) for ch in TERMINAL_FORBIDDEN if ch in out})
+    assert not raw, (raw, out[:2000])
+    for value in shown:
+        assert for_terminal_text(value) in out, (value, out[:2000])
+
+
+@pytest.mark.parametrize("payload", FILE_NAMES)
+def test_wrote_lines_show_hostile_file_names_as_text(tmp_path: Path, payload: str) -> None:
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    code, out = _invoke("report", run, "-o", tmp_path / f"r{payload}.csv", "--format", "csv",
+                        "--resamples", "50")  # fmt: skip
+    assert code == 0, out
+    _terminal_safe(out, [f"r{payload}.csv"])
+    code, out = _invoke("skills", "export", "coding", "-o", tmp_path / f"e{payload}.jsonl")
+    assert code == 0, out
+    _terminal_safe(out, [f"e{payload}.jsonl"])
+    code, out = _invoke("push", run, "--repo", "org/results", "--dry-run", tmp_path / f"d{payload}")
+    assert code == 0, out
+    _terminal_safe(out, [f"d{payload}"])
+
+
+def test_report_sections_from_traces_show_cell_ids_as_text(tmp_path: Path) -> None:
+    """The cost section (cell id prefix per row) in the table and Markdown forms."""
+    from tests.test_escaping import parse_html, render_markdown
+
+    runs = [
+        write_run_dir(tmp_path / "runs", f"run-{i}", CELL_A, cell_id=payload + "0" * 8)
+        for i, payload in enumerate(PAYLOADS)
+    ]
+    code, out = _invoke("report", *runs, "--resamples", "50")
+    assert code == 0, out
+    section = out[out.index("Cost per task") :]
+    _terminal_safe(section, [p[:8] for p in PAYLOADS if p not in ESCAPE_SEQUENCES])
+    code, out = _invoke("report", *runs, "--resamples", "50", "--format", "markdown")
+    assert code == 0, out
+    section = out[out.index("### Cost per task") :]
+    parsed = parse_html(render_markdown(section))
+    assert {t for t, _ in parsed.tags} <= {"h3", "table", "thead", "tbody", "tr", "th", "td"}
+    assert len(section.strip().splitlines()) == 4 + len(PAYLOADS)  # one row each, none added
+    assert "| +33.3 | 160.0 |" in section  # figures read as before
+
+
+def _hostile_pool(root: Path) -> Path:
+    """A skill pool whose descriptions and optional fields carry every payload."""
+    pool = root / "pool"
+    for i, payload in enumerate(PAYLOADS):
+        folder = pool / f"s{i}"
+        folder.mkdir(parents=True)
+        front = f"name: s{i}\ndescription: {json.dumps('sorting ' + payload)}\n"
+        front += f"license: {json.dumps(payload)}\n"
+        (folder / "SKILL.md").write_text(f"---\n{front}---\nbody\n", encoding="utf-8")
+    return pool
+
+
+def test_skills_commands_show_hostile_descriptions_as_text(tmp_path: Path) -> None:
+    pool = _hostile_pool(tmp_path)
+    code, out = _invoke("skills", "list", pool)
+    assert code == 0, out
+    _terminal_safe(out, RICH)
+    for args in (("search", pool, "sorting"), ("validate", pool), ("export", pool)):
+        code, out = _invoke("skills", *args)
+        assert code == 0, out
+        if args[0] != "export":  # export to a pipe is data: its exact JSON (see the pty test)
+            _terminal_safe(out)
+
+
+def _on_a_terminal(*args: object) -> str:
+    """What the CLI writes to a real pseudo-terminal (stdout and stderr both)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hf_skillfollow.cli", *map(str, args)],
+            stdout=slave, stderr=slave, timeout=300,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "3000"},
+        )  # fmt: skip
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode().replace("\r\n", "\n")  # the tty's own line ends
+
+
+def test_skills_export_on_a_terminal_sends_no_control_character(tmp_path: Path) -> None:
+    shown = _on_a_terminal("skills", "export", _hostile_pool(tmp_path))
+    _terminal_safe(shown)
+    assert "sorting" in shown
+
+
+def test_run_prints_one_escaped_notice_when_the_pool_has_warnings(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The notice is printed when the run is planned (before the model is reached, so the
+    unreachable endpoint here ends the run after it with a clear error)."""
+    name = "p\x1b]0;owned\x07[bold red]FAKE[/bold red]"
+    pool = tmp_path / name
+    folder = pool / "loud"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: loud\ndescription: Sorts lists.\nauthor: me\n---\nbody\n", encoding="utf-8"
+    )  # `author` is not a spec field: a warning, the skill stays usable
+    code, out = _invoke(
+        "run", "--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+        "--tasks-file", data_dir / "mbppplus-v0.1.0.jsonl", "--partition-size", "1",
+        "--skills", pool, "-o", tmp_path / "runs", "--no-report", "--request-timeout", "5",
+    )  # fmt: skip
+    notices = [line for line in out.splitlines() if "skills validate" in line]
+    assert len(notices) == 1, out
+    _terminal_safe(out, [f"hf-skillfollow skills validate {pool}"])
+    assert "1 warning(s)" in notices[0]
