@@ -155,3 +155,50 @@ def test_run_prints_one_escaped_notice_when_the_pool_has_warnings(
     assert len(notices) == 1, out
     _terminal_safe(out, [f"hf-skillfollow skills validate {pool}"])
     assert "1 warning(s)" in notices[0]
+
+
+def test_audit_sheets_start_no_formula_and_read_back_by_unit(tmp_path: Path) -> None:
+    """The sheets humans open in a spreadsheet hold a third party's text (the task, the tool
+    results, the model's answer): no cell may start a formula, and a filled sheet still
+    matches the key unit by unit (whether the spreadsheet kept the apostrophe or not)."""
+    import csv
+
+    from hf_skillfollow.annotate._audit import read_key, read_sheet, write_sheets
+    from tests.test_escaping import FORMULA_START
+
+    rows, key = [], []
+    for i, payload in enumerate(PAYLOADS):
+        unit = f"{payload}|t{i}" if i % 2 else f"r{i}|{payload}"
+        rows.append(
+            {
+                "unit_id": unit,
+                "task_prompt": payload,
+                "queries": payload,
+                "skills_returned": payload,
+                "tool_results": payload,
+                "se_answer": f"{payload}\n  second line",
+                "label": "",
+                "confidence": "",
+            }
+        )
+        key.append({"unit_id": unit, "run_id": payload, "task_id": payload, "repeat_index": 0,
+                    "flip": "helpful", "annotator": payload, "llm_label": "unclear"})  # fmt: skip
+    (sheet,) = write_sheets(tmp_path, rows, key, humans=1, seed=0)
+    for path in (sheet, tmp_path / "audit-key.csv"):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        body = [line for line in lines if not line.startswith("# Audit sheet")]
+        cells = [c for row in csv.reader(body) for c in row]
+        assert not [c for c in cells if c.startswith(FORMULA_START)], path
+    answers = [r["se_answer"] for r in csv.DictReader(sheet.read_text().splitlines(True)[1:])]
+    assert all(a.endswith("\n  second line") for a in answers)  # answers stay readable
+    filled = list(csv.DictReader(sheet.read_text().splitlines(True)[1:]))
+    for n, row in enumerate(filled):
+        row["label"] = "unclear"
+        if n % 2:  # a spreadsheet that drops the apostrophe on saving
+            row["unit_id"] = row["unit_id"].removeprefix("'")
+    with sheet.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(filled[0]))
+        writer.writeheader()
+        writer.writerows(filled)
+    assert set(read_sheet(sheet)) == set(read_key(tmp_path / "audit-key.csv"))
+    assert len(read_sheet(sheet)) == len(PAYLOADS)

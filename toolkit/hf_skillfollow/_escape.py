@@ -108,18 +108,19 @@ def for_markdown_code(value: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def for_csv_cell(value: object) -> object:
+def for_csv_cell(value: object, keep: str = "") -> object:
     """A CSV cell that a spreadsheet shows as text, never evaluates; non-strings unchanged.
 
     Control characters are shown as escapes first (a bare CR is not quoted by pandas' writer
     and starts a new row in a spreadsheet; an escape sequence acts on a terminal that shows
     the file); then a string starting with `=`, `+`, `-` or `@` (or their full-width forms,
     which some spreadsheets read alike) gets a leading apostrophe, as OWASP advises, and the
-    CSV writer quotes it as any other cell.
+    CSV writer quotes it as any other cell. `keep`: controls left as they are (the newlines
+    of a multi-line answer, for a writer that quotes cells holding them, as `csv` does).
     """
     if not isinstance(value, str):
         return value
-    value = visible_controls(value)
+    value = visible_controls(value, keep=keep)
     return "'" + value if value.startswith(_CSV_TRIGGERS) else value
 
 
