@@ -202,3 +202,30 @@ def test_audit_sheets_start_no_formula_and_read_back_by_unit(tmp_path: Path) -> 
         writer.writerows(filled)
     assert set(read_sheet(sheet)) == set(read_key(tmp_path / "audit-key.csv"))
     assert len(read_sheet(sheet)) == len(PAYLOADS)
+
+
+#: one file name holding every escape-sequence payload a file name can hold
+HOSTILE_NAME = "n" + "".join(p for p in ESCAPE_SEQUENCES if "/" not in p and "\x00" not in p)
+
+
+def test_score_line_shows_a_hostile_output_name_as_text(tmp_path: Path, data_dir: Path) -> None:
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "Mbpp/2", "solution": "x = 1"}) + "\n")
+    output = tmp_path / f"{HOSTILE_NAME}.jsonl"
+    code, out = _invoke("score", "--tasks-file", data_dir / "mbppplus-v0.1.0.jsonl",
+                        "--samples", samples, "-o", output, "--workers", "1")  # fmt: skip
+    assert code == 0, out
+    _terminal_safe(out, [output.name])
+
+
+def test_annotate_lines_show_a_hostile_run_folder_and_annotator_as_text(tmp_path: Path) -> None:
+    from tests._annotation_fixtures import ScriptedAnnotatorDouble, label_json, write_annotation_run
+
+    run_dir = write_annotation_run(tmp_path / HOSTILE_NAME)
+    model = "m[bold red]FAKE[/bold red]\x1b]0;t\x07"
+    script = {f"Mbpp/{i}": [label_json("unclear")] for i in range(1000)}
+    with ScriptedAnnotatorDouble(script) as server:
+        code, out = _invoke("annotate", run_dir, "--backend", "openai", "--base-url", server.url,
+                            "--model", model)  # fmt: skip
+    assert code == 0, out
+    _terminal_safe(out, [str(run_dir), "m[bold red]FAKE[/bold red]"])
