@@ -31,11 +31,12 @@ def _invoke(*args: object) -> tuple[int, str]:
 
 
 def _terminal_safe(out: str, shown: list[str] = ()) -> None:  # type: ignore[assignment]
-    """Nothing in `out` acts on a terminal, and each of `shown` is printed as text."""
+    """Nothing in `out` acts on a terminal, and each of `shown` is printed as text, on one line
+    (a line break inside a value shown as `\\n`, so it cannot print a line of its own)."""
     raw = sorted({repr(ch) for ch in TERMINAL_FORBIDDEN if ch in out})
     assert not raw, (raw, out[:2000])
     for value in shown:
-        assert for_terminal_text(value) in out, (value, out[:2000])
+        assert for_terminal_text(value, keep="") in out, (value, out[:2000])
 
 
 @pytest.mark.parametrize("payload", FILE_NAMES)

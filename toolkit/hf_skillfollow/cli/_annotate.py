@@ -9,7 +9,7 @@ from typing import Any, get_args
 
 import click
 
-from hf_skillfollow.cli._echo import echo
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.config import ToolMode
 from hf_skillfollow.registries import BACKENDS
 
@@ -267,7 +267,7 @@ def agreement_cmd(sheets: tuple[Path, ...], key_path: Path | None, fmt: str) -> 
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
-        echo(json.dumps(result.as_dict(), indent=2, default=_nan_as_none))
+        data(json.dumps(result.as_dict(), indent=2, default=_nan_as_none))
         return
     for line in agreement_lines(result):
         echo(line)

@@ -298,4 +298,4 @@ def _print_report(run_dirs: list[Path], resamples: int) -> None:
 
     table = read_transitions(*run_dirs)
     cells = compute_cells(table, resamples=resamples)
-    echo(render(cells, "table") + text_for(table, run_dirs, "table"))
+    echo(render(cells, "table") + text_for(table, run_dirs, "table"), block=True)

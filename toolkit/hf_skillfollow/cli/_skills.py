@@ -215,7 +215,7 @@ def validate_cmd(pool: str, fmt: str) -> None:
             {"severity": f.severity, "file": str(f.file), "field": f.field, "message": f.message}
             for f in report.all_findings
         ]
-        echo(json.dumps(rows, ensure_ascii=True))
+        data(json.dumps(rows, ensure_ascii=True))
     else:
         _print_report(report)
     if not report.ok:
@@ -266,7 +266,7 @@ def search_cmd(
     with _clear_errors():
         hits = make_retriever(retriever, loaded).search(query, k=k, types=types)
     if fmt == "json":
-        echo(json.dumps([{"name": h.name, "score": h.score} for h in hits]))
+        data(json.dumps([{"name": h.name, "score": h.score} for h in hits]))
         return
     _print_hits(loaded, hits, query)
 
