@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from hf_skillfollow._escape import for_terminal_text
@@ -39,19 +38,20 @@ def _terminal_safe(out: str, shown: list[str] = ()) -> None:  # type: ignore[ass
         assert for_terminal_text(value, keep="") in out, (value, out[:2000])
 
 
-@pytest.mark.parametrize("payload", FILE_NAMES)
-def test_wrote_lines_show_hostile_file_names_as_text(tmp_path: Path, payload: str) -> None:
+def test_wrote_lines_show_hostile_file_names_as_text(tmp_path: Path) -> None:
+    """report -o, skills export -o and push --dry-run DIR name the file they wrote."""
     run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
-    code, out = _invoke("report", run, "-o", tmp_path / f"r{payload}.csv", "--format", "csv",
-                        "--resamples", "50")  # fmt: skip
-    assert code == 0, out
-    _terminal_safe(out, [f"r{payload}.csv"])
-    code, out = _invoke("skills", "export", "coding", "-o", tmp_path / f"e{payload}.jsonl")
-    assert code == 0, out
-    _terminal_safe(out, [f"e{payload}.jsonl"])
-    code, out = _invoke("push", run, "--repo", "org/results", "--dry-run", tmp_path / f"d{payload}")
-    assert code == 0, out
-    _terminal_safe(out, [f"d{payload}"])
+    for i, payload in enumerate(FILE_NAMES):
+        report, export, repo = (tmp_path / f"{kind}{i}{payload}" for kind in "rep")
+        code, out = _invoke("report", run, "-o", report, "--format", "csv", "--resamples", "50")
+        assert code == 0, out
+        _terminal_safe(out, [report.name])
+        code, out = _invoke("skills", "export", "coding", "-o", export)
+        assert code == 0, out
+        _terminal_safe(out, [export.name])
+        code, out = _invoke("push", run, "--repo", "org/results", "--dry-run", repo)
+        assert code == 0, out
+        _terminal_safe(out, [repo.name])
 
 
 def test_report_sections_from_traces_show_cell_ids_as_text(tmp_path: Path) -> None:
@@ -87,18 +87,6 @@ def _hostile_pool(root: Path) -> Path:
     return pool
 
 
-def test_skills_commands_show_hostile_descriptions_as_text(tmp_path: Path) -> None:
-    pool = _hostile_pool(tmp_path)
-    code, out = _invoke("skills", "list", pool)
-    assert code == 0, out
-    _terminal_safe(out, RICH)
-    for args in (("search", pool, "sorting"), ("validate", pool), ("export", pool)):
-        code, out = _invoke("skills", *args)
-        assert code == 0, out
-        if args[0] != "export":  # export to a pipe is data: its exact JSON (see the pty test)
-            _terminal_safe(out)
-
-
 def _on_a_terminal(*args: object) -> str:
     """What the CLI writes to a real pseudo-terminal (stdout and stderr both)."""
     import os
@@ -129,10 +117,25 @@ def _on_a_terminal(*args: object) -> str:
     return b"".join(chunks).decode().replace("\r\n", "\n")  # the tty's own line ends
 
 
-def test_skills_export_on_a_terminal_sends_no_control_character(tmp_path: Path) -> None:
-    shown = _on_a_terminal("skills", "export", _hostile_pool(tmp_path))
+def test_skills_commands_show_hostile_descriptions_as_text(tmp_path: Path) -> None:
+    """list, search and validate (Rich, through the skills module's own escaping) and export
+    to a real terminal (data on stdout: exact bytes to a pipe, escaped on a terminal)."""
+    pool = _hostile_pool(tmp_path)
+    code, out = _invoke("skills", "list", pool)
+    assert code == 0, out
+    _terminal_safe(out, RICH)
+    for args in (("search", pool, "sorting"), ("validate", pool), ("export", pool)):
+        code, out = _invoke("skills", *args)
+        assert code == 0, out
+        if args[0] != "export":  # export to a pipe is data: its exact JSON, checked below
+            _terminal_safe(out)
+        else:
+            assert [json.loads(line)["id"] for line in out.splitlines()] == sorted(
+                f"s{i}" for i in range(len(PAYLOADS))
+            )
+    shown = _on_a_terminal("skills", "export", pool)
     _terminal_safe(shown)
-    assert "sorting" in shown
+    assert shown.count("sorting") == len(PAYLOADS)
 
 
 def test_run_prints_one_escaped_notice_when_the_pool_has_warnings(
