@@ -11,6 +11,7 @@ raw, Rich markup as typed, Markdown with no markup of its own.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -29,7 +30,7 @@ def _invoke(*args: object) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _terminal_safe(out: str, shown: list[str] = ()) -> None:  # type: ignore[assignment]
+def _terminal_safe(out: str, shown: Sequence[str] = ()) -> None:
     """Nothing in `out` acts on a terminal, and each of `shown` is printed as text, on one line
     (a line break inside a value shown as `\\n`, so it cannot print a line of its own)."""
     raw = sorted({repr(ch) for ch in TERMINAL_FORBIDDEN if ch in out})
