@@ -9,6 +9,7 @@ traces are not downloaded for this).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,18 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
     return "".join(blocks)
 
 
+_FIGURE = re.compile(r"[-+]?[0-9.,/%]*|—")
+
+
 def _table(title: str, header: list[str], rows: list[list[str]], fmt: str) -> str:
+    from functools import partial
+
+    from hf_skillfollow._escape import for_markdown, for_terminal_text
+
+    # Cell ids and skill names come from the rows: data, escaped for where the table goes
+    # (figures, made of digits and signs only, are inert in both and stay as they read).
+    escape = for_markdown if fmt == "markdown" else partial(for_terminal_text, keep="")
+    rows = [[v if _FIGURE.fullmatch(v) else escape(v) for v in row] for row in rows]
     if fmt == "markdown":
         lines = [f"\n### {title}\n", "| " + " | ".join(header) + " |",
                  "|" + "|".join("---" for _ in header) + "|"]  # fmt: skip

@@ -88,6 +88,23 @@ def sheet_rows(sample: Sequence[dict[str, Any]], units: dict[str, Unit]) -> list
     return out
 
 
+def _cell(value: object) -> object:
+    """A sheet or key cell: humans open these in a spreadsheet, and the task, the searches, the
+    tool results and the answer are a third party's text (model output included), so none may
+    start a formula; newlines and tabs of a multi-line answer stay (the csv writer quotes)."""
+    from hf_skillfollow._escape import for_csv_cell
+
+    return for_csv_cell(value, keep="\n\t")
+
+
+def _unit(shown: str) -> str:
+    """The unit id a sheet cell shows, with the apostrophe `_cell` may have added taken off
+    (a spreadsheet may drop it on saving, or keep it: both read as the same unit)."""
+    if shown.startswith("'") and _cell(shown[1:]) == shown:
+        return shown[1:]
+    return shown
+
+
 def write_sheets(
     out_dir: Path, rows: list[dict[str, str]], key: list[dict[str, Any]], humans: int, seed: int
 ) -> list[Path]:
@@ -103,13 +120,13 @@ def write_sheets(
         buf.write(f"# {INSTRUCTIONS}\n")
         writer = csv.DictWriter(buf, fieldnames=list(SHEET_COLUMNS))
         writer.writeheader()
-        writer.writerows(rows[j] for j in order)
+        writer.writerows({k: _cell(v) for k, v in rows[j].items()} for j in order)
         path.write_text(buf.getvalue(), encoding="utf-8")
         paths.append(path)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(KEY_COLUMNS))
     writer.writeheader()
-    writer.writerows(key)
+    writer.writerows({k: _cell(v) for k, v in row.items()} for row in key)
     (out_dir / KEY_FILE).write_text(buf.getvalue(), encoding="utf-8")
     return paths
 
@@ -139,10 +156,10 @@ def read_sheet(path: Path) -> dict[str, str]:
             raise AuditError(
                 f"{path}: row {number} (unit {row['unit_id']}): label {label!r} is not one of {list(LABELS)}"
             )
-        out[row["unit_id"]] = label
+        out[_unit(row["unit_id"])] = label
     return out
 
 
 def read_key(path: Path) -> dict[str, str]:
     """unit id -> the LLM's label, from the key file."""
-    return {r["unit_id"]: r["llm_label"] for r in _read_csv(path, KEY_COLUMNS)}
+    return {_unit(r["unit_id"]): r["llm_label"] for r in _read_csv(path, KEY_COLUMNS)}

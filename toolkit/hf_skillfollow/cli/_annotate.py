@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 import click
 
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.config import ToolMode
 from hf_skillfollow.registries import BACKENDS
 
@@ -117,7 +118,7 @@ def label(
         u for u in units
         if (u.run_id, u.task_id, u.repeat_index, settings.annotator) not in done
     ]  # fmt: skip
-    click.echo(
+    echo(
         f"{len(units)} unit(s) ({'all retrieval-invoked' if everything else 'helpful and harmful flips'}), "
         f"{len(units) - len(pending)} already annotated by {settings.annotator}",
         err=True,
@@ -133,7 +134,7 @@ def label(
         for root, store in stores.items():
             if store.path.is_file():
                 n = store.write_table()
-                click.echo(f"wrote {n} annotation(s) to {root}", err=True)
+                echo(f"wrote {n} annotation(s) to {root}", err=True)
     _print_summary([r for s in stores.values() for r in s.rows()], settings.annotator)
 
 
@@ -168,8 +169,8 @@ def _print_summary(rows: list[dict[str, Any]], annotator: str) -> None:
             parts = [f"{lab} {by[lab]}" for lab in LABELS if by[lab]]
             if by[None]:
                 parts.append(f"failed {by[None]}")
-            click.echo(f"{flip}: {len(of_flip)} · " + " · ".join(parts))
-    click.echo(
+            echo(f"{flip}: {len(of_flip)} · " + " · ".join(parts))
+    echo(
         f"{len(mine)} annotated by {annotator}: {len(mine) - counts[None]} labelled, {counts[None]} failed"
     )
 
@@ -221,10 +222,10 @@ def audit_sheet(
         for r in sample
     ]  # fmt: skip
     paths = write_sheets(output_dir, sheet_rows(sample, units), key, humans, seed)
-    click.echo(f"sampled {len(sample)} of {len(rows)} labelled unit(s), seed {seed}")
+    echo(f"sampled {len(sample)} of {len(rows)} labelled unit(s), seed {seed}")
     for path in paths:
-        click.echo(f"  wrote {path}")
-    click.echo(f"  wrote {output_dir / KEY_FILE} (LLM labels: do not hand out)")
+        echo(f"  wrote {path}")
+    echo(f"  wrote {output_dir / KEY_FILE} (LLM labels: do not hand out)")
 
 
 def _one_annotator(rows: list[dict[str, Any]], annotator: str | None) -> list[dict[str, Any]]:
@@ -266,10 +267,10 @@ def agreement_cmd(sheets: tuple[Path, ...], key_path: Path | None, fmt: str) -> 
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if fmt == "json":
-        click.echo(json.dumps(result.as_dict(), indent=2, default=_nan_as_none))
+        data(json.dumps(result.as_dict(), indent=2, default=_nan_as_none))
         return
     for line in agreement_lines(result):
-        click.echo(line)
+        echo(line)
 
 
 def _nan_as_none(value: object) -> None:

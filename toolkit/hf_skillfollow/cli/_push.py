@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.cli._echo import echo
+
 # One --token option for every command that writes to the Hub (push, space push).
 token_option = click.option(
     "--token",
@@ -79,7 +81,7 @@ def push(
     except (HubError, SchemaError) as exc:
         raise click.ClickException(str(exc)) from None
     for line in summary_lines(result):
-        click.echo(line)
+        echo(line)
 
 
 def summary_lines(result) -> list[str]:  # noqa: ANN001 - PushResult, imported lazily

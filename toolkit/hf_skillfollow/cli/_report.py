@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.report import FORMATS
 
 
@@ -138,10 +139,10 @@ def report(
             text, table, cells, sources, annotation_paths, group_by, pool_runs, fmt, width
         )
     if output is None:
-        click.echo(text, nl=False)
+        data(text, nl=False)
     else:
         output.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {len(cells)} cell(s) to {output}", err=True)
+        echo(f"wrote {len(cells)} cell(s) to {output}", err=True)
 
 
 def _correlation_text(

@@ -11,6 +11,7 @@ from typing import Any, get_args
 import click
 
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
+from hf_skillfollow.cli._echo import echo
 from hf_skillfollow.config import Access, Condition, RetrievalPolicy, ToolMode
 from hf_skillfollow.registries import BACKENDS, RETRIEVERS
 
@@ -205,8 +206,12 @@ def run(
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(scrub(str(exc), secrets)) from None
-    for note in (*plans[0].notes, *_ignored_by_access(plans[0].config, params)):
-        click.echo(note, err=True)
+    for note in (
+        *plans[0].notes,
+        *_ignored_by_access(plans[0].config, params),
+        *_pool_warnings(plans[0]),
+    ):
+        echo(note, err=True)
     from hf_skillfollow.backends._server import BackendStartupError
 
     try:
@@ -225,9 +230,22 @@ def run(
             n_rows, _ = plan.store.write_tables()
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-        click.echo(f"wrote {n_rows} transitions to {plan.store.root}")
+        echo(f"wrote {n_rows} transitions to {plan.store.root}")
     if report:
         _print_report([p.store.root for p in plans], resamples)
+
+
+def _pool_warnings(plan: Any) -> list[str]:
+    """One line when the skill pool loaded with warnings (they are on `pool.findings`)."""
+    findings = plan.pool.findings
+    if not findings:
+        return []
+    config = plan.config
+    pool = str(config.skills_dir) if config.skills_dir else config.domain
+    return [
+        f"note: skill pool {plan.pool.name} loaded with {len(findings)} warning(s): "
+        f"`hf-skillfollow skills validate {pool}` prints them"
+    ]
 
 
 def _ignored_by_access(config: Any, params: dict[str, Any]) -> list[str]:
@@ -280,4 +298,4 @@ def _print_report(run_dirs: list[Path], resamples: int) -> None:
 
     table = read_transitions(*run_dirs)
     cells = compute_cells(table, resamples=resamples)
-    click.echo(render(cells, "table") + text_for(table, run_dirs, "table"))
+    echo(render(cells, "table") + text_for(table, run_dirs, "table"), block=True)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES, BENCHMARKS
+from hf_skillfollow.cli._echo import echo
 
 
 def read_samples(path: Path, problems: dict[str, Any]) -> list[tuple[Any, str]]:
@@ -140,4 +141,4 @@ def score(
         )
     write_verdicts(output, verdicts)
     n_pass = sum(v.passed for v in verdicts)
-    click.echo(f"{benchmark} ({version}): {n_pass}/{len(verdicts)} passed; verdicts in {output}")
+    echo(f"{benchmark} ({version}): {n_pass}/{len(verdicts)} passed; verdicts in {output}")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.registries import RETRIEVERS
 from hf_skillfollow.retrieval._base import Hit
 from hf_skillfollow.skills import (
@@ -128,7 +129,7 @@ def list_cmd(pool: str) -> None:
         table.add_row(name, s.type or "-", _markup(s.description), *cells)
     _console().print(table)
     if loaded.findings:
-        click.echo(
+        echo(
             f"{len(loaded.findings)} warning(s): `hf-skillfollow skills validate {_plain(pool)}`"
             " prints them",
             err=True,
@@ -145,7 +146,7 @@ def show_cmd(pool: str, name: str) -> None:
     text = skill.text
     if sys.stdout.isatty():
         text = _plain(text, keep="\n\t")  # the exact bytes only where no terminal interprets them
-    click.echo(text, nl=not text.endswith("\n"))
+    click.echo(text, nl=not text.endswith("\n"))  # exact bytes to a pipe, escaped above
 
 
 def _finding_line(finding: Finding, skill_md: Path | None) -> str:
@@ -214,7 +215,7 @@ def validate_cmd(pool: str, fmt: str) -> None:
             {"severity": f.severity, "file": str(f.file), "field": f.field, "message": f.message}
             for f in report.all_findings
         ]
-        click.echo(json.dumps(rows, ensure_ascii=True))
+        data(json.dumps(rows, ensure_ascii=True))
     else:
         _print_report(report)
     if not report.ok:
@@ -265,7 +266,7 @@ def search_cmd(
     with _clear_errors():
         hits = make_retriever(retriever, loaded).search(query, k=k, types=types)
     if fmt == "json":
-        click.echo(json.dumps([{"name": h.name, "score": h.score} for h in hits]))
+        data(json.dumps([{"name": h.name, "score": h.score} for h in hits]))
         return
     _print_hits(loaded, hits, query)
 
@@ -301,7 +302,7 @@ def export_cmd(pool: str, output: Path | None) -> None:
         json.dumps(doc, ensure_ascii=False) + "\n" for doc in collection_documents(_pool(pool))
     )
     if output is None:
-        click.echo(lines, nl=False)
+        data(lines, nl=False)
         return
     output.write_text(lines, encoding="utf-8")
-    click.echo(f"wrote {lines.count(chr(10))} documents to {output}", err=True)
+    echo(f"wrote {lines.count(chr(10))} documents to {output}", err=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.cli._echo import echo
 from hf_skillfollow.cli._push import token_option
 
 _SOURCES_HELP = "Hub dataset repo id(s) the board loads, comma-separated (ORG/NAME[,ORG/NAME2])."
@@ -38,9 +39,9 @@ def build(folder: Path, sources: str, discover: bool) -> None:
         built = build_space(folder, _split(sources), discover=discover)
     except SpaceBuildError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"{built.folder}: Space folder for {built.describe()}")
-    click.echo(f"  gradio {built.gradio_version}; {len(built.requirements)} pinned requirement(s)")
-    click.echo(f"  {len(built.vendored)} toolkit module(s) vendored in hf_skillfollow/")
+    echo(f"{built.folder}: Space folder for {built.describe()}")
+    echo(f"  gradio {built.gradio_version}; {len(built.requirements)} pinned requirement(s)")
+    echo(f"  {len(built.vendored)} toolkit module(s) vendored in hf_skillfollow/")
 
 
 @space.command("push")
@@ -60,9 +61,9 @@ def push(space_id: str, sources: str, token: str | None, private: bool) -> None:
         result = push_space(space_id, _split(sources), token=token, private=private)
     except (SpaceBuildError, HubError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"{result.url}: deployed over {', '.join(result.sources)}")
+    echo(f"{result.url}: deployed over {', '.join(result.sources)}")
     if result.commit_url:
-        click.echo(f"  commit: {result.commit_url}")
-    click.echo(
+        echo(f"  commit: {result.commit_url}")
+    echo(
         f"  link it from a results card: hf-skillfollow push RUN... --repo ORG/NAME --space {space_id}"
     )

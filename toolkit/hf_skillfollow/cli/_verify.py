@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.verify._render import FORMATS
 
 #: exit status: every checked row agrees / some row disagrees / verification could not run /
@@ -115,10 +116,10 @@ def verify(
             )
     except UnavailableError as exc:  # the recorded judge did not answer
         raise CannotVerify(f"cannot verify: {exc}") from None
-    click.echo(render(result, fmt), nl=False)
+    data(render(result, fmt), nl=False)
     if folders is not None and result.checked:
         for written in _write_record(result, folders):
-            click.echo(f"verification record: {written}", err=True)
+            echo(f"verification record: {written}", err=True)
     if result.disagreements:
         raise SystemExit(EXIT_DISAGREE)
     raise SystemExit(EXIT_INCOMPLETE if strict and result.unchecked else EXIT_AGREE)
