@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.registries import EXECUTORS
 
 
@@ -95,17 +96,17 @@ def sweep(
 
 def _print_plan(summary, path: Path, out: Path, shard: str | None, as_json: bool) -> None:  # noqa: ANN001
     if as_json:
-        click.echo(json.dumps({"sweep": str(path), "output_dir": str(out), "shard": shard,
-                               **summary.as_dict()}, indent=2))  # fmt: skip
+        data(json.dumps({"sweep": str(path), "output_dir": str(out), "shard": shard,
+                         **summary.as_dict()}, indent=2))  # fmt: skip
         return
     tokens, basis = summary.estimated_tokens()
-    click.echo(f"sweep {path}" + (f" (shard {shard})" if shard else "") + f" -> {out}")
-    click.echo(
+    echo(f"sweep {path}" + (f" (shard {shard})" if shard else "") + f" -> {out}")
+    echo(
         f"{summary.cells} cells, {len(summary.states)} runs, {summary.pairs:,} pairs "
         f"({2 * summary.pairs:,} conversations); runs done {summary.count('done')}, partial "
         f"{summary.count('partial')}, pending {summary.count('pending')}, broken {summary.count('broken')}"
     )
-    click.echo(
+    echo(
         f"tokens still to spend: about {tokens:,} ({basis})" if tokens is not None
         else f"tokens still to spend: unknown ({basis})"
     )  # fmt: skip
@@ -113,7 +114,7 @@ def _print_plan(summary, path: Path, out: Path, shard: str | None, as_json: bool
     for n, s in enumerate(summary.states, start=1):
         extra = f"  ! {s.problem}" if s.problem else (
             f"  (last session: failed, {s.last_failure})" if s.last_failure else "")  # fmt: skip
-        click.echo(
+        echo(
             f"{n:>{width}}  {s.status:<7} {s.done_pairs:>4}/{s.job.n_pairs:<4} "
             f"{s.job.cell.label} r{s.job.repeat_index}  {s.job.run_dir.name}{extra}"
         )
@@ -126,7 +127,7 @@ def _report(summary, resamples: int) -> None:  # noqa: ANN001
     dirs = [s.job.run_dir for s in summary.states if (s.job.run_dir / TRANSITIONS).is_file()]
     if not dirs:
         raise click.ClickException("no finished run of this sweep yet (nothing to report)")
-    click.echo(f"report over {len(dirs)} of the sweep's {len(summary.states)} runs")
+    echo(f"report over {len(dirs)} of the sweep's {len(summary.states)} runs")
     _print_report(dirs, resamples)
 
 
@@ -149,7 +150,7 @@ def _run(
 
     broken = [s for s in summary.states if s.status == "broken"]
     for s in broken:
-        click.echo(f"cannot continue {s.job.run_dir}: {s.problem}", err=True)
+        echo(f"cannot continue {s.job.run_dir}: {s.problem}", err=True)
     todo = [s.job for s in summary.states if s.status in ("pending", "partial")]
     done = [s.job for s in summary.states if s.status == "done"]
     push = PushTarget(push_repo, token, private, push_dry_run) if push_repo else None
@@ -174,7 +175,7 @@ def _run(
     except RuntimeError as exc:  # an executor that cannot start (no Ray, no cluster)
         raise click.ClickException(str(exc)) from None
     failed = len(result.failed) + len(broken)
-    click.echo(tally.line())
+    echo(tally.line())
     if failed:
         raise click.ClickException(
             f"{failed} run(s) failed (reasons above and in {out / 'sweep-status.json'}); "

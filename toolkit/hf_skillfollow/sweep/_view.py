@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hf_skillfollow._escape import for_terminal, for_terminal_text
+
 if TYPE_CHECKING:
     from hf_skillfollow.runner import PairOutcome
     from hf_skillfollow.sweep._cell import JobOutcome
@@ -150,7 +152,8 @@ class LogView(_Base):
         self.stream = stream or sys.stdout
 
     def emit(self, text: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=self.stream, flush=True)
+        print(f"[{time.strftime('%H:%M:%S')}] {for_terminal_text(text, keep='')}",
+              file=self.stream, flush=True)  # fmt: skip
 
     def done(self, job: Job, outcome: JobOutcome) -> None:
         super().done(job, outcome)
@@ -176,7 +179,7 @@ class LiveView(_Base):
         self.live.__exit__(None, None, None)
 
     def emit(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False)
+        self.console.print(for_terminal_text(text, keep=""), markup=False, highlight=False)
 
     def _render(self) -> Any:
         from rich.console import Group
@@ -188,7 +191,9 @@ class LiveView(_Base):
         running = Table.grid(padding=(0, 2))
         for name, status in t.status.items():
             if status == "running":
-                running.add_row(self.labels.get(name, name), f"{t.pairs.get(name, 0)} pairs")
+                running.add_row(
+                    for_terminal(self.labels.get(name, name)), f"{t.pairs.get(name, 0)} pairs"
+                )
         return Group(
             Text(t.line(), style="bold"),
             ProgressBar(total=max(1, t.total_pairs), completed=t.done_pairs),
