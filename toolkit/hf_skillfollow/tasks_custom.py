@@ -8,7 +8,9 @@ The format, the graders and their limits are documented in docs/tasks.md.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,14 +220,22 @@ def without_evals(pool: Any) -> Any:
 def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`."""
     tasks: list[Task] = []
+    owners: dict[str, str] = {}
     digest = hashlib.sha256()
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
-        if not path.is_file():
+        if not os.path.lexists(path):
             continue
-        blob = _bounded_read(path, MAX_FILE_BYTES, str(path))
+        blob = _bounded_read(path, folder, MAX_FILE_BYTES, str(path))
         digest.update(name.encode() + b"\x00" + blob + b"\x00")
         for task in _skill_tasks(name, folder, path, blob):
+            # skill `a/b` eval `c` and skill `a` eval `b/c` are both task `a/b/c`
+            if task.task_id in owners:
+                raise TaskLoadError(
+                    f"{path}: task id {task.task_id!r} is also a task of skill "
+                    f"{owners[task.task_id]!r}; rename the skill or the eval"
+                )
+            owners[task.task_id] = name
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
@@ -289,12 +299,9 @@ def attachments(files: Any, folder: Path, where: str) -> str:
         if not isinstance(name, str) or not name.strip():
             raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
         label = f"{where}: file {name[:200]!r}"
-        target = (root / name).resolve()
-        if Path(name).is_absolute() or not target.is_relative_to(root):
+        if Path(name).is_absolute():
             raise TaskLoadError(f"{label}: outside the skill folder {folder}")
-        if not target.is_file():
-            raise TaskLoadError(f"{label}: missing (or not a regular file)")
-        blob = _bounded_read(target, MAX_ATTACHED_BYTES, label)
+        blob = _bounded_read(root / name, root, MAX_ATTACHED_BYTES, label)
         total += len(blob)
         if total > MAX_ATTACHED_TOTAL:
             raise TaskLoadError(f"{label}: the eval's files exceed {MAX_ATTACHED_TOTAL} bytes")
@@ -304,13 +311,17 @@ def attachments(files: Any, folder: Path, where: str) -> str:
             text = blob.decode("utf-8")
         except UnicodeDecodeError:
             raise TaskLoadError(f"{label}: not UTF-8 text (only text files are attached)") from None
-        parts.append(f'\n\n<file name="{name}">\n{text}\n</file>')
+        # a file name may hold quotes, '<' or newlines: escaped, it cannot leave the attribute
+        parts.append(f'\n\n<file name="{html.escape(name)}">\n{text}\n</file>')
     return "".join(parts)
 
 
-def _bounded_read(path: Path, limit: int, label: str) -> bytes:
-    with open(path, "rb") as fh:
-        blob = fh.read(limit + 1)
-    if len(blob) > limit:
-        raise TaskLoadError(f"{label}: larger than {limit} bytes")
-    return blob
+def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:
+    """`path`'s bytes by the skill-folder reader: no symlink out of `folder`, no FIFO, bounded."""
+    from hf_skillfollow._skill_files import read_inside
+    from hf_skillfollow.skills import SkillFileError
+
+    try:
+        return read_inside(path, folder, limit)
+    except SkillFileError as exc:
+        raise TaskLoadError(f"{label}: {exc}") from None
