@@ -11,7 +11,7 @@ import pytest
 from hf_skillfollow.scoring._custom import UnsupportedTests, problem_from_tests
 from hf_skillfollow.skills import load_pool
 from hf_skillfollow.tasks import TaskLoadError
-from hf_skillfollow.tasks_custom import load_skill_evals
+from hf_skillfollow.tasks_custom import load_custom, load_skill_evals
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,41 @@ def test_task_ids_colliding_across_skills_are_an_error(tmp_path: Path) -> None:
     _skill(pool, "ab", "a/b", [{"id": "c", "prompt": "q", "expectations": ["e"]}])
     with pytest.raises(TaskLoadError, match="task id 'a/b/c' is also a task of skill"):
         load_skill_evals(load_pool(pool))
+
+
+@pytest.mark.parametrize("key", ["id", "answer"])
+def test_task_line_with_a_repeated_key_is_refused(tmp_path: Path, key: str) -> None:
+    # before: Python's last-wins read a different task than a first-wins parser would
+    row = {"id": "a", "prompt": "p", "answer": "1"}
+    line = json.dumps(row)[:-1] + f', "{key}": "2"}}'
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    with pytest.raises(TaskLoadError, match=f"t.jsonl:1: invalid JSON \\(duplicate key '{key}'\\)"):
+        load_custom(tmp_path / "t.jsonl")
+
+
+def test_task_file_with_a_bom_and_crlf_loads(tmp_path: Path) -> None:
+    line = json.dumps({"id": "a", "prompt": "p", "answer": "1"}).encode()
+    (tmp_path / "t.jsonl").write_bytes(
+        b"\xef\xbb\xbf" + line + b"\r\n" + line.replace(b'"a"', b'"b"')
+    )
+    tasks, _ = load_custom(tmp_path / "t.jsonl")
+    assert [t.task_id for t in tasks] == ["a", "b"]
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_task_file_that_is_not_a_regular_file_is_refused_unread(
+    tmp_path: Path, target: str
+) -> None:
+    # before: st_size is 0 for both, then read_bytes() filled memory (/dev/zero) or blocked
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target = str(tmp_path / "fifo")
+        # opening a FIFO for reading blocks until a writer comes: give it one that writes nothing
+        writer = os.open(target, os.O_RDWR | os.O_NONBLOCK)
+    (tmp_path / "t.jsonl").symlink_to(target)
+    try:
+        with pytest.raises(TaskLoadError, match="t.jsonl: not a regular file"):
+            load_custom(tmp_path / "t.jsonl")
+    finally:
+        if target.endswith("fifo"):
+            os.close(writer)

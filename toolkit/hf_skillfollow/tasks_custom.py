@@ -11,6 +11,7 @@ import hashlib
 import html
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,10 +48,7 @@ def warn(message: str) -> None:
 def load_custom(path: str | Path) -> tuple[list[Task], str]:
     """Every task of the JSONL file `path`, and a version naming its content hash and graders."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise TaskLoadError(f"{path}: {size} bytes; a task file is at most {MAX_FILE_BYTES} bytes")
-    blob = path.read_bytes()
+    blob = _task_file_bytes(path)
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     for number, line in _lines(path, blob):
@@ -71,8 +69,26 @@ def load_custom(path: str | Path) -> tuple[list[Task], str]:
     return tasks, f"custom@file:{path.name}+sha256.{digest}+graders.{graders}"
 
 
+def _task_file_bytes(path: Path) -> bytes:
+    """The file's bytes, read only if it is a regular file and at most `MAX_FILE_BYTES` long.
+
+    `stat().st_size` is 0 for /dev/zero or a FIFO (a `tasks.jsonl` symlinked to one in a
+    downloaded repository): the read itself is bounded and such files are refused."""
+    try:
+        with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise TaskLoadError(f"{path}: not a regular file")
+            blob = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TaskLoadError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(blob) > MAX_FILE_BYTES:
+        raise TaskLoadError(f"{path}: a task file is at most {MAX_FILE_BYTES} bytes")
+    return blob
+
+
 def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(blob.split(b"\n"), start=1):
+    # a BOM (editors on Windows write one) is not part of the first line's JSON
+    for number, raw in enumerate(blob.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
         if not raw.strip():
             continue
         where = f"{path}:{number}"
@@ -84,9 +100,19 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, data
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON parsers disagree on a repeated key (Python keeps the last, others the first or
+    # refuse): a task whose `id` or grader depends on the parser is refused
+    keys = [k for k, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"duplicate key {key[:60]!r}")
+    return dict(pairs)
+
+
 def _json(blob: bytes, where: str) -> Any:
     try:
-        return json.loads(blob.decode("utf-8"))
+        return json.loads(blob.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # deep nesting is refused, never expanded
