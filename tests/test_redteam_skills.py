@@ -42,3 +42,35 @@ def test_catalog_text_cannot_close_the_catalog(tmp_path: Path) -> None:
     catalog = catalog_prompt(load_pool(tmp_path))
     assert catalog.count("</available_skills>") == 1 and catalog.endswith("</available_skills>")
     assert "&lt;/available_skills&gt;" in catalog
+
+
+@pytest.mark.parametrize("libyaml", [True, False])
+@pytest.mark.parametrize(
+    "front",
+    [
+        "name: a\ndescription: d\nname: evil",
+        "name: a\ndescription: d\nmetadata:\n  k: 1\n  k: 2",
+        "name: a\ndescription: d\ndescription: other",
+    ],
+)
+def test_a_key_repeated_in_front_matter_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, front: str, libyaml: bool
+) -> None:
+    # before: PyYAML kept the last `name`, a first-wins or strict client another skill
+    import yaml
+
+    if not libyaml:
+        monkeypatch.delattr(yaml, "CSafeLoader")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "SKILL.md").write_text(f"---\n{front}\n---\nbody\n")
+    with pytest.raises(SkillPoolError, match="a key repeated in one mapping: '.*' given twice"):
+        load_pool(tmp_path)
+
+
+def test_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "SKILL.md").write_text(
+        "---\nname: a\ndescription: d\nmetadata:\n  name: x\n  description: y\n"
+        "tags: [name, name]\n---\nbody\n"
+    )
+    assert load_pool(tmp_path).get("a").metadata == {"name": "x", "description": "y"}
