@@ -160,7 +160,16 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
     return "".join(blocks)
 
 
+#: columns holding submitter text (cell ids from published rows, skill names from folders)
+_TEXT_COLUMNS = ("cell", "skill")
+
+
 def _table(title: str, header: list[str], rows: list[list[str]], fmt: str) -> str:
+    from hf_skillfollow._escape import for_markdown, for_terminal
+
+    escape = for_markdown if fmt == "markdown" else for_terminal
+    text = [i for i, h in enumerate(header) if h in _TEXT_COLUMNS]
+    rows = [[escape(v) if i in text else v for i, v in enumerate(r)] for r in rows]
     if fmt == "markdown":
         lines = [f"\n### {title}\n", "| " + " | ".join(header) + " |",
                  "|" + "|".join("---" for _ in header) + "|"]  # fmt: skip

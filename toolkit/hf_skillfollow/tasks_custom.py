@@ -246,7 +246,6 @@ def without_evals(pool: Any) -> Any:
 def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`."""
     tasks: list[Task] = []
-    owners: dict[str, str] = {}
     digest = hashlib.sha256()
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
@@ -254,14 +253,14 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
             continue
         blob = _bounded_read(path, folder, MAX_FILE_BYTES, str(path))
         digest.update(name.encode() + b"\x00" + blob + b"\x00")
+        if "/" in name:
+            # the task id `<skill>/<eval id>` is read back up to its first '/': skill `a/b`
+            # would be reported as skill `a`, and its eval `c` be the task of skill `a`'s `b/c`
+            raise TaskLoadError(
+                f"{folder / 'SKILL.md'}: field 'name': skill {name!r} holds '/'; a skill with "
+                "evals needs a name without it (the spec allows letters, digits and hyphens)"
+            )
         for task in _skill_tasks(name, folder, path, blob):
-            # skill `a/b` eval `c` and skill `a` eval `b/c` are both task `a/b/c`
-            if task.task_id in owners:
-                raise TaskLoadError(
-                    f"{path}: task id {task.task_id!r} is also a task of skill "
-                    f"{owners[task.task_id]!r}; rename the skill or the eval"
-                )
-            owners[task.task_id] = name
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
