@@ -260,7 +260,7 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
                 f"{folder / 'SKILL.md'}: field 'name': skill {name!r} holds '/'; a skill with "
                 "evals needs a name without it (the spec allows letters, digits and hyphens)"
             )
-        for task in _skill_tasks(name, folder, path, blob):
+        for task in _skill_tasks(name, folder, path, blob, MAX_TASKS - len(tasks)):
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
@@ -272,19 +272,27 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     return tasks, f"skill-evals@pool:{pool.name}+sha256.{digest.hexdigest()[:16]}"
 
 
-def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes) -> list[Task]:
+def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -> list[Task]:
+    """The tasks of one `evals.json`; `room` is how many more tasks the pool may have."""
     data = _json(blob, str(path))
     evals = data.get("evals") if isinstance(data, dict) else None
     if not isinstance(evals, list):
         raise TaskLoadError(f"{path}: field 'evals': a list of evals is required")
+    if len(evals) > room:
+        # refused before any eval is built: 400,000 evals fit the 32 MiB a file may hold
+        raise TaskLoadError(
+            f"{path}: {len(evals)} evals; the pool's evals exceed {MAX_TASKS} tasks"
+        )
+    unknown: set[str] = set()
     tasks: list[Task] = []
     seen: set[str] = set()
     for i, item in enumerate(evals):
         where = f"{path}: evals[{i}]"
         if not isinstance(item, dict):
             raise TaskLoadError(f"{where}: expected an object")
-        for key in sorted(set(item) - _EVAL_KEYS):
-            warn(f"{where}: unknown key {key[:60]!r} (ignored)")
+        for key in sorted(set(item) - _EVAL_KEYS - unknown):  # each key once per file
+            warn(f"{where}: unknown key {key[:60]!r} (ignored; not repeated for later evals)")
+            unknown.add(key)
         eval_id = _text(item, "id", where, MAX_ID_CHARS)
         where = f"{path}: eval {eval_id!r}"
         if eval_id in seen:
