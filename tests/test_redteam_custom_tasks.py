@@ -164,3 +164,24 @@ def test_an_unknown_eval_key_is_warned_about_once_per_file(
     tasks, _ = load_skill_evals(load_pool(tmp_path / "pool"))
     assert len(tasks) == 20
     assert capsys.readouterr().err.count("unknown key 'zz'") == 1
+
+
+@pytest.mark.parametrize("alias", ["symlink", "copy"])
+def test_answer_key_under_another_path_is_withdrawn_too(tmp_path: Path, alias: str) -> None:
+    # before: `notes.json -> evals/evals.json` (a symlink inside the folder, so served) or a
+    # verbatim copy handed the SE arm the expectations its evals are graded on
+    from hf_skillfollow.tasks_custom import without_evals
+
+    evals = [{"id": 1, "prompt": "p", "expected_output": "42", "expectations": ["says 42"]}]
+    skill = _skill(tmp_path / "pool", "s1", "s1", evals)
+    (skill / "references").mkdir()
+    (skill / "references" / "guide.md").write_text("a real reference")
+    if alias == "symlink":
+        os.symlink("evals/evals.json", skill / "notes.json")
+    else:
+        (skill / "notes.json").write_text((skill / "evals" / "evals.json").read_text())
+    pool = load_pool(tmp_path / "pool")
+    assert "notes.json" in pool.get("s1").resources
+    served = without_evals(pool).get("s1")
+    assert served.resources == ("references/guide.md",)
+    assert served.resource_texts == ("a real reference",)

@@ -231,8 +231,15 @@ def without_evals(pool: Any) -> Any:
         if not any(r.startswith(prefix) for r in resources):
             skills.append(skill)
             continue
-        keep = [i for i, r in enumerate(resources) if not r.startswith(prefix)]
         texts = tuple(skill.resource_texts)
+        # a symlink inside the folder (`notes.json -> evals/evals.json`) or a verbatim copy
+        # serves the same answer key under another path: withdrawn by content too
+        key = {t for r, t in zip(resources, texts, strict=False) if r.startswith(prefix)}
+        keep = [
+            i
+            for i, r in enumerate(resources)
+            if not r.startswith(prefix) and not (texts and texts[i] in key)
+        ]
         skills.append(
             dataclasses.replace(
                 skill,
