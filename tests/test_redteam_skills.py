@@ -74,3 +74,15 @@ def test_same_key_in_different_mappings_is_fine(tmp_path: Path) -> None:
         "tags: [name, name]\n---\nbody\n"
     )
     assert load_pool(tmp_path).get("a").metadata == {"name": "x", "description": "y"}
+
+
+def test_an_indented_fence_inside_a_block_scalar_is_text(tmp_path: Path) -> None:
+    # before: `  ---` closed the front matter, cutting the description short and moving the
+    # rest of the front matter into the body
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "SKILL.md").write_text(
+        "---\nname: a\ndescription: |\n  first\n  ---\n  second\n---\nthe body\n"
+    )
+    skill = load_pool(tmp_path).get("a")
+    assert skill.description == "first\n---\nsecond"
+    assert skill.body == "the body"

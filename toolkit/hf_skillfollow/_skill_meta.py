@@ -50,7 +50,9 @@ def _split(text: str, path: Path) -> tuple[str, str] | Finding:
     if lines[0].strip() != _FENCE:
         return error(path, "front matter", "the file must start with a '---' line")
     for i, line in enumerate(lines[1:], start=1):
-        if line.strip() == _FENCE:
+        # at column 0, as YAML's own document markers and other front-matter readers want it:
+        # an indented `---` is a line of a block scalar (`description: |`), not the fence
+        if line.rstrip() == _FENCE:
             return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
     return error(path, "front matter", "no closing '---' line")
 
