@@ -185,7 +185,7 @@ def _pool_with_eval(tmp_path: Path, eval_: dict, files: dict[str, bytes] | None 
     [
         ({}, "evals/files/none.txt", "file 'evals/files/none.txt': missing"),
         ({"evals/files/b.bin": b"ab\x00cd"}, "evals/files/b.bin", "file 'evals/files/b.bin': binary file"),
-        ({"evals/files/big.txt": b"x" * (64 * 1024 + 1)}, "evals/files/big.txt", "larger than 65536 bytes"),
+        ({"evals/files/big.txt": b"x" * (64 * 1024 + 1)}, "evals/files/big.txt", "more than the 65536 allowed"),
         ({"evals/files/l1.txt": b"\xff\xfe"}, "evals/files/l1.txt", "not UTF-8 text"),
         ({}, "../../secret.txt", "outside the skill folder"),
         ({}, "/etc/passwd", "outside the skill folder"),

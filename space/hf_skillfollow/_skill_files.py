@@ -16,7 +16,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hf_skillfollow._skill_findings import Finding, SkillPoolError, error, short, warning
+from hf_skillfollow._skill_findings import (
+    Finding,
+    SkillFileError,
+    SkillPoolError,
+    error,
+    short,
+    warning,
+)
 
 SKILL_FILE = "SKILL.md"
 #: A SKILL.md larger than this is refused (the spec recommends under 500 lines).
@@ -99,6 +106,25 @@ def _decode(data: bytes) -> str:
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def read_inside(path: Path, folder: Path, limit: int) -> bytes:
+    """The bytes of `path`, a regular file inside `folder` of at most `limit` bytes.
+
+    For the other readers of a skill folder (an eval's `evals.json` and attached files): a
+    symlink may point anywhere inside the folder, never outside it, and a FIFO, a device or
+    /proc is refused as for resources. Raises `SkillFileError` with the reason (no path in it).
+    """
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise SkillFileError("missing (or a dangling or looping symlink)") from None
+    if not _inside(target, folder.resolve()):
+        raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
+    try:
+        return _read_regular(target, limit)
+    except _Refused as exc:
+        raise SkillFileError(str(exc)) from None
 
 
 def read_skill_md(path: Path) -> str | Finding:

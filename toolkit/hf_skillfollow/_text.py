@@ -12,6 +12,7 @@ built by ``schema._from_rows``, and the code scorer's verdicts.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -41,3 +42,17 @@ def safe_data(value: Any) -> Any:
             return value
         return type(value)(items) if type(value) in (list, tuple) else items
     return value
+
+
+def loads_untrusted(text: str | bytes) -> Any:
+    """``json.loads`` for text a third party wrote (model output, tool arguments); every way
+    the parse can fail is a ``ValueError``.
+
+    ``json.loads`` raises ``RecursionError`` on ``[[[[...`` nested a few thousand deep and a
+    bare ``ValueError`` (not a ``JSONDecodeError``) on an integer of over 4,300 digits, so a
+    caller catching only ``JSONDecodeError`` let one hostile tool call end the whole run.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None

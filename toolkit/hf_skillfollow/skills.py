@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import html
 import posixpath
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,21 +275,35 @@ def load_skill(path: Path) -> Skill:
     return report.skill
 
 
+def _name_key(name: str) -> str:
+    # `café` composed and decomposed, or `PDF` and `pdf`, read the same to a model and to a
+    # case-insensitive or normalising file system: one skill name, however it is encoded
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
 def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
-    """Reports with a 'duplicate skill name' error on every skill whose name was taken before."""
-    seen: dict[str, Path] = {}
+    """Reports with a 'duplicate skill name' error on every skill whose name was taken before
+    (names compared after Unicode NFKC normalisation and case folding)."""
+    seen: dict[str, tuple[str, Path]] = {}
     out = []
     for report in reports:
         skill = report.skill
-        if skill is not None and skill.name in seen:
+        key = _name_key(skill.name) if skill is not None else ""
+        if skill is not None and key in seen:
+            other, where = seen[key]
+            same = (
+                ""
+                if other == skill.name
+                else f" ({ascii(skill.name)} is {ascii(other)} after Unicode NFKC and case folding)"
+            )
             clash = error(
                 skill.path,
                 "field 'name'",
-                f"duplicate skill name {skill.name!r} (also in {seen[skill.name]})",
+                f"duplicate skill name {skill.name!r}{same} (also in {where})",
             )
             report = SkillReport(report.path, None, (*report.findings, clash))
         elif skill is not None:
-            seen[skill.name] = skill.path
+            seen[key] = (skill.name, skill.path)
         out.append(report)
     return out
 

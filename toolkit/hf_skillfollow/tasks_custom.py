@@ -8,7 +8,10 @@ The format, the graders and their limits are documented in docs/tasks.md.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,10 +48,7 @@ def warn(message: str) -> None:
 def load_custom(path: str | Path) -> tuple[list[Task], str]:
     """Every task of the JSONL file `path`, and a version naming its content hash and graders."""
     path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise TaskLoadError(f"{path}: {size} bytes; a task file is at most {MAX_FILE_BYTES} bytes")
-    blob = path.read_bytes()
+    blob = _task_file_bytes(path)
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     for number, line in _lines(path, blob):
@@ -69,8 +69,26 @@ def load_custom(path: str | Path) -> tuple[list[Task], str]:
     return tasks, f"custom@file:{path.name}+sha256.{digest}+graders.{graders}"
 
 
+def _task_file_bytes(path: Path) -> bytes:
+    """The file's bytes, read only if it is a regular file and at most `MAX_FILE_BYTES` long.
+
+    `stat().st_size` is 0 for /dev/zero or a FIFO (a `tasks.jsonl` symlinked to one in a
+    downloaded repository): the read itself is bounded and such files are refused."""
+    try:
+        with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise TaskLoadError(f"{path}: not a regular file")
+            blob = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise TaskLoadError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(blob) > MAX_FILE_BYTES:
+        raise TaskLoadError(f"{path}: a task file is at most {MAX_FILE_BYTES} bytes")
+    return blob
+
+
 def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(blob.split(b"\n"), start=1):
+    # a BOM (editors on Windows write one) is not part of the first line's JSON
+    for number, raw in enumerate(blob.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
         if not raw.strip():
             continue
         where = f"{path}:{number}"
@@ -82,9 +100,19 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, data
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON parsers disagree on a repeated key (Python keeps the last, others the first or
+    # refuse): a task whose `id` or grader depends on the parser is refused
+    keys = [k for k, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise ValueError(f"duplicate key {key[:60]!r}")
+    return dict(pairs)
+
+
 def _json(blob: bytes, where: str) -> Any:
     try:
-        return json.loads(blob.decode("utf-8"))
+        return json.loads(blob.decode("utf-8"), object_pairs_hook=_unique_keys)
     except UnicodeDecodeError as exc:
         raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # deep nesting is refused, never expanded
@@ -203,8 +231,15 @@ def without_evals(pool: Any) -> Any:
         if not any(r.startswith(prefix) for r in resources):
             skills.append(skill)
             continue
-        keep = [i for i, r in enumerate(resources) if not r.startswith(prefix)]
         texts = tuple(skill.resource_texts)
+        # a symlink inside the folder (`notes.json -> evals/evals.json`) or a verbatim copy
+        # serves the same answer key under another path: withdrawn by content too
+        key = {t for r, t in zip(resources, texts, strict=False) if r.startswith(prefix)}
+        keep = [
+            i
+            for i, r in enumerate(resources)
+            if not r.startswith(prefix) and not (texts and texts[i] in key)
+        ]
         skills.append(
             dataclasses.replace(
                 skill,
@@ -221,11 +256,18 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     digest = hashlib.sha256()
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
-        if not path.is_file():
+        if not os.path.lexists(path):
             continue
-        blob = _bounded_read(path, MAX_FILE_BYTES, str(path))
+        blob = _bounded_read(path, folder, MAX_FILE_BYTES, str(path))
         digest.update(name.encode() + b"\x00" + blob + b"\x00")
-        for task in _skill_tasks(name, folder, path, blob):
+        if "/" in name:
+            # the task id `<skill>/<eval id>` is read back up to its first '/': skill `a/b`
+            # would be reported as skill `a`, and its eval `c` be the task of skill `a`'s `b/c`
+            raise TaskLoadError(
+                f"{folder / 'SKILL.md'}: field 'name': skill {name!r} holds '/'; a skill with "
+                "evals needs a name without it (the spec allows letters, digits and hyphens)"
+            )
+        for task in _skill_tasks(name, folder, path, blob, MAX_TASKS - len(tasks)):
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
@@ -237,19 +279,27 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     return tasks, f"skill-evals@pool:{pool.name}+sha256.{digest.hexdigest()[:16]}"
 
 
-def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes) -> list[Task]:
+def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -> list[Task]:
+    """The tasks of one `evals.json`; `room` is how many more tasks the pool may have."""
     data = _json(blob, str(path))
     evals = data.get("evals") if isinstance(data, dict) else None
     if not isinstance(evals, list):
         raise TaskLoadError(f"{path}: field 'evals': a list of evals is required")
+    if len(evals) > room:
+        # refused before any eval is built: 400,000 evals fit the 32 MiB a file may hold
+        raise TaskLoadError(
+            f"{path}: {len(evals)} evals; the pool's evals exceed {MAX_TASKS} tasks"
+        )
+    unknown: set[str] = set()
     tasks: list[Task] = []
     seen: set[str] = set()
     for i, item in enumerate(evals):
         where = f"{path}: evals[{i}]"
         if not isinstance(item, dict):
             raise TaskLoadError(f"{where}: expected an object")
-        for key in sorted(set(item) - _EVAL_KEYS):
-            warn(f"{where}: unknown key {key[:60]!r} (ignored)")
+        for key in sorted(set(item) - _EVAL_KEYS - unknown):  # each key once per file
+            warn(f"{where}: unknown key {key[:60]!r} (ignored; not repeated for later evals)")
+            unknown.add(key)
         eval_id = _text(item, "id", where, MAX_ID_CHARS)
         where = f"{path}: eval {eval_id!r}"
         if eval_id in seen:
@@ -289,12 +339,9 @@ def attachments(files: Any, folder: Path, where: str) -> str:
         if not isinstance(name, str) or not name.strip():
             raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
         label = f"{where}: file {name[:200]!r}"
-        target = (root / name).resolve()
-        if Path(name).is_absolute() or not target.is_relative_to(root):
+        if Path(name).is_absolute():
             raise TaskLoadError(f"{label}: outside the skill folder {folder}")
-        if not target.is_file():
-            raise TaskLoadError(f"{label}: missing (or not a regular file)")
-        blob = _bounded_read(target, MAX_ATTACHED_BYTES, label)
+        blob = _bounded_read(root / name, root, MAX_ATTACHED_BYTES, label)
         total += len(blob)
         if total > MAX_ATTACHED_TOTAL:
             raise TaskLoadError(f"{label}: the eval's files exceed {MAX_ATTACHED_TOTAL} bytes")
@@ -304,13 +351,17 @@ def attachments(files: Any, folder: Path, where: str) -> str:
             text = blob.decode("utf-8")
         except UnicodeDecodeError:
             raise TaskLoadError(f"{label}: not UTF-8 text (only text files are attached)") from None
-        parts.append(f'\n\n<file name="{name}">\n{text}\n</file>')
+        # a file name may hold quotes, '<' or newlines: escaped, it cannot leave the attribute
+        parts.append(f'\n\n<file name="{html.escape(name)}">\n{text}\n</file>')
     return "".join(parts)
 
 
-def _bounded_read(path: Path, limit: int, label: str) -> bytes:
-    with open(path, "rb") as fh:
-        blob = fh.read(limit + 1)
-    if len(blob) > limit:
-        raise TaskLoadError(f"{label}: larger than {limit} bytes")
-    return blob
+def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:
+    """`path`'s bytes by the skill-folder reader: no symlink out of `folder`, no FIFO, bounded."""
+    from hf_skillfollow._skill_files import read_inside
+    from hf_skillfollow.skills import SkillFileError
+
+    try:
+        return read_inside(path, folder, limit)
+    except SkillFileError as exc:
+        raise TaskLoadError(f"{label}: {exc}") from None

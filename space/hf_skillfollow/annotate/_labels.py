@@ -6,8 +6,9 @@ feeds back into RAE (docs/diagnostics.md).
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from hf_skillfollow._text import loads_untrusted
 
 APPROPRIATE = "appropriate adherence"
 IGNORED = "ignored/independent"
@@ -57,7 +58,7 @@ def parse_label(text: str) -> tuple[str, str]:
     never mapped to the closest label.
     """
     try:
-        data = json.loads(text)
+        data = loads_untrusted(text)
     except (TypeError, ValueError):
         raise ValueError(f"not valid JSON: {text[:120]!r}") from None
     if not isinstance(data, dict):

@@ -10,12 +10,12 @@ model without an activation.
 
 from __future__ import annotations
 
-import json
 import math
-from html import escape
 from dataclasses import dataclass, field
+from html import escape
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._text import loads_untrusted
 from hf_skillfollow.access._base import CallOutcome, unknown_tool
 from hf_skillfollow.prompts import (
     ACTIVATE_TOOL,
@@ -143,8 +143,8 @@ class CatalogSession:
 
 def _arguments(arguments: str, names: list[str], tool: str) -> tuple[dict[str, str], str | None]:
     try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except (json.JSONDecodeError, AttributeError):
+        args = loads_untrusted(arguments) if arguments.strip() else {}
+    except (ValueError, AttributeError):
         return {}, "arguments are not valid JSON"
     if not isinstance(args, dict):
         return {}, "arguments must be a JSON object"

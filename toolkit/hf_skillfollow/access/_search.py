@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
+from hf_skillfollow._text import loads_untrusted
 from hf_skillfollow.access._base import CallOutcome, unknown_tool
 from hf_skillfollow.prompts import (
     FINAL_ANSWER_REQUEST,
@@ -65,8 +65,8 @@ class SearchAccess:
 def parse_arguments(arguments: str) -> tuple[str, list[str] | None, str | None]:
     """Validate raw `search_skills` JSON: (query, types, problem); `problem` is None when valid."""
     try:
-        args = json.loads(arguments) if arguments.strip() else {}
-    except (json.JSONDecodeError, AttributeError):
+        args = loads_untrusted(arguments) if arguments.strip() else {}
+    except (ValueError, AttributeError):
         return "", None, "arguments are not valid JSON"
     if not isinstance(args, dict):
         return "", None, "arguments must be a JSON object"

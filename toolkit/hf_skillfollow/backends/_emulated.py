@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from hf_skillfollow._text import loads_untrusted
 from hf_skillfollow.backends._base import (
     BackendWrapper,
     ChatRequest,
@@ -77,7 +78,7 @@ def format_tool_call(name: str, arguments: str) -> str:
     """One `<tool_call>` block; arguments that are valid JSON are embedded as JSON, others as
     the raw string (so a replayed invalid call stays visibly invalid)."""
     try:
-        args: Any = json.loads(arguments)
+        args: Any = loads_untrusted(arguments)
     except (TypeError, ValueError):
         args = arguments
     return "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
@@ -121,7 +122,7 @@ def with_system_text(messages: list[Message], text: str) -> list[Message]:
 
 def _parse_block(raw: str, call_id: str) -> ToolCall:
     try:
-        data = json.loads(raw)
+        data = loads_untrusted(raw)
     except ValueError:
         data = None
     if isinstance(data, dict) and isinstance(data.get("name"), str) and "arguments" in data:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from hf_skillfollow._text import loads_untrusted
 from hf_skillfollow.backends._base import (
     BackendStartupError,
     ChatRequest,
@@ -120,7 +120,7 @@ def template_messages(messages: list[Message]) -> list[Message]:
 def _call_with_object_args(call: dict[str, Any]) -> dict[str, Any]:
     fn = call.get("function", {})
     try:
-        args = json.loads(fn.get("arguments") or "{}")
+        args = loads_untrusted(fn.get("arguments") or "{}")
     except ValueError:
         return call  # invalid arguments are replayed verbatim
     return {**call, "function": {**fn, "arguments": args}}

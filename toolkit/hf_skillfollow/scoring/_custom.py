@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 from typing import Any
 
 MAX_CASES = 1000
 #: names the generated canonical solution defines itself
-_RESERVED = frozenset({"_CASES", "_same"})
+_RESERVED = frozenset({"_CASES", "_same", "_builtins"})
 
 
 class UnsupportedTests(ValueError):
@@ -190,11 +191,27 @@ def _name(node: ast.expr) -> str | None:
 
 def _literal(node: ast.expr, line: int) -> Any:
     try:
-        return ast.literal_eval(node)
+        value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         raise UnsupportedTests(
             f"line {line}: {ast.unparse(node)[:80]!r} is not a literal"
         ) from None
+    if not _finite(value):
+        # `1e999` is a literal whose repr (`inf`) is not: the canonical solution would not load
+        raise UnsupportedTests(f"line {line}: {ast.unparse(node)[:80]!r} holds an infinite number")
+    return value
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, complex):
+        return math.isfinite(value.real) and math.isfinite(value.imag)
+    if isinstance(value, dict):
+        return all(_finite(k) and _finite(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_finite(v) for v in value)
+    return True
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -208,25 +225,31 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+# Builtins are reached through `_builtins`: an entry point named `len`, `list` or `type` is a
+# module global here and would otherwise replace the builtin the lookup itself calls.
 _SOLUTION = """
+import builtins as _builtins
+
 _CASES = {cases}
 
 
 def _same(a, b):
-    if type(a) is not type(b):
+    if _builtins.type(a) is not _builtins.type(b):
         return False
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if _builtins.isinstance(a, (_builtins.list, _builtins.tuple)):
+        return _builtins.len(a) == _builtins.len(b) and _builtins.all(
+            _same(x, y) for x, y in _builtins.zip(a, b)
+        )
+    if _builtins.isinstance(a, _builtins.dict):
+        return a.keys() == b.keys() and _builtins.all(_same(a[k], b[k]) for k in a)
     return a == b
 
 
 def {entry}(*args):
     for inputs, output in _CASES:
-        if _same(list(args), inputs):
+        if _same(_builtins.list(args), inputs):
             return output
-    raise LookupError("not an input of the tests")
+    raise _builtins.LookupError("not an input of the tests")
 """
 
 
