@@ -16,6 +16,9 @@ output here, at the point of writing (never earlier: the rows and JSON keep the 
   as OSC 8 links and OSC 52 clipboard writes, DCS, ...) are removed, other control
   characters and bidirectional overrides are shown as visible escapes, and Rich markup is
   escaped so `[bold]` or `[/]` prints as typed.
+- `for_terminal_text`: the same for text written to a terminal as is (`click.echo`, not through
+  Rich): sequences removed, controls shown, nothing else changed. The CLI's `echo`
+  (cli/_echo.py) applies it to every line a command prints.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "for_markdown",
     "for_markdown_code",
     "for_terminal",
+    "for_terminal_text",
     "visible_controls",
 ]
 
@@ -69,8 +73,13 @@ def for_terminal(value: object) -> str:
     """Safe in a Rich markup string and on any terminal: sequences gone, markup escaped."""
     from rich.markup import escape
 
-    text = _ESCAPE_SEQUENCE.sub("", _text(value))
-    return escape(visible_controls(text))
+    return escape(for_terminal_text(value, keep=""))
+
+
+def for_terminal_text(value: object, keep: str = "\n") -> str:
+    """Safe written raw to any terminal: escape sequences removed whole, other control
+    characters (but those in `keep`: the newlines of a multi-line message we wrote) shown."""
+    return visible_controls(_ESCAPE_SEQUENCE.sub("", _text(value)), keep=keep)
 
 
 def for_html(value: object) -> str:
@@ -99,18 +108,19 @@ def for_markdown_code(value: object) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def for_csv_cell(value: object) -> object:
+def for_csv_cell(value: object, keep: str = "") -> object:
     """A CSV cell that a spreadsheet shows as text, never evaluates; non-strings unchanged.
 
     Control characters are shown as escapes first (a bare CR is not quoted by pandas' writer
     and starts a new row in a spreadsheet; an escape sequence acts on a terminal that shows
     the file); then a string starting with `=`, `+`, `-` or `@` (or their full-width forms,
     which some spreadsheets read alike) gets a leading apostrophe, as OWASP advises, and the
-    CSV writer quotes it as any other cell.
+    CSV writer quotes it as any other cell. `keep`: controls left as they are (the newlines
+    of a multi-line answer, for a writer that quotes cells holding them, as `csv` does).
     """
     if not isinstance(value, str):
         return value
-    value = visible_controls(value)
+    value = visible_controls(value, keep=keep)
     return "'" + value if value.startswith(_CSV_TRIGGERS) else value
 
 
