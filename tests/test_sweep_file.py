@@ -362,3 +362,97 @@ def test_cli_shards_of_the_paper_panel_add_up_to_it() -> None:
     assert len(keys) == len(set(keys)) == PAPER_CELLS
     out = CliRunner().invoke(cli, ["sweep", "paper-panel", "--plan", "--shard", "4/3"])
     assert out.exit_code == 1 and "--shard: expected I/N with 1 <= I <= N, got '4/3'" in out.output
+
+
+# Hostile sweep files (a red-team's findings): bounded work and one SweepFileError each.
+
+HUGE = """
+name: huge
+models: [{name: A, model: org/a}]
+benchmarks: [{benchmark: mbppplus}]
+top_k: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
+axes:
+  seed: [%s]
+  max_calls: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+  max_tokens: [%s]
+"""
+
+
+def test_a_matrix_over_the_cell_cap_is_refused_before_it_is_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hf_skillfollow.sweep import _matrix
+
+    seeds = ", ".join(str(i) for i in range(40))
+    tokens = ", ".join(str(100 + i) for i in range(40))
+    path = write(tmp_path, HUGE % (seeds, tokens))
+    built: list[object] = []
+    monkeypatch.setattr(_matrix, "_config", lambda *a: built.append(a))  # nothing is built
+    with pytest.raises(SweepFileError) as info:
+        load(str(path))
+    assert str(info.value).startswith(f"{path}: the sweep declares 320000 runs")
+    assert "more than the 10000 allowed" in str(info.value)
+    assert "top_k 20 x axes.seed 40 x axes.max_calls 10 x axes.max_tokens 40" in str(info.value)
+    assert built == []
+    out = CliRunner().invoke(cli, ["sweep", str(path), "--plan"])
+    assert out.exit_code == 1 and "320000 runs" in out.output and "Traceback" not in out.output
+
+
+def test_include_blocks_and_repeats_count_towards_the_cell_cap(tmp_path: Path) -> None:
+    base = "name: s\nmodels: [{name: A, model: org/a}]\nbenchmarks: [{benchmark: mbppplus}]\n"
+    axis = "axes: {seed: [" + ", ".join(str(i) for i in range(5000)) + "]}\n"
+    at_cap = write(tmp_path, base + axis + "repeats: 2\n", "cap.yaml")
+    assert len(load(str(at_cap))[2]) == 5000  # 10,000 runs: allowed
+    over = write(tmp_path, base + axis + "repeats: 3\n", "over.yaml")
+    with pytest.raises(SweepFileError, match=r"15000 runs \(cells x repeats 3\)"):
+        load(str(over))
+    extra = "include:\n  - {top_k: [1, 2]}\n"
+    with pytest.raises(SweepFileError, match=r"15000 runs .*largest block include\[0\]"):
+        load(str(write(tmp_path, base + axis + extra, "inc.yaml")))
+
+
+def test_deeply_nested_yaml_is_one_clear_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: x\nmodels: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SweepFileError, match=r"not valid YAML") as info:
+        read_sweep_file(path)
+    assert str(info.value).startswith(str(path))
+
+
+def test_yaml_anchors_and_aliases_are_refused(tmp_path: Path) -> None:
+    text = (
+        "name: x\nmodel_defaults: &d {backend: openai}\nsettings: *d\n"
+        "models: [{name: A, model: org/a}]\nbenchmarks: [{benchmark: mbppplus}]\n"
+    )
+    with pytest.raises(SweepFileError, match=r"anchors and aliases .* not allowed .*line 2"):
+        read_sweep_file(write(tmp_path, text))
+
+
+def test_only_a_bounded_regular_file_is_read(tmp_path: Path) -> None:
+    import os
+
+    small = SMALL + "description: '" + "x" * 1000 + "'\n"
+    assert read_sweep_file(write(tmp_path, small, "ok.yaml")).name == "small"
+    big = write(tmp_path, SMALL + "# " + "x" * 1024 * 1024 + "\n", "big.yaml")  # 1 MiB cap
+    with pytest.raises(SweepFileError, match=r"big.yaml: .*more than the 1048576 "):
+        read_sweep_file(big)
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # opening it for reading would block without O_NONBLOCK
+    with pytest.raises(SweepFileError, match=r"fifo.yaml: .*not a regular file"):
+        read_sweep_file(fifo)
+    with pytest.raises(SweepFileError, match=r"not a regular file"):
+        read_sweep_file(Path("/dev/zero"))
+
+
+def test_cells_whose_labels_differ_only_after_80_characters_get_their_own_folders(
+    tmp_path: Path,
+) -> None:
+    long = "M" * 90
+    text = (
+        f"name: s\nmodels:\n  - {{name: {long}x, model: org/a}}\n  - {{name: {long}y, model: org/b}}\n"
+        "benchmarks: [{benchmark: mbppplus}]\n"
+    )
+    _, _, cells = load(str(write(tmp_path, text)))
+    assert cells[0].slug == cells[1].slug  # the readable part is cut at 80 characters
+    dirs = [j.run_dir for j in jobs_for(cells, tmp_path / "out")]
+    assert len(set(dirs)) == 2
+    assert all(d.name.endswith(f"-{c.key}-r0") for d, c in zip(dirs, cells, strict=True))

@@ -47,7 +47,7 @@ SKILL_CONTAINERS: tuple[str, ...] = ("skills", ".claude/skills", ".agents/skills
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
 
 
-class _Refused(Exception):
+class ReadRefused(Exception):
     """One file the reader will not read; the message says why."""
 
 
@@ -73,14 +73,14 @@ def _read_regular(path: Path, limit: int) -> bytes:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise _Refused("is a symlink") from None
-        raise _Refused(f"cannot be opened ({exc.strerror})") from None
+            raise ReadRefused("is a symlink") from None
+        raise ReadRefused(f"cannot be opened ({exc.strerror})") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _Refused("is not a regular file")
+            raise ReadRefused("is not a regular file")
         if info.st_size > limit:
-            raise _Refused(f"{info.st_size} bytes, more than the {limit} allowed")
+            raise ReadRefused(f"{info.st_size} bytes, more than the {limit} allowed")
         chunks, size = [], 0
         while size <= limit:
             chunk = os.read(fd, min(1 << 16, limit + 1 - size))
@@ -91,17 +91,25 @@ def _read_regular(path: Path, limit: int) -> bytes:
     finally:
         os.close(fd)
     if size > limit:
-        raise _Refused(f"more than the {limit} bytes allowed")
+        raise ReadRefused(f"more than the {limit} bytes allowed")
     return b"".join(chunks)
 
 
 def _decode(data: bytes) -> str:
     if b"\x00" in data:
-        raise _Refused("holds NUL bytes (a binary file)")
+        raise ReadRefused("holds NUL bytes (a binary file)")
     try:
         return normalise(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise _Refused(f"is not UTF-8 text (byte {exc.start})") from None
+        raise ReadRefused(f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def read_text(path: Path, limit: int) -> str:
+    """The normalised UTF-8 text of the regular file `path`, at most `limit` bytes.
+
+    Also used for other untrusted files (sweep files); raises `ReadRefused` saying why not.
+    """
+    return _decode(_read_regular(path, limit))
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -123,7 +131,7 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
         raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
     try:
         return _read_regular(target, limit)
-    except _Refused as exc:
+    except ReadRefused as exc:
         raise SkillFileError(str(exc)) from None
 
 
@@ -137,7 +145,7 @@ def read_skill_md(path: Path) -> str | Finding:
         return error(path, "file", "a symlink leading outside the skill folder")
     try:
         return _decode(_read_regular(target, MAX_SKILL_BYTES))
-    except _Refused as exc:
+    except ReadRefused as exc:
         return error(path, "file", str(exc))
 
 
@@ -168,7 +176,7 @@ class _Lister:
             for entry in it:
                 self.left -= 1
                 if self.left < 0:
-                    raise _Refused("too many")
+                    raise ReadRefused("too many")
                 if not _skipped(entry.name):
                     entries.append(entry)
         return sorted(entries, key=lambda e: e.name)
@@ -214,11 +222,11 @@ def scan_resources(skill_md: Path) -> Resources:
                 try:
                     texts[rel] = _read_resource(path, real_folder)
                     continue
-                except _Refused as exc:
+                except ReadRefused as exc:
                     reason = str(exc)
             unserved[rel] = reason
             findings.append(warning(path, "resource", f"{reason}; not served"))
-    except _Refused:
+    except ReadRefused:
         findings.append(
             error(folder, "resources", f"more than {MAX_SKILL_ENTRIES} files and folders")
         )
@@ -242,11 +250,11 @@ def _read_resource(path: Path, real_folder: Path) -> str:
         try:
             target = path.resolve(strict=True)
         except (OSError, RuntimeError):
-            raise _Refused("a dangling or looping symlink") from None
+            raise ReadRefused("a dangling or looping symlink") from None
         if not _inside(target, real_folder):
-            raise _Refused("a symlink leading outside the skill folder")
+            raise ReadRefused("a symlink leading outside the skill folder")
         if target.is_dir():
-            raise _Refused("a symlinked folder (not followed)")
+            raise ReadRefused("a symlinked folder (not followed)")
         path = target
     return _decode(_read_regular(path, MAX_RESOURCE_BYTES))
 
@@ -322,7 +330,7 @@ def _is_skill(folder: Path) -> bool:
 def _subfolders(folder: Path, lister: _Lister, findings: list[Finding], root: Path) -> list[Path]:
     try:
         entries = lister.list(folder)
-    except _Refused:
+    except ReadRefused:
         raise SkillPoolError(
             f"{root}: skill pool: more than {MAX_SCAN_ENTRIES} entries{_NARROW}"
         ) from None

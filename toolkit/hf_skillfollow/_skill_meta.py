@@ -57,8 +57,8 @@ def _split(text: str, path: Path) -> tuple[str, str] | Finding:
     return error(path, "front matter", "no closing '---' line")
 
 
-class _AliasRefused(yaml.YAMLError):
-    pass
+class YAMLAliasError(yaml.YAMLError):
+    """YAML with an anchor or an alias, refused by `load_plain_yaml`."""
 
 
 class _DuplicateKey(yaml.YAMLError):
@@ -70,7 +70,7 @@ def _refuse_alias(event: yaml.Event) -> None:
     # plain front-matter fields never need them.
     if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
         mark = event.start_mark
-        raise _AliasRefused(f"line {mark.line + 1} column {mark.column + 1}")
+        raise YAMLAliasError(f"line {mark.line + 1} column {mark.column + 1}")
 
 
 def _check_events(events: Iterator[yaml.Event]) -> None:
@@ -105,7 +105,7 @@ def _check_events(events: Iterator[yaml.Event]) -> None:
             stack.append(None)
 
 
-def _load_plain(block: str) -> object:
+def load_plain_yaml(block: str) -> object:
     """Safe YAML without anchors, aliases or repeated keys: the parser's events are checked
     before anything is built.
 
@@ -124,8 +124,8 @@ def _parse_yaml(block: str, path: Path) -> dict[object, object] | Finding:
             path, "front matter", f"{size} bytes, more than the {MAX_FRONT_MATTER_BYTES} allowed"
         )
     try:
-        data = _load_plain(block)
-    except _AliasRefused as exc:
+        data = load_plain_yaml(block)
+    except YAMLAliasError as exc:
         return error(
             path, "front matter", f"YAML anchors and aliases (&, *) are not allowed ({exc})"
         )

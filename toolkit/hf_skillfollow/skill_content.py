@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import random
 import re
-from html import escape
 from collections.abc import Sequence
 from dataclasses import dataclass
+from html import escape
 
 from hf_skillfollow.prompts import ACTIVATION_TEMPLATE, RESOURCE_LINE, RESOURCES_TEMPLATE
 from hf_skillfollow.retrieval._base import Hit

@@ -199,16 +199,40 @@ def _check_unique(names: list[str], what: str) -> None:
         seen.add(n)
 
 
+#: A sweep file is a few kilobytes of settings; a larger one is refused before YAML sees it.
+MAX_SWEEP_FILE_BYTES = 1024 * 1024
+
+
 def read_sweep_file(path: Path) -> SweepFile:
-    """Parse and validate `path`; any problem is one SweepFileError naming file and field."""
+    """Parse and validate `path`; any problem is one SweepFileError naming file and field.
+
+    The file is untrusted like any other input: only a regular file of at most
+    `MAX_SWEEP_FILE_BYTES` is read (the skill reader's bounded read), and YAML anchors and
+    aliases are refused (the skill front matter's loader), so a small file cannot stand for a
+    huge document.
+    """
     import yaml
 
+    from hf_skillfollow._skill_files import ReadRefused, read_text
+    from hf_skillfollow._skill_meta import YAMLAliasError, load_plain_yaml
+
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = read_text(path.resolve(strict=True), MAX_SWEEP_FILE_BYTES)
     except OSError as exc:
         raise SweepFileError(f"{path}: cannot read the sweep file ({exc.strerror})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SweepFileError(f"{path}: not valid YAML ({exc})") from None
+    except (ReadRefused, RuntimeError) as exc:
+        raise SweepFileError(f"{path}: cannot read the sweep file: {exc}") from None
+    try:
+        raw = load_plain_yaml(text)
+    except YAMLAliasError as exc:
+        raise SweepFileError(
+            f"{path}: YAML anchors and aliases (&, *) are not allowed in a sweep file ({exc})"
+        ) from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        reason = (
+            "nested too deep" if isinstance(exc, RecursionError) else " ".join(str(exc).split())
+        )
+        raise SweepFileError(f"{path}: not valid YAML ({reason[:300]})") from None
     if not isinstance(raw, dict):
         raise SweepFileError(f"{path}: a sweep file is a mapping (name, models, benchmarks, ...)")
     try:
@@ -219,3 +243,5 @@ def read_sweep_file(path: Path) -> SweepFile:
             for e in exc.errors()
         )
         raise SweepFileError(f"{path}: {problems}") from None
+    except RecursionError:
+        raise SweepFileError(f"{path}: a value is nested too deep") from None

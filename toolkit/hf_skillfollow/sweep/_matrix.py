@@ -9,6 +9,7 @@ repeats an earlier cell adds nothing.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +71,11 @@ def cell_key(config: RunConfig) -> str:
     return stable_hash({**config.protocol_dict(), "seed": config.seed}, length=12)
 
 
+#: Runs (cells x repeats) one sweep file may declare, counted before anything is expanded: the
+#: paper's panel is 152 cells, and a few hundred bytes of axes could otherwise ask for millions.
+MAX_CELLS = 10_000
+
+
 def expand(sweep: SweepFile, source: Path) -> list[Cell]:
     """Every cell of `sweep` (read from `source`, which relative paths are resolved against)."""
     models = {m.name: m for m in sweep.models}
@@ -77,12 +83,47 @@ def expand(sweep: SweepFile, source: Path) -> list[Cell]:
     blocks = [("the matrix", _top_selection(sweep))] + [
         (f"include[{i}]", _fill(block, sweep)) for i, block in enumerate(sweep.include)
     ]
+    _check_size(sweep, source, blocks, benchmarks)
     cells: dict[str, Cell] = {}
     for where, block in blocks:
         for cell in _block_cells(sweep, source, where, block, models, benchmarks):
             if not any(_matches(cell, ex) for ex in sweep.exclude):
                 cells.setdefault(cell.key, cell)
     return list(cells.values())
+
+
+def _block_sizes(
+    block: Selection, benchmarks: dict[str, BenchmarkEntry]
+) -> tuple[int, list[tuple[str, int]]]:
+    """The cells a block declares (before de-duplication and `exclude`) and its axis sizes."""
+    seeds = sum(
+        len(block.partition_seeds or benchmarks[b].partition_seeds)
+        for b in block.benchmarks or ()
+        if b in benchmarks
+    )
+    sizes = [("models", len(block.models or ())), ("benchmarks x partition_seeds", seeds)]
+    sizes += [(axis, len(getattr(block, axis))) for axis in SCALAR_AXES]
+    sizes += [(f"axes.{k}", len(v)) for k, v in block.axes.items()]
+    return math.prod(n for _, n in sizes), sizes
+
+
+def _check_size(
+    sweep: SweepFile,
+    source: Path,
+    blocks: list[tuple[str, Selection]],
+    benchmarks: dict[str, BenchmarkEntry],
+) -> None:
+    sized = [(where, *_block_sizes(block, benchmarks)) for where, block in blocks]
+    runs = sum(n for _, n, _ in sized) * sweep.repeats
+    if runs <= MAX_CELLS:
+        return
+    # name the largest block's axes that multiply (those with more than one value)
+    where, n, sizes = max(sized, key=lambda b: b[1])
+    factors = " x ".join(f"{axis} {size}" for axis, size in sizes if size != 1) or "1"
+    raise SweepFileError(
+        f"{source}: the sweep declares {runs} runs (cells x repeats {sweep.repeats}), more "
+        f"than the {MAX_CELLS} allowed; largest block {where}: {n} cells = {factors}"
+    )
 
 
 def _top_selection(sweep: SweepFile) -> Selection:
