@@ -94,9 +94,7 @@ def _check_events(events: Iterator[yaml.Event]) -> None:
             if key_next[0] and isinstance(event, yaml.ScalarEvent):
                 if event.value in keys:
                     mark = event.start_mark
-                    raise _DuplicateKey(
-                        f"{short(event.value)} given twice (line {mark.line + 1})"
-                    )
+                    raise _DuplicateKey(f"{short(event.value)} given twice (line {mark.line + 1})")
                 keys.add(event.value)
             key_next[0] = not key_next[0]
         if isinstance(event, yaml.MappingStartEvent):
