@@ -104,9 +104,9 @@ problem = {"task_id": "Custom/2", "prompt": "", "entry_point": "f", "atol": 0,
 import threading
 threading.Thread(target=_code.ensure_expected, args=(Task("mbppplus", "Custom/2", "", "f",
                  problem=problem),), daemon=True).start()
-while _reference._pool is None or not _reference._pool.workers.all:
+while _reference._pool.value is None or not _reference._pool.value.workers.all:
     time.sleep(0.05)
-print(_reference._pool.workers.all[0].proc.pid, flush=True)
+print(_reference._pool.value.workers.all[0].proc.pid, flush=True)
 time.sleep(600)
 """
 

@@ -37,10 +37,10 @@ def three(math500: dict[str, Task]) -> Task:
 @pytest.fixture
 def fresh_workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Workers of this test's own (started with the limits the test sets)."""
-    monkeypatch.setattr(_math_worker, "_pool", None)
+    monkeypatch.setattr(_math_worker._pool, "value", None)
     yield
-    if _math_worker._pool is not None:
-        _math_worker._pool.close()
+    if _math_worker._pool.value is not None:
+        _math_worker._pool.value.close()
 
 
 def test_a_math_timeout_costs_only_its_answer(
@@ -78,10 +78,10 @@ def test_a_worker_killed_mid_check_costs_only_that_answer(three: Task, fresh_wor
     thread = threading.Thread(target=lambda: got.append(score_answer(three, SLOW)))
     thread.start()
     deadline = time.monotonic() + 30
-    while _math_worker._pool is None or not _math_worker._pool.workers.all:
+    while _math_worker._pool.value is None or not _math_worker._pool.value.workers.all:
         assert time.monotonic() < deadline, "no math worker started"
         time.sleep(0.05)
-    (worker,) = _math_worker._pool.workers.all
+    (worker,) = _math_worker._pool.value.workers.all
     time.sleep(2.0)  # into its imports or its 5 s parse: the request is in its stdin
     os.kill(worker.proc.pid, signal.SIGKILL)
     thread.join(timeout=60)
@@ -96,12 +96,12 @@ def test_math_workers_run_under_a_memory_limit(
     limit = 256 << 20
     monkeypatch.setattr(_math_worker, "MEMORY_BYTES", limit)
     assert score_answer(three, r"\boxed{3}").passed  # the interpreter and math-verify fit
-    (worker,) = _math_worker._pool.workers.all  # type: ignore[union-attr]
+    (worker,) = _math_worker._pool.value.workers.all  # type: ignore[union-attr]
     limits = Path(f"/proc/{worker.proc.pid}/limits").read_text()
     assert f"Max address space         {limit}" in limits
     verdict = score_answer(three, SLOW)  # unbounded, it maps ~400 MB within 5 s
     assert not verdict.passed
-    for w in _math_worker._pool.workers.all:  # type: ignore[union-attr]
+    for w in _math_worker._pool.value.workers.all:  # type: ignore[union-attr]
         status = Path(f"/proc/{w.proc.pid}/status").read_text()
         peak_kb = int(status.split("VmPeak:")[1].split()[0])
         assert peak_kb * 1024 <= limit

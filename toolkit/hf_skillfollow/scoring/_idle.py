@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 from collections.abc import Callable
@@ -15,6 +16,30 @@ class Worker(Protocol):
 
 
 W = TypeVar("W", bound=Worker)
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=Closable)
+
+
+class Shared(Generic[C]):
+    """One process-wide instance made by ``make`` on first use (thread-safe) and closed at
+    exit: a module's worker pool, so importing the module starts nothing."""
+
+    def __init__(self, make: Callable[[], C]) -> None:
+        self.make = make
+        self.value: C | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> C:
+        with self.lock:
+            if self.value is None:
+                self.value = self.make()
+                atexit.register(self.value.close)
+            return self.value
 
 
 class IdlePool(Generic[W]):

@@ -11,7 +11,6 @@ address-space limit (``MEMORY_BYTES``): ``\\boxed{(x+1)^{10^{7}}}`` reached 1.5 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -23,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from hf_skillfollow.scoring._idle import IdlePool
+from hf_skillfollow.scoring._idle import IdlePool, Shared
 from hf_skillfollow.scoring._verdict import Verdict
 
 #: ceiling on one math check (wall clock); math-verify's own timeouts normally end it far earlier
@@ -146,19 +145,12 @@ def _failed(task_id: str, reason: str) -> Verdict:
     return Verdict(task_id, False, reason, {"extracted": "", "method": "none"})
 
 
-_pool: _Pool | None = None
-_pool_lock = threading.Lock()
+_pool: Shared[_Pool] = Shared(_Pool)
 
 
 def check(task: Any, text: str) -> Verdict:
     """Score ``text`` for the math task ``task`` in a worker process. Thread-safe."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = _Pool()
-            atexit.register(_pool.close)
-        pool = _pool
-    return pool.check(task.task_id, task.reference or "", text)
+    return _pool.get().check(task.task_id, task.reference or "", text)
 
 
 # --- the worker ------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ back, so that the judge maps them from the file instead of copying them (Mbpp/25
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import gc
 import json
@@ -39,7 +38,7 @@ import threading
 import time
 from typing import IO, Any
 
-from hf_skillfollow.scoring._idle import IdlePool
+from hf_skillfollow.scoring._idle import IdlePool, Shared
 from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
 
 _HEADER = struct.Struct("<Q")
@@ -99,8 +98,7 @@ class _Pool:
         self.workers.close()
 
 
-_pool: _Pool | None = None
-_pool_lock = threading.Lock()
+_pool: Shared[_Pool] = Shared(_Pool)
 
 
 def compute(job: dict[str, Any]) -> dict[str, Any]:
@@ -109,13 +107,7 @@ def compute(job: dict[str, Any]) -> dict[str, Any]:
     ``job``: code, entry_point, base_input, plus_input, output_not_none, same_bytes_pass_ok,
     cpu_s, memory_bytes, wall_s, path.
     """
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = _Pool()
-            atexit.register(_pool.close)
-        pool = _pool
-    return pool.run(job)
+    return _pool.get().run(job)
 
 
 def _send(stream: IO[bytes], obj: Any) -> None:
