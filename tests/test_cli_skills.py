@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli
 from hf_skillfollow.skills import load_pool
+from tests._terminal import on_a_terminal
 
 SHIPPED = Path(__file__).resolve().parents[1] / "skills"
 
@@ -232,33 +233,6 @@ def test_show_prints_exact_bytes_to_a_pipe(tmp_path: Path) -> None:
 
 
 def test_show_escapes_control_characters_on_a_terminal(tmp_path: Path) -> None:
-    import os
-    import pty
-    import subprocess
-    import sys
-
     _write(tmp_path, "esc", "name: esc\ndescription: d", body="red \x1b[31mtext\x1b[0m\tend\n")
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "hf_skillfollow.cli", "skills", "show", str(tmp_path), "esc"],
-            stdout=slave,
-            stderr=subprocess.PIPE,
-            timeout=120,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(master)
-    shown = b"".join(chunks).decode()
-    assert proc.returncode == 0, proc.stderr
+    shown = on_a_terminal("skills", "show", tmp_path, "esc")
     assert "\x1b" not in shown and "red \\x1b[31mtext\\x1b[0m\tend" in shown

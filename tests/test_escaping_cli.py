@@ -20,6 +20,7 @@ from hf_skillfollow._escape import for_terminal_text
 from hf_skillfollow.cli import cli
 from tests._fixtures_hub import CELL_A, write_run_dir
 from tests._payloads import ESCAPE_SEQUENCES, PAYLOADS, RICH, TERMINAL_FORBIDDEN
+from tests._terminal import on_a_terminal
 
 #: payloads a file name can hold (no `/`, no NUL)
 FILE_NAMES = [p for p in PAYLOADS if "/" not in p and "\x00" not in p]
@@ -88,36 +89,6 @@ def _hostile_pool(root: Path) -> Path:
     return pool
 
 
-def _on_a_terminal(*args: object) -> str:
-    """What the CLI writes to a real pseudo-terminal (stdout and stderr both)."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "hf_skillfollow.cli", *map(str, args)],
-            stdout=slave, stderr=slave, timeout=300,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "3000"},
-        )  # fmt: skip
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(master)
-    assert proc.returncode == 0
-    return b"".join(chunks).decode().replace("\r\n", "\n")  # the tty's own line ends
-
-
 def test_skills_commands_show_hostile_descriptions_as_text(tmp_path: Path) -> None:
     """list, search and validate (Rich, through the skills module's own escaping) and export
     to a real terminal (data on stdout: exact bytes to a pipe, escaped on a terminal)."""
@@ -134,7 +105,7 @@ def test_skills_commands_show_hostile_descriptions_as_text(tmp_path: Path) -> No
             assert [json.loads(line)["id"] for line in out.splitlines()] == sorted(
                 f"s{i}" for i in range(len(PAYLOADS))
             )
-    shown = _on_a_terminal("skills", "export", pool)
+    shown = on_a_terminal("skills", "export", pool)
     _terminal_safe(shown)
     assert shown.count("sorting") == len(PAYLOADS)
 
