@@ -65,6 +65,15 @@ def test_noise_cost_and_addressing_by_hand() -> None:
     assert _own.addressing(TRACES) == {"c1": {"se": 1, "sd": 0}}
 
 
+def test_noise_counts_one_judged_trace_per_answer_the_last() -> None:
+    # a trace file holding the a/1 SE answer twice: the later record replaces the earlier
+    again = _trace("a/1", "se", [True], unanimous=[False])
+    (noise,) = _own.judge_noise(TRANSITIONS, [*TRACES, again]).values()
+    # items: 12 - 2 (the replaced record's) + 1; disagreeing: 1 - 1 + 1; explainable: 1 - 1
+    assert (noise["answers"], noise["items"], noise["disagreeing"]) == (8, 11, 1)
+    assert noise["b_explainable"] == 0
+
+
 def test_traces_written_before_the_grading_columns_read_with_them_null() -> None:
     import pyarrow as pa
     import pytest

@@ -72,39 +72,39 @@ def _flip(t: Row) -> str | None:
 
 
 def judge_noise(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[str, dict[str, Any]]:
-    """Per cell with judged answers: the judge's noise and the flips it could explain."""
-    records: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for r in traces:
-        rec = _record(r)
-        if rec is not None:
-            records[(str(r["run_id"]), str(r["task_id"]), str(r["arm"]))] = rec
+    """Per cell with judged answers: the judge's noise and the flips it could explain (the
+    cell's runs' `cost_sums`, so the report and the card count alike)."""
+    transitions = list(transitions)
+    # one judged trace per answer, the last (as a resumed run's file is read)
+    judged = {
+        (str(r["run_id"]), str(r["task_id"]), str(r["arm"])): r
+        for r in traces
+        if r.get("judge_verdicts")
+    }
     out: dict[str, dict[str, Any]] = {}
-    for cell, rows in _by_cell(transitions).items():
-        s = {"answers": 0, "grading_failures": 0, "ties": 0, "items": 0, "disagreeing": 0,
-             "b": 0, "c": 0, "b_explainable": 0, "c_explainable": 0}  # fmt: skip
-        for t in rows:
-            arms = [records.get((str(t["run_id"]), str(t["task_id"]), a)) for a in ("se", "sd")]
-            flip = _flip(t)
-            if flip is not None:  # every flip of the cell; explainable only where judged
-                s[flip] += 1
-                s[f"{flip}_explainable"] += any(
-                    rec is not None and rec.get("fragile") for rec in arms
-                )
-            for rec in arms:
-                if rec is None:
-                    continue
-                s["answers"] += 1
-                s["grading_failures"] += bool(rec.get("grading_failure"))
-                s["ties"] += int(rec.get("ties", 0))
-                if rec.get("n_valid", 0) >= 2:
-                    s["items"] += len(rec["unanimous"])
-                    s["disagreeing"] += sum(not u for u in rec["unanimous"])
-        if s["answers"]:
-            s["self_disagreement"] = (
-                100.0 * s["disagreeing"] / s["items"] if s["items"] else math.nan
-            )
-            out[cell] = s
+    for (_, cell), sums in cost_sums(transitions, judged.values()).items():
+        s = out.setdefault(cell, dict.fromkeys(_NOISE_KEYS, 0))
+        for column, name in _NOISE.items():
+            s[name] += sums[column]
+    for t in transitions:
+        flip = _flip(t)
+        if flip is not None:
+            out[str(t["cell_id"])][flip] += 1
+    for cell in [c for c, s in out.items() if not s["answers"]]:
+        del out[cell]
+    for s in out.values():
+        s["self_disagreement"] = 100.0 * s["disagreeing"] / s["items"] if s["items"] else math.nan
     return out
+
+
+#: the judge-noise names of the report for their COST_COLUMNS
+_NOISE = {
+    "judged_answers": "answers", "grading_failures": "grading_failures", "judge_ties": "ties",
+    "judge_items": "items", "judge_disagreeing": "disagreeing",
+    "b_explainable": "b_explainable", "c_explainable": "c_explainable",
+}  # fmt: skip
+_NOISE_KEYS = ("answers", "grading_failures", "ties", "items", "disagreeing", "b", "c",
+               "b_explainable", "c_explainable")  # fmt: skip
 
 
 def addressing(traces: Iterable[Row]) -> dict[str, dict[str, int]]:
