@@ -1,4 +1,5 @@
-"""Idle worker processes kept for reuse: the reference workers and the sandbox's zygotes."""
+"""Idle worker processes kept for reuse (the reference and math workers, the sandbox's zygotes),
+and the one shared pool a module starts on first use."""
 
 from __future__ import annotations
 
