@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import decimal
 import faulthandler
+import fcntl
 import fractions
 import io
 import math
@@ -327,3 +328,60 @@ def test_a_whole_message_over_the_limit_or_empty_is_refused_when_already_read(
         inbox.next(1024)
     inbox.reap(block=True)
     os.close(inbox.fd)
+
+
+def _readable(fd: int) -> bytes:
+    """What the pipe holds now, without waiting."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1 << 24)
+    except BlockingIOError:
+        return b""
+
+
+def test_the_outbox_holds_small_messages_and_sends_them_in_order() -> None:
+    read_fd, write_fd = os.pipe()
+    out = _wire.Outbox(write_fd)
+    out.since = math.inf  # as if no time passed: only size or flush() sends
+    out.add(_wire.OK, dumps(1))
+    out.add(_wire.OK, dumps("ab"))
+    assert _readable(read_fd) == b""  # held, not one write per message
+    out.flush()
+    held = _wire.message(_wire.OK, dumps(1)) + _wire.message(_wire.OK, dumps("ab"))
+    assert _readable(read_fd) == held
+    big = dumps("z" * (1 << 20))  # at least _CHUNK: sent at once, after what is held
+    out.since = math.inf
+    out.add(_wire.ERR, b"small")
+    os.set_blocking(read_fd, True)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - writes more than a pipe holds: a reader must drain it
+        os.close(read_fd)
+        out.add(_wire.OK, big)
+        os._exit(0)
+    os.close(write_fd)
+    inbox = _wire.Inbox(read_fd, pid)
+    assert inbox.next(1 << 22) == (_wire.ERR, b"small")
+    assert inbox.next(1 << 22, like=big) == (_wire.OK, None)
+    assert inbox.next(1 << 22) is None
+    inbox.reap(block=True)
+    os.close(read_fd)
+
+
+def test_the_outbox_sends_once_it_holds_64_kb_or_a_millisecond_passed() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    out = _wire.Outbox(write_fd)
+    out.since = math.inf
+    body = dumps("y" * 1000)
+    size = len(_wire.message(_wire.OK, body))
+    count = -(-(1 << 16) // size)  # the first count at which it holds 64 KB or more
+    for _ in range(count - 1):
+        out.add(_wire.OK, body)
+    assert _readable(read_fd) == b""
+    out.add(_wire.OK, body)
+    assert len(_readable(read_fd)) == count * size
+    out.since = time.perf_counter() - 0.002  # the program worked 2 ms since the last write
+    out.add(_wire.OK, dumps(3))
+    assert _readable(read_fd) == _wire.message(_wire.OK, dumps(3))
+    os.close(read_fd)
+    os.close(write_fd)

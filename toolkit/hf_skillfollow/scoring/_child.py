@@ -57,7 +57,7 @@ def _isolate(pipe: int, req: dict[str, Any]) -> None:
     # No process of its own (only threads): the CPU and address-space limits of this process
     # are then the program's whole budget, and its CPU usage the judge's to read (wait4).
     try:
-        _seccomp.install(_seccomp.program_filter())
+        _seccomp.install("program")
     except _confine.ConfineError:
         if req["isolation"] != "none":  # without namespaces the filter is a best effort
             raise
@@ -108,13 +108,16 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
         _send_error(pipe, exc)
         return False
     _wire.send(pipe, _wire.LOADED)
+    out = _wire.Outbox(pipe)
     for inp in inputs:
         try:
             tag, body = _encode(req, fn(*inp))
         except BaseException as exc:
+            out.flush()
             _send_error(pipe, exc)
             return False
-        _wire.send(pipe, tag, body)
+        out.add(tag, body)
+    out.flush()
     return True
 
 

@@ -20,6 +20,7 @@ docs/sandbox.md for the table of what a program can see.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from hf_skillfollow.scoring._confine import (
 )
 
 _MS_PRIVATE, _MNT_DETACH = 1 << 18, 2
+_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 #: where the new root is assembled: a tmpfs mounted over this (always present) directory
 _STAGE = "/tmp"
@@ -117,7 +119,39 @@ def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: 
     for path, target in spec.links:
         if not os.path.lexists(new + path):
             os.symlink(target, new + path)
-    _all_read_only(new)
+    if not _read_only_at_once(new):
+        _all_read_only(new)
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("attr_set", "attr_clr", "propagation", "userns_fd")]
+
+
+def _set_read_only(path: str, read_only: bool, recursive: bool) -> bool:
+    """``mount_setattr(2)`` (Linux 5.12): False where the kernel lacks it."""
+    attr = _MountAttr(
+        _MOUNT_ATTR_RDONLY if read_only else 0, 0 if read_only else _MOUNT_ATTR_RDONLY, 0, 0
+    )
+    flags = _AT_RECURSIVE if recursive else 0
+    rc = libc().syscall(
+        _MOUNT_SETATTR, _AT_FDCWD, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)
+    )
+    if rc == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EPERM) and read_only and recursive:
+        return False
+    raise ConfineError(f"mount_setattr {path}: {os.strerror(err)}")
+
+
+def _read_only_at_once(new: str) -> bool:
+    """Every mount of the new root read-only in one call, then the writable tmpfs and /proc
+    writable again (not what is mounted inside them)."""
+    if not _set_read_only(new, True, recursive=True):
+        return False
+    for path in (*_WRITABLE, "/proc"):
+        _set_read_only(new + path, False, recursive=False)
+    return True
 
 
 def _shield(new: str, path: str) -> None:
@@ -134,8 +168,15 @@ def _shield(new: str, path: str) -> None:
 
 def _mkdir(path: str) -> None:
     # Only ever creates directories on the stage tmpfs: no exposed tree is bound above them yet
-    # (``_sandbox`` orders ``expose`` so that no path lies inside another).
-    os.makedirs(path, mode=0o755, exist_ok=True)
+    # (``_sandbox`` orders ``expose`` so that no path lies inside another). ``os.makedirs``
+    # without its per-level checks: most parents exist already.
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        _mkdir(os.path.dirname(path))
+        os.mkdir(path, 0o755)
 
 
 def _bind(fd: int, target: str, directory: bool) -> None:

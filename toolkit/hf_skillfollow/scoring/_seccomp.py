@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from functools import cache
+from typing import Literal
 
 from hf_skillfollow.scoring._confine import ConfineError, libc
 
@@ -211,10 +213,17 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def install(instructions: list[bytes] | None = None) -> None:
-    """Install a filter (default: ``program()``) on this process and every process it forks."""
-    instructions = program() if instructions is None else instructions
-    blob = b"".join(instructions)
-    prog = _SockFprog(len(instructions), blob)
+@cache
+def compiled(which: Literal["harness", "program"] = "harness") -> tuple[int, bytes]:
+    """The instruction count and bytes of ``program()`` (``which="harness"``) or
+    ``program_filter()`` (``"program"``) for this machine; built once, in the zygote."""
+    instructions = program() if which == "harness" else program_filter()
+    return len(instructions), b"".join(instructions)
+
+
+def install(which: Literal["harness", "program"] = "harness") -> None:
+    """Install ``compiled(which)`` on this process and every process it forks."""
+    count, blob = compiled(which)
+    prog = _SockFprog(count, blob)
     if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         raise ConfineError(f"seccomp filter: {ctypes.get_errno()}")

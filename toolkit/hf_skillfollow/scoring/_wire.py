@@ -25,6 +25,7 @@ import pickle
 import select
 import struct
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
@@ -502,6 +503,35 @@ def send(fd: int, tag: bytes, body: bytes = b"") -> None:
     else:
         write_all(fd, _HEADER.pack(len(body) + 1) + tag)
         write_all(fd, body)
+
+
+class Outbox:
+    """Messages written together, in order: one write per millisecond of the sender's work or
+    per 64 KB instead of one per message (each write wakes the judge to read one message).
+    A message of ``_CHUNK`` bytes or more goes out at once, after what is held. The judge still sees a wrong output within a
+    millisecond of the program's time; the holder must ``flush()`` before any other write."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.since = time.perf_counter()
+
+    def add(self, tag: bytes, body: bytes) -> None:
+        if len(body) >= _CHUNK:
+            self.flush()
+            send(self.fd, tag, body)
+            return
+        self.parts.append(_HEADER.pack(len(body) + 1) + tag + body)
+        self.size += len(body) + 9
+        if self.size >= 1 << 16 or time.perf_counter() - self.since > 1e-3:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            write_all(self.fd, b"".join(self.parts))
+            self.parts, self.size = [], 0
+        self.since = time.perf_counter()
 
 
 def write_all(fd: int, blob: bytes) -> None:
