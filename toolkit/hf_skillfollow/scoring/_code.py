@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import tempfile
 import threading
 import uuid
@@ -234,8 +235,12 @@ def _compute_expected(task: Any, budget: CodeBudget, payload_path: Path, header_
             {
                 "code": request["code"],
                 "entry_point": request["entry_point"],
-                "base_input": p["base_input"],
-                "plus_input": p["plus_input"],
+                # pickled once, here: the worker forwards these bytes, its task's process
+                # computes on a copy and writes them to the payload as they are
+                "inputs": pickle.dumps(
+                    {"base_input": p["base_input"], "plus_input": p["plus_input"]},
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                ),
                 "output_not_none": request["output_not_none"],
                 "same_bytes_pass_ok": not request["special_oracle"],
                 "cpu_s": budget.reference_cpu_s,

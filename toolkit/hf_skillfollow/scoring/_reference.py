@@ -104,8 +104,9 @@ _pool: Shared[_Pool] = Shared(_Pool)
 def compute(job: dict[str, Any]) -> dict[str, Any]:
     """Write ``job["path"]`` (the payload) and return the header; ``passed`` False on failure.
 
-    ``job``: code, entry_point, base_input, plus_input, output_not_none, same_bytes_pass_ok,
-    cpu_s, memory_bytes, wall_s, path.
+    ``job``: code, entry_point, inputs (the pickled ``{"base_input": [...], "plus_input":
+    [...]}``, the payload's first section), output_not_none, same_bytes_pass_ok, cpu_s,
+    memory_bytes, wall_s, path.
     """
     return _pool.get().run(job)
 
@@ -218,12 +219,13 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     signal.alarm(int(job["wall_s"]) + 1)
     header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
     expected: dict[str, Any] = {}
+    inputs = pickle.loads(job["inputs"])  # our own bytes (the host's), not the solution's
     for stage in ("base", "plus"):
         # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs (copied by
         # pickle, twice as fast as copy.deepcopy for plain data, and the same copy)
         fn = load_entry_point(job["code"], job["entry_point"])
         outputs, spent = [], 0.0
-        for inp in job[f"{stage}_input"]:
+        for inp in inputs[f"{stage}_input"]:
             start = time.process_time()
             outputs.append(fn(*pickle.loads(pickle.dumps(inp, pickle.HIGHEST_PROTOCOL))))
             spent += time.process_time() - start
@@ -238,14 +240,13 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
         header[f"{stage}_cpu_s"] = spent
     signal.alarm(0)
     header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    inputs = {"base_input": job["base_input"], "plus_input": job["plus_input"]}
     index = {
         **{stage: [len(b) for b in expected[stage]] for stage in ("base", "plus")},
         **{k: expected[k] for k in ("base_flags", "plus_flags")},
     }
     fd = os.open(job["path"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as sink:
-        sink.write(section(pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)))
+        sink.write(section(job["inputs"]))  # as the host pickled them: never mutated
         sink.write(section(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)))
         for stage in ("base", "plus"):
             sink.writelines(expected[stage])
