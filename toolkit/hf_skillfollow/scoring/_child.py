@@ -11,6 +11,7 @@ Nothing it sends is trusted: the judge compares every output itself.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import resource
 import signal
@@ -121,12 +122,14 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
     return True
 
 
-def serve(req: dict[str, Any], inputs: dict[str, Any], pipe: int) -> NoReturn:
-    """Run the program on the task's base inputs, then (if all ran) on its plus inputs."""
+def serve(req: dict[str, Any], inputs: bytes, pipe: int) -> NoReturn:
+    """Run the program on the task's base inputs, then (if all ran) on its plus inputs
+    (``inputs``: the pickled ``{"base_input": [...], "plus_input": [...]}``)."""
     try:
+        given = pickle.loads(inputs)  # the task's data, written by the reference: trusted
         _isolate(pipe, req)
         for stage in ("base", "plus"):
-            if not _stage(req, inputs[f"{stage}_input"], pipe):
+            if not _stage(req, given[f"{stage}_input"], pipe):
                 break
     except BaseException:  # the judge sees the missing messages and fails the program
         pass
