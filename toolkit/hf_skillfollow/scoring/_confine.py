@@ -8,6 +8,7 @@ the threat model.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -105,11 +106,27 @@ def first_for_the_oom_killer() -> None:
     """Should the host run out of memory, the kernel's OOM killer ends this sandbox (and the
     program's process, which inherits the setting) before the scorer or anything else.
     Raising one's own score needs no privilege; where ``/proc`` lacks it, nothing changes."""
+    with contextlib.suppress(OSError):
+        write_file("/proc/self/oom_score_adj", "1000")
+
+
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to a ``/proc`` file with plain system calls: ``open(..., encoding=
+    "ascii")`` would import that codec afresh in every forked run (1.5 ms of CPU each)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     try:
-        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as fh:
-            fh.write("1000")
-    except OSError:
-        pass
+        os.write(fd, text.encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def read_file(path: str) -> str:
+    """A small ``/proc`` file's text (see ``write_file``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 4096).decode("ascii")
+    finally:
+        os.close(fd)
 
 
 def set_cpu_limit(cpu_s: float) -> None:
@@ -138,8 +155,7 @@ def drop_capabilities() -> None:
     """Give up every capability for good, so that uid 0 (inside a user namespace) confers no
     power over processes of the same uid, and exec cannot bring the capabilities back."""
     c = libc()
-    with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
-        last_cap = int(fh.read())
+    last_cap = int(read_file("/proc/sys/kernel/cap_last_cap"))
     if c.prctl(_PR_SET_SECUREBITS, _SECUREBITS_NO_ROOT_POWERS, 0, 0, 0) != 0:
         raise ConfineError("prctl(PR_SET_SECUREBITS) failed")
     for cap in range(last_cap + 1):

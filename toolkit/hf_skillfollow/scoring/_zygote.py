@@ -41,6 +41,7 @@ from hf_skillfollow.scoring._confine import (
     die_with_parent,
     libc,
     mount,
+    write_file,
 )
 
 _CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
@@ -126,8 +127,7 @@ def enter_namespaces(user: bool) -> None:
     if user:
         maps = (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1"))
         for name, text in maps:
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
-                fh.write(text)
+            write_file(f"/proc/self/{name}", text)
 
 
 def become_init() -> None:
