@@ -508,8 +508,9 @@ def send(fd: int, tag: bytes, body: bytes = b"") -> None:
 class Outbox:
     """Messages written together, in order: one write per millisecond of the sender's work or
     per 64 KB instead of one per message (each write wakes the judge to read one message).
-    A message of ``_CHUNK`` bytes or more goes out at once, after what is held. The judge still sees a wrong output within a
-    millisecond of the program's time; the holder must ``flush()`` before any other write."""
+    A message of ``_CHUNK`` bytes or more goes out at once, after what is held. The judge
+    still sees a wrong output within a millisecond of the program's time; the holder must
+    ``flush()`` before any other write."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -522,8 +523,9 @@ class Outbox:
             self.flush()
             send(self.fd, tag, body)
             return
-        self.parts.append(_HEADER.pack(len(body) + 1) + tag + body)
-        self.size += len(body) + 9
+        part = message(tag, body)
+        self.parts.append(part)
+        self.size += len(part)
         if self.size >= 1 << 16 or time.perf_counter() - self.since > 1e-3:
             self.flush()
 
