@@ -171,9 +171,10 @@ def test_the_expected_output_key_changes_with_the_benchmark_file_and_the_inputs(
 
 
 def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
-    """``_flags`` skips decoding for outputs whose bytes hold no class reference and no float
-    that could be NaN; the flag must still be what decoding and comparing (the exact check)
-    gives, for every NaN bit pattern, infinities and strings that look like either."""
+    """``_flags`` skips decoding for outputs whose bytes name no class (noted while writing
+    them) and hold no float that could be NaN; the flag must still be what decoding and
+    comparing (the exact check) gives, for every NaN bit pattern, infinities, and strings,
+    floats and integers whose bytes look like either."""
     import collections
     import decimal
     import fractions
@@ -210,6 +211,16 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
         [float("inf")] * 3 + [-float("inf"), 1e308 * 10],
         [1.0, nan],
         "G\x7f\xf8 looks like a NaN",
+        [struct.unpack(">d", b"\x93\x82\x83\x84\x7f\xff\xf8\x01")[0], 0x938283847F],
+        looks_nan := struct.unpack(">d", b"\x41\x8a\x47\xff\xf8\x00\x00\x00")[0],
+        [1, looks_nan, True],
+        (looks_nan, nan),
+        [looks_nan, 10**400],
+        [looks_nan, nan, 10**400],
+        [looks_nan, "x"],
+        [[looks_nan]],
+        [looks_nan, complex(1, 2)],
+        [float("inf"), looks_nan, -float("inf")],  # a sum that is NaN without a NaN
         [nan],
         {nan},
         (1, [nan]),
@@ -227,14 +238,15 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
     ]
     # each again behind 5000 bytes of text: large outputs are searched another way
     for value in [*values, *(("x" * 5000, v) for v in values)]:
-        blob = _wire.dumps(value)
+        blob, named = _wire.dumps_noting(value)
+        assert blob == _wire.dumps(value)
         try:
             equal = pickle.loads(blob) == value
             exact = _wire.SAME_BYTES_PASS if type(equal) is bool and equal else 0
         except Exception:
             exact = 0
-        assert _flags(value, blob, True, False) == exact, value
-        assert _flags(value, blob, False, False) == 0, value
+        assert _flags(value, blob, named, True, False) == exact, value
+        assert _flags(value, blob, named, False, False) == 0, value
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import json
+import math
 import os
 import pickle
 import re
@@ -209,7 +210,7 @@ def _on_limit(signum: int, frame: Any) -> None:
 def _compute(job: dict[str, Any]) -> dict[str, Any]:
     from hf_skillfollow.scoring._child import load_entry_point
     from hf_skillfollow.scoring._oracle import is_floats
-    from hf_skillfollow.scoring._wire import dumps, section
+    from hf_skillfollow.scoring._wire import dumps_noting, section
 
     cpu = int(job["cpu_s"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
@@ -233,11 +234,12 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
             outputs = [o is not None for o in outputs]
         blobs, flags = [], bytearray()
         for out in outputs:
-            blob = dumps(out)
+            blob, named = dumps_noting(out)
             blobs.append(blob)
-            flags.append(_flags(out, blob, job["same_bytes_pass_ok"], is_floats(out)))
+            flags.append(_flags(out, blob, named, job["same_bytes_pass_ok"], is_floats(out)))
         expected[stage], expected[f"{stage}_flags"] = blobs, bytes(flags)
         header[f"{stage}_cpu_s"] = spent
+    _KEPT.append(outputs)  # the last stage's, alive until now anyway: no higher peak
     signal.alarm(0)
     header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     index = {
@@ -253,40 +255,46 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     return header
 
 
-# Pickle protocol 5 opcodes STACK_GLOBAL and EXT1/2/4: the only ways to name a class or
-# function (complex, Decimal, numpy, dict views). Without them an output is ints, floats,
-# strings, bytes, None, bools and containers of them, which equal a fresh copy unless a float
-# is NaN: every float is BINFLOAT ("G" and 8 big-endian bytes), and a NaN's begin 7f/ff,
-# then f1-ff, or f0 and six bytes not all zero (7ff0 0000 0000 0000 is infinity, which
-# equals itself: HumanEval/130's outputs hold many). A match inside string data only sends
-# the output to the exact check below. Small outputs take one combined pattern (~0.6 us
-# instead of ~2 for five scans); large ones the scans, which search a byte at C speed (15x
-# the pattern's).
-_CLASS_REFS = (b"\x93", b"\x82", b"\x83", b"\x84")
-_NAN = rb"G[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))"
-_MAYBE_NAN = re.compile(_NAN)
-_EITHER = re.compile(b"[" + b"".join(_CLASS_REFS) + b"]|" + _NAN)
-_SMALL = 4096
+# Freed by the task process's exit, not one object at a time (Mbpp/255's outputs hold 128
+# million references: half a second).
+_KEPT: list[list[Any]] = []
+
+# An output whose bytes name no class (``_wire.dumps_noting``) is ints, floats, strings,
+# bytes, None, bools and containers of them, which equal a fresh copy unless a float is NaN:
+# every float is BINFLOAT ("G" and 8 big-endian bytes), and a NaN's begin 7f/ff, then f1-ff,
+# or f0 and six bytes not all zero (7ff0 0000 0000 0000 is infinity, which equals itself:
+# HumanEval/130's outputs hold many). A match inside other data sends a number or flat list
+# of numbers to a test of its values, anything else to the exact check below. The two bytes
+# are searched for first, at C speed (Mbpp/255's ~1 GB of strings holds neither).
+_MAYBE_NAN = re.compile(rb"G[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))")
 
 
-def _suspect(blob: bytes) -> bool:
-    """Whether ``blob`` may name a class or hold a NaN."""
-    if len(blob) <= _SMALL:
-        return _EITHER.search(blob) is not None
-    if any(op in blob for op in _CLASS_REFS):
-        return True
-    # a NaN's second byte first, at C speed: Mbpp/255's ~1 GB of strings holds neither
-    maybe = b"\x7f" in blob or b"\xff" in blob
-    return maybe and _MAYBE_NAN.search(blob) is not None
+def _maybe_nan(blob: bytes) -> bool:
+    return (b"\x7f" in blob or b"\xff" in blob) and _MAYBE_NAN.search(blob) is not None
 
 
-def _flags(out: Any, blob: bytes, same_bytes_pass_ok: bool, floats: bool) -> int:
+def _numbers_without_nan(out: Any) -> bool:
+    """Whether ``out`` is a number or a flat list or tuple of numbers, none of them NaN.
+    Their sum, at C speed, is NaN if one is (or if infinities cancel: then the exact check
+    decides). HumanEval/130's lists of a million floats match the pattern above inside other
+    floats' bytes."""
+    try:
+        if type(out) is list or type(out) is tuple:
+            return not math.isnan(sum(out))
+        return type(out) is float and not math.isnan(out)
+    except (TypeError, OverflowError):  # not all numbers, or an int beyond any float
+        return False
+
+
+def _flags(out: Any, blob: bytes, named: bool, same_bytes_pass_ok: bool, floats: bool) -> int:
+    """``named``: whether ``blob`` names a class or function."""
     flags = FLOATS if floats else 0
     if not same_bytes_pass_ok:
         return flags
-    if not _suspect(blob):
-        # Decoding to compare would cost seconds on large outputs (Mbpp/255's come to
-        # ~1 GB of tuples; HumanEval+'s float outputs 2 s in all).
+    # Decoding to compare would cost seconds on large outputs (Mbpp/255's come to ~1 GB of
+    # tuples; HumanEval/130's to 90 MB of floats and integers, in whose bytes the opcodes
+    # that name a class occur as data).
+    if not named and (not _maybe_nan(blob) or _numbers_without_nan(out)):
         return flags | SAME_BYTES_PASS
     # A program output with these very bytes is a structurally identical value; EvalPlus
     # passes it if a fresh copy of the expected output compares equal (not so with NaN,

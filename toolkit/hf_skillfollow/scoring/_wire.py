@@ -125,29 +125,69 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-_spare: tuple[io.BytesIO, _Pickler] | None = None
+# Containers the pickler writes with opcodes of their own: any other value that reaches
+# ``reducer_override`` (which sees everything but None, bools, ints, floats, str and bytes) is
+# written by naming a class or function.
+_PLAIN_CONTAINERS = frozenset({list, tuple, dict, set, frozenset, bytearray})
 
 
-def dumps(obj: Any) -> bytes:
-    """Deterministic bytes for a plain-data value (raises for anything else).
+class _NotingPickler(_Pickler):
+    """Also notes whether a value it wrote named a class or function."""
 
-    One pickler is reused (a new one costs 2 of the 3 us a small output takes): taken while
-    in use, so a nested call gets its own, and dropped when a call fails or was large."""
-    global _spare
-    if _spare is None:
-        buf = io.BytesIO()
-        pickler = _Pickler(buf, protocol=5)
-        pickler.dispatch_table = _DISPATCH
-        pickler.fast = True  # no memo: shared references are written out, cycles raise
-    else:
-        (buf, pickler), _spare = _spare, None
-        buf.seek(0)
-        buf.truncate()
-    pickler.dump(obj)
-    blob = buf.getvalue()
-    if len(blob) < _CHUNK:
-        _spare = buf, pickler
-    return blob
+    named = False
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) not in _PLAIN_CONTAINERS:
+            self.named = True
+        return super().reducer_override(obj)
+
+
+class _Reused:
+    """Picklers of one kind, one of them reused (a new one costs 2 of the 3 us a small output
+    takes): taken while in use, so a nested call gets its own, and dropped when a call fails
+    or was large."""
+
+    __slots__ = ("kind", "last", "spare")
+
+    def __init__(self, kind: type[_Pickler]) -> None:
+        self.kind = kind
+        self.spare: tuple[io.BytesIO, _Pickler] | None = None
+        self.last: _Pickler | None = None
+
+    def dump(self, obj: Any) -> bytes:
+        """Deterministic bytes for a plain-data value (raises for anything else)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            buf = io.BytesIO()
+            pickler = self.kind(buf, protocol=5)
+            pickler.dispatch_table = _DISPATCH
+            pickler.fast = True  # no memo: shared references are written out, cycles raise
+        else:
+            buf, pickler = spare
+            buf.seek(0)
+            buf.truncate()
+        self.last = pickler
+        pickler.dump(obj)
+        blob = buf.getvalue()
+        if len(blob) < _CHUNK:
+            self.spare = buf, pickler
+        return blob
+
+
+dumps = _Reused(_Pickler).dump
+_noting = _Reused(_NotingPickler)
+
+
+def dumps_noting(obj: Any) -> tuple[bytes, bool]:
+    """``dumps(obj)``, and whether those bytes name a class or function (numpy values,
+    ``Decimal``, dict views, subclasses of builtins...): ``_reference`` then cannot take a
+    fresh copy's equality for granted. Decided while writing, not by searching the bytes, in
+    which the opcodes that name a class also occur as float and integer data."""
+    blob = _noting.dump(obj)
+    pickler = _noting.last
+    assert isinstance(pickler, _NotingPickler)
+    named, pickler.named = pickler.named, False
+    return blob, named
 
 
 # --- decoding (the judge) ------------------------------------------------------------------
