@@ -164,9 +164,12 @@ def test_the_judge_is_not_visible_in_proc(task: Task, mode: str) -> None:
         "            pass\n"
         "    raise ValueError(f'listed={listed} self={os.getpid()} seen={seen}')\n"
     )
-    verdict = score_solution(task, program)
-    assert not verdict.passed
-    assert verdict.reason.endswith("listed=[2] self=2 seen=[]"), verdict.reason
+    # each run in a PID namespace of its own, one after another from the same zygote (in root
+    # mode the zygote forks each into a new one and returns to its own)
+    for _ in range(3):
+        verdict = score_solution(task, program)
+        assert not verdict.passed
+        assert verdict.reason.endswith("listed=[2] self=2 seen=[]"), verdict.reason
 
 
 def test_the_sandbox_is_the_oom_killers_first_choice(task: Task, mode: str) -> None:

@@ -112,8 +112,14 @@ class Reaper:
         """Processes of the tree that run the harness (forks of it included)."""
         return [pid for pid, cmd in _tree(self.proc.pid).items() if HARNESS in cmd]
 
-    def wait_for_programs(self, count: int, timeout: float = 240) -> None:
-        """Until ``count`` harness processes exist (first process, harness, program)."""
+    def wait_for_programs(self, runs: int, cli: list[str], timeout: float = 240) -> None:
+        """Until ``runs`` programs run: as many harness processes exist as two zygotes and
+        the runs make (each: the harness, init of its namespace, and the program; in userns
+        mode a first process before them, which root mode saves)."""
+        from hf_skillfollow.scoring._sandbox import isolation_mode
+
+        per_run = 2 if cli is CLI and isolation_mode() == "root" else 3
+        count = 2 + runs * per_run
         deadline = time.monotonic() + timeout
         while len(self.sandboxes()) < count:
             if _stat(self.child) is None or _stat(self.child)[1] == "Z":
@@ -186,9 +192,7 @@ def test_killing_score_leaves_no_sandbox_process(
         "2",
     ]
     with reaped(cmd, tmp_path, reaper_env) as reaper:
-        # two zygotes; two runs, each: first process, harness (init of its namespace),
-        # program
-        reaper.wait_for_programs(8)
+        reaper.wait_for_programs(2, cli)
         _kill_and_check(reaper, sig)
     assert not (tmp_path / "verdicts.jsonl").exists()
 
@@ -220,5 +224,5 @@ def test_interrupting_run_while_it_scores_leaves_no_sandbox_process(
             str(tmp_path / "runs"),
         ]
         with reaped(cmd, tmp_path, reaper_env) as reaper:
-            reaper.wait_for_programs(8)  # SE and SD arms, scored at the same time
+            reaper.wait_for_programs(2, CLI)  # SE and SD arms, scored at the same time
             _kill_and_check(reaper, signal.SIGINT)

@@ -266,7 +266,7 @@ class _Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [*_ZYGOTE, str(theirs.fileno())],
+                [*_ZYGOTE, str(theirs.fileno()), isolation_mode()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
