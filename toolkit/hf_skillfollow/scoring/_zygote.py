@@ -130,8 +130,7 @@ def start(fds: list[int], in_pid_ns: bool = False) -> NoReturn:
             os.chdir(req["scratch"])
             _harness.serve(req)
         if in_pid_ns and req["isolation"] == "root":
-            if not _unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC):
-                raise OSError(ctypes.get_errno(), f"unshare: {os.strerror(ctypes.get_errno())}")
+            enter_namespaces(user=False, pid=False)
             become_init()
             _harness.serve(req)
         enter_namespaces(req["isolation"] == "userns")
@@ -151,12 +150,12 @@ def _unshare(flags: int) -> bool:
     return libc().unshare(flags) == 0
 
 
-def enter_namespaces(user: bool) -> None:
-    """New mount, network, IPC and (for the next child) PID namespaces; with ``user``, a new
-    user namespace in which the caller is root (``unshare --map-root-user``)."""
+def enter_namespaces(user: bool, pid: bool = True) -> None:
+    """New mount, network, IPC and (with ``pid``, for the next child) PID namespaces; with
+    ``user``, a new user namespace in which the caller is root (``unshare --map-root-user``)."""
     uid, gid = os.getuid(), os.getgid()
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWPID
-    if libc().unshare(flags | (_CLONE_NEWUSER if user else 0)) != 0:
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | (_CLONE_NEWPID if pid else 0)
+    if not _unshare(flags | (_CLONE_NEWUSER if user else 0)):
         raise OSError(ctypes.get_errno(), f"unshare: {os.strerror(ctypes.get_errno())}")
     if user:
         maps = (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1"))
@@ -165,8 +164,9 @@ def enter_namespaces(user: bool) -> None:
 
 
 def become_init() -> None:
-    """PID 1 of the new PID namespace: dies with the run's first process, sees only its own
-    processes in a fresh ``/proc``, and keeps mounts from propagating to the host."""
+    """PID 1 of the new PID namespace: dies with its parent (the zygote in root mode, the
+    run's first process in userns mode), sees only its own processes in a fresh ``/proc``,
+    and keeps mounts from propagating to the host."""
     die_with_parent()
     mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
