@@ -198,4 +198,5 @@ def _parse() -> argparse.Namespace:
 
 if __name__ == "__main__":
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")  # docs/vllm.md: a cache that loads
     asyncio.run(main(_parse()))

