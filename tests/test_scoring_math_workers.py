@@ -20,7 +20,9 @@ import pytest
 from hf_skillfollow.scoring import _math_worker, score_answer, score_answer_async, score_many
 from hf_skillfollow.tasks import Task, load_tasks
 
-#: math-verify parses this for its full 5 s parse timeout (and maps ~400 MB doing it)
+#: math-verify works on this until its 5 s timeout, mapping memory all the while (2.5 GB
+#: here): in a worker, whose address space is capped, it ends when the cap is reached, after
+#: 1.8 to 2.9 s on a fast 2-core machine. The limits below stay well under that.
 SLOW = r"\boxed{(x+1)^{10^{7}}}"
 
 
@@ -46,10 +48,10 @@ def fresh_workers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_a_math_timeout_costs_only_its_answer(
     three: Task, fresh_workers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_math_worker, "MATH_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(_math_worker, "MATH_TIMEOUT_S", 1.0)
     pairs = [(three, r"\boxed{3}"), (three, SLOW)] + [(three, r"\boxed{3}")] * 5
     verdicts = score_many(pairs, workers=2)
-    assert verdicts[1].reason == "math check exceeded 2 s", verdicts[1]
+    assert verdicts[1].reason == "math check exceeded 1 s", verdicts[1]
     assert [v.passed for v in verdicts] == [True, False, True, True, True, True, True]
     # the batch after it is scored as usual (a shut-down pool refused every later answer)
     assert [v.passed for v in score_many([(three, r"\boxed{3}")] * 2, workers=2)] == [True] * 2
@@ -59,7 +61,7 @@ def test_concurrent_checks_of_a_run_survive_a_timeout(
     three: Task, fresh_workers: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `run` scores each pair's two answers with score_answer_async, side by side
-    monkeypatch.setattr(_math_worker, "MATH_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(_math_worker, "MATH_TIMEOUT_S", 1.0)
 
     async def both() -> list[object]:
         return list(
@@ -69,7 +71,7 @@ def test_concurrent_checks_of_a_run_survive_a_timeout(
         )
 
     slow, good = asyncio.run(both())
-    assert not slow.passed and slow.reason == "math check exceeded 2 s"  # type: ignore[attr-defined]
+    assert not slow.passed and slow.reason == "math check exceeded 1 s"  # type: ignore[attr-defined]
     assert good.passed  # type: ignore[attr-defined]
 
 
@@ -82,7 +84,7 @@ def test_a_worker_killed_mid_check_costs_only_that_answer(three: Task, fresh_wor
         assert time.monotonic() < deadline, "no math worker started"
         time.sleep(0.05)
     (worker,) = _math_worker._pool.value.workers.all
-    time.sleep(2.0)  # into its imports or its 5 s parse: the request is in its stdin
+    time.sleep(0.5)  # into its imports or its check: the request is in its stdin
     os.kill(worker.proc.pid, signal.SIGKILL)
     thread.join(timeout=60)
     assert len(got) == 1 and got[0].reason == "math check failed: its worker ended (signal 9)"  # type: ignore[attr-defined]
@@ -99,7 +101,7 @@ def test_math_workers_run_under_a_memory_limit(
     (worker,) = _math_worker._pool.value.workers.all  # type: ignore[union-attr]
     limits = Path(f"/proc/{worker.proc.pid}/limits").read_text()
     assert f"Max address space         {limit}" in limits
-    verdict = score_answer(three, SLOW)  # unbounded, it maps ~400 MB within 5 s
+    verdict = score_answer(three, SLOW)  # unbounded, it maps GBs within 5 s
     assert not verdict.passed
     for w in _math_worker._pool.value.workers.all:  # type: ignore[union-attr]
         status = Path(f"/proc/{w.proc.pid}/status").read_text()

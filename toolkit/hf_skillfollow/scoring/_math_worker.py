@@ -28,7 +28,7 @@ from hf_skillfollow.scoring._verdict import Verdict
 #: ceiling on one math check (wall clock); math-verify's own timeouts normally end it far earlier
 MATH_TIMEOUT_S = 120.0
 #: address-space limit of a math worker, read when it starts (its interpreter maps ~60 MB;
-#: ``\boxed{(x+1)^{10^{7}}}`` maps 400 MB before math-verify's 5 s timeout ends it)
+#: ``\boxed{(x+1)^{10^{7}}}`` maps GBs before math-verify's 5 s timeout: 2.5 GB on a fast core)
 MEMORY_BYTES = 1 << 30
 #: how long a new worker may take to load math-verify
 STARTUP_TIMEOUT_S = 120.0
