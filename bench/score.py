@@ -148,12 +148,7 @@ def own_limit(costs: list[float], passes: int, workers: int) -> float:
     return max(passes * sum(costs) / workers, passes * max(costs, default=0.0))
 
 
-def _report_limit(
-    times: dict[str, list[float]],
-    cpus: dict[str, list[float]],
-    costs: list[float],
-    workers: int,
-) -> None:
+def _report_limit(timings: dict[str, list[Timing]], costs: list[float], workers: int) -> None:
     """Ours against its limit, and where the rest goes: CPU spent beyond the canonical
     solutions' (sandboxes, judging, start-up), and wall time beyond that CPU spread over the
     workers (waiting: the machine's other load, or workers idle at the end)."""
@@ -164,12 +159,12 @@ def _report_limit(
         f"{len(costs)} tasks, largest {max(costs):.1f} s):"
     )
     for phase, passes in (("cold", 2), ("warm", 1)):
-        ours = times.get(f"ours {phase}")
+        ours = timings.get(f"ours {phase}")
         if not ours:
             continue
         limit = own_limit(costs, passes, workers)
-        i = ours.index(min(ours))
-        best, cpu = ours[i], cpus[f"ours {phase}"][i]
+        fastest = min(ours, key=lambda t: t.wall)
+        best, cpu = fastest.wall, fastest.cpu
         how = f"{passes} x {sum(costs):.1f} s / {workers} workers"
         if limit > passes * sum(costs) / workers:
             how = f"{passes} x the largest task"
@@ -188,12 +183,10 @@ def _flips(ids: list[str], runs: list[dict[str, bool]]) -> list[str]:
 def _report(
     suite: Suite,
     ids: list[str],
-    times: dict[str, list[float]],
-    done: dict[str, list[float]],
+    timings: dict[str, list[Timing]],
     verdicts: dict[str, list[dict[str, bool]]],
     workers: int,
     costs: list[float],
-    cpus: dict[str, list[float]],
 ) -> None:
     print(
         f"\n== {suite.title} canonical solutions: {len(ids)} tasks, {workers} workers each, "
@@ -208,9 +201,9 @@ def _report(
     )
     for phase in ("cold", "warm"):
         key_e, key_o = f"evalplus {phase}", f"ours {phase}"
-        theirs, ours = times.get(key_e, []), times.get(key_o, [])
-        for i, (e, o) in enumerate(zip(theirs, ours, strict=False)):
-            ed, od = done[key_e][i], done[key_o][i]
+        theirs, ours = timings.get(key_e, []), timings.get(key_o, [])
+        for i, (te, to) in enumerate(zip(theirs, ours, strict=False)):
+            e, ed, o, od = te.wall, te.done, to.wall, to.done
             ev, ov = verdicts[key_e][i], verdicts[key_o][i]
             print(
                 f"{phase + (f'-{i + 1}' if len(theirs) > 1 else ''):<10}"
@@ -219,13 +212,13 @@ def _report(
                 f"{sum(ev.values()):>9}/{len(ev)}{sum(ov.values()):>5}/{len(ov)}"
             )
         if theirs and ours:
-            e, o = min(theirs), min(ours)
-            ed, od = min(done[key_e]), min(done[key_o])
+            e, o = min(t.wall for t in theirs), min(t.wall for t in ours)
+            ed, od = min(t.done for t in theirs), min(t.done for t in ours)
             print(
                 f"speed-up {phase} (best of each): evalplus / ours = {e / o:.2f}x to exit, "
                 f"{ed / od:.2f}x to results"
             )
-    _report_limit(times, cpus, costs, workers)
+    _report_limit(timings, costs, workers)
     ours_all = verdicts.get("ours cold", []) + verdicts.get("ours warm", [])
     theirs_all = verdicts.get("evalplus cold", []) + verdicts.get("evalplus warm", [])
     first = ours_all[0]
@@ -250,9 +243,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         work = Path(tmp)
         ids = _write_samples(data, work / "samples.jsonl")
-        times: dict[str, list[float]] = {}
-        cpus: dict[str, list[float]] = {}
-        done: dict[str, list[float]] = {}
+        timings: dict[str, list[Timing]] = {}
         verdicts: dict[str, list[dict[str, bool]]] = {}
         caches = {"evalplus": work / "evalplus-cache", "ours": work / "our-cache"}
         runners = {"evalplus": run_evalplus, "ours": run_ours}
@@ -265,9 +256,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
             for r in range(count):
                 for who, runner in runners.items():
                     timing, result = runner(suite, data, work, caches[who], f"{phase}-{r}", workers)
-                    times.setdefault(f"{who} {phase}", []).append(timing.wall)
-                    done.setdefault(f"{who} {phase}", []).append(timing.done)
-                    cpus.setdefault(f"{who} {phase}", []).append(timing.cpu)
+                    timings.setdefault(f"{who} {phase}", []).append(timing)
                     verdicts.setdefault(f"{who} {phase}", []).append(result)
                     print(
                         f"{suite.name} {who} {phase}-{r + 1}: {timing.wall:.1f} s, results "
@@ -276,7 +265,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
                         flush=True,
                     )
         costs = canonical_cpu(caches["ours"], suite)
-        _report(suite, ids, times, done, verdicts, workers, costs, cpus)
+        _report(suite, ids, timings, verdicts, workers, costs)
 
 
 def main() -> None:
