@@ -12,8 +12,11 @@ exit comes in 20-s steps after it starts checking, whenever its work ends), the 
 machine's load average, and how far ours is from its own limit: the canonical solutions' CPU
 time as measured in process (by our reference workers, around each call; read from the
 cache's headers), spent twice when cold (expected outputs, then the program) and once when
-warm, divided by the workers, or the largest task's share if that is longer. Target: ours
-at least 2x faster cold and warm to results, identical verdicts on canonical solutions, zero flips.
+warm, divided by the workers, or the largest task's share if that is longer; and the ratio a
+scorer at that limit would reach against EvalPlus's best time, the most any scorer that runs
+the candidate (and, cold, the canonical solution) could lead by at this run's machine speed.
+Target: ours at least 2x faster cold and warm to results, identical verdicts on canonical
+solutions, zero flips.
 
     python bench/score.py [--data-dir DIR] [--benchmark mbppplus|humanevalplus|both]
                           [--repeats 3] [--workers 2] [--no-cold]
@@ -174,6 +177,15 @@ def _report_limit(timings: dict[str, list[Timing]], costs: list[float], workers:
             f"of CPU ({cpu - passes * sum(costs):.1f} s beyond the canonical solutions'), "
             f"{cpu / best:.2f} of {workers} CPUs on average"
         )
+        theirs = timings.get(f"evalplus {phase}")
+        if theirs:
+            # The most any scorer could lead by here: one that spent no CPU beyond the
+            # canonical solutions' and started in no time.
+            done = min(t.done for t in theirs)
+            print(
+                f"  {phase}: at that limit a scorer would be {done / limit:.2f}x faster than "
+                f"evalplus's best ({done:.1f} s to results); ours is {done / fastest.done:.2f}x"
+            )
 
 
 def _flips(ids: list[str], runs: list[dict[str, bool]]) -> list[str]:
