@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from hf_skillfollow.scoring import Verdict, score_solution
-from hf_skillfollow.scoring._code import ensure_expected
+from hf_skillfollow.scoring._code import CodeBudget, ensure_expected, score_program
 from hf_skillfollow.tasks import Task, load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,8 +50,10 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return str(request.param)
 
 
-def _score(task: Task, program: str, mode: str) -> Verdict:
-    verdict = score_solution(task, program)
+def _score(task: Task, program: str, mode: str, budget: CodeBudget | None = None) -> Verdict:
+    verdict = (
+        score_solution(task, program) if budget is None else score_program(task, program, budget)
+    )
     assert verdict.details["isolation"] == mode
     return verdict
 
@@ -130,8 +132,11 @@ def test_a_program_cannot_find_the_benchmark_anywhere(
     task: Task, mode: str, planted_copies: list[Path]
 ) -> None:
     """The attack of issue 9: walk the filesystem for the MBPP+ JSONL and exec the task's own
-    canonical solution. Only the interpreter's files are visible, so nothing is found."""
-    verdict = _score(task, _WALK, mode)
+    canonical solution. Only the interpreter's files are visible, so nothing is found.
+
+    The walk mostly waits for the disk: over a cold cache (the suite's first minutes on a fresh
+    machine) it outlasted the default 32-s wall-clock backstop, so it gets a longer one."""
+    verdict = _score(task, _WALK, mode, CodeBudget(cpu_floor_s=40.0))
     assert not verdict.passed, f"forged pass from a benchmark copy: {verdict.reason}"
     assert verdict.reason == "base input #0: wrong output", verdict.reason
 
