@@ -9,7 +9,8 @@ Prints wall times, both until each CLI exits and until it has written its result
 0.3.1's process cannot exit before its watchdog thread wakes from ``time.sleep(20)``, so its
 exit comes in 20-s steps after it starts checking, whenever its work ends), the speed ratios
 (evalplus / ours) of both, verdict agreement and stability, the
-machine's load average, and how far ours is from its own limit: the canonical solutions' CPU
+machine's load average and its speed just before each run (a fixed piece of work's CPU time,
+which moves by tens of percent within minutes on some machines), and how far ours is from its own limit: the canonical solutions' CPU
 time as measured in process (by our reference workers, around each call; read from the
 cache's headers), spent twice when cold (expected outputs, then the program) and once when
 warm, divided by the workers, or the largest task's share if that is longer; and the ratio a
@@ -69,6 +70,27 @@ class Timing:
     cpu: float  # of it and every process it waited for
     done: float  # until its results file was last written: EvalPlus's process then idles
     # in a non-daemon watchdog thread (`time.sleep(20)` in a loop) before it can exit
+    probe: float  # CPU seconds of `_speed_probe`'s fixed work just before the run
+
+
+def _speed_probe() -> float:
+    """CPU seconds of a fixed piece of pure-Python work in a fresh fork: arithmetic, and
+    fresh memory for a million small strings twice, as the canonical solutions do (about
+    0.7 s). The machine's speed moves by tens of percent within minutes; two runs compared in
+    one row are only comparable when their probes agree, and back to back the probe itself
+    varied by 10 to 20% on a 2-core VM (0.58 to 0.84 s in five calls)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    pid = os.fork()
+    if pid == 0:
+        total = 0
+        for i in range(8_000_000):
+            total += i % 7
+        for _ in range(2):
+            " ".join([str(i) for i in range(1_000_000)])
+        os._exit(0 if total else 1)
+    os.waitpid(pid, 0)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def _data_dir(flag: str | None) -> Path:
@@ -93,6 +115,7 @@ def _write_samples(data: Path, path: Path) -> list[str]:
 def _timed(cmd: list[str], env: dict[str, str], result: Path) -> Timing:
     """Wall and CPU seconds of ``cmd`` and every process it waited for, and the seconds
     until ``result`` was last written."""
+    probe = _speed_probe()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start, started = time.perf_counter(), time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -101,7 +124,7 @@ def _timed(cmd: list[str], env: dict[str, str], result: Path) -> Timing:
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if proc.returncode != 0:
         sys.exit(f"command failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return Timing(elapsed, cpu, result.stat().st_mtime - started)
+    return Timing(elapsed, cpu, result.stat().st_mtime - started, probe)
 
 
 def run_evalplus(
@@ -205,11 +228,14 @@ def _report(
         f"{os.cpu_count()} CPUs, load average now {os.getloadavg()[0]:.1f}\n"
         "(exit: until the CLI exited; results: until its results file was written. EvalPlus "
         "idles between the two in its watchdog thread's 20-s sleep, so its exit comes in "
-        "steps of 20 s after it starts checking; the ratio of results is the scorers' speed.)"
+        "steps of 20 s after it starts checking; the ratio of results is the scorers' speed. "
+        "probe: CPU seconds of one fixed piece of work just before each run; where a row's two "
+        "differ, the machine's speed moved between its runs.)"
     )
     print(
         f"{'run':<10}{'evalplus exit / results s':>27}{'ours exit / results s':>23}"
         f"{'ratio exit':>12}{'ratio results':>15}{'evalplus ok':>13}{'ours ok':>9}"
+        f"{'probe e / o s':>16}"
     )
     for phase in ("cold", "warm"):
         key_e, key_o = f"evalplus {phase}", f"ours {phase}"
@@ -222,6 +248,7 @@ def _report(
                 f"{f'{e:.1f} / {ed:.1f}':>27}{f'{o:.1f} / {od:.1f}':>23}"
                 f"{e / o:>11.2f}x{ed / od:>14.2f}x"
                 f"{sum(ev.values()):>9}/{len(ev)}{sum(ov.values()):>5}/{len(ov)}"
+                f"{f'{te.probe:.2f} / {to.probe:.2f}':>16}"
             )
         if theirs and ours:
             e, o = min(t.wall for t in theirs), min(t.wall for t in ours)
@@ -273,7 +300,7 @@ def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: bool) -> N
                     print(
                         f"{suite.name} {who} {phase}-{r + 1}: {timing.wall:.1f} s, results "
                         f"written at {timing.done:.1f} s ({timing.cpu:.1f} s of CPU, "
-                        f"load {os.getloadavg()[0]:.1f})",
+                        f"load {os.getloadavg()[0]:.1f}, probe {timing.probe:.2f} s)",
                         flush=True,
                     )
         costs = canonical_cpu(caches["ours"], suite)
