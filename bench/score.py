@@ -9,11 +9,12 @@ Prints wall times, both until each CLI exits and until it has written its result
 0.3.1's process cannot exit before its watchdog thread wakes from ``time.sleep(20)``, so its
 exit comes in 20-s steps after it starts checking, whenever its work ends), the speed ratios
 (evalplus / ours) of both, verdict agreement and stability, the
-machine's load average and its speed just before each run (a fixed piece of work's CPU time,
-which moves by tens of percent within minutes on some machines), and how far ours is from its own limit: the canonical solutions' CPU
-time as measured in process (by our reference workers, around each call; read from the
-cache's headers), spent twice when cold (expected outputs, then the program) and once when
-warm, divided by the workers, or the largest task's share if that is longer; and the ratio a
+machine's load average and its speed just before each run (a fixed piece of work's CPU
+time, which moves by tens of percent within minutes on some machines), and how far ours is
+from its own limit: the canonical solutions' CPU time as measured in process (by our
+reference workers, around each call; read from the cache's headers), spent twice when cold
+(expected outputs, then the program) and once when warm, divided by the workers, or the
+largest task's share if that is longer; and the ratio a
 scorer at that limit would reach against EvalPlus's best time, the most any scorer that runs
 the candidate (and, cold, the canonical solution) could lead by at this run's machine speed.
 Target: ours at least 2x faster cold and warm to results, identical verdicts on canonical
@@ -79,7 +80,7 @@ def _speed_probe() -> float:
     0.7 s). The machine's speed moves by tens of percent within minutes; two runs compared in
     one row are only comparable when their probes agree, and back to back the probe itself
     varied by 10 to 20% on a 2-core VM (0.58 to 0.84 s in five calls)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = _children_cpu()
     pid = os.fork()
     if pid == 0:
         total = 0
@@ -89,8 +90,13 @@ def _speed_probe() -> float:
             " ".join([str(i) for i in range(1_000_000)])
         os._exit(0 if total else 1)
     os.waitpid(pid, 0)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return _children_cpu() - before
+
+
+def _children_cpu() -> float:
+    """User and system CPU seconds of every child this process has waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _data_dir(flag: str | None) -> Path:
@@ -116,12 +122,11 @@ def _timed(cmd: list[str], env: dict[str, str], result: Path) -> Timing:
     """Wall and CPU seconds of ``cmd`` and every process it waited for, and the seconds
     until ``result`` was last written."""
     probe = _speed_probe()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = _children_cpu()
     start, started = time.perf_counter(), time.time()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    cpu = _children_cpu() - before
     if proc.returncode != 0:
         sys.exit(f"command failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     return Timing(elapsed, cpu, result.stat().st_mtime - started, probe)
