@@ -79,6 +79,56 @@ def test_each_call_gets_its_own_copy_of_its_input_as_in_evalplus() -> None:
     assert inputs["base_input"] == [[[1, 2]], [[1, 2]]]
 
 
+def test_outputs_encoded_into_the_file_are_the_bytes_the_program_sends() -> None:
+    """The reference encodes each output straight into the payload file (a large one is never
+    held whole as bytes); the judge compares a program's ``_wire.dumps`` bytes with them, so
+    they must be those very bytes, and carry the flags the bytes in memory would get, for
+    outputs small, past a pickle frame (64 KB: written by the pickler as it goes) and past
+    the size kept in memory (1 MB: flags read back from the file)."""
+    from hf_skillfollow.scoring._oracle import is_floats
+    from hf_skillfollow.scoring._reference import _flags
+
+    code = (
+        "import numpy as np\n"
+        "def f(i):\n"
+        "    big = [(str(k), k, k / 3) for k in range(60_000)]\n"
+        "    return [\n"
+        "        1, 'x' * 100_000, b'y' * 2_000_000, bytearray(b'z' * 70_000), big,\n"
+        "        big[:3000], [float(k) for k in range(200_000)] + [float('nan')],\n"
+        "        [float(k) for k in range(200_000)], np.arange(300_000.0), {'k': big},\n"
+        "    ][i]\n"
+    )
+    task = _task(code, [[0], [1], [2]], [[i] for i in range(3, 10)])
+    path, _ = ensure_expected(task)
+    payload = _payload(path)
+    blobs = payload["base"] + payload["plus"]
+    flags = payload["base_flags"] + payload["plus_flags"]
+    namespace: dict = {}
+    exec(code, namespace)
+    assert len(blobs) == len(flags) == 10
+    for i, (blob, flag) in enumerate(zip(blobs, flags, strict=True)):
+        value = namespace["f"](i)
+        expected, named = _wire.dumps_noting(value)
+        assert blob == expected, i
+        assert flag == _flags(value, expected, named, True, is_floats(value)), i
+    same, floats = _wire.SAME_BYTES_PASS, _wire.FLOATS
+    # large: a list with a NaN is not its own equal; without, it is (both are floats);
+    # a numpy array of floats is floats, and its comparison has no truth value
+    assert (flags[6], flags[7], flags[8]) == (floats, same | floats, floats)
+    assert len(blobs[4]) > 1 << 20 and flags[4] == same
+
+
+def test_the_index_must_match_its_counts() -> None:
+    body = _wire.index(([3, 4], [5]), (b"\x01\x00", b"\x02"))[8:]
+    assert _wire.read_index(body) == (([3, 4], [5]), (b"\x01\x00", b"\x02"))
+    assert len(_wire.index(([3, 4], [5]), (b"ab", b"c"))) == _wire.index_size(2, 1)
+    for broken in (body[:-1], body + b"\x00", body[:10]):
+        with pytest.raises(_wire.WireError):
+            _wire.read_index(broken)
+    with pytest.raises(ValueError, match="one flags byte per output"):
+        _wire.index(([3, 4], [5]), (b"\x01", b"\x02"))
+
+
 def test_a_failing_canonical_solution_is_a_reference_failure() -> None:
     with pytest.raises(ReferenceFailure, match="ZeroDivisionError"):
         ensure_expected(_task("def f(x):\n    return 1 / x\n", [[1]], [[0]]))

@@ -151,17 +151,16 @@ def _table(path):
         blob = open(path, 'rb').read()
     except OSError:
         return None
-    sections, pos = [], 0
-    for _ in range(2):  # the inputs, then the index of the expected outputs
-        size = struct.unpack('<Q', blob[pos:pos + 8])[0]
-        sections.append(pickle.loads(blob[pos + 8:pos + 8 + size]))
-        pos += 8 + size
-    inputs, index = sections
+    size = struct.unpack('<Q', blob[:8])[0]  # the inputs
+    inputs, pos = pickle.loads(blob[8:8 + size]), 8 + size
+    size = struct.unpack('<Q', blob[pos:pos + 8])[0]  # the index: counts, lengths, flags
+    base, plus = struct.unpack('<QQ', blob[pos + 8:pos + 24])
+    lengths = struct.unpack(f'<{base + plus}Q', blob[pos + 24:pos + 24 + 8 * (base + plus)])
+    pos += 8 + size
     table = {}
-    for stage in ('base', 'plus'):
-        for inp, length in zip(inputs[stage + '_input'], index[stage]):
-            table[repr(inp)] = pickle.loads(blob[pos:pos + length])
-            pos += length
+    for inp, length in zip(inputs['base_input'] + inputs['plus_input'], lengths):
+        table[repr(inp)] = pickle.loads(blob[pos:pos + length])
+        pos += length
     return table
 
 _TABLE = _table(PAYLOAD)

@@ -79,20 +79,20 @@ def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, 
 def _load_expected(data_fd: int) -> dict[str, Expected]:
     """The expected outputs that follow the inputs in the data file (``_reference``'s
     layout: an index, then the outputs' bytes back to back), mapped, not copied."""
-    index = pickle.loads(_wire.read_section(data_fd, _INDEX_LIMIT))  # trusted: our own bytes
+    lengths, flags = _wire.read_index(_wire.read_section(data_fd, _INDEX_LIMIT))
     pos = os.lseek(data_fd, 0, os.SEEK_CUR)
     size = os.fstat(data_fd).st_size
-    if pos + sum(index["base"]) + sum(index["plus"]) != size:
+    if pos + sum(lengths[0]) + sum(lengths[1]) != size:
         raise ValueError("the expected-output file does not match its index")
     view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ))  # size > pos > 0
     os.close(data_fd)  # the mapping outlives the descriptor
     stages = {}
-    for stage in ("base", "plus"):
+    for stage, stage_lengths, stage_flags in zip(("base", "plus"), lengths, flags, strict=True):
         blobs = []
-        for length in index[stage]:
+        for length in stage_lengths:
             blobs.append(view[pos : pos + length])
             pos += length
-        stages[stage] = Expected(blobs, index[f"{stage}_flags"])
+        stages[stage] = Expected(blobs, stage_flags)
     return stages
 
 

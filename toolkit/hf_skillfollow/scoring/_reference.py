@@ -10,14 +10,15 @@ semantics and writes the task's cache payload itself; nothing of one task surviv
 next. A worker exits when its stdin closes (the process that started it is gone), killing a
 task in progress, and a task's process dies with its worker (``PR_SET_PDEATHSIG``).
 
-Payload (read by ``_judge``): a length-prefixed pickle of the inputs; a length-prefixed
-pickle of the index ``{"base": [int], "plus": [int], "base_flags": bytes, "plus_flags":
-bytes}``: the byte length of each expected output, and per output ``_wire.SAME_BYTES_PASS``
+Payload (read by ``_judge``): a length-prefixed pickle of the inputs; the index
+(``_wire.index``: per output its byte length and its flags, ``_wire.SAME_BYTES_PASS``
 (identical bytes from the program pass: the value equals a fresh copy of itself, and no
 special oracle applies) and ``_wire.FLOATS`` (EvalPlus's ``is_floats``, which sets ``atol``
-for the stage); then the expected outputs' ``_wire.dumps`` bytes, base then plus, back to
+for the stage)); then the expected outputs' ``_wire.dumps`` bytes, base then plus, back to
 back, so that the judge maps them from the file instead of copying them (Mbpp/255's come to
-~1 GB).
+~1 GB). The index's size follows from the number of inputs, so it is reserved and written
+last, and each output is encoded straight into the file after it: no output's bytes are held
+in memory whole.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import ctypes
 import gc
 import json
 import math
+import mmap
 import os
 import pickle
 import re
@@ -40,7 +42,14 @@ import time
 from typing import IO, Any
 
 from hf_skillfollow.scoring._idle import IdlePool, Shared
-from hf_skillfollow.scoring._wire import FLOATS, SAME_BYTES_PASS
+from hf_skillfollow.scoring._wire import (
+    FLOATS,
+    SAME_BYTES_PASS,
+    index,
+    index_size,
+    noting_pickler,
+    section,
+)
 
 _HEADER = struct.Struct("<Q")
 _PR_SET_PDEATHSIG = 1
@@ -209,8 +218,6 @@ def _on_limit(signum: int, frame: Any) -> None:
 
 def _compute(job: dict[str, Any]) -> dict[str, Any]:
     from hf_skillfollow.scoring._child import load_entry_point
-    from hf_skillfollow.scoring._oracle import is_floats
-    from hf_skillfollow.scoring._wire import dumps_noting, section
 
     cpu = int(job["cpu_s"]) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
@@ -219,40 +226,100 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
     signal.signal(signal.SIGALRM, _on_limit)
     signal.alarm(int(job["wall_s"]) + 1)
     header: dict[str, Any] = {"passed": True, "reason": "reference outputs computed"}
-    expected: dict[str, Any] = {}
     inputs = pickle.loads(job["inputs"])  # our own bytes (the host's), not the solution's
-    for stage in ("base", "plus"):
-        # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs (copied by
-        # pickle, twice as fast as copy.deepcopy for plain data, and the same copy)
-        fn = load_entry_point(job["code"], job["entry_point"])
-        outputs, spent = [], 0.0
-        for inp in inputs[f"{stage}_input"]:
-            start = time.process_time()
-            outputs.append(fn(*pickle.loads(pickle.dumps(inp, pickle.HIGHEST_PROTOCOL))))
-            spent += time.process_time() - start
-        if job["output_not_none"]:
-            outputs = [o is not None for o in outputs]
-        blobs, flags = [], bytearray()
-        for out in outputs:
-            blob, named = dumps_noting(out)
-            blobs.append(blob)
-            flags.append(_flags(out, blob, named, job["same_bytes_pass_ok"], is_floats(out)))
-        expected[stage], expected[f"{stage}_flags"] = blobs, bytes(flags)
-        header[f"{stage}_cpu_s"] = spent
-    _KEPT.append(outputs)  # the last stage's, alive until now anyway: no higher peak
+    stages = [inputs[f"{stage}_input"] for stage in _STAGES]
+    # read too: a large output's bytes are mapped back from the file for its flags
+    fd = os.open(job["path"], os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb", buffering=_WRITE_BYTES) as file:
+        file.write(section(job["inputs"]))  # as the host pickled them: never mutated
+        at = file.tell()
+        file.write(bytes(index_size(*map(len, stages))))  # the index, once it is known
+        sink = _Sink(file, job["same_bytes_pass_ok"])
+        for i, stage in enumerate(_STAGES):
+            # EvalPlus's trusted_exec: fresh globals per stage, deep-copied inputs (copied by
+            # pickle, twice as fast as copy.deepcopy for plain data, and the same copy), and
+            # each output encoded as it is at the end of the stage
+            fn = load_entry_point(job["code"], job["entry_point"])
+            outputs, spent = [], 0.0
+            for inp in stages[i]:
+                start = time.process_time()
+                outputs.append(fn(*pickle.loads(pickle.dumps(inp, pickle.HIGHEST_PROTOCOL))))
+                spent += time.process_time() - start
+            if job["output_not_none"]:
+                outputs = [o is not None for o in outputs]
+            sink.stage(i, outputs)
+            header[f"{stage}_cpu_s"] = spent
+            _KEPT.append(outputs)
+        file.seek(at)
+        file.write(index(sink.lengths, (bytes(sink.flags[0]), bytes(sink.flags[1]))))
     signal.alarm(0)
     header["maxrss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    index = {
-        **{stage: [len(b) for b in expected[stage]] for stage in ("base", "plus")},
-        **{k: expected[k] for k in ("base_flags", "plus_flags")},
-    }
-    fd = os.open(job["path"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as sink:
-        sink.write(section(job["inputs"]))  # as the host pickled them: never mutated
-        sink.write(section(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)))
-        for stage in ("base", "plus"):
-            sink.writelines(expected[stage])
     return header
+
+
+_STAGES = ("base", "plus")
+#: the payload file's writes: the pickler's 64-KB frames gathered into few large writes
+_WRITE_BYTES = 1 << 22
+#: an output's bytes up to this size are also kept in memory while it is written (for its
+#: flags); a larger one's are read back from the file, which holds them in the page cache
+_KEEP_BYTES = 1 << 20
+
+
+class _Sink:
+    """The payload file as the pickler's destination: each expected output's bytes go to the
+    file as the pickler writes them, so that no output is ever held whole in memory as bytes
+    beside its value (Mbpp/255's largest is 798 MB)."""
+
+    def __init__(self, file: Any, same_bytes_pass_ok: bool) -> None:
+        from hf_skillfollow.scoring._oracle import is_floats
+
+        self.file, self.same_bytes_pass_ok, self.is_floats = file, same_bytes_pass_ok, is_floats
+        self.pickler = noting_pickler(self)
+        self.lengths: tuple[list[int], list[int]] = ([], [])
+        self.flags = (bytearray(), bytearray())
+        self.kept: list[bytes] | None = []
+        self.size, self.high = 0, False
+
+    def write(self, data: bytes) -> int:  # the pickler's writes
+        self.file.write(data)
+        self.size += len(data)
+        if self.kept is not None:
+            if self.size <= _KEEP_BYTES:
+                self.kept.append(data)
+                return len(data)
+            self.high = any(map(_high_bytes, self.kept))
+            self.kept = None
+        self.high = self.high or _high_bytes(data)
+        return len(data)
+
+    def stage(self, stage: int, outputs: list[Any]) -> None:
+        """Write one stage's outputs (0: base, 1: plus) and note their lengths and flags."""
+        for out in outputs:
+            length = self._put(out)
+            self.lengths[stage].append(length)
+            self.flags[stage].append(self._flags(out, length))
+
+    def _put(self, out: Any) -> int:
+        self.kept, self.size, self.high, self.pickler.named = [], 0, False, False
+        self.pickler.dump(out)
+        return self.size
+
+    def _flags(self, out: Any, length: int) -> int:
+        named, floats = self.pickler.named, self.is_floats(out)
+        if self.kept is not None:
+            blob = self.kept[0] if len(self.kept) == 1 else b"".join(self.kept)
+            return _flags(out, blob, named, self.same_bytes_pass_ok, floats)
+        if not (named or self.high):  # its bytes need not be read again
+            return _flags(out, b"", named, self.same_bytes_pass_ok, floats, high=False)
+        self.file.flush()
+        end = self.file.tell()
+        with mmap.mmap(self.file.fileno(), end, access=mmap.ACCESS_READ) as written:
+            return _flags(out, written, named, self.same_bytes_pass_ok, floats, end - length)
+
+
+def _high_bytes(data: bytes) -> bool:
+    """Whether ``data`` holds a byte a NaN's bits begin with (see ``_MAYBE_NAN``)."""
+    return data.find(b"\x7f") >= 0 or data.find(b"\xff") >= 0
 
 
 # Freed by the task process's exit, not one object at a time (Mbpp/255's outputs hold 128
@@ -269,8 +336,11 @@ _KEPT: list[list[Any]] = []
 _MAYBE_NAN = re.compile(rb"G[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))")
 
 
-def _maybe_nan(blob: bytes) -> bool:
-    return (b"\x7f" in blob or b"\xff" in blob) and _MAYBE_NAN.search(blob) is not None
+def _maybe_nan(data: Any, start: int) -> bool:
+    """Whether ``data[start:]`` (bytes, or the payload file mapped) may hold a NaN."""
+    if data.find(b"\x7f", start) < 0 and data.find(b"\xff", start) < 0:
+        return False
+    return _MAYBE_NAN.search(data, start) is not None
 
 
 def _numbers_without_nan(out: Any) -> bool:
@@ -286,21 +356,32 @@ def _numbers_without_nan(out: Any) -> bool:
         return False
 
 
-def _flags(out: Any, blob: bytes, named: bool, same_bytes_pass_ok: bool, floats: bool) -> int:
-    """``named``: whether ``blob`` names a class or function."""
+def _flags(
+    out: Any,
+    data: Any,
+    named: bool,
+    same_bytes_pass_ok: bool,
+    floats: bool,
+    start: int = 0,
+    high: bool = True,
+) -> int:
+    """``data[start:]``: ``out``'s bytes (``data`` is bytes, or the payload file mapped);
+    ``named``: whether they name a class or function; ``high``: False when the caller found
+    no 7f or ff byte in them (no NaN, and ``data`` is then read only if ``named``)."""
     flags = FLOATS if floats else 0
     if not same_bytes_pass_ok:
         return flags
     # Decoding to compare would cost seconds on large outputs (Mbpp/255's come to ~1 GB of
     # tuples; HumanEval/130's to 90 MB of floats and integers, in whose bytes the opcodes
     # that name a class occur as data).
-    if not named and (not _maybe_nan(blob) or _numbers_without_nan(out)):
+    if not named and (not (high and _maybe_nan(data, start)) or _numbers_without_nan(out)):
         return flags | SAME_BYTES_PASS
     # A program output with these very bytes is a structurally identical value; EvalPlus
     # passes it if a fresh copy of the expected output compares equal (not so with NaN,
     # or numpy arrays, whose comparison has no truth value).
     try:
-        equal = pickle.loads(blob) == out
+        with memoryview(data) as whole, whole[start:] as blob:
+            equal = pickle.loads(blob) == out
         if type(equal) is bool and equal:
             flags |= SAME_BYTES_PASS
     except Exception:

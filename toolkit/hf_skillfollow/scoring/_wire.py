@@ -159,9 +159,7 @@ class _Reused:
         spare, self.spare = self.spare, None
         if spare is None:
             buf = io.BytesIO()
-            pickler = self.kind(buf, protocol=5)
-            pickler.dispatch_table = _DISPATCH
-            pickler.fast = True  # no memo: shared references are written out, cycles raise
+            pickler = _configured(self.kind(buf, protocol=5))
         else:
             buf, pickler = spare
             buf.seek(0)
@@ -172,6 +170,21 @@ class _Reused:
         if len(blob) < _CHUNK:
             self.spare = buf, pickler
         return blob
+
+
+def _configured(pickler: _Pickler) -> _Pickler:
+    pickler.dispatch_table = _DISPATCH
+    pickler.fast = True  # no memo: shared references are written out, cycles raise
+    return pickler
+
+
+def noting_pickler(file: Any) -> _NotingPickler:
+    """A pickler whose ``dump(value)`` writes ``dumps(value)``'s very bytes to ``file`` (as
+    frames, while it writes them: a large value is never held whole), and whose ``named``
+    attribute notes, until reset, whether a value it wrote named a class or function."""
+    pickler = _configured(_NotingPickler(file, protocol=5))
+    assert isinstance(pickler, _NotingPickler)
+    return pickler
 
 
 dumps = _Reused(_Pickler).dump
@@ -530,6 +543,40 @@ class _Decoder:
 
 def section(blob: bytes) -> bytes:
     return _HEADER.pack(len(blob)) + blob
+
+
+# The expected outputs' index (``_reference`` writes it, ``_judge`` reads it): the number of
+# outputs per stage, each output's byte length, each output's flags. Its size follows from
+# the counts alone, so the reference reserves it and writes the outputs after it as it encodes
+# them.
+_COUNTS = struct.Struct("<QQ")
+
+
+def index_size(base: int, plus: int) -> int:
+    """Bytes of the index section (header included) for these numbers of outputs."""
+    return _HEADER.size + _COUNTS.size + 9 * (base + plus)
+
+
+def index(lengths: tuple[list[int], list[int]], flags: tuple[bytes, bytes]) -> bytes:
+    """The index section: ``lengths`` and ``flags`` of the base and the plus outputs."""
+    (base, plus), count = lengths, len(lengths[0]) + len(lengths[1])
+    if (len(flags[0]), len(flags[1])) != (len(base), len(plus)):
+        raise ValueError("one flags byte per output")
+    body = _COUNTS.pack(len(base), len(plus)) + struct.pack(f"<{count}Q", *base, *plus)
+    return section(body + flags[0] + flags[1])
+
+
+def read_index(body: bytes) -> tuple[tuple[list[int], list[int]], tuple[bytes, bytes]]:
+    """``index``'s lengths and flags back from its section's body."""
+    if len(body) < _COUNTS.size:
+        raise WireError("index section too short")
+    base, plus = _COUNTS.unpack_from(body)
+    count = base + plus
+    if len(body) != _COUNTS.size + 9 * count:
+        raise WireError("index section does not match its counts")
+    lengths = list(struct.unpack_from(f"<{count}Q", body, _COUNTS.size))
+    flags = body[_COUNTS.size + 8 * count :]
+    return (lengths[:base], lengths[base:]), (flags[:base], flags[base:])
 
 
 def message(tag: bytes, body: bytes = b"") -> bytes:
