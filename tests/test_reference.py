@@ -16,6 +16,7 @@ import pytest
 from hf_skillfollow.scoring import _wire
 from hf_skillfollow.scoring._code import ReferenceFailure, ensure_expected
 from hf_skillfollow.tasks import Task
+from tests._noting import noted
 
 pytestmark = pytest.mark.usefixtures("private_score_cache")
 
@@ -108,7 +109,7 @@ def test_outputs_encoded_into_the_file_are_the_bytes_the_program_sends() -> None
     assert len(blobs) == len(flags) == 10
     for i, (blob, flag) in enumerate(zip(blobs, flags, strict=True)):
         value = namespace["f"](i)
-        expected, named = _wire.dumps_noting(value)
+        expected, named = noted(value)
         assert blob == expected, i
         assert flag == _flags(value, expected, named, True, is_floats(value)), i
     same, floats = _wire.SAME_BYTES_PASS, _wire.FLOATS
@@ -288,7 +289,7 @@ def test_fast_same_bytes_flag_agrees_with_the_exact_check() -> None:
     ]
     # each again behind 5000 bytes of text: large outputs are searched another way
     for value in [*values, *(("x" * 5000, v) for v in values)]:
-        blob, named = _wire.dumps_noting(value)
+        blob, named = noted(value)
         assert blob == _wire.dumps(value)
         try:
             equal = pickle.loads(blob) == value

@@ -24,6 +24,7 @@ import pytest
 
 from hf_skillfollow.scoring import _wire
 from hf_skillfollow.scoring._wire import NotComparable, WireError, decode, dumps
+from tests._noting import new_sink, noted
 
 _HONEST = [
     None,
@@ -110,7 +111,7 @@ def test_nan_and_defaultdict_and_values_view() -> None:
     assert list(decode(dumps({1: "v"}.values()), 10)) == ["v"]
 
 
-def test_dumps_noting_says_exactly_when_the_bytes_name_a_class() -> None:
+def test_the_reference_notes_exactly_when_the_bytes_name_a_class() -> None:
     """``_reference`` trusts the note instead of searching the bytes: it must be True exactly
     when an opcode that names a class or function occurs (pickletools' reading of the bytes,
     not a byte search), whatever bytes the data holds, and its bytes are ``dumps``'s."""
@@ -120,14 +121,15 @@ def test_dumps_noting_says_exactly_when_the_bytes_name_a_class() -> None:
     values = [*_HONEST, looks_named, [looks_named, [{"k": (1, np.int64(2))}]], [[[]], {1: ()}]]
     naming = {"STACK_GLOBAL", "GLOBAL", "INST", "OBJ", "EXT1", "EXT2", "EXT4"}
     for value in values:
-        blob, named = _wire.dumps_noting(value)
+        blob, named = noted(value)
         assert blob == dumps(value)
         ops = {op.name for op, _, _ in pickletools.genops(blob)}
         assert named == bool(ops & naming), value
-    assert b"\x93" in dumps(looks_named) and not _wire.dumps_noting(looks_named)[1]
+    assert b"\x93" in dumps(looks_named) and not noted(looks_named)[1]
+    sink = new_sink()
     with pytest.raises(AttributeError):  # a failure leaves no note behind for the next value
-        _wire.dumps_noting([lambda: 0])
-    assert not _wire.dumps_noting([1.5])[1]
+        noted([lambda: 0], sink)
+    assert not noted([1.5], sink)[1]
 
 
 def test_dumps_is_deterministic_and_shares_nothing() -> None:

@@ -317,16 +317,16 @@ class _Sink:
             return _flags(out, written, named, self.same_bytes_pass_ok, floats, end - length)
 
 
-def _high_bytes(data: bytes) -> bool:
-    """Whether ``data`` holds a byte a NaN's bits begin with (see ``_MAYBE_NAN``)."""
-    return data.find(b"\x7f") >= 0 or data.find(b"\xff") >= 0
+def _high_bytes(data: Any, start: int = 0) -> bool:
+    """Whether ``data[start:]`` holds a byte a NaN's bits begin with (see ``_MAYBE_NAN``)."""
+    return data.find(b"\x7f", start) >= 0 or data.find(b"\xff", start) >= 0
 
 
 # Freed by the task process's exit, not one object at a time (Mbpp/255's outputs hold 128
 # million references: half a second).
 _KEPT: list[list[Any]] = []
 
-# An output whose bytes name no class (``_wire.dumps_noting``) is ints, floats, strings,
+# An output whose bytes name no class (``_wire.noting_pickler``) is ints, floats, strings,
 # bytes, None, bools and containers of them, which equal a fresh copy unless a float is NaN:
 # every float is BINFLOAT ("G" and 8 big-endian bytes), and a NaN's begin 7f/ff, then f1-ff,
 # or f0 and six bytes not all zero (7ff0 0000 0000 0000 is infinity, which equals itself:
@@ -338,9 +338,7 @@ _MAYBE_NAN = re.compile(rb"G[\x7f\xff](?:[\xf1-\xff]|\xf0(?!\x00{6}))")
 
 def _maybe_nan(data: Any, start: int) -> bool:
     """Whether ``data[start:]`` (bytes, or the payload file mapped) may hold a NaN."""
-    if data.find(b"\x7f", start) < 0 and data.find(b"\xff", start) < 0:
-        return False
-    return _MAYBE_NAN.search(data, start) is not None
+    return _high_bytes(data, start) and _MAYBE_NAN.search(data, start) is not None
 
 
 def _numbers_without_nan(out: Any) -> bool:

@@ -143,28 +143,24 @@ class _NotingPickler(_Pickler):
 
 
 class _Reused:
-    """Picklers of one kind, one of them reused (a new one costs 2 of the 3 us a small output
-    takes): taken while in use, so a nested call gets its own, and dropped when a call fails
-    or was large."""
+    """A pickler, reused (a new one costs 2 of the 3 us a small output takes): taken while in
+    use, so a nested call gets its own, and dropped when a call fails or was large."""
 
-    __slots__ = ("kind", "last", "spare")
+    __slots__ = ("spare",)
 
-    def __init__(self, kind: type[_Pickler]) -> None:
-        self.kind = kind
+    def __init__(self) -> None:
         self.spare: tuple[io.BytesIO, _Pickler] | None = None
-        self.last: _Pickler | None = None
 
     def dump(self, obj: Any) -> bytes:
         """Deterministic bytes for a plain-data value (raises for anything else)."""
         spare, self.spare = self.spare, None
         if spare is None:
             buf = io.BytesIO()
-            pickler = _configured(self.kind(buf, protocol=5))
+            pickler = _configured(_Pickler(buf, protocol=5))
         else:
             buf, pickler = spare
             buf.seek(0)
             buf.truncate()
-        self.last = pickler
         pickler.dump(obj)
         blob = buf.getvalue()
         if len(blob) < _CHUNK:
@@ -181,26 +177,16 @@ def _configured(pickler: _Pickler) -> _Pickler:
 def noting_pickler(file: Any) -> _NotingPickler:
     """A pickler whose ``dump(value)`` writes ``dumps(value)``'s very bytes to ``file`` (as
     frames, while it writes them: a large value is never held whole), and whose ``named``
-    attribute notes, until reset, whether a value it wrote named a class or function."""
+    attribute notes, until reset, whether a value it wrote named a class or function (numpy
+    values, ``Decimal``, dict views, subclasses of builtins...): ``_reference`` then cannot
+    take a fresh copy's equality for granted. Decided while writing, not by searching the
+    bytes, in which the opcodes that name a class also occur as float and integer data."""
     pickler = _configured(_NotingPickler(file, protocol=5))
     assert isinstance(pickler, _NotingPickler)
     return pickler
 
 
-dumps = _Reused(_Pickler).dump
-_noting = _Reused(_NotingPickler)
-
-
-def dumps_noting(obj: Any) -> tuple[bytes, bool]:
-    """``dumps(obj)``, and whether those bytes name a class or function (numpy values,
-    ``Decimal``, dict views, subclasses of builtins...): ``_reference`` then cannot take a
-    fresh copy's equality for granted. Decided while writing, not by searching the bytes, in
-    which the opcodes that name a class also occur as float and integer data."""
-    blob = _noting.dump(obj)
-    pickler = _noting.last
-    assert isinstance(pickler, _NotingPickler)
-    named, pickler.named = pickler.named, False
-    return blob, named
+dumps = _Reused().dump
 
 
 # --- decoding (the judge) ------------------------------------------------------------------
