@@ -28,6 +28,9 @@ MAX_ANSWER_CHARS = 500
 #: most distinct answers a reply may state besides its committed one before it fails
 MAX_OTHER_ANSWERS = 8
 
+# A TeX space between a digit and a group of exactly three digits is a thousands separator
+# ("10\\,000"); math-verify would read it as a sum or a product of the parts (10 * 000 = 0)
+_DIGIT_GROUP = re.compile(r"(?<=\d)(?:\\[,;: ]|\s)(?=\d{3}(?!\d))")
 _TEXT_WRAPPERS = re.compile(r"\\(?:text|textbf|textit|textsc|mathrm|mathbf|mbox)\{([^{}]*)\}")
 _DROP = re.compile(r"\\left|\\right|\\!|\\,|\\;|\\:|\\ |\\\$|\$|\s+")
 _DEGREES = re.compile(r"\^\{?\\circ\}?|°")
@@ -51,6 +54,11 @@ def normalise(answer: str) -> str:
     if re.fullmatch(r"-?\d+\.0+", s):
         s = s.split(".")[0]
     return s
+
+
+def ungrouped(answer: str) -> str:
+    """``answer`` with its thousands separators dropped: the one string both checks judge."""
+    return _DIGIT_GROUP.sub("", answer)
 
 
 def stated_answers(text: str) -> list[str]:
@@ -85,7 +93,9 @@ def score_math(task: Any, text: str) -> Verdict:
             {**details, "method": "none"},
         )
     judge = _Judge(reference)
-    other = _disagreeing(judge, answer, [*boxes.answers[:-1], *stated_answers(text)])
+    answer = ungrouped(answer)
+    others = [ungrouped(o) for o in (*boxes.answers[:-1], *stated_answers(text))]
+    other = _disagreeing(judge, answer, others)
     if other is not None:
         return Verdict(
             task.task_id,
@@ -104,6 +114,16 @@ def score_math(task: Any, text: str) -> Verdict:
     if judge.error:
         details["math_verify_error"] = judge.error
     if normalise(answer) == normalise(reference):
+        reading = judge.second_reading(answer)
+        if reading is not None:
+            return Verdict(
+                task.task_id,
+                False,
+                f"the answer reads as two values: math-verify reads \\boxed{{{answer[:80]}}} as "
+                f"{reading[:80]!r}, the exact match as {normalise(answer)[:80]!r}; it must "
+                "commit to one",
+                {**details, "method": "none"},
+            )
         return Verdict(
             task.task_id,
             True,
@@ -175,6 +195,20 @@ class _Judge:
     def equivalent(self, answer: str) -> bool:
         gold, pred = self.gold(), self.read(answer)
         return bool(gold and pred and self._verify(gold, pred))
+
+    def second_reading(self, answer: str) -> str | None:
+        """What math-verify reads ``answer`` as, where that differs from its reading of the
+        normalised string the exact match compares (``\\boxed{2\\,3}``: 5 against "23");
+        None when it agrees or cannot read ``answer`` at all (``90°``). The exact match may
+        only pass an answer that has no second reading: otherwise the one reply passes a task
+        whose answer is 5 (math-verify) and one whose answer is 23 (exact)."""
+        mine = self.read(answer)
+        if not mine:
+            return None
+        plain = self.read(normalise(answer))
+        if plain and self._verify(plain, mine):
+            return None
+        return str(mine[0])
 
     def same(self, answer: str, other: str) -> bool:
         mine, theirs = self.read(answer), self.read(other)

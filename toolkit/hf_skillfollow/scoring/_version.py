@@ -16,7 +16,10 @@ from collections.abc import Mapping
 #: (CPU and memory limits are the run's), and a math reply is judged on one extracted answer.
 #: Math in "2": the answer is the last complete \boxed{} (none: fail), math-verify reads only
 #: that box, and a reply stating another answer (a second box, "final answer is $x$") fails.
-SCORER_VERSION = "2"
+#: "3": the committed math answer has one reading: a thousands separator ("10\\,000") is
+#: dropped before both checks, and the exact match cannot pass an answer that math-verify reads
+#: as another value (\\boxed{2\\,3}: 5 for math-verify, "23" for the exact match).
+SCORER_VERSION = "3"
 
 #: Runs published before traces carried ``scorer_version``: toolkit version -> scorer version.
 _LEGACY: Mapping[str, str] = {"0.1.0": "1"}
