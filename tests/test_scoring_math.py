@@ -71,21 +71,23 @@ def test_a_hedge_is_judged_by_its_boxed_answer_only(math500: dict[str, Task]) ->
     assert score_answer(four, hedge).passed
 
 
-def test_an_answer_that_reads_as_two_values_passes_for_one(math500: dict[str, Task]) -> None:
+def test_an_answer_that_reads_as_two_values_fails(math500: dict[str, Task]) -> None:
     # math-verify reads digits parted by a TeX space or a degree sign as their sum (2\,3 is
     # 5), the normalised exact match drops the space (23): on main \boxed{2\,3} passed the 8
     # MATH-500 tasks whose answer is 5 and the 3 whose answer is 23.
     five, twenty_three = _by_reference(math500, "5"), _by_reference(math500, "23")
     for box in (r"2\,3", r"2^\circ3", r"2\ 3", r"2 3"):
-        reply = f"So \\boxed{{{box}}}."
-        assert score_answer(five, reply).passed, box  # math-verify's one reading
-        verdict = score_answer(twenty_three, reply)
-        assert not verdict.passed, (box, verdict)
-        assert "reads as two values: math-verify reads" in verdict.reason
-        assert "as '5', the exact match as '23'" in verdict.reason
-    # \mbox{} between the digits: math-verify reads 2**3, the exact match 23
-    task = Task("math500", "custom/23.json", "?", reference="23")
+        for task in (five, twenty_three):
+            verdict = score_answer(task, f"So \\boxed{{{box}}}.")
+            assert not verdict.passed, (box, verdict)
+            assert "reads as two values: math-verify reads" in verdict.reason
+            assert "as '5', the exact match as '23'" in verdict.reason
+    # \mbox{} between the digits: math-verify reads an expression in a symbol, the exact
+    # match 23, which it may not pass
+    task = Task("math500", "custom/n.json", "?", reference="23")
     assert "two values" in score_math(task, r"\boxed{2\mbox{}3}").reason
+    # units in text are one answer: math-verify reads 5, the exact match "5units"
+    assert score_answer(five, r"\boxed{5\text{ units}}").passed
     # a thousands separator is one number to both checks
     for reference, box in (("10000", r"10\,000"), ("1000000", r"1\,000\,000"), ("12345", "12 345")):
         task = Task("math500", "custom/n.json", "?", reference=reference)

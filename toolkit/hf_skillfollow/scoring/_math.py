@@ -94,6 +94,9 @@ def score_math(task: Any, text: str) -> Verdict:
         )
     judge = _Judge(reference)
     answer = ungrouped(answer)
+    two_numbers = judge.second_reading(answer, numbers_only=True)
+    if two_numbers is not None:
+        return _two_readings(task, details, answer, two_numbers)
     others = [ungrouped(o) for o in (*boxes.answers[:-1], *stated_answers(text))]
     other = _disagreeing(judge, answer, others)
     if other is not None:
@@ -116,14 +119,7 @@ def score_math(task: Any, text: str) -> Verdict:
     if normalise(answer) == normalise(reference):
         reading = judge.second_reading(answer)
         if reading is not None:
-            return Verdict(
-                task.task_id,
-                False,
-                f"the answer reads as two values: math-verify reads \\boxed{{{answer[:80]}}} as "
-                f"{reading[:80]!r}, the exact match as {normalise(answer)[:80]!r}; it must "
-                "commit to one",
-                {**details, "method": "none"},
-            )
+            return _two_readings(task, details, answer, reading)
         return Verdict(
             task.task_id,
             True,
@@ -134,6 +130,16 @@ def score_math(task: Any, text: str) -> Verdict:
         task.task_id,
         False,
         f"answer {answer[:80]!r} differs from the reference",
+        {**details, "method": "none"},
+    )
+
+
+def _two_readings(task: Any, details: dict[str, Any], answer: str, reading: str) -> Verdict:
+    return Verdict(
+        task.task_id,
+        False,
+        f"the answer reads as two values: math-verify reads \\boxed{{{answer[:80]}}} as "
+        f"{reading[:80]!r}, the exact match as {normalise(answer)[:80]!r}; it must commit to one",
         {**details, "method": "none"},
     )
 
@@ -161,8 +167,14 @@ class _Judge:
         self.only_the_box = [LatexExtractionConfig(boxed_match_priority=0)]
         self.reference = reference
         self.error: str | None = None
+        self._read: dict[str, list[Any]] = {}  # each answer is read more than once
 
     def read(self, answer: str) -> list[Any]:
+        if answer not in self._read:
+            self._read[answer] = self._parse(answer)
+        return self._read[answer]
+
+    def _parse(self, answer: str) -> list[Any]:
         from math_verify import parse
 
         return (
@@ -196,17 +208,23 @@ class _Judge:
         gold, pred = self.gold(), self.read(answer)
         return bool(gold and pred and self._verify(gold, pred))
 
-    def second_reading(self, answer: str) -> str | None:
+    def second_reading(self, answer: str, numbers_only: bool = False) -> str | None:
         """What math-verify reads ``answer`` as, where that differs from its reading of the
         normalised string the exact match compares (``\\boxed{2\\,3}``: 5 against "23");
-        None when it agrees or cannot read ``answer`` at all (``90°``). The exact match may
-        only pass an answer that has no second reading: otherwise the one reply passes a task
-        whose answer is 5 (math-verify) and one whose answer is 23 (exact)."""
+        None when it agrees or cannot read ``answer`` at all (``90°``). ``numbers_only``:
+        only where both readings are numbers (``5\\text{ units}`` normalises to "5units",
+        which math-verify reads as a product of letters, and is still one answer).
+
+        The exact match may only pass an answer that has no second reading, or the one reply
+        passes a task whose answer is 5 (math-verify) and one whose answer is 23 (exact); an
+        answer read as two numbers fails whatever the reference."""
         mine = self.read(answer)
         if not mine:
             return None
         plain = self.read(normalise(answer))
         if plain and self._verify(plain, mine):
+            return None
+        if numbers_only and not (plain and _is_number(mine[0]) and _is_number(plain[0])):
             return None
         return str(mine[0])
 
@@ -227,3 +245,9 @@ class _Judge:
                 raise
             self.error = f"{type(exc).__name__}: {exc}"[:200]
             return None
+
+
+def _is_number(value: Any) -> bool:
+    """Whether a math-verify reading is a plain number (a sympy number, not an expression in
+    symbols, a set or an equation)."""
+    return getattr(value, "is_number", False) is True

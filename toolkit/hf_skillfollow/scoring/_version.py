@@ -17,8 +17,9 @@ from collections.abc import Mapping
 #: Math in "2": the answer is the last complete \boxed{} (none: fail), math-verify reads only
 #: that box, and a reply stating another answer (a second box, "final answer is $x$") fails.
 #: "3": the committed math answer has one reading: a thousands separator ("10\\,000") is
-#: dropped before both checks, and the exact match cannot pass an answer that math-verify reads
-#: as another value (\\boxed{2\\,3}: 5 for math-verify, "23" for the exact match).
+#: dropped before both checks, an answer that math-verify and the exact match read as two
+#: numbers fails (\\boxed{2\\,3}: 5 for math-verify, "23" for the exact match), and the exact
+#: match cannot pass an answer that math-verify reads as another value.
 SCORER_VERSION = "3"
 
 #: Runs published before traces carried ``scorer_version``: toolkit version -> scorer version.
