@@ -82,15 +82,14 @@ def score_math(task: Any, text: str) -> Verdict:
         reason = "no \\boxed{} answer"
         if boxes.unclosed:
             reason += f" ({boxes.unclosed} \\boxed{{ never closed)"
-        return Verdict(task.task_id, False, reason, {**details, "method": "none"})
+        return _failed(task, details, reason)
     details["extracted"] = answer[: MAX_ANSWER_CHARS + 1]
     if len(answer) > MAX_ANSWER_CHARS:
-        return Verdict(
-            task.task_id,
-            False,
+        return _failed(
+            task,
+            details,
             f"\\boxed{{}} answer of {len(answer):,} characters is too long to check "
             f"(at most {MAX_ANSWER_CHARS})",
-            {**details, "method": "none"},
         )
     judge = _Judge(reference)
     answer = ungrouped(answer)
@@ -100,12 +99,12 @@ def score_math(task: Any, text: str) -> Verdict:
     others = [ungrouped(o) for o in (*boxes.answers[:-1], *stated_answers(text))]
     other = _disagreeing(judge, answer, others)
     if other is not None:
-        return Verdict(
-            task.task_id,
-            False,
+        details["other_answer"] = other[: MAX_ANSWER_CHARS + 1]
+        return _failed(
+            task,
+            details,
             f"the reply states two answers: {other[:80]!r} and the final \\boxed{{{answer[:80]}}}"
             "; it must commit to one",
-            {**details, "method": "none", "other_answer": other[: MAX_ANSWER_CHARS + 1]},
         )
     if judge.equivalent(answer):
         return Verdict(
@@ -126,22 +125,20 @@ def score_math(task: Any, text: str) -> Verdict:
             "normalised \\boxed{} answer equals the reference",
             {**details, "method": "exact"},
         )
-    return Verdict(
-        task.task_id,
-        False,
-        f"answer {answer[:80]!r} differs from the reference",
-        {**details, "method": "none"},
-    )
+    return _failed(task, details, f"answer {answer[:80]!r} differs from the reference")
 
 
 def _two_readings(task: Any, details: dict[str, Any], answer: str, reading: str) -> Verdict:
-    return Verdict(
-        task.task_id,
-        False,
+    return _failed(
+        task,
+        details,
         f"the answer reads as two values: math-verify reads \\boxed{{{answer[:80]}}} as "
         f"{reading[:80]!r}, the exact match as {normalise(answer)[:80]!r}; it must commit to one",
-        {**details, "method": "none"},
     )
+
+
+def _failed(task: Any, details: dict[str, Any], reason: str) -> Verdict:
+    return Verdict(task.task_id, False, reason, {**details, "method": "none"})
 
 
 def _disagreeing(judge: _Judge, answer: str, others: list[str]) -> str | None:
