@@ -88,6 +88,11 @@ def test_an_answer_that_reads_as_two_values_fails(math500: dict[str, Task]) -> N
     assert "two values" in score_math(task, r"\boxed{2\mbox{}3}").reason
     # units in text are one answer: math-verify reads 5, the exact match "5units"
     assert score_answer(five, r"\boxed{5\text{ units}}").passed
+    # so is a stated answer: "2\,3" beside a boxed 5 is a second answer (23 to the exact match)
+    verdict = score_answer(five, r"The final answer is $2\,3$. \boxed{5}")
+    assert not verdict.passed and "states two answers" in verdict.reason, verdict
+    assert verdict.details["other_answer"] == r"2\,3"
+    assert score_answer(five, r"The final answer is $5$. \boxed{5}").passed
     # a thousands separator is one number to both checks
     for reference, box in (("10000", r"10\,000"), ("1000000", r"1\,000\,000"), ("12345", "12 345")):
         task = Task("math500", "custom/n.json", "?", reference=reference)

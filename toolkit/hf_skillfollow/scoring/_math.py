@@ -143,13 +143,16 @@ def _failed(task: Any, details: dict[str, Any], reason: str) -> Verdict:
 
 def _disagreeing(judge: _Judge, answer: str, others: list[str]) -> str | None:
     """The first stated answer that is neither the committed one (normalised) nor equal to it
-    for math-verify; ``answer`` itself when there are too many to compare."""
+    for math-verify, or that reads as two numbers itself (``2\\,3`` beside a boxed 5);
+    ``answer`` itself when there are too many to compare."""
     mine = normalise(answer)
     distinct = list(dict.fromkeys(o for o in others if normalise(o) != mine))
     if len(distinct) > MAX_OTHER_ANSWERS:
         return distinct[0]
     for other in distinct:
         if len(other) > MAX_ANSWER_CHARS or not judge.same(answer, other):
+            return other
+        if judge.second_reading(other, numbers_only=True) is not None:
             return other
     return None
 
