@@ -64,10 +64,10 @@ def _check_local(source: str) -> None:
 def cell_markdown(board: Board, cell: pd.Series) -> str:
     """Markdown for one cell ('' when nothing is annotated)."""
     from hf_skillfollow._escape import for_markdown
-    from hf_skillfollow.space_app._board import _cell_sources
+    from hf_skillfollow.space_app._sources import cell_sources
 
     tables, problems = [], []
-    for source in _cell_sources(cell):
+    for source in cell_sources(cell):
         table, problem = _annotations(source)
         if problem:
             problems.append(problem)

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from hf_skillfollow.space_app import _cache
 from hf_skillfollow.space_app._sources import (
     SOURCE,
+    cell_sources,
     concat_sources,
     load_sources,
     resolve_sources,
@@ -204,7 +205,7 @@ class Board:
         """The transitions rows of one cell (of one run when the cell has a `run_id`), read
         from the source(s) the cell belongs to only."""
         parts = []
-        for source in _cell_sources(cell):
+        for source in cell_sources(cell):
             table = self.tables.get(source)
             if table is None:
                 continue
@@ -448,13 +449,6 @@ def _across_sources(
     return _numpy_backed(
         with_rescored(out, Rescoring(status, rescoring.records), per_run=False, across=True)
     )
-
-
-def _cell_sources(cell: pd.Series | dict) -> list[str]:
-    both = cell.get("_sources") if hasattr(cell, "get") else None
-    if isinstance(both, str) and both:
-        return both.split("\n")
-    return [str(cell[SOURCE])]
 
 
 def _identity_mask(table: pa.Table, cell: pd.Series | dict) -> pa.ChunkedArray:

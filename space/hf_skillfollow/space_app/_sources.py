@@ -21,10 +21,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from hf_skillfollow.locations import is_hub_id
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 ENV_SOURCES = "SKILLFOLLOW_SOURCES"
 ENV_DISCOVER = "SKILLFOLLOW_DISCOVER"
@@ -78,6 +82,14 @@ def concat_sources(tables: Mapping[str, pa.Table]) -> pa.Table | None:
     if len(parts) == 1:
         return parts[0]
     return pa.concat_tables(parts, promote_options="permissive").unify_dictionaries()
+
+
+def cell_sources(cell: pd.Series | dict) -> list[str]:
+    """The source(s) a board cell was computed from: a pooled cell lists each in `_sources`."""
+    both = cell.get("_sources") if hasattr(cell, "get") else None
+    if isinstance(both, str) and both:
+        return both.split("\n")
+    return [str(cell[SOURCE])]
 
 
 def split_sources(text: str | None) -> list[str]:

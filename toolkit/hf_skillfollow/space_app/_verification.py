@@ -169,11 +169,11 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
         )
     import pyarrow.compute as pc
 
-    from hf_skillfollow.space_app._board import _cell_sources
+    from hf_skillfollow.space_app._sources import cell_sources
 
     if str(cell.get(RESCORED)) == AMBIGUOUS:
         return f'<p class="sf-rescored">{_LEAD}: {escape(AMBIGUOUS)}.</p>'
-    sources = pa.array(_cell_sources(cell))
+    sources = pa.array(cell_sources(cell))
     mask = pc.and_(
         pc.equal(rescoring.status["cell_id"], str(cell["cell_id"])),
         pc.is_in(rescoring.status["source"].cast(pa.string()), sources),
