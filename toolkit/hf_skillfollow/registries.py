@@ -47,3 +47,14 @@ ACCESS = LazyRegistry(
         "catalog": "hf_skillfollow.access._catalog:CatalogAccess",
     },
 )
+
+#: name -> importer of one format of another harness's runs, ``(ImportRequest) -> Collected``
+#: (`hf_skillfollow.importers`, docs/import.md).
+IMPORTERS = LazyRegistry(
+    "import format",
+    {
+        "harbor": "hf_skillfollow.importers._harbor:collect_harbor",
+        "benchflow": "hf_skillfollow.importers._harbor:collect_benchflow",
+        "skill-creator": "hf_skillfollow.importers._skill_creator:collect_skill_creator",
+    },
+)

@@ -24,6 +24,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "hf_skillfollow.cli._annotate:annotate",
         "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
     ),
+    "import": (
+        "hf_skillfollow.cli._import:import_",
+        "Import with/without-skills runs of Harbor, skill-creator or BenchFlow as run folders.",
+    ),
     "push": ("hf_skillfollow.cli._push:push", "Publish run directories to a Hub dataset repo."),
     "verify": (
         "hf_skillfollow.cli._verify:verify",

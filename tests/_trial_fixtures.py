@@ -1,0 +1,214 @@
+"""Hand-built trial folders in the shapes real harnesses write (no copied data).
+
+Harbor: `<job>/<trial>/result.json` (TrialResult: task_name, trial_name, task_checksum,
+agent_info, agent_result, verifier_result.rewards.reward, exception_info, started_at),
+`<trial>/config.json`, `<trial>/agent/claude-code.txt` (Claude Code stream-json) or
+`<trial>/agent/trajectory.json` (ATIF, as Terminus-2 writes it), and the job's own
+result.json/config.json beside its trials. skill-creator: `iteration-N/eval-*/{with_skill,
+without_skill}/[run-K/]grading.json` and `iteration-N/benchmark.json` as in its schemas.md.
+Each scenario's expected counts are written by hand in the tests, never computed here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+POOL = ("pdf-tools", "csv-clean")
+SKILLS_DIR = "/root/.claude/skills"
+
+
+def write_pool(root: Path) -> Path:
+    """A two-skill pool (Agent Skills folders) for --skills."""
+    for name in POOL:
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Use when working with {name.split('-')[0]} files.\n"
+            f"---\n# {name}\n\nSteps for {name}.\n"
+        )
+    return root
+
+
+def write_job(folder: Path, agent: str = "claude-code") -> Path:
+    """A Harbor job folder's own files (its result.json is no trial)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({"job_name": folder.name, "agents": [{"name": agent}]}))
+    (folder / "result.json").write_text(json.dumps({"id": "job", "n_total_trials": 0, "stats": {}}))
+    return folder
+
+
+def write_trial(
+    job: Path,
+    name: str,
+    task: str,
+    *,
+    reward: float | None = 1.0,
+    started: str = "2026-01-26T03:00:00",
+    checksum: str = "c0ffee",
+    agent: str = "claude-code",
+    version: str = "2.0.1",
+    model: str = "anthropic/claude-opus-4-5",
+    exception: dict[str, Any] | None = None,
+    stream: list[dict[str, Any]] | None = None,
+    atif: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """One Harbor trial folder; `stream` -> agent/claude-code.txt, `atif` -> agent/trajectory.json."""
+    folder = job / name
+    (folder / "agent").mkdir(parents=True)
+    config = {"trial_name": name, "agent": {"name": agent, "model_name": model, "kwargs": {}}}
+    (folder / "config.json").write_text(json.dumps(config))
+    result = {
+        "id": f"id-{name}", "task_name": task, "trial_name": name,
+        "trial_uri": f"file:///jobs/{job.name}/{name}", "task_checksum": checksum,
+        "config": config,
+        "agent_info": {"name": agent, "version": version,
+                       "model_info": {"name": model.split("/")[-1], "provider": "anthropic"}},
+        "agent_result": {"n_input_tokens": 1000, "n_output_tokens": 200, "metadata": None},
+        "verifier_result": None if reward is None else {"rewards": {"reward": reward}},
+        "exception_info": exception, "started_at": started, "finished_at": started,
+        "agent_execution": {"started_at": "2026-01-26T03:00:00", "finished_at": "2026-01-26T03:01:30"},
+        **(extra or {}),
+    }  # fmt: skip
+    (folder / "result.json").write_text(json.dumps(result, indent=2))
+    if stream is not None:
+        (folder / "agent" / "claude-code.txt").write_text(
+            "".join(json.dumps(e) + "\n" for e in stream)
+        )
+    if atif is not None:
+        (folder / "agent" / "trajectory.json").write_text(json.dumps(atif, indent=2))
+    return folder
+
+
+# ----------------------------------------------------------- Claude Code stream-json
+
+
+def cc_init(skills: tuple[str, ...] = POOL) -> dict[str, Any]:
+    return {"type": "system", "subtype": "init", "session_id": "s", "tools": ["Bash", "Read", "Skill"],
+            "skills": list(skills), "slash_commands": []}  # fmt: skip
+
+
+def cc_call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": call_id, "name": name, "input": args}]}}  # fmt: skip
+
+
+def cc_result(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+    if error:
+        block["is_error"] = True
+    return {"type": "user", "message": {"role": "user", "content": [block]}}
+
+
+def cc_stream(*calls: tuple[str, dict[str, Any], str, bool], init: bool = True) -> list[dict[str, Any]]:
+    """An init event (skills listed), then each (tool, input, result text, error) call and result."""
+    events = [cc_init()] if init else []
+    for i, (tool, args, text, error) in enumerate(calls):
+        events += [cc_call(f"toolu_{i}", tool, args), cc_result(f"toolu_{i}", text, error)]
+    events.append({"type": "result", "subtype": "success", "is_error": False, "result": "done"})
+    return events
+
+
+# ----------------------------------------------------------------- Terminus ATIF
+
+
+def atif(keystrokes: list[str], *, listed: tuple[str, ...] = POOL) -> dict[str, Any]:
+    """An ATIF trajectory of Terminus-2: a user step offering skills, one step per command."""
+    offer = "".join(f"<skill><name>{n}</name><description>d</description></skill>" for n in listed)
+    steps: list[dict[str, Any]] = [
+        {"step_id": 1, "source": "user",
+         "message": f"Solve the task.\n<available_skills>{offer}</available_skills>"},
+    ]  # fmt: skip
+    for i, keys in enumerate(keystrokes):
+        steps.append({
+            "step_id": i + 2, "source": "agent", "message": "running",
+            "tool_calls": [{"tool_call_id": f"call_{i}", "function_name": "bash_command",
+                            "arguments": {"keystrokes": keys, "duration": 1.0}}],
+            "observation": {"results": [{"source_call_id": None, "content": "ok\n$ "}]},
+        })  # fmt: skip
+    return {"schema_version": "ATIF-v1.2", "session_id": "t",
+            "agent": {"name": "terminus-2", "version": "2.0.0", "model_name": "anthropic/claude-opus-4-5"},
+            "steps": steps}  # fmt: skip
+
+
+def build_claude_code(root: Path) -> tuple[Path, Path]:
+    """The hand-labelled Claude Code scenario of tests/test_import_harbor.py; (with, without).
+
+    The with-skills job is named like an ablation and the without-skills job like a skills
+    run: the arm must come from the flags. task labels (SE, SD, S_call):
+      a: Skill pdf-tools loads; SE 1, SD 0; S_call (instructions)   -> b
+      b: Read csv-clean/SKILL.md; SE 0, SD 1; S_call (instructions) -> c
+      c: Skill pdf-tools fails "Unknown skill"; SE 1, SD 1; invoked, not returned -> a
+      d: Bash runs csv-clean/scripts/clean.py only; SE 1, SD 0; S_call (resource) -> b
+      e: SE has no transcript; SE 1, SD 0; activation unknown -> b
+      f: SE exception (no verifier result); SE 0 (error), SD 1; no call -> c
+      g: SE two trials (the earlier pairs, `ls` of the skills folder only), SD one; SE 1, SD 1 -> a, 1 dropped
+      h: checksum differs between the arms; SE 0, SD 0; no call -> d
+      i: SD reads pdf-tools/SKILL.md: arm-integrity violation; SE Skill pdf-tools 1, SD 1 -> a
+    """
+    se = write_job(root / "claude-code-opus-no-skills-ablation")
+    sd = write_job(root / "claude-code-opus-with-skills-v2")
+    skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
+    write_trial(se, "a__1", "task-a", reward=1.0, stream=cc_stream(skill))
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    read = ("Read", {"file_path": f"{SKILLS_DIR}/csv-clean/SKILL.md"}, "---\nname: csv-clean", False)
+    write_trial(se, "b__1", "task-b", reward=0.0, stream=cc_stream(read))
+    write_trial(sd, "b__2", "task-b", reward=1.0, stream=cc_stream(init=False))
+    unknown = ("Skill", {"skill": "pdf-tools"}, "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>", True)
+    write_trial(se, "c__1", "task-c", reward=1.0, stream=cc_stream(unknown))
+    write_trial(sd, "c__2", "task-c", reward=1.0, stream=cc_stream(init=False))
+    script = ("Bash", {"command": f"python {SKILLS_DIR}/csv-clean/scripts/clean.py in.csv"}, "cleaned", False)
+    write_trial(se, "d__1", "task-d", reward=1.0, stream=cc_stream(script))
+    write_trial(sd, "d__2", "task-d", reward=0.0, stream=cc_stream(init=False))
+    write_trial(se, "e__1", "task-e", reward=1.0)  # no transcript
+    write_trial(sd, "e__2", "task-e", reward=0.0, stream=cc_stream(init=False))
+    timeout = {"exception_type": "AgentTimeoutError", "exception_message": "Agent timed out after 900s",
+               "exception_traceback": "...", "occurred_at": "2026-01-26T03:15:00"}  # fmt: skip
+    write_trial(se, "f__1", "task-f", reward=None, exception=timeout, stream=cc_stream())
+    write_trial(sd, "f__2", "task-f", reward=1.0, stream=cc_stream(init=False))
+    listing = ("Bash", {"command": f"ls {SKILLS_DIR}/"}, "csv-clean\npdf-tools", False)
+    write_trial(se, "g__1", "task-g", reward=1.0, started="2026-01-26T03:00:00", stream=cc_stream(listing))
+    write_trial(se, "g__3", "task-g", reward=0.0, started="2026-01-26T05:00:00", stream=cc_stream(skill))
+    write_trial(sd, "g__2", "task-g", reward=1.0, stream=cc_stream(init=False))
+    write_trial(se, "h__1", "task-h", reward=0.0, checksum="with-skills-copy", stream=cc_stream())
+    write_trial(sd, "h__2", "task-h", reward=0.0, checksum="no-skills-copy", stream=cc_stream(init=False))
+    sd_read = ("Read", {"file_path": f"{SKILLS_DIR}/pdf-tools/SKILL.md"}, "---\nname: pdf-tools", False)
+    write_trial(se, "i__1", "task-i", reward=1.0, stream=cc_stream(skill))
+    write_trial(sd, "i__2", "task-i", reward=1.0, stream=cc_stream(sd_read, init=False))
+    return se, sd
+
+
+def build_terminus(root: Path) -> tuple[Path, Path]:
+    """The hand-labelled Terminus-2 (ATIF) scenario, with repeats; (with, without).
+
+      x: two trials per arm; SE reads pdf-tools/SKILL.md both times, passes the first (03:00)
+         and fails the second (04:00); SD fails both -> repeat 0: b (S_call), repeat 1: d (S_call)
+      y: `ls` of the skills folder only; SE 1, SD 1 -> a (skip)
+      z: SE runs `cat .../csv-clean/SKILL.md`; SE 1, SD 1 -> a (S_call)
+    """
+    se = write_job(root / "terminus-jobs-a", agent="terminus-2")
+    sd = write_job(root / "terminus-jobs-b", agent="terminus-2")
+    kw: dict[str, Any] = {"agent": "terminus-2", "version": "2.0.0"}
+    read_pdf = atif(["cat /root/.agents/skills/pdf-tools/SKILL.md\n", "python solve.py\n"])
+    write_trial(se, "x__1", "task-x", reward=1.0, started="2026-01-26T03:00:00", atif=read_pdf, **kw)
+    write_trial(se, "x__2", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=read_pdf, **kw)
+    plain = atif(["python solve.py\n"], listed=())
+    write_trial(sd, "x__3", "task-x", reward=0.0, started="2026-01-26T03:00:00", atif=plain, **kw)
+    write_trial(sd, "x__4", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=plain, **kw)
+    write_trial(se, "y__1", "task-y", reward=1.0, atif=atif(["ls /root/.agents/skills/\n"]), **kw)
+    write_trial(sd, "y__2", "task-y", reward=1.0, atif=plain, **kw)
+    write_trial(se, "z__1", "task-z", reward=1.0, atif=atif(["cat /root/.agents/skills/csv-clean/SKILL.md\n"]), **kw)
+    write_trial(sd, "z__2", "task-z", reward=1.0, atif=plain, **kw)
+    return se, sd
+
+
+def write_tasks(root: Path, intended: dict[str, list[str]]) -> Path:
+    """A Harbor tasks folder whose tasks ship their intended skills in environment/skills/."""
+    for task, skills in intended.items():
+        for skill in skills:
+            (root / task / "environment" / "skills" / skill).mkdir(parents=True)
+            (root / task / "environment" / "skills" / skill / "SKILL.md").write_text(f"---\nname: {skill}\n---\n")
+        (root / task / "instruction.md").write_text("Do it.\n")
+    return root

@@ -1,0 +1,144 @@
+"""`hf-skillfollow import FORMAT ...`: another harness's with/without-skills runs as run folders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hf_skillfollow.cli._echo import echo
+
+_PATH = click.Path(path_type=Path)
+_MAX_LISTED = 20
+
+
+def _common(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--skills", type=_PATH, default=None,
+                     help="The skill pool offered to the with-skills arm: its hash identifies the "
+                          "cell and its names are the skills detected [the names the transcripts list]."),
+        click.option("--tasks", type=_PATH, default=None,
+                     help="Harbor tasks folder: <task>/environment/skills/ names each task's intended "
+                          "skills (trigger precision)."),
+        click.option("--trigger", type=click.Choice(["any", "instructions"]), default="any",
+                     show_default=True,
+                     help="What puts a pair in S_call: any activation, or only loaded instructions "
+                          "(Skill tool, SKILL.md read; not a resource used alone)."),
+        click.option("--loading", type=click.Choice(["on-demand", "nudge", "inject"]), default=None,
+                     help="How the skills reached the agent (the access column) [on-demand; "
+                          "skill-creator: nudge]."),
+        click.option("--benchmark", default=None, help="Benchmark name of the rows [the format]."),
+        click.option("-o", "--output", "output_dir", type=_PATH, default=Path("runs"),
+                     show_default=True, help="Folder the run folders go in."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group("import")
+def import_() -> None:
+    """Import with/without-skills runs of another harness as paired run folders (docs/import.md)."""
+
+
+@import_.command("harbor")
+@click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
+              help="Job or trial folder of the with-skills arm (repeatable; searched recursively).")  # fmt: skip
+@click.option("--without-skills", "without_paths", type=_PATH, multiple=True, required=True,
+              help="Job or trial folder of the without-skills arm (repeatable).")  # fmt: skip
+@click.option("--pass-threshold", type=float, default=1.0, show_default=True,
+              help="A trial passes when its verifier reward reaches this.")  # fmt: skip
+@_common
+def harbor(**kwargs: Any) -> None:
+    """Harbor trial folders (result.json, config.json, agent/...): SkillsBench, Terminal-Bench."""
+    _import("harbor", **kwargs)
+
+
+@import_.command("benchflow")
+@click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
+              help="BenchFlow job or trial folder of the with-skills arm (repeatable).")  # fmt: skip
+@click.option("--without-skills", "without_paths", type=_PATH, multiple=True, required=True,
+              help="BenchFlow job or trial folder of the without-skills arm (repeatable).")  # fmt: skip
+@click.option("--pass-threshold", type=float, default=1.0, show_default=True,
+              help="A trial passes when its verifier reward reaches this.")  # fmt: skip
+@_common
+def benchflow(**kwargs: Any) -> None:
+    """BenchFlow trial folders (result.json with n_skill_invocations)."""
+    _import("benchflow", **kwargs)
+
+
+@import_.command("skill-creator")
+@click.argument("paths", nargs=-1, required=True, type=_PATH)
+@click.option("--pass-rate-threshold", type=click.FloatRange(0.0, 1.0), default=None,
+              help="A run passes when this share of its expectations passed [every one].")  # fmt: skip
+@click.option("--baseline", type=click.Choice(["without_skill", "old_skill"]), default=None,
+              help="The without-skills arm [the one the workspace holds].")  # fmt: skip
+@_common
+def skill_creator(**kwargs: Any) -> None:
+    """skill-creator workspaces (iteration-N/eval-*/with_skill|without_skill|old_skill)."""
+    _import("skill-creator", **kwargs)
+
+
+def _import(fmt: str, **kw: Any) -> None:
+    from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
+    from hf_skillfollow.store import RunDirError
+
+    options = ImportOptions(
+        pass_threshold=kw.get("pass_threshold", 1.0),
+        pass_rate_threshold=kw.get("pass_rate_threshold"),
+        trigger=kw["trigger"],
+        skills=kw["skills"],
+        tasks=kw["tasks"],
+        loading=kw["loading"] or ("nudge" if fmt == "skill-creator" else "on-demand"),
+        benchmark=kw["benchmark"],
+        baseline=kw.get("baseline"),
+    )
+    try:
+        with _progress() as (on_total, on_pair):
+            result = import_runs(
+                fmt, kw.get("with_paths", ()), kw.get("without_paths", ()), options,
+                output_dir=kw["output_dir"], paths=kw.get("paths", ()),
+                on_total=on_total, on_pair=on_pair,
+            )  # fmt: skip
+    except (ImportInputError, RunDirError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for note in result.notes[:_MAX_LISTED]:
+        echo(f"note: {note}", err=True)
+    echo(
+        f"{result.n_pairs} pair(s) in {len(result.run_dirs)} run folder(s) "
+        f"({result.n_written} written, {result.n_already} already there); "
+        f"{result.n_dropped} unpaired trial(s) dropped; "
+        f"{result.n_checksum_differs} pair(s) whose task checksum differs between the arms; "
+        f"{len(result.violations)} arm-integrity violation(s)"
+    )
+    for task, (arm, n) in sorted(result.dropped.items())[:_MAX_LISTED]:
+        echo(f"  unpaired: {task}: {n} extra {'with' if arm == 'se' else 'without'}-skills trial(s)")
+    for violation in result.violations[:_MAX_LISTED]:
+        echo(f"  arm-integrity violation: {violation}")
+    for run_dir in result.run_dirs:
+        echo(f"run folder: {run_dir}")
+
+
+@contextmanager
+def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[bool], None]]]:
+    """A pairs bar on stderr, started once the number of pairs is known."""
+    from hf_skillfollow.cli._progress import bar
+
+    progress = bar("pairs", "{task.fields[failed]} with an error", stderr=True)
+    state: dict[str, Any] = {"task": None, "failed": 0}
+
+    def on_total(total: int) -> None:
+        progress.start()
+        state["task"] = progress.add_task("pairs", total=total, failed=0)
+
+    def on_pair(error: bool) -> None:
+        state["failed"] += int(error)
+        progress.update(state["task"], advance=1, failed=state["failed"])
+
+    try:
+        yield on_total, on_pair
+    finally:
+        progress.stop()

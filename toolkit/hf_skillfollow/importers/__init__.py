@@ -1,0 +1,74 @@
+"""`hf-skillfollow import`: runs another harness made, as paired run folders (docs/import.md).
+
+An importer (`registries.IMPORTERS`: harbor, skill-creator, benchflow) reads one format's
+files into `Trial`s; `_pairing` pairs them; `_activation` asks the transcript detectors what
+each trial activated; `_runs` writes run folders through the runner's `store.RunStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hf_skillfollow.importers._base import (
+    LOADING_MODES,
+    Collected,
+    ImportInputError,
+    ImportOptions,
+    ImportRequest,
+    Trial,
+)
+from hf_skillfollow.importers._runs import ImportResult
+
+__all__ = [
+    "LOADING_MODES",
+    "Collected",
+    "ImportInputError",
+    "ImportOptions",
+    "ImportRequest",
+    "ImportResult",
+    "Trial",
+    "import_runs",
+]
+
+
+def import_runs(
+    fmt: str,
+    with_paths: Sequence[Path] = (),
+    without_paths: Sequence[Path] = (),
+    options: ImportOptions | None = None,
+    *,
+    output_dir: Path = Path("runs"),
+    paths: Sequence[Path] = (),
+    on_total: Callable[[int], None] | None = None,
+    on_pair: Callable[[bool], None] | None = None,
+) -> ImportResult:
+    """Import one format's trials into run folders under `output_dir`; return what was done.
+
+    `fmt` is a `registries.IMPORTERS` name. For `harbor` and `benchflow`, `with_paths` and
+    `without_paths` are job or trial folders (searched recursively, bounded) of the
+    with-skills and the without-skills arm: the arm of a trial is the list its path is in,
+    never its folder's name. For `skill-creator`, `paths` are workspaces (the arms are its
+    `with_skill` and `without_skill`/`old_skill` folders). The result's `run_dirs` are
+    ordinary run folders (one per repeat) that `report`, `push`, `verify` and the board read;
+    importing the same trials again adds nothing, and an interrupted import resumes.
+    `on_total(n)` is called once with the number of pairs, `on_pair(error)` after each.
+    Raises `ImportInputError` (one line naming the file, field or flag) on bad input.
+    """
+    from hf_skillfollow.importers._runs import write_runs
+    from hf_skillfollow.registries import IMPORTERS
+
+    options = options or ImportOptions()
+    if options.loading not in LOADING_MODES:
+        raise ImportInputError(
+            f"--loading {options.loading!r}: choose one of {', '.join(LOADING_MODES)}"
+        )
+    if not 0.0 <= options.pass_threshold <= 1e9:
+        raise ImportInputError(f"--pass-threshold {options.pass_threshold}: not a reward level")
+    try:
+        collect = IMPORTERS.resolve(fmt)
+    except ValueError as exc:
+        raise ImportInputError(str(exc)) from None
+    request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options)
+    collected = collect(request)
+    return write_runs(fmt, collected, options, Path(output_dir), on_pair, on_total)

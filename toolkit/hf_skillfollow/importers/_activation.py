@@ -1,0 +1,72 @@
+"""The one place an import asks a transcript detector about a trial, and the arm-integrity
+rule that reads the without-skills trial's answer.
+
+Importers do not detect: they say where a trial's transcript is (and what the harness itself
+recorded); `transcripts.detect` picks the detector for the transcript's format
+(docs/detectors.md). A trial with neither has unknown activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hf_skillfollow.importers._base import ImportInputError, Trial
+
+if TYPE_CHECKING:
+    from hf_skillfollow.transcripts._base import Detection
+
+#: `detector` value of a row whose SE trial left no transcript and no harness record.
+NO_TRANSCRIPT = "none"
+_MAX_EVIDENCE = 200
+
+
+def detect_trial(trial: Trial, pool: Collection[str]) -> Detection | None:
+    """What the trial's transcript (else the harness's own record) shows; None when neither
+    exists. A transcript that cannot be read safely is an ImportInputError naming it."""
+    from hf_skillfollow import transcripts
+
+    try:
+        if trial.transcript is not None:
+            transcript = transcripts.read_transcript(trial.transcript, root=trial.source)
+            return transcripts.detect(transcript, pool)
+        if trial.harness_record is not None:
+            record = transcripts.as_transcript(trial.harness_record, str(trial.source))
+            return transcripts.detect(record, pool, format="harness-record")
+    except ValueError as exc:  # TranscriptError and a detector's refusal
+        raise ImportInputError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
+    return None
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """The arm-integrity verdict of one without-skills trial (docs/import.md)."""
+
+    status: str  # ok | unchecked | violation: ...
+
+    @property
+    def violated(self) -> bool:
+        return self.status.startswith("violation")
+
+
+def arm_integrity(sd: Detection | None, pool: Collection[str]) -> Integrity:
+    """A without-skills trial whose transcript lists pool skills at start-up, or loads or uses
+    one, breaks its arm: the two arms no longer differ only in the skills."""
+    if sd is None or not sd.transcript_found:
+        return Integrity("unchecked")
+    listed = [s for s in sd.listed if not pool or s in pool]
+    used = [e for e in sd.events if e.succeeded and (not pool or e.skill in pool)]
+    if not listed and not used:
+        return Integrity("ok")
+    parts = []
+    if listed:
+        parts.append(f"listed at start-up: {', '.join(sorted(set(listed))[:5])}")
+    if used:
+        first = used[0]
+        parts.append(
+            f"{first.kind} of {first.skill} loaded at event {first.event_index} "
+            f"({first.evidence[:_MAX_EVIDENCE]})"
+            + (f" and {len(used) - 1} more" if len(used) > 1 else "")
+        )
+    return Integrity("violation: " + "; ".join(parts))

@@ -1,0 +1,107 @@
+"""What an importer yields: one trial of one arm, read from another harness's files.
+
+An importer only reads: it walks the paths it is given (bounded, `_walk`), and turns each
+trial it finds into a `Trial`. It never decides activation (a transcript detector does,
+`importers._activation`), never pairs (`importers._pairing`) and never writes
+(`importers._write`, through the run store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Arm = Literal["se", "sd"]
+Trigger = Literal["any", "instructions"]
+#: How the skills reach the agent in an imported run (the `access` column, widened).
+LOADING_MODES = ("on-demand", "nudge", "inject")
+
+
+class ImportInputError(ValueError):
+    """Bad input to an import: the message is one line naming the file, field or flag."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial of one arm, as the harness recorded it."""
+
+    arm: Arm
+    """`se` (with skills) or `sd` (without): from the user's flags or the format's own arm
+    folders (skill-creator's `with_skill`), never from a job or folder name."""
+    task: str
+    """Task name, the pairing key."""
+    checksum: str
+    """The task's content checksum as recorded ('' when the format records none)."""
+    started_at: str
+    """ISO start time as recorded ('' when none): orders the trials of a task within an arm."""
+    passed: bool
+    """The verifier's verdict against the pass threshold (False on an error)."""
+    error: str | None
+    """Why the trial has no usable verdict (an exception, no verifier result), else None."""
+    source: Path
+    """The trial's folder (or file), named in every message about it."""
+    transcript: Path | None = None
+    """Where the agent's transcript is, if the trial left one."""
+    agent: str = "unknown"
+    agent_version: str = "unknown"
+    model: str = "unknown"
+    reward: float | None = None
+    harness_record: dict[str, Any] | None = None
+    """What the harness itself recorded about skills (BenchFlow's `n_skill_invocations`,
+    Harbor agent metadata's `skills_loaded`), handed to the `harness-record` detector."""
+    tokens: tuple[int, int] = (0, 0)
+    """(input, output) tokens when the harness recorded them."""
+    seconds: float = 0.0
+    """Agent wall time when recorded."""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """Settings of one import (each is a flag of `hf-skillfollow import`)."""
+
+    pass_threshold: float = 1.0
+    """A trial passes when its verifier reward reaches this (SkillsBench scores 0/1)."""
+    pass_rate_threshold: float | None = None
+    """skill-creator: pass when the expectation pass rate reaches this; None: every one passed."""
+    trigger: Trigger = "any"
+    """`instructions`: only a loaded SKILL.md/Skill call puts a pair in S_call."""
+    skills: Path | None = None
+    """The skill pool offered to the with-skills arm (its hash identifies the cell)."""
+    tasks: Path | None = None
+    """A Harbor tasks folder: `<task>/environment/skills/` names each task's intended skills."""
+    loading: str = "on-demand"
+    """How the skills reached the agent (`access` column): on-demand, nudge or inject."""
+    benchmark: str | None = None
+    """Benchmark name recorded in the rows (default: the format's name)."""
+    baseline: str | None = None
+    """skill-creator: `without_skill` or `old_skill` as the skill-disabled arm."""
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What to read: the with/without-skills paths (harbor, benchflow) or the paths of a format
+    whose own layout names the arms (skill-creator)."""
+
+    with_paths: Sequence[Path] = ()
+    without_paths: Sequence[Path] = ()
+    paths: Sequence[Path] = ()
+    options: ImportOptions = field(default_factory=ImportOptions)
+
+
+@dataclass(frozen=True)
+class Collected:
+    """An importer's answer: the trials and what the user should read about them."""
+
+    trials: list[Trial]
+    notes: list[str] = field(default_factory=list)
+    harness: str = ""
+    """Harness name recorded in the rows (default: the format)."""
+
+
+class Importer(Protocol):
+    """One format: `collect` reads the request's paths and returns the trials found."""
+
+    def __call__(self, request: ImportRequest) -> Collected: ...

@@ -1,0 +1,212 @@
+"""Harbor trial folders (`harbor run` jobs; also SkillsBench's archive) and BenchFlow's.
+
+A trial folder holds `result.json` (Harbor's `TrialResult`: `task_name`, `trial_name`,
+`task_checksum`, `agent_info`, `agent_result`, `verifier_result.rewards`, `exception_info`,
+`started_at`), `config.json` and `agent/…` (the agent's own log, e.g. `agent/claude-code.txt`
+stream-json, or the ATIF `agent/trajectory.json`). A job folder's own `result.json` (no
+`trial_name`) is not a trial and is passed over. BenchFlow writes the same trial shape and
+adds `n_skill_invocations` (top level or in `agent_result`), its own count of skill calls.
+The arm of every trial is the flag its path was given with, never a folder name.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.importers._base import (
+    Arm,
+    Collected,
+    ImportInputError,
+    ImportOptions,
+    ImportRequest,
+    Trial,
+)
+from hf_skillfollow.importers._walk import field, find_file, given_path, read_json, walk_files
+
+_MAX_TEXT = 500
+#: Where agents leave their transcript, in order of preference (the agent's own stream
+#: first: it carries tool results, which tell a failed load from a successful one).
+_TRANSCRIPTS = (
+    "agent/{agent}.txt", "agent/{agent}.jsonl", "agent/trajectory.json",
+    "agent/claude-code.txt", "agent/codex.txt", "agent/opencode.txt", "agent/gemini-cli.txt",
+    "agent/openhands.txt", "agent/claude_agent_acp.txt", "agent/trajectory.jsonl",
+)  # fmt: skip
+
+
+def collect_harbor(request: ImportRequest) -> Collected:
+    return _collect(request, "harbor")
+
+
+def collect_benchflow(request: ImportRequest) -> Collected:
+    return _collect(request, "benchflow")
+
+
+def _collect(request: ImportRequest, harness: str) -> Collected:
+    if not request.with_paths or not request.without_paths:
+        raise ImportInputError(
+            "give the trials of both arms: --with-skills PATH... and --without-skills PATH..."
+        )
+    trials: list[Trial] = []
+    notes: list[str] = []
+    where: dict[Path, Arm] = {}
+    for arm, flag, paths in (
+        ("se", "--with-skills", request.with_paths),
+        ("sd", "--without-skills", request.without_paths),
+    ):
+        for root in paths:
+            given_path(root, flag)
+            found = 0
+            for result_path in walk_files(root, "result.json"):
+                trial = read_trial(result_path, root, arm, request.options, harness)
+                if trial is None:
+                    continue
+                key = result_path.resolve()
+                if key in where:
+                    raise ImportInputError(
+                        f"{result_path}: given under both --with-skills and --without-skills"
+                        if where[key] != arm
+                        else f"{result_path}: given twice"
+                    )
+                where[key] = arm
+                trials.append(trial)
+                found += 1
+            if not found:
+                notes.append(f"{flag} {root}: no trial folder (result.json with trial_name) found")
+    return Collected(trials, notes, harness)
+
+
+def read_trial(
+    path: Path, root: Path, arm: Arm, options: ImportOptions, harness: str
+) -> Trial | None:
+    """The trial whose `result.json` is `path`; None for a job-level result.json."""
+    data = read_json(path, root)
+    if not isinstance(data, dict):
+        raise ImportInputError(f"{path}: a JSON {type(data).__name__}, not a result object")
+    if "trial_name" not in data:
+        return None  # a job's result.json (stats over its trials)
+    folder = path.parent
+    task = field(data, path, "task_name", kind=str, required=True)
+    if not task.strip() or len(task) > 300:
+        raise ImportInputError(f"{path}: field 'task_name' is empty or longer than 300 characters")
+    checksum = field(data, path, "task_checksum", kind=str) or ""
+    started = field(data, path, "started_at", kind=str) or ""
+    error = _exception(data, path)
+    reward = None
+    if error is None:
+        reward, error = _reward(data, path)
+    passed = error is None and reward is not None and reward >= options.pass_threshold
+    agent = field(data, path, "agent_info", "name", kind=str) or field(
+        data, path, "config", "agent", "name", kind=str
+    ) or "unknown"
+    version = field(data, path, "agent_info", "version", kind=str) or "unknown"
+    return Trial(
+        arm=arm,
+        task=task,
+        checksum=checksum,
+        started_at=started,
+        passed=bool(passed),
+        error=error,
+        source=folder,
+        transcript=_transcript(folder, agent),
+        agent=agent,
+        agent_version=version,
+        model=_model(data, path),
+        reward=reward,
+        harness_record=_harness_record(data, path, harness),
+        tokens=(
+            _count(field(data, path, "agent_result", "n_input_tokens")),
+            _count(field(data, path, "agent_result", "n_output_tokens")),
+        ),
+        seconds=_seconds(data),
+    )
+
+
+def _exception(data: dict[str, Any], path: Path) -> str | None:
+    info = data.get("exception_info")
+    if info is None:
+        return None
+    if not isinstance(info, dict):
+        return f"exception: {str(info)[:_MAX_TEXT]}"
+    kind = field(data, path, "exception_info", "exception_type", kind=str) or "exception"
+    message = field(data, path, "exception_info", "exception_message", kind=str) or ""
+    return f"{kind}: {message}"[:_MAX_TEXT].rstrip(": ")
+
+
+def _reward(data: dict[str, Any], path: Path) -> tuple[float | None, str | None]:
+    """(reward, None), or (None, why there is none)."""
+    rewards = field(data, path, "verifier_result", "rewards")
+    if rewards is None:
+        return None, "no verifier result"
+    if not isinstance(rewards, dict):
+        raise ImportInputError(f"{path}: field 'verifier_result.rewards' is not an object")
+    if "reward" in rewards:
+        value = rewards["reward"]
+        name = "reward"
+    elif len(rewards) == 1:
+        name, value = next(iter(rewards.items()))
+    else:
+        return None, f"no 'reward' among the verifier's rewards {sorted(rewards)[:5]}"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ImportInputError(
+            f"{path}: field 'verifier_result.rewards.{name}' is {value!r:.60}, not a finite number"
+        )
+    return float(value), None
+
+
+def _model(data: dict[str, Any], path: Path) -> str:
+    name = field(data, path, "config", "agent", "model_name", kind=str)
+    if name:
+        return name
+    info = field(data, path, "agent_info", "model_info", kind=dict) or {}
+    model, provider = info.get("name"), info.get("provider")
+    if isinstance(model, str) and model:
+        return f"{provider}/{model}" if isinstance(provider, str) and provider else model
+    return "unknown"
+
+
+def _harness_record(data: dict[str, Any], path: Path, harness: str) -> dict[str, Any] | None:
+    """What the harness itself recorded about skills, for the `harness-record` detector."""
+    record: dict[str, Any] = {}
+    metadata = field(data, path, "agent_result", "metadata")
+    if isinstance(metadata, dict) and "skills_loaded" in metadata:
+        record["skills_loaded"] = metadata["skills_loaded"]
+    if harness == "benchflow":
+        count = data.get("n_skill_invocations")
+        if count is None:
+            count = field(data, path, "agent_result", "n_skill_invocations")
+        if count is not None:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ImportInputError(
+                    f"{path}: field 'n_skill_invocations' is {count!r:.40}, not a count"
+                )
+            record["n_skill_invocations"] = count
+    return record or None
+
+
+def _transcript(folder: Path, agent: str) -> Path | None:
+    safe = agent if agent.replace("-", "").replace("_", "").isalnum() else "claude-code"
+    path = find_file(folder, *(t.format(agent=safe) for t in _TRANSCRIPTS))
+    if path is None or path.stat().st_size == 0:
+        return None
+    return path
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _seconds(data: dict[str, Any]) -> float:
+    import datetime as dt
+
+    phase = data.get("agent_execution")
+    if not isinstance(phase, dict):
+        return 0.0
+    try:
+        start = dt.datetime.fromisoformat(str(phase.get("started_at")))
+        end = dt.datetime.fromisoformat(str(phase.get("finished_at")))
+    except ValueError:
+        return 0.0
+    seconds = (end - start).total_seconds()
+    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0

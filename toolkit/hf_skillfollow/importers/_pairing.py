@@ -1,0 +1,69 @@
+"""The pairing rule of imported trials (docs/import.md, "Pairing"), in one place.
+
+Trials are grouped by task name; within each arm a task's trials are ordered by start time
+(then by folder, for equal or missing times) and paired by ordinal: the k-th with-skills
+trial with the k-th without-skills trial, as repeat k. Extras of the longer arm are dropped
+and counted. The two arms may record different task checksums (SkillsBench's no-skills tasks
+are copies without `environment/skills/`): that is recorded per pair. Two checksums of one
+task within one arm are two versions of the task, and an error.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hf_skillfollow.importers._base import ImportInputError, Trial
+
+
+@dataclass(frozen=True)
+class Pair:
+    task: str
+    repeat_index: int
+    se: Trial
+    sd: Trial
+
+    @property
+    def checksum_differs(self) -> bool:
+        return self.se.checksum != self.sd.checksum
+
+
+@dataclass(frozen=True)
+class Pairing:
+    pairs: list[Pair]
+    #: task -> (arm, trials left without a partner)
+    dropped: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(n for _, n in self.dropped.values())
+
+
+def pair_trials(trials: list[Trial]) -> Pairing:
+    by_task: dict[str, dict[str, list[Trial]]] = defaultdict(lambda: {"se": [], "sd": []})
+    for trial in trials:
+        by_task[trial.task][trial.arm].append(trial)
+    pairs: list[Pair] = []
+    dropped: dict[str, tuple[str, int]] = {}
+    for task in sorted(by_task):
+        arms = by_task[task]
+        for arm, flag in (("se", "--with-skills"), ("sd", "--without-skills")):
+            _one_version(task, arms[arm], flag)
+            arms[arm].sort(key=lambda t: (t.started_at, str(t.source)))
+        n = min(len(arms["se"]), len(arms["sd"]))
+        pairs.extend(Pair(task, k, arms["se"][k], arms["sd"][k]) for k in range(n))
+        extra = len(arms["se"]) - len(arms["sd"])
+        if extra:
+            dropped[task] = ("se" if extra > 0 else "sd", abs(extra))
+    return Pairing(pairs, dropped)
+
+
+def _one_version(task: str, trials: list[Trial], flag: str) -> None:
+    versions = {t.checksum for t in trials}
+    if len(versions) > 1:
+        first = {t.checksum: t for t in reversed(trials)}
+        shown = "; ".join(f"{t.source} has {c[:12] or '(none)'}" for c, t in first.items())
+        raise ImportInputError(
+            f"task {task!r} has {len(versions)} versions (task_checksum) among the {flag} "
+            f"trials: {shown}; import one version at a time"
+        )

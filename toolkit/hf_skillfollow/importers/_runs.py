@@ -1,0 +1,360 @@
+"""Imported pairs → normal run folders, written through the run store the runner uses.
+
+Each repeat (the k-th pair of every task, `_pairing`) is one run folder: `manifest.json`,
+`records.jsonl` (one `PairRecord` per task, appended by `store.RunStore`) and the parquet
+tables rebuilt from the records. The run id is derived from the cell id and the repeat, so
+importing the same folders again finds its run folders, keeps the pairs already recorded and
+appends only the missing ones: no duplicate rows, and an interrupted import resumes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow.importers._activation import (
+    NO_TRANSCRIPT,
+    Integrity,
+    arm_integrity,
+    detect_trial,
+)
+from hf_skillfollow.importers._base import Collected, ImportInputError, ImportOptions, Trial
+from hf_skillfollow.importers._pairing import Pair, Pairing, pair_trials
+
+if TYPE_CHECKING:
+    from hf_skillfollow.transcripts._base import Detection
+
+#: Placeholders of the chat loop's settings that an imported run does not have (docs/import.md).
+_NO_SEARCH = {"retriever": "none", "top_k": 1, "retrieval_policy": "auto", "condition": "normal"}
+MAX_CALLS = 1_000_000  # the harness sets no budget of skill calls
+_MAX_QUERIES = 50
+_MAX_QUERY_CHARS = 300
+_MAX_INTENDED = 200
+
+
+@dataclass
+class ImportResult:
+    """What an import did, for the command's summary and the Harbor runner."""
+
+    run_dirs: list[Path] = field(default_factory=list)
+    n_pairs: int = 0
+    n_written: int = 0
+    n_already: int = 0
+    dropped: dict[str, tuple[str, int]] = field(default_factory=dict)
+    n_checksum_differs: int = 0
+    violations: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(n for _, n in self.dropped.values())
+
+
+@dataclass(frozen=True)
+class _Decided:
+    pair: Pair
+    se: Detection | None
+    sd: Detection | None
+    integrity: Integrity
+    intended: list[str] | None
+
+
+def write_runs(
+    fmt: str,
+    collected: Collected,
+    options: ImportOptions,
+    output_dir: Path,
+    on_pair: Callable[[bool], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Pair the collected trials, decide activation, and write (or complete) the run folders."""
+    pairing = pair_trials(collected.trials)
+    result = ImportResult(
+        n_pairs=len(pairing.pairs), dropped=dict(pairing.dropped), notes=list(collected.notes)
+    )
+    if not pairing.pairs:
+        raise ImportInputError(
+            f"no task has trials in both arms ({len(collected.trials)} trial(s) read"
+            + (f", {pairing.n_dropped} left unpaired" if pairing.n_dropped else "")
+            + "); nothing to import"
+        )
+    pool_names, pool_name, pool_hash = _pool(options)
+    intended = _intended(options, {p.task for p in pairing.pairs})
+    if on_total:
+        on_total(len(pairing.pairs))
+    decided = []
+    for pair in pairing.pairs:
+        names = pool_names if pool_names is not None else (intended.get(pair.task) or ())
+        se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
+        decided.append(_Decided(pair, se, sd, arm_integrity(sd, names), intended.get(pair.task)))
+    if pool_names is None:
+        listed = sorted({s for d in decided if d.se for s in d.se.listed})
+        pool_name = "listed"
+        from hf_skillfollow.config import stable_hash
+
+        pool_hash = "names-" + stable_hash(listed)
+    identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash)
+    result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
+    result.violations = [
+        f"{d.pair.task} (repeat {d.pair.repeat_index}, {d.pair.sd.source.name}): "
+        f"{d.integrity.status.removeprefix('violation: ')}"
+        for d in decided
+        if d.integrity.violated
+    ]
+    by_repeat: dict[int, list[_Decided]] = {}
+    for d in decided:
+        by_repeat.setdefault(d.pair.repeat_index, []).append(d)
+    for k in sorted(by_repeat):
+        _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair)
+    return result
+
+
+def _pool(options: ImportOptions) -> tuple[list[str] | None, str, str]:
+    """(skill names, pool name, pool hash) of --skills; (None, ...) without it."""
+    if options.skills is None:
+        return None, "", ""
+    from hf_skillfollow.skills import load_pool
+
+    try:
+        pool = load_pool(options.skills)
+    except (ValueError, OSError) as exc:
+        raise ImportInputError(f"--skills {options.skills}: {str(exc).splitlines()[0]}") from None
+    return list(pool.names), pool.name, pool.content_hash
+
+
+def _intended(options: ImportOptions, tasks: Collection[str]) -> dict[str, list[str]]:
+    """task -> the skill folders its `environment/skills/` ships (--tasks), by name only."""
+    if options.tasks is None:
+        return {}
+    root = options.tasks
+    if not root.is_dir():
+        raise ImportInputError(f"--tasks {root}: not a folder")
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        folder = root / task / "environment" / "skills"
+        try:
+            inside = folder.resolve().is_relative_to(root.resolve())
+        except (OSError, RuntimeError):
+            inside = False
+        if not inside or not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            names = sorted(
+                e.name for _, e in zip(range(_MAX_INTENDED), entries, strict=False)
+                if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            )  # fmt: skip
+        if names:
+            out[task] = names
+    return out
+
+
+def _one(values: set[str], what: str, flag_hint: str) -> str:
+    if len(values) != 1:
+        raise ImportInputError(
+            f"the trials hold {len(values)} {what}s ({', '.join(sorted(values)[:4])}); "
+            f"{flag_hint}"
+        )
+    return next(iter(values))
+
+
+def _identity(
+    fmt: str, harness: str, pairing: Pairing, options: ImportOptions, pool_name: str,
+    pool_hash: str,
+) -> dict[str, Any]:  # fmt: skip
+    """Everything the run folders of this import share, its cell id included."""
+    from hf_skillfollow.config import cell_id, stable_hash
+
+    arms: dict[str, list[Trial]] = {"se": [], "sd": []}
+    for p in pairing.pairs:
+        arms["se"].append(p.se)
+        arms["sd"].append(p.sd)
+    hint = "import one agent and model at a time"
+    agents = {a: _one({f"{t.agent}@{t.agent_version}" for t in ts}, "agent", hint)
+              for a, ts in arms.items()}  # fmt: skip
+    models = {a: _one({t.model for t in ts}, "model", hint) for a, ts in arms.items()}
+    if agents["se"] != agents["sd"] or models["se"] != models["sd"]:
+        raise ImportInputError(
+            f"the arms were run by different agents or models (with skills: {agents['se']}, "
+            f"{models['se']}; without: {agents['sd']}, {models['sd']}): the arms must differ "
+            "only in the skills"
+        )
+    tasks = sorted({(p.task, p.se.checksum, p.sd.checksum) for p in pairing.pairs})
+    task_set = stable_hash([list(t) for t in tasks])
+    benchmark = options.benchmark or fmt
+    protocol = {
+        "provenance": f"imported:{fmt}", "harness": harness, "agent": agents["se"],
+        "model": models["se"], "benchmark": benchmark, "access": options.loading,
+        "pass_threshold": options.pass_threshold,
+        "pass_rate_threshold": options.pass_rate_threshold, "trigger": options.trigger,
+        "baseline": options.baseline,
+    }  # fmt: skip
+    prompts = "imported-" + stable_hash({"harness": harness, "loading": options.loading})
+    cid = cell_id(protocol, skill_pool_hash=pool_hash, prompts_hash=prompts,
+                  benchmark_version=task_set)  # fmt: skip
+    from hf_skillfollow._version import __version__
+    from hf_skillfollow.schema import SCHEMA_VERSION
+
+    return {
+        "cell_id": cid,
+        "schema_version": SCHEMA_VERSION,
+        "provenance": f"imported:{fmt}",
+        "harness": harness,
+        "agent": agents["se"],
+        "config": {
+            "model": models["se"], "backend": "harness", "tool_mode": "harness",
+            "benchmark": benchmark, "partition_seed": 0, "partition_size": len(tasks),
+            "access": options.loading, "max_calls": MAX_CALLS, "temperature": 1.0,
+            "max_tokens": 1, "seed": 0, **_NO_SEARCH,
+        },  # fmt: skip
+        "task_ids": sorted({p.task for p in pairing.pairs}),
+        "benchmark_version": task_set,
+        "skill_pool": pool_name,
+        "skill_pool_hash": pool_hash,
+        "prompts_hash": prompts,
+        "versions": {"hf-skillfollow": __version__},
+        "import": {
+            "format": fmt,
+            "pass_threshold": options.pass_threshold,
+            "pass_rate_threshold": options.pass_rate_threshold,
+            "trigger": options.trigger,
+            "loading": options.loading,
+            "baseline": options.baseline,
+            "tasks": [{"task": t, "se_checksum": a, "sd_checksum": b} for t, a, b in tasks],
+            "dropped": {t: {"arm": arm, "trials": n} for t, (arm, n) in pairing.dropped.items()},
+        },
+    }
+
+
+def _write_repeat(
+    identity: dict[str, Any], k: int, decided: list[_Decided], options: ImportOptions,
+    output_dir: Path, result: ImportResult, on_pair: Callable[[bool], None] | None,
+) -> None:  # fmt: skip
+    from hf_skillfollow.store import RunDirError, RunStore
+
+    run_id = f"imported-{identity['cell_id']}-r{k}"
+    store = RunStore(output_dir / run_id)
+    started = sorted(d.pair.se.started_at for d in decided if d.pair.se.started_at)
+    manifest = {
+        **identity,
+        "run_id": run_id,
+        "repeat_index": k,
+        "created_at": started[0] if started else _dt.datetime.now(_dt.UTC).isoformat("T", "seconds"),
+    }
+    if store.manifest_path.is_file():
+        recorded = store.read_manifest()
+        if recorded.get("cell_id") != identity["cell_id"]:
+            raise RunDirError(f"{store.root}: a run folder of another cell; not overwritten")
+        manifest = recorded  # its created_at stays
+        result.notes.extend(store.recover(run_id=run_id))
+    else:
+        store.root.mkdir(parents=True, exist_ok=True)
+        store.write_manifest(manifest)
+    done = store.finished_task_ids()
+    from hf_skillfollow.columns import identity_values
+
+    columns = identity_values(manifest)
+    for d in decided:
+        if d.pair.task in done:
+            result.n_already += 1
+        else:
+            store.append_record(_record(manifest, columns, d, options))
+            result.n_written += 1
+        if on_pair:
+            on_pair(bool(d.pair.se.error or d.pair.sd.error))
+    store.write_tables()
+    result.run_dirs.append(store.root)
+
+
+def _activated(det: Detection | None, trigger: str) -> list[str]:
+    """Activated skills in order of their first successful event (S_call: at least one)."""
+    if det is None:
+        return []
+    allowed = set(det.activated("instructions" if trigger == "instructions" else "any"))
+    order: dict[str, None] = {}
+    for e in det.events:
+        if e.succeeded and e.skill in allowed:
+            order.setdefault(e.skill, None)
+    return list(order)
+
+
+def _record(
+    manifest: dict[str, Any], columns: dict[str, Any], d: _Decided, options: ImportOptions
+) -> Any:
+    from hf_skillfollow.record import PairRecord
+
+    se = d.se
+    skills = _activated(se, options.trigger)
+    returned = bool(se is not None and se.called(options.trigger))
+    kinds = set((se.kinds() if se else {}).get(s) for s in skills)
+    # a harness's count of unnamed invocations (BenchFlow) tells no kind
+    kind = "instructions" if "instructions" in kinds else "resource" if skills else "record"
+    queries = [e.evidence[:_MAX_QUERY_CHARS] for e in (se.events if se else ())][:_MAX_QUERIES]
+    transition = {
+        **columns,
+        "task_id": d.pair.task,
+        "se_correct": d.pair.se.passed,
+        "sd_correct": d.pair.sd.passed,
+        "invoked": bool(se and se.invoked),
+        "returned": returned,
+        "n_calls": len(se.events) if se else 0,
+        "queries": queries,
+        "skills_returned": skills,
+        "se_error": d.pair.se.error,
+        "sd_error": d.pair.sd.error,
+        "adherence": None,
+        "detector": se.detector if se is not None else NO_TRANSCRIPT,
+        "trigger_kind": kind if returned else None,
+        "arm_integrity": d.integrity.status,
+        "intended_skills": d.intended,
+    }  # fmt: skip
+    traces = [
+        _trace(manifest, d.pair, d.pair.se, se, len(se.events) if se else 0),
+        _trace(manifest, d.pair, d.pair.sd, d.sd, 0),
+    ]
+    return PairRecord(d.pair.task, transition, traces)
+
+
+def _trace(
+    manifest: dict[str, Any], pair: Pair, trial: Trial, det: Detection | None, n_calls: int
+) -> dict[str, Any]:
+    details = {
+        "reason": "imported verifier result",
+        "scorer_version": manifest["provenance"],
+        "reward": trial.reward,
+        "pass_threshold": manifest["import"]["pass_threshold"],
+        "trial": trial.source.name,
+        "transcript": None if trial.transcript is None else trial.transcript.name,
+        "started_at": trial.started_at,
+        "task_checksum": trial.checksum,
+        "checksum_differs_between_arms": pair.checksum_differs,
+        "detector": det.detector if det else NO_TRANSCRIPT,
+        "events": [
+            {"skill": e.skill, "kind": e.kind, "event": e.event_index, "succeeded": e.succeeded,
+             "evidence": e.evidence[:_MAX_QUERY_CHARS]}
+            for e in (det.events if det else ())[:_MAX_QUERIES]
+        ],  # fmt: skip
+        "listed": list(det.listed[:_MAX_QUERIES]) if det else [],
+        "notes": list((det.notes if det else ())[:10]) + list(trial.notes[:10]),
+    }
+    return {
+        "schema_version": manifest["schema_version"],
+        "run_id": manifest["run_id"],
+        "cell_id": manifest["cell_id"],
+        "task_id": pair.task,
+        "arm": trial.arm,
+        "messages": [],
+        "final_answer": "",
+        "extracted": "",
+        "correct": trial.passed,
+        "scorer_details": json.dumps(details, default=str),
+        "error": trial.error,
+        "n_calls": n_calls,
+        "latency_s": trial.seconds,
+        "prompt_tokens": trial.tokens[0],
+        "completion_tokens": trial.tokens[1],
+    }

@@ -1,0 +1,213 @@
+"""Anthropic skill-creator workspaces (`skills/skill-creator/references/schemas.md`).
+
+Layout: `<skill>-workspace/iteration-N/eval-<id>[-<name>]/{with_skill,without_skill,old_skill}/`,
+each configuration folder either one run or `run-K/` folders, each run with `grading.json`
+(`expectations[]` of `{text, passed, evidence}`, `summary.pass_rate`), `timing.json`
+(`executor_start`) and `outputs/`. The arms are the format's own folders: `with_skill` is
+the with-skills arm; the baseline is `without_skill` (a new skill) or `old_skill` (the
+previous version: `--baseline`). A run passes when every expectation passed, or when its
+pass rate reaches `--pass-rate-threshold`. `iteration-N/benchmark.json` (`runs[]` with
+`eval_id`/`eval_name`, `configuration`, `run_number`, `result.passed`/`total`) is
+cross-checked against the gradings; every disagreement is reported, the gradings count.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.importers._base import (
+    Arm,
+    Collected,
+    ImportInputError,
+    ImportOptions,
+    ImportRequest,
+    Trial,
+)
+from hf_skillfollow.importers._walk import MAX_ENTRIES, field, find_file, given_path, read_json
+
+_ARMS = ("with_skill", "without_skill", "old_skill")
+_ITERATION = re.compile(r"iteration-(\d{1,6})")
+_RUN = re.compile(r"run-(\d{1,6})")
+_TRANSCRIPTS = ("transcript.jsonl", "outputs/transcript.jsonl", "transcript.json",
+                "outputs/transcript.json")  # fmt: skip
+
+
+def collect_skill_creator(request: ImportRequest) -> Collected:
+    if not request.paths or request.with_paths or request.without_paths:
+        raise ImportInputError("give the skill-creator workspace folder(s): import skill-creator WORKSPACE...")
+    trials: list[Trial] = []
+    notes: list[str] = []
+    for workspace in request.paths:
+        given_path(workspace, "WORKSPACE")
+        if not workspace.is_dir():
+            raise ImportInputError(f"WORKSPACE {workspace}: not a folder")
+        iteration = _iteration(workspace)
+        baseline = _baseline(iteration, request.options.baseline)
+        notes.append(f"{iteration}: {baseline} is the without-skills arm")
+        found, model = _runs(iteration, baseline, request.options)
+        trials.extend(found)
+        notes.extend(_cross_check(iteration, found, baseline))
+        if model:
+            trials[:] = [_with_model(t, model) for t in trials]
+    return Collected(trials, notes, "skill-creator")
+
+
+def _iteration(workspace: Path) -> Path:
+    """The workspace's latest `iteration-N` folder (or the workspace itself, if it is one)."""
+    if _ITERATION.fullmatch(workspace.name):
+        return workspace
+    found = sorted(
+        (int(m.group(1)), p)
+        for p in _dirs(workspace)
+        if (m := _ITERATION.fullmatch(p.name))
+    )
+    if not found:
+        raise ImportInputError(f"WORKSPACE {workspace}: no iteration-N folder")
+    return found[-1][1]
+
+
+def _dirs(folder: Path) -> list[Path]:
+    out = []
+    for n, p in enumerate(sorted(folder.iterdir())):
+        if n > MAX_ENTRIES:
+            raise ImportInputError(f"{folder}: more than {MAX_ENTRIES:,} entries")
+        if p.is_dir() and not p.is_symlink():
+            out.append(p)
+    return out
+
+
+def _baseline(iteration: Path, chosen: str | None) -> str:
+    present = {c for e in _dirs(iteration) for c in ("without_skill", "old_skill") if (e / c).is_dir()}
+    if chosen is not None:
+        if chosen not in ("without_skill", "old_skill"):
+            raise ImportInputError(f"--baseline {chosen!r}: choose without_skill or old_skill")
+        return chosen
+    if len(present) > 1:
+        raise ImportInputError(
+            f"{iteration}: both without_skill and old_skill runs; choose the baseline with "
+            "--baseline without_skill or --baseline old_skill"
+        )
+    return next(iter(present), "without_skill")
+
+
+def _runs(iteration: Path, baseline: str, options: ImportOptions) -> tuple[list[Trial], str]:
+    trials = []
+    for eval_dir in _dirs(iteration):
+        for config, arm in (("with_skill", "se"), (baseline, "sd")):
+            folder = eval_dir / config
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            runs = [p for p in _dirs(folder) if _RUN.fullmatch(p.name)] or [folder]
+            trials.extend(_trial(run, eval_dir.name, arm, options) for run in runs)  # type: ignore[arg-type]
+    model = ""
+    bench = find_file(iteration, "benchmark.json")
+    if bench is not None:
+        model = field(read_json(bench, iteration), bench, "metadata", "executor_model", kind=str) or ""
+    return trials, model
+
+
+def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
+    grading_path = find_file(run, "grading.json")
+    timing_path = find_file(run, "timing.json")
+    started = ""
+    seconds = 0.0
+    if timing_path is not None:
+        timing = read_json(timing_path, run)
+        started = field(timing, timing_path, "executor_start", kind=str) or ""
+        value = field(timing, timing_path, "executor_duration_seconds", kind=(int, float))
+        seconds = float(value) if value is not None and value >= 0 else 0.0
+    if not started:
+        m = _RUN.fullmatch(run.name)
+        started = f"run-{int(m.group(1)):06d}" if m else ""
+    passed, error, rate = False, None, None
+    if grading_path is None:
+        error = "no grading.json"
+    else:
+        passed, rate, error = _verdict(read_json(grading_path, run), grading_path, options)
+    transcript = find_file(run, *_TRANSCRIPTS)
+    return Trial(
+        arm=arm, task=task, checksum="", started_at=started, passed=passed, error=error,
+        source=run, transcript=transcript, agent="skill-creator", agent_version="unknown",
+        reward=rate, seconds=seconds,
+    )  # fmt: skip
+
+
+def grading_counts(data: Any, path: Path) -> tuple[int, int]:
+    """(passed, total) expectations of a grading.json."""
+    items = field(data, path, "expectations", kind=list)
+    if items is None:
+        raise ImportInputError(f"{path}: field 'expectations' is missing")
+    passed = 0
+    for i, item in enumerate(items):
+        value = item.get("passed") if isinstance(item, dict) else None
+        if not isinstance(value, bool):
+            raise ImportInputError(f"{path}: field 'expectations[{i}].passed' is not true/false")
+        passed += value
+    return passed, len(items)
+
+
+def _verdict(data: Any, path: Path, options: ImportOptions) -> tuple[bool, float | None, str | None]:
+    if not isinstance(data, dict):
+        raise ImportInputError(f"{path}: not a grading object")
+    passed, total = grading_counts(data, path)
+    if total == 0:
+        return False, None, "grading.json lists no expectation"
+    rate = passed / total
+    if options.pass_rate_threshold is None:
+        return passed == total, rate, None
+    return rate >= options.pass_rate_threshold, rate, None
+
+
+def _cross_check(iteration: Path, trials: list[Trial], baseline: str) -> list[str]:
+    """benchmark.json's runs against the gradings: one note per disagreement."""
+    bench = find_file(iteration, "benchmark.json")
+    if bench is None:
+        return [f"{iteration}: no benchmark.json to cross-check"]
+    runs = field(read_json(bench, iteration), bench, "runs", kind=list) or []
+    graded: dict[tuple[str, str, int], tuple[int, int]] = {}
+    for t in trials:
+        grading = find_file(t.source, "grading.json")
+        if grading is None:
+            continue
+        m = _RUN.fullmatch(t.source.name)
+        config = "with_skill" if t.arm == "se" else baseline
+        graded[(t.task, config, int(m.group(1)) if m else 1)] = grading_counts(
+            read_json(grading, t.source), grading
+        )
+    notes = []
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict):
+            continue
+        name, eval_id = run.get("eval_name"), run.get("eval_id")
+        config, number = run.get("configuration"), run.get("run_number", 1)
+        result = run.get("result") if isinstance(run.get("result"), dict) else {}
+        task = next((k[0] for k in graded if _names(k[0], name, eval_id)), None)
+        key = (task, config, number)
+        if task is None or key not in graded:
+            notes.append(f"{bench}: runs[{i}] ({name or eval_id}, {config}, run {number}) has no graded run")
+            continue
+        have = graded[key]
+        said = (result.get("passed"), result.get("total"))
+        if said != have:
+            notes.append(
+                f"{bench}: runs[{i}] ({task}, {config}, run {number}) says {said[0]}/{said[1]} "
+                f"expectations passed, its grading.json {have[0]}/{have[1]}; the grading counts"
+            )
+    return notes
+
+
+def _names(folder: str, name: object, eval_id: object) -> bool:
+    """Whether the eval folder `eval-<id>[-<name>]` is benchmark.json's eval (by id or name)."""
+    parts = folder.split("-", 2)
+    ids = parts[1] if len(parts) > 1 else ""
+    return (eval_id is not None and str(eval_id) == ids) or (
+        isinstance(name, str) and bool(name) and folder.endswith(name)
+    )
+
+
+def _with_model(trial: Trial, model: str) -> Trial:
+    from dataclasses import replace
+
+    return replace(trial, model=model) if trial.model == "unknown" else trial

@@ -1,0 +1,168 @@
+"""Bounded, symlink-safe reading of third-party trial folders.
+
+Trial folders are untrusted: a walk visits at most `MAX_ENTRIES` entries, `MAX_DEPTH` levels
+down, never follows a symbolic link out of the folder it was given, and opens only regular
+files (a FIFO or a device is never opened for reading, so it cannot block the import). JSON
+is read up to `MAX_JSON_BYTES` and refused past `MAX_JSON_DEPTH` levels of nesting. Every
+refusal is an `ImportInputError` of one line naming the file (and the field, where one is
+at fault).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.importers._base import ImportInputError
+
+MAX_DEPTH = 12
+MAX_ENTRIES = 200_000
+MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True
+
+
+def given_path(path: Path, flag: str) -> Path:
+    """A path given on the command line: it must exist and be a folder or a regular file."""
+    if not path.exists():
+        raise ImportInputError(f"{flag} {path}: no such file or folder")
+    if not (path.is_dir() or path.is_file()):
+        raise ImportInputError(f"{flag} {path}: not a folder or a regular file")
+    return path
+
+
+def walk_files(root: Path, name: str) -> Iterator[Path]:
+    """Every regular file called `name` under `root` (or `root` itself), sorted, bounded.
+
+    A symbolic link whose target leaves `root` is skipped; one that stays inside is followed
+    (as a file only: folders are entered only when they are real folders, so no cycle).
+    """
+    if root.is_file():
+        if root.name == name:
+            yield root
+        return
+    seen = 0
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError as exc:
+            raise ImportInputError(f"{folder}: cannot list the folder ({exc.strerror})") from None
+        for entry in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                raise ImportInputError(
+                    f"{root}: more than {MAX_ENTRIES:,} entries; give the job or trial folders "
+                    "themselves"
+                )
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    raise ImportInputError(f"{path}: nested more than {MAX_DEPTH} levels deep")
+                stack.append((path, depth + 1))
+            elif entry.name == name:
+                if entry.is_symlink() and not _inside(path, root):
+                    continue  # a link out of the given folder is never read
+                yield path
+
+
+def find_file(folder: Path, *names: str) -> Path | None:
+    """The first of `names` (relative paths) that is a regular file inside `folder`."""
+    for name in names:
+        path = folder / name
+        if path.is_file() and _inside(path, folder):
+            return path
+    return None
+
+
+def read_bytes(path: Path, limit: int, root: Path | None = None) -> bytes:
+    """At most `limit` bytes of a regular file (refused past the limit), never following a
+    link out of `root` and never opening a FIFO, socket or device for reading."""
+    if root is not None and not _inside(path, root):
+        raise ImportInputError(f"{path}: a symbolic link out of {root}; not read")
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise ImportInputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ImportInputError(f"{path}: not a regular file; not read")
+    if info.st_size > limit:
+        raise ImportInputError(f"{path}: {info.st_size:,} bytes, over the {limit:,}-byte limit")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the check
+            raise ImportInputError(f"{path}: not a regular file; not read")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ImportInputError(f"{path}: over the {limit:,}-byte limit")
+    return data
+
+
+def read_json(path: Path, root: Path | None = None) -> Any:
+    """The JSON document in `path` (bounded size and nesting)."""
+    data = read_bytes(path, MAX_JSON_BYTES, root)
+    _check_nesting(data, path)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ImportInputError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise ImportInputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _check_nesting(data: bytes, path: Path) -> None:
+    """Refuse nesting deeper than MAX_JSON_DEPTH before parsing (no recursion limit reached)."""
+    depth = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ImportInputError(
+                    f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep; not read"
+                )
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+
+
+def field(data: Any, path: Path, *keys: str, kind: type | tuple[type, ...] | None = None,
+          required: bool = False) -> Any:  # fmt: skip
+    """`data[k1][k2]...`, None when absent; a wrong type is an error naming file and field."""
+    value = data
+    for key in keys:
+        if not isinstance(value, dict) or value.get(key) is None:
+            if required:
+                raise ImportInputError(f"{path}: field {'.'.join(keys)!r} is missing")
+            return None
+        value = value[key]
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and
+                             bool not in (kind if isinstance(kind, tuple) else (kind,))):  # fmt: skip
+        want = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise ImportInputError(
+            f"{path}: field {'.'.join(keys)!r} is a {type(value).__name__}, expected {want}"
+        )
+    return value
