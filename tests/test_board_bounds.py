@@ -186,3 +186,131 @@ def test_the_board_csv_export_never_starts_a_cell_with_a_formula(tmp_path):
     assert response.status_code == 200
     (row,) = list(csv.DictReader(io.StringIO(response.text)))
     assert row["model"] == '\'=HYPERLINK("http://x","y")' and row["n_pairs"] == "20"
+
+
+# --- issue 38, items 6-8: source ids that cannot collide, every string type counted, FIFOs
+
+
+def _old_id(name: str) -> str:
+    """The source id before issue 38: 8 hex digits (32 bits) of the name's sha256."""
+    import hashlib
+
+    return hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
+def _colliding_names(prefix: str) -> tuple[str, str]:
+    """Two names with one old-scheme id, found by a birthday search (about 80,000 names,
+    well under a second): what a hostile publisher did by brute force."""
+    seen: dict[str, str] = {}
+    for i in range(2_000_000):
+        name = f"{prefix}{i}"
+        other = seen.setdefault(_old_id(name), name)
+        if other != name:
+            return other, name
+    raise AssertionError("no collision in 2,000,000 names")
+
+
+def test_sources_whose_old_ids_collide_keep_their_own_keys_links_and_traces(tmp_path):
+    """Item 6: on main the hostile source (listed first) took over the honest cell's key, and
+    the honest source's `?cell=` link opened the hostile drill-down."""
+    honest_name, hostile_name = _colliding_names(str(tmp_path / "src"))
+    assert _old_id(honest_name) == _old_id(hostile_name)
+    hostile = Path(hostile_name)
+    write_run_dir(hostile, "run-h", CELL_A, cell_id="cellG", model="org/hostile")
+    honest = _good(Path(honest_name))
+    assert cell_key("cellG", str(honest)) != cell_key("cellG", str(hostile))
+    assert trace_key(str(honest), "r", "t") != trace_key(str(hostile), "r", "t")
+    board = _load(hostile, honest, use_cache=False)
+    assert board.sources == [str(hostile), str(honest)]
+    opened = _show_cell(board, cell_key("cellG", str(honest)))
+    text = " ".join(str(part) for part in opened)
+    assert "org/good" in text and "org/hostile" not in text
+
+
+def test_two_sources_with_one_id_are_refused_not_merged(tmp_path, monkeypatch):
+    """Item 6: should two names ever share an id, the second is skipped with a warning
+    naming both (here forced by putting the old 32-bit id back)."""
+    from hf_skillfollow.space_app import _sources
+
+    honest_name, hostile_name = _colliding_names(str(tmp_path / "src"))
+    _good(Path(honest_name))
+    write_run_dir(Path(hostile_name), "run-h", CELL_A, cell_id="cellG", model="org/hostile")
+    monkeypatch.setattr(_sources, "source_id", _old_id)
+    loaded = _sources.load_sources([honest_name, hostile_name])
+    assert list(loaded.tables) == [honest_name]
+    (warning,) = [w for w in loaded.warnings if "id equals" in w]
+    assert hostile_name in warning and honest_name in warning
+
+
+def _dictionary_bomb(root: Path, *, mb: int = 1) -> Path:
+    """Item 7: one `mb` MB `se_error` value in every row, stored as Arrow
+    `dictionary<string>` (the schema in the footer says so), a file of kilobytes."""
+    run = root / "run-dict"
+    run.mkdir(parents=True)
+    rows = outcome_rows(CELL_A, run_id="run-dict", cell_id="cellX") * 4
+    for i, row in enumerate(rows):
+        row["task_id"] = f"t{i}"
+    table = transitions_from_rows(rows)
+    indices = pa.array([0] * table.num_rows, pa.int32())
+    error = pa.DictionaryArray.from_arrays(indices, pa.array(["e" * (mb << 20)]))
+    table = table.set_column(table.schema.get_field_index("se_error"), "se_error", error)
+    pq.write_table(table, run / "transitions.parquet", compression="zstd")
+    assert pa.types.is_dictionary(pq.read_schema(run / "transitions.parquet").field("se_error").type)
+    return root
+
+
+def test_a_dictionary_encoded_string_bomb_is_counted_from_the_footer(tmp_path):
+    """Item 7: on main a `dictionary<string>` column was not a string leaf for the footer
+    check, so the source passed the budget and the cast decoded every row's copy."""
+    bomb = _dictionary_bomb(tmp_path / "bomb")
+    assert (bomb / "run-dict" / "transitions.parquet").stat().st_size < 64 << 10
+    with pytest.raises(HubError, match="'se_error' holds a value of 1,048,576 bytes"):
+        load_transitions(bomb / "run-dict")
+    good = _good(tmp_path / "good")
+    board = _load(bomb, good, use_cache=False)
+    assert board.sources == [str(good)]
+    assert any(str(bomb) in w and "se_error" in w for w in board.warnings)
+
+
+def _fifo_source(root: Path) -> Path:
+    """A results-repo-like folder: one good shard and a FIFO named `*.parquet`."""
+    shards = root / "data" / "transitions"
+    shards.mkdir(parents=True)
+    pq.write_table(transitions_from_rows(outcome_rows(CELL_A)), shards / "a.parquet")
+    os.mkfifo(shards / "x.parquet")
+    return root
+
+
+_FIFO_READERS = {
+    "report": "from hf_skillfollow.sources import read_transitions as f",
+    "board": "from hf_skillfollow.space_app._sources import load_sources as f",
+    "hub": "from hf_skillfollow.hub import load_transitions as f",
+    "budget": "from hf_skillfollow.hub._budget import check_files as f",
+}
+
+
+@pytest.mark.parametrize("reader", sorted(_FIFO_READERS))
+def test_a_fifo_named_parquet_never_blocks_a_reader(tmp_path, reader):
+    """Item 8: on main pyarrow's open blocked on the FIFO forever (the board and `report`
+    hung). Each reader runs in a child process with a deadline: it must end, refusing it."""
+    import subprocess
+    import sys
+
+    source = _fifo_source(tmp_path / "fifo")
+    fifo = source / "data" / "transitions" / "x.parquet"
+    call = {
+        "report": f"f({str(source)!r})",
+        "board": f"print(f([{str(source)!r}]).warnings)",
+        "hub": f"f({str(fifo)!r})",
+        "budget": f"f([__import__('pathlib').Path({str(fifo)!r})], 'transitions', 's')",
+    }[reader]
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", f"{_FIFO_READERS[reader]}\n{call}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{reader}: blocked on a FIFO named *.parquet")
+    assert "not a regular file" in done.stdout + done.stderr or (
+        reader == "hub" and "not a run directory" in done.stderr
+    ), done.stdout + done.stderr
