@@ -48,6 +48,22 @@ ACCESS = LazyRegistry(
     },
 )
 
+#: name -> transcript detector, a pure function ``(transcript, pool) -> Detection``
+#: (`transcripts.detect`); ``harness-record`` reads a harness's own result record instead.
+DETECTORS = LazyRegistry(
+    "transcript detector",
+    {
+        "claude-code": "hf_skillfollow.transcripts._claude_code:detect_claude_code",
+        "codex": "hf_skillfollow.transcripts._codex:detect_codex",
+        "opencode": "hf_skillfollow.transcripts._opencode:detect_opencode",
+        "gemini-cli": "hf_skillfollow.transcripts._gemini_cli:detect_gemini_cli",
+        "openhands": "hf_skillfollow.transcripts._openhands:detect_openhands",
+        "atif": "hf_skillfollow.transcripts._atif:detect_atif",
+        "generic": "hf_skillfollow.transcripts._generic:detect_generic",
+        "harness-record": "hf_skillfollow.transcripts._harness_record:detect_harness_record",
+    },
+)
+
 #: name -> importer of one format of another harness's runs, ``(ImportRequest) -> Collected``
 #: (`hf_skillfollow.importers`, docs/import.md).
 IMPORTERS = LazyRegistry(

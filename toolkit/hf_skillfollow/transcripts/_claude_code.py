@@ -1,0 +1,58 @@
+"""Claude Code `--output-format stream-json` (and its session JSONL): one event per line.
+
+Trigger events: an assistant ``tool_use`` block named ``Skill`` (``input.skill``), or a
+``Read`` (``input.file_path``) / ``Bash`` (``input.command``) of a pool skill's files; each is
+paired by ``id`` with the ``tool_result`` block (``tool_use_id``) of a later user event, and
+counts as loaded only when that result exists and has no ``is_error: true``. The ``system``
+``init`` event's ``skills`` and ``slash_commands`` lists are what the harness offered
+(`Detection.listed`), never activation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from hf_skillfollow.transcripts._base import Detection
+from hf_skillfollow.transcripts._common import Collector
+from hf_skillfollow.transcripts._reader import as_transcript, field
+
+NAME = "claude-code"
+
+
+def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
+    """Trigger events of a Claude Code stream-json transcript."""
+    transcript = as_transcript(transcript)
+    out = Collector(NAME, pool)
+    failed: dict[str, bool] = {}
+    for event in transcript.events:
+        for block in _blocks(event, "user"):
+            if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                failed[block["tool_use_id"]] = block.get("is_error") is True
+    missing = 0
+    for index, event in enumerate(transcript.events):
+        if not isinstance(event, Mapping):
+            continue
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            out.list_names(event.get("skills"))
+            out.list_names(event.get("slash_commands"))
+            continue
+        for block in _blocks(event, "assistant"):
+            if block.get("type") != "tool_use":
+                continue
+            call_id = block.get("id")
+            ok = isinstance(call_id, str) and call_id in failed and not failed[call_id]
+            missing += call_id not in failed
+            call = {"name": block.get("name"), "input": block.get("input")}
+            out.add_call(block.get("name"), block.get("input"), index, call, ok)
+    if missing:
+        out.notes.append(f"{missing} tool calls have no result (counted as not returned)")
+    return out.result(transcript)
+
+
+def _blocks(event: object, role: str) -> list[Mapping]:
+    if field(event, "type") != role:
+        return []
+    content = field(event, "message", "content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content[:10_000] if isinstance(b, Mapping)]

@@ -1,0 +1,181 @@
+"""What every detector shares: reading one tool call, bounding evidence, the kind rule.
+
+A tool call is a (name, arguments) pair whatever the harness: a Skill-loading tool names the
+skill in an argument; a file-reading tool names a path; a shell tool names a command. Tools
+that only list or search by name (Glob, Grep, ``list_directory``) and tools that write
+(Write, Edit) never count, whatever path they name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from hf_skillfollow.transcripts._base import ActivationEvent, Detection, TriggerKind
+from hf_skillfollow.transcripts._reader import Transcript
+from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_pool, path_ref
+
+#: Longest evidence string kept (the exact tool call or command, cut here).
+MAX_EVIDENCE_CHARS = 500
+#: Most trigger events kept per trial; the rest are counted in a note.
+MAX_EVENTS_KEPT = 1_000
+
+# Lower-cased tool names, across harnesses.
+SKILL_TOOLS = frozenset({"skill", "activate_skill", "invoke_skill", "load_skill", "use_skill"})
+_SKILL_ARGS = ("skill", "name", "skill_name")
+_LISTING_TOOLS = frozenset(
+    {
+        "glob",
+        "grep",
+        "ls",
+        "list",
+        "list_directory",
+        "search_file_content",
+        "grep_search",
+        "find",
+        "codebase_search",
+        "list_dir",
+        "toolsearch",
+    }
+)
+_WRITING_TOOLS = frozenset(
+    {
+        "write",
+        "edit",
+        "multiedit",
+        "notebookedit",
+        "write_file",
+        "replace",
+        "apply_patch",
+        "patch",
+        "todowrite",
+        "create_file",
+    }
+)
+# File editors whose `command` argument is a sub-command, not shell: only `view` reads.
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
+_PATH_ARGS = ("file_path", "filePath", "absolute_path", "path", "filename", "file")
+_COMMAND_ARGS = ("command", "cmd", "keystrokes", "commands", "script")
+
+
+def tool_refs(
+    name: object, args: object, pool: Collection[str]
+) -> tuple[list[SkillRef], str | None]:
+    """The skill refs of one tool call, and the skill name a Skill-loading tool asked for
+    (in the pool or not: a load of an unknown skill is still an attempt)."""
+    tool = name.lower() if isinstance(name, str) else ""
+    if isinstance(args, str):
+        args = _json_args(args)
+    if not isinstance(args, Mapping) or tool in _LISTING_TOOLS or tool in _WRITING_TOOLS:
+        return [], None
+    if tool in SKILL_TOOLS:
+        asked = next((args[k] for k in _SKILL_ARGS if isinstance(args.get(k), str)), None)
+        skill = in_pool(asked, pool)
+        return ([(skill, "instructions")] if skill else []), asked
+    refs: list[SkillRef] = []
+    if tool in _EDITOR_TOOLS:
+        if args.get("command") == "view":
+            ref = path_ref(args.get("path"), pool)
+            refs.extend([ref] if ref else [])
+        return refs, None
+    for key in _PATH_ARGS:
+        ref = path_ref(args.get(key), pool)
+        if ref and ref not in refs:
+            refs.append(ref)
+    for key in _COMMAND_ARGS:
+        for ref in command_refs(args.get(key), pool):
+            if ref not in refs:
+                refs.append(ref)
+    return refs, None
+
+
+def _json_args(text: str) -> object:
+    """Tool arguments sent as a JSON string (OpenAI style), parsed bounded or ignored."""
+    from hf_skillfollow.transcripts._reader import loads_bounded
+
+    if len(text) > 1_000_000:
+        return None
+    try:
+        return loads_bounded(text, "arguments")
+    except ValueError:
+        return None
+
+
+def evidence(value: object) -> str:
+    """The exact call or command as one bounded string (JSON for structured arguments)."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)[: MAX_EVIDENCE_CHARS * 4]
+        except (TypeError, ValueError, RecursionError):
+            text = repr(value)[: MAX_EVIDENCE_CHARS * 4]
+    if len(text) > MAX_EVIDENCE_CHARS:
+        return text[: MAX_EVIDENCE_CHARS - 1] + "…"
+    return text
+
+
+@dataclass
+class Collector:
+    """Gathers trigger events in transcript order and applies the kind rule at the end."""
+
+    detector: str
+    pool: Collection[str]
+    events: list[ActivationEvent] = field(default_factory=list)
+    listed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _dropped: int = 0
+
+    def add(self, skill: str, kind: TriggerKind, index: int, call: object, ok: bool) -> None:
+        if len(self.events) >= MAX_EVENTS_KEPT:
+            self._dropped += 1
+            return
+        self.events.append(ActivationEvent(skill, kind, index, evidence(call), ok))
+
+    def add_refs(self, refs: list[SkillRef], index: int, call: object, ok: bool) -> None:
+        for skill, kind in refs:
+            self.add(skill, kind, index, call, ok)
+
+    def add_call(self, name: object, args: object, index: int, call: object, ok: bool) -> None:
+        """One tool call: its skill refs, or a failed Skill-tool load of an unknown name."""
+        refs, asked = tool_refs(name, args, self.pool)
+        if refs:
+            self.add_refs(refs, index, call, ok)
+        elif asked is not None and not ok:
+            self.add(asked[:200], "instructions", index, call, False)
+
+    def list_names(self, names: object) -> None:
+        """Skills the harness listed to the agent (start-up catalogue): not activation."""
+        if not isinstance(names, list | tuple):
+            return
+        for name in names[:10_000]:
+            skill = in_pool(name, self.pool)
+            if skill and skill not in self.listed:
+                self.listed.append(skill)
+
+    def result(self, transcript: Transcript) -> Detection:
+        notes = [*transcript.notes, *self.notes]
+        if self._dropped:
+            notes.append(f"{self._dropped} more trigger events not kept")
+        return Detection(
+            detector=self.detector,
+            transcript_found=True,
+            events=apply_kind_rule(self.events),
+            listed=tuple(self.listed),
+            notes=tuple(notes[:25]),
+        )
+
+
+def apply_kind_rule(events: list[ActivationEvent]) -> tuple[ActivationEvent, ...]:
+    """Drop the resource events of a skill whose SKILL.md was loaded in the trial.
+
+    `resource` means only a resource was used, with no successful load of the skill's
+    instructions anywhere in the trial (before or after)."""
+    loaded = {e.skill for e in events if e.kind == "instructions" and e.succeeded}
+    return tuple(e for e in events if e.kind == "instructions" or e.skill not in loaded)
+
+
+def not_found(detector: str, note: str) -> Detection:
+    """The trial has no usable transcript: activation is unknown."""
+    return Detection(detector=detector, transcript_found=False, notes=(note,))

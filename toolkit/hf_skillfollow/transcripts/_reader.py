@@ -1,0 +1,235 @@
+"""Bounded reading of one transcript file: a JSONL stream or one JSON document.
+
+A transcript is third-party data (an agent wrote it inside a container we do not control), so
+reading it is bounded before anything is parsed: the file must be a regular file (a FIFO or
+``/dev/zero`` would block or never end), a symlink may not lead out of the allowed root, the
+size is capped, every JSON value's nesting depth is counted on the raw text before
+``json.loads`` sees it (the parser recurses once per level), and the number of events is
+capped. Each refusal is one `TranscriptError` whose message names the file and the line or
+field. A JSONL line that does not parse is skipped with a bounded note: real streams end with
+a half-written line when the agent was killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow._text import loads_untrusted
+
+#: Largest transcript read, in bytes (real Claude Code streams of long trials reach tens of MB).
+MAX_BYTES = 64 * 1024 * 1024
+#: Most events (JSONL lines, or items of a top-level JSON array) kept from one transcript.
+MAX_EVENTS = 200_000
+#: Deepest nesting of arrays and objects accepted in one JSON value.
+MAX_DEPTH = 64
+#: Longest single JSONL line, in characters.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+#: Most notes kept per transcript; the rest are counted in the last one.
+MAX_NOTES = 20
+
+# A JSON string literal (escapes included); the alternatives cannot overlap, so no backtracking.
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+class TranscriptError(ValueError):
+    """A transcript that cannot be read safely; the message names the file and the place."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One parsed transcript, ready for a detector.
+
+    A JSONL stream is `events` (index = 0-based line number; `None` for a blank or skipped
+    line, so an event index always points at the line it came from) and no `document`. A JSON
+    document is `document`, with `events` holding its items when it is a top-level array.
+    """
+
+    source: str
+    """Where it came from, for messages (a file path or a caller's label)."""
+    events: tuple[Any, ...] = ()
+    document: Any = None
+    notes: tuple[str, ...] = ()
+
+
+def as_transcript(value: object, source: str = "<data>") -> Transcript:
+    """`value` itself if a `Transcript`, else one built from already-parsed JSON data.
+
+    For callers that hold the data (the Harbor runner's ATIF trajectory, a result.json dict):
+    a list becomes the events, anything else the document. The caller bounded its reading.
+    """
+    if isinstance(value, Transcript):
+        return value
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return Transcript(source=source, events=tuple(value), document=list(value))
+    return Transcript(source=source, document=value)
+
+
+def json_depth(text: str) -> int:
+    """The deepest array/object nesting in JSON `text`, counted without parsing it."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    steps = (1 if c in "[{" else -1 for c in brackets)
+    return max(accumulate(steps))
+
+
+def loads_bounded(text: str, where: str, max_depth: int = MAX_DEPTH) -> Any:
+    """`json.loads` of untrusted `text` after a depth check; a ValueError naming `where`."""
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise ValueError(f"{where}: JSON nested {depth} deep (limit {max_depth})")
+    try:
+        return loads_untrusted(text)
+    except ValueError as exc:
+        raise ValueError(f"{where}: not JSON ({_short(str(exc))})") from None
+
+
+def read_transcript(
+    path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_events: int = MAX_EVENTS,
+    max_depth: int = MAX_DEPTH,
+) -> Transcript:
+    """Read the transcript at `path` within `root` (default: its own folder), bounded.
+
+    A symlink is followed only when it resolves inside `root`. Raises `TranscriptError`.
+    """
+    file = Path(path)
+    text = _read_text(file, Path(root) if root is not None else file.parent, max_bytes)
+    stripped = text.strip()
+    if not stripped:
+        return Transcript(source=str(file), notes=("empty transcript",))
+    first_line = stripped.split("\n", 1)[0].strip()
+    one_line = first_line == stripped
+    if stripped[0] == "[" or (stripped[0] == "{" and not one_line and not _parses(first_line)):
+        return _document(file, stripped, max_events, max_depth)
+    return _jsonl(file, text, max_events, max_depth)
+
+
+def _read_text(file: Path, root: Path, max_bytes: int) -> str:
+    name = str(file)
+    try:
+        info = os.lstat(file)
+    except OSError as exc:
+        raise TranscriptError(f"{name}: cannot read ({exc.strerror})") from None
+    # Any symlink on the way (the file itself or a folder above it) must stay inside root.
+    if not file.resolve().is_relative_to(root.resolve()):
+        kind = "symlink" if stat.S_ISLNK(info.st_mode) else "path"
+        raise TranscriptError(f"{name}: {kind} leads out of {root}")
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise TranscriptError(f"{name}: cannot open ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        # fstat on the open descriptor: what was checked is what is read.
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise TranscriptError(f"{name}: not a regular file")
+        if info.st_size > max_bytes:
+            raise TranscriptError(f"{name}: {info.st_size} bytes (limit {max_bytes})")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TranscriptError(f"{name}: over {max_bytes} bytes")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise TranscriptError(f"{name}: binary data (NUL byte at {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _parses(line: str) -> bool:
+    if json_depth(line) > MAX_DEPTH:
+        return True  # a JSONL line; the JSONL reader reports its depth
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _document(file: Path, text: str, max_events: int, max_depth: int) -> Transcript:
+    try:
+        value = loads_bounded(text, str(file), max_depth)
+    except ValueError as exc:
+        raise TranscriptError(str(exc)) from None
+    events: tuple[Any, ...] = ()
+    if isinstance(value, list):
+        if len(value) > max_events:
+            raise TranscriptError(f"{file}: {len(value)} events (limit {max_events})")
+        events = tuple(value)
+    return Transcript(source=str(file), events=events, document=value)
+
+
+def _jsonl(file: Path, text: str, max_events: int, max_depth: int) -> Transcript:
+    events: list[Any] = []
+    notes = _Notes()
+    parsed = 0
+    lines = text.split("\n")  # not splitlines(): U+2028 may stand raw inside a JSON string
+    if lines[-1] == "":
+        lines.pop()
+    for index, line in enumerate(lines):
+        if index >= max_events:
+            raise TranscriptError(f"{file}: over {max_events} lines (limit {max_events})")
+        line = line.strip()
+        if not line:
+            events.append(None)
+            continue
+        where = f"{file}: line {index + 1}"
+        if len(line) > MAX_LINE_CHARS:
+            raise TranscriptError(f"{where}: {len(line)} characters (limit {MAX_LINE_CHARS})")
+        depth = json_depth(line)
+        if depth > max_depth:
+            raise TranscriptError(f"{where}: JSON nested {depth} deep (limit {max_depth})")
+        try:
+            events.append(loads_untrusted(line))
+            parsed += 1
+        except ValueError:
+            events.append(None)
+            notes.add(f"line {index + 1}: not JSON, skipped")
+    if not parsed:
+        raise TranscriptError(f"{file}: no line is JSON")
+    return Transcript(source=str(file), events=tuple(events), notes=notes.result())
+
+
+class _Notes:
+    """At most MAX_NOTES notes, then a count of the rest."""
+
+    def __init__(self) -> None:
+        self._notes: list[str] = []
+        self._dropped = 0
+
+    def add(self, note: str) -> None:
+        if len(self._notes) < MAX_NOTES:
+            self._notes.append(note)
+        else:
+            self._dropped += 1
+
+    def result(self) -> tuple[str, ...]:
+        extra = (f"{self._dropped} more lines skipped",) if self._dropped else ()
+        return (*self._notes, *extra)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def field(value: object, *keys: str) -> Any:
+    """`value[k1][k2]...` through mappings, or None where any step is missing."""
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value

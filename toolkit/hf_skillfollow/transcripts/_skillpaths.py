@@ -1,0 +1,174 @@
+"""Which pool skill a file path or a shell command touches, and how.
+
+A skill's files are recognised by their path, never by content: ``<...>/<name>/SKILL.md``
+loads the skill's instructions; any other file under ``<...>/skills/<name>/`` is one of its
+resources (a script run, a reference read). ``<name>`` must be in the pool; an empty pool
+accepts any name (the caller then learns the offered skills from the harness's listing).
+
+Shell commands are split into simple commands without running anything: a command whose
+program only lists or moves files (``ls``, ``find``, ``cp``...) never counts, since a directory
+listing that happens to show skill paths is not activation; a redirect target (``> SKILL.md``)
+is a write, not a read. Every regular expression here is a single character class or a
+literal alternation, so no input makes one backtrack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+
+from hf_skillfollow.transcripts._base import TriggerKind
+
+#: Longest command text scanned; the rest of a longer command is ignored.
+MAX_COMMAND_CHARS = 100_000
+#: Most simple commands scanned in one command text.
+MAX_SEGMENTS = 2_000
+
+SkillRef = tuple[str, TriggerKind]
+
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n\r]")
+_WORDS = re.compile(r"[^\s'\"`]+")
+_TRAILING = "),;:]}>"
+# A skill name when the pool is empty: no glob, variable or path characters.
+_ANY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# Programs whose arguments are only listed, searched by name, moved or written.
+_NOT_READING = frozenset(
+    [
+        "ls",
+        "find",
+        "tree",
+        "du",
+        "stat",
+        "file",
+        "realpath",
+        "readlink",
+        "dirname",
+        "basename",
+        "test",
+        "[",
+        "fd",
+        "locate",
+        "wc",
+        "cp",
+        "mv",
+        "rm",
+        "rmdir",
+        "mkdir",
+        "chmod",
+        "chown",
+        "ln",
+        "touch",
+        "echo",
+        "printf",
+        "tee",
+        "rsync",
+        "tar",
+        "zip",
+        "unzip",
+        "cd",
+        "pushd",
+        "popd",
+        "export",
+        "which",
+        "type",
+    ]
+)
+# Words that run the next word as the program.
+_WRAPPERS = frozenset(["sudo", "env", "nohup", "time", "exec", "command", "builtin", "nice"])
+_SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh"])
+_REDIRECTS = frozenset([">", ">>", "1>", "2>", "&>", "1>>", "2>>", ">|"])
+
+
+def in_pool(name: object, pool: Collection[str]) -> str | None:
+    """`name` as a pool skill name (a ``plugin:name`` qualifier dropped), else None."""
+    if not isinstance(name, str) or not name or len(name) > 200:
+        return None
+    for candidate in (name, name.rsplit(":", 1)[-1]):
+        if candidate in pool or (not pool and _ANY_NAME.fullmatch(candidate)):
+            return candidate
+    return None
+
+
+def path_ref(path: object, pool: Collection[str]) -> SkillRef | None:
+    """The skill and kind a file at `path` belongs to, or None."""
+    if not isinstance(path, str) or len(path) > 4096:
+        return None
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if len(parts) >= 2 and parts[-1].lower() == "skill.md":
+        name = in_pool(parts[-2], pool)
+        if name:
+            return name, "instructions"
+    for i in range(len(parts) - 2):
+        if parts[i] == "skills":
+            name = in_pool(parts[i + 1], pool)
+            if name:
+                return name, "resource"
+    return None
+
+
+def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
+    """The skill files a shell command reads or runs, in order (repeats kept once)."""
+    if isinstance(command, list | tuple):
+        command = " ".join(c for c in command[:1000] if isinstance(c, str))
+    if not isinstance(command, str):
+        return []
+    refs: list[SkillRef] = []
+    cwd = ""
+    for n, segment in enumerate(_SEGMENTS.split(command[:MAX_COMMAND_CHARS])):
+        if n >= MAX_SEGMENTS:
+            break
+        words = _WORDS.findall(segment)
+        program, args = _program(words)
+        if program == "cd" and args:
+            cwd = args[0] if args[0].startswith(("/", "~")) else f"{cwd}/{args[0]}"
+            continue
+        if program is None or program in _NOT_READING:
+            continue
+        # The program word names a skill file only when it is a path (a script run directly).
+        head = (
+            [words[len(words) - len(args) - 1]] if "/" in words[len(words) - len(args) - 1] else []
+        )
+        for word in _reads(head + args):
+            path = word.rstrip(_TRAILING)
+            if cwd and not path.startswith(("/", "~")):
+                path = f"{cwd}/{path}"
+            ref = path_ref(path, pool)
+            if ref and ref not in refs:
+                refs.append(ref)
+    return refs
+
+
+def _program(words: list[str]) -> tuple[str | None, list[str]]:
+    i = 0
+    while i < len(words) and (words[i] in _WRAPPERS or _is_assignment(words[i])):
+        i += 1
+    if i < len(words) and words[i] == "timeout":
+        i += 2  # `timeout DURATION program ...`
+    # `bash -lc 'cat x'` runs its string: the program is the string's first word.
+    if i + 2 < len(words) and words[i].rsplit("/", 1)[-1] in _SHELLS and _runs_string(words[i + 1]):
+        return _program(words[i + 2 :])
+    if i >= len(words):
+        return None, []
+    return words[i].rsplit("/", 1)[-1], words[i + 1 :]
+
+
+def _runs_string(flag: str) -> bool:
+    return flag.startswith("-") and not flag.startswith("--") and "c" in flag
+
+
+def _is_assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and name.isidentifier()
+
+
+def _reads(words: list[str]) -> Iterator[str]:
+    """The words of a simple command that name something read or run (not a write target)."""
+    after_redirect = False
+    for word in words:
+        if word in _REDIRECTS:
+            after_redirect = True
+            continue
+        if after_redirect or word.startswith((">", "1>", "2>")):
+            after_redirect = False
+            continue
+        yield word

@@ -1,0 +1,93 @@
+"""Which detector reads a transcript, decided from its content (never its file name).
+
+Each format has a field no other one uses on its events: Claude Code's ``type`` of
+``assistant``/``user`` with a ``message``, or its ``system``/``init`` event; Codex's
+``thread.started`` / ``item.*`` events; Gemini CLI's ``init`` event with ``session_id`` and its
+``tool_use`` events with ``tool_name``; OpenCode's events carrying a ``part`` (``run --format
+json``) or an export's ``messages`` with ``parts``; OpenHands' events with ``action`` or
+``observation`` and ``source``; ATIF's ``schema_version`` starting ``ATIF`` or a ``steps`` list.
+The first events decide (up to `SNIFF_EVENTS`); anything else is ``generic``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hf_skillfollow.transcripts._reader import Transcript, as_transcript, field
+
+#: How many leading events are looked at.
+SNIFF_EVENTS = 200
+
+
+def sniff_format(transcript: object) -> str:
+    """The registry name of the detector for `transcript` (`generic` when none fits)."""
+    transcript = as_transcript(transcript)
+    doc = transcript.document
+    if isinstance(doc, Mapping):
+        return _document_format(doc)
+    for event in _leading(transcript):
+        found = _event_format(event)
+        if found:
+            return found
+    return "generic"
+
+
+def _document_format(doc: Mapping) -> str:
+    version = doc.get("schema_version")
+    if (isinstance(version, str) and version.startswith("ATIF")) or isinstance(
+        doc.get("steps"), list
+    ):
+        return "atif"
+    messages = doc.get("messages")
+    if isinstance(messages, list) and any(
+        isinstance(field(m, "parts"), list) for m in messages[:SNIFF_EVENTS]
+    ):
+        return "opencode"
+    for key in ("events", "history"):
+        items = doc.get(key)
+        if isinstance(items, list) and any(_is_openhands(e) for e in items[:SNIFF_EVENTS]):
+            return "openhands"
+    return "generic"
+
+
+def _leading(transcript: Transcript):
+    seen = 0
+    for event in transcript.events:
+        if isinstance(event, Mapping):
+            yield event
+            seen += 1
+            if seen >= SNIFF_EVENTS:
+                return
+
+
+def _event_format(event: Mapping) -> str | None:
+    kind = event.get("type")
+    if kind in ("assistant", "user") and isinstance(event.get("message"), Mapping):
+        return "claude-code"
+    if kind == "system" and event.get("subtype") == "init":
+        return "claude-code"
+    if isinstance(kind, str) and (kind.startswith(("thread.", "item.", "turn."))):
+        return "codex"
+    if kind == "init" and "session_id" in event:
+        return "gemini-cli"
+    if kind in ("tool_use", "tool_result") and ("tool_name" in event or "tool_id" in event):
+        return "gemini-cli"
+    if isinstance(event.get("part"), Mapping) and "sessionID" in event:
+        return "opencode"
+    if _is_openhands(event):
+        return "openhands"
+    return None
+
+
+def _is_openhands(event: object) -> bool:
+    if not isinstance(event, Mapping) or "source" not in event:
+        return False
+    return (
+        "action" in event
+        or "observation" in event
+        or event.get("kind")
+        in (
+            "ActionEvent",
+            "ObservationEvent",
+        )
+    )
