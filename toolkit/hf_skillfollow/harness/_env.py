@@ -1,0 +1,343 @@
+"""A Harbor environment that runs a trial in namespaces on this machine, without Docker.
+
+Harbor loads it by import path (``--env hf_skillfollow.harness._env:SandboxEnvironment``,
+which `run --harness harbor --env sandbox` passes); it imports Harbor, so it runs only in
+Harbor's interpreter (`.ci/setup-harbor`). Each trial gets its own user, mount, PID,
+network (loopback only), IPC and UTS namespaces (`_nsinit`), and every command runs there
+through ``nsenter`` without capabilities, under a per-trial process cap and, where the
+host's memory cgroup is writable, a memory limit. Files cross the boundary only as tar
+streams through a confined ``tar``: the host never follows a path that the trial could have
+turned into a symlink. See docs/harness.md for what a trial can see.
+
+What it cannot do: build images. A task's ``environment/Dockerfile`` may use only ``FROM``
+(ignored: the host's read-only ``/usr`` is the image), ``WORKDIR``, ``ENV`` and ``COPY`` of
+files from ``environment/``; anything else is refused with the file and line. Without a
+Dockerfile the files of ``environment/`` are copied into the working directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import random
+import shlex
+import signal
+import sys
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_filter
+from harbor.environments.capabilities import EnvironmentCapabilities
+
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: a command's stdout/stderr kept (the rest is read and dropped) and a transfer's bytes
+_OUTPUT_CAP = 8 * 1024 * 1024
+_TRANSFER_CAP = 512 * 1024 * 1024
+_NPROC = 512
+_DEFAULT_MEMORY_MB = 4096
+_DEFAULT_STORAGE_MB = 2048
+_CGROUP = Path("/sys/fs/cgroup/memory")
+_DOCKERFILE_KEEP = {"FROM", "WORKDIR", "ENV", "COPY"}
+
+
+class SandboxEnvironment(BaseEnvironment):
+    """One trial's namespaces; see the module docstring."""
+
+    @staticmethod
+    def type() -> str:
+        return "skillfollow-sandbox"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        return EnvironmentCapabilities(disable_internet=True)
+
+    def _validate_definition(self) -> None:
+        self._recipe = _read_dockerfile(self.environment_dir)
+
+    @property
+    def _workdir(self) -> str:
+        return self.task_env_config.workdir or self._recipe.workdir
+
+    async def start(self, force_build: bool) -> None:
+        del force_build  # nothing is built
+        self._base_uid = 1_000_000 + 65536 * random.randrange(1, 16000)
+        self._cgroup = _make_cgroup(self.session_id, self.task_env_config.memory_mb)
+        spec = {"storage_mb": self.task_env_config.storage_mb or _DEFAULT_STORAGE_MB}
+        self._helper = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "hf_skillfollow.harness._nsinit", json.dumps(spec),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        if self._cgroup is not None:
+            (self._cgroup / "cgroup.procs").write_text(str(self._helper.pid))
+        assert self._helper.stdin and self._helper.stdout
+        if (await self._helper.stdout.readline()).strip() != b"userns":
+            raise RuntimeError(f"sandbox: could not start ({await self._helper_error()})")
+        for kind in ("uid", "gid"):
+            Path(f"/proc/{self._helper.pid}/{kind}_map").write_text(f"0 {self._base_uid} 65536\n")
+        self._helper.stdin.write(b"go\n")
+        await self._helper.stdin.drain()
+        word, _, rest = (await self._helper.stdout.readline()).decode().strip().partition(" ")
+        if word != "ready":
+            raise RuntimeError(
+                f"sandbox: could not build the root ({rest or await self._helper_error()})"
+            )
+        self._init_pid = int(rest)
+        await self.exec(f"mkdir -p {shlex.quote(self._workdir)}")
+        await self._provision()
+
+    async def _helper_error(self) -> str:
+        assert self._helper.stderr
+        err = await self._helper.stderr.read(4096)
+        return (
+            err.decode(errors="replace").strip().splitlines()[-1:][0]
+            if err.strip()
+            else "no output"
+        )
+
+    async def _provision(self) -> None:
+        """The image's part that a sandbox can do: the Dockerfile's COPY lines, or the whole
+        environment folder into the working directory when there is no Dockerfile."""
+        if self._recipe.copies is None:
+            files = [p for p in self.environment_dir.iterdir() if p.name != "Dockerfile"]
+            if files:
+                await self._put(
+                    _tar_of(self.environment_dir, exclude={"Dockerfile"}), self._workdir
+                )
+            return
+        for source, target in self._recipe.copies:
+            dest = target if target.startswith("/") else f"{self._recipe.workdir}/{target}"
+            path = (self.environment_dir / source).resolve()
+            if not path.is_relative_to(self.environment_dir.resolve()):
+                raise ValueError(
+                    f"{self.environment_dir / 'Dockerfile'}: COPY {source}: outside environment/"
+                )
+            if path.is_dir():
+                await self._put(_tar_of(path), dest.rstrip("/") or "/")
+            else:
+                into = dest if dest.endswith("/") else str(PurePosixPath(dest).parent)
+                name = path.name if dest.endswith("/") else PurePosixPath(dest).name
+                await self._put(_tar_of_file(path, name), into)
+
+    async def stop(self, delete: bool) -> None:
+        del delete  # nothing outlives the namespaces
+        pid = getattr(self, "_init_pid", None)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # PID 1 of the namespace: every process goes with it
+        helper = getattr(self, "_helper", None)
+        if helper is not None and helper.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                helper.kill()
+            await helper.wait()
+        cgroup = getattr(self, "_cgroup", None)
+        if cgroup is not None:
+            for _ in range(50):
+                try:
+                    cgroup.rmdir()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.1)
+
+    def _argv(self, command: list[str], cwd: str | None, env: dict[str, str] | None) -> list[str]:
+        merged = {"HOME": "/root", "PATH": _PATH, "LANG": "C.UTF-8", "TERM": "xterm-256color",
+                  **self._recipe.env, **self._startup_env(), **(self._merge_env(env) or {})}  # fmt: skip
+        inside = [
+            "nsenter", "--target", str(self._init_pid), "--user", "--mount", "--net", "--ipc",
+            "--uts", "--pid", "--root", "--wd", "--",
+            "/usr/bin/setpriv", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--",
+            "/usr/bin/prlimit", f"--nproc={_NPROC}", "--core=0", "--",
+            "/usr/bin/env", "-i", "-C", cwd or self._workdir,
+            *(f"{k}={v}" for k, v in merged.items()), *command,
+        ]  # fmt: skip
+        if self._cgroup is None:
+            return inside
+        # Joined before nsenter runs, so every process of the command is in the trial's cgroup.
+        procs = shlex.quote(str(self._cgroup / "cgroup.procs"))
+        return ["/bin/sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *inside]
+
+    async def _run(
+        self, command: list[str], *, stdin: bytes | None = None, cwd: str | None = None,
+        env: dict[str, str] | None = None, timeout_sec: float | None = None, cap: int = _OUTPUT_CAP,
+    ) -> tuple[int, bytes, bytes]:  # fmt: skip
+        proc = await asyncio.create_subprocess_exec(
+            *self._argv(command, cwd, env),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdout and proc.stderr
+
+        async def feed() -> None:
+            if stdin is not None and proc.stdin is not None:
+                try:
+                    proc.stdin.write(stdin)
+                    await proc.stdin.drain()
+                    proc.stdin.close()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        work = asyncio.gather(
+            feed(), _bounded(proc.stdout, cap), _bounded(proc.stderr, cap), proc.wait()
+        )
+        try:
+            _, out, err, rc = await asyncio.wait_for(work, timeout=timeout_sec)
+        except BaseException as exc:  # a timeout, or Harbor cancelling the trial
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+            if isinstance(exc, TimeoutError):
+                raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
+            raise
+        return rc, out, err
+
+    async def exec(
+        self, command: str, cwd: str | None = None, env: dict[str, str] | None = None,
+        timeout_sec: int | None = None, user: str | int | None = None,
+    ) -> ExecResult:  # fmt: skip
+        # Every command is uid 0 of the trial's user namespace (an unprivileged host uid,
+        # no capabilities); another task user cannot be switched to without capabilities.
+        del user
+        rc, out, err = await self._run(
+            ["/bin/bash", "-c", command], cwd=cwd, env=env, timeout_sec=timeout_sec
+        )
+        return ExecResult(
+            stdout=out.decode(errors="replace") or None,
+            stderr=err.decode(errors="replace") or None,
+            return_code=rc,
+        )  # fmt: skip
+
+    async def _put(self, archive: bytes, target_dir: str) -> None:
+        rc, _, err = await self._run(
+            ["/bin/sh", "-c", 'mkdir -p "$1" && tar -x --no-same-owner -C "$1"', "sh", target_dir],
+            stdin=archive, timeout_sec=600,
+        )  # fmt: skip
+        if rc != 0:
+            raise RuntimeError(f"upload to {target_dir}: {err.decode(errors='replace')[-500:]}")
+
+    async def _get(self, directory: str, member: str) -> bytes:
+        rc, out, err = await self._run(
+            ["tar", "-c", "-C", directory, "--", member], timeout_sec=600, cap=_TRANSFER_CAP
+        )
+        if rc != 0:
+            raise RuntimeError(
+                f"download of {directory}/{member}: {err.decode(errors='replace')[-500:]}"
+            )
+        if len(out) >= _TRANSFER_CAP:
+            raise RuntimeError(f"download of {directory}/{member}: over {_TRANSFER_CAP} bytes")
+        return out
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        target = PurePosixPath(target_path)
+        await self._put(_tar_of_file(Path(source_path), target.name), str(target.parent))
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await self._put(_tar_of(Path(source_dir)), target_dir)
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        source = PurePosixPath(source_path)
+        data = await self._get(str(source.parent), source.name)
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(tmp, filter=transfer_tar_filter)
+            got = Path(tmp) / source.name
+            if got.is_symlink() or not got.is_file():
+                raise RuntimeError(f"download of {source_path}: not a regular file")
+            Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(target_path).write_bytes(got.read_bytes())
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        data = await self._get(source_dir, ".")
+        Path(target_dir).mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            # The data filter refuses absolute names, `..` and links leading out of target_dir.
+            tar.extractall(target_dir, filter=transfer_tar_filter)
+
+
+async def _bounded(stream: asyncio.StreamReader, cap: int) -> bytes:
+    """Up to `cap` bytes of a stream, reading (and dropping) the rest so the writer never blocks."""
+    kept = bytearray()
+    while chunk := await stream.read(65536):
+        if len(kept) < cap:
+            kept += chunk[: cap - len(kept)]
+    return bytes(kept)
+
+
+def _tar_of(directory: Path, exclude: set[str] = frozenset()) -> bytes:  # type: ignore[assignment]
+    """A tar of a trusted host folder (task files, a skill pool), links kept as links."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for child in sorted(directory.iterdir()):
+            if child.name not in exclude:
+                tar.add(child, arcname=child.name, recursive=True)
+    return buf.getvalue()
+
+
+def _tar_of_file(path: Path, name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(path, arcname=name, recursive=False)
+    return buf.getvalue()
+
+
+def _make_cgroup(session_id: str, memory_mb: int | None) -> Path | None:
+    """A memory cgroup for the trial where the host lets us make one (cgroup v1, root)."""
+    path = (
+        _CGROUP
+        / "hf-skillfollow"
+        / "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
+    )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        limit = (memory_mb or _DEFAULT_MEMORY_MB) * 1024 * 1024
+        (path / "memory.limit_in_bytes").write_text(str(limit))
+    except OSError:
+        return None
+    return path
+
+
+class _Recipe:
+    """What a task's Dockerfile asks that a sandbox can give: a workdir, variables, copies."""
+
+    def __init__(self) -> None:
+        self.workdir = "/app"
+        self.env: dict[str, str] = {}
+        self.copies: list[tuple[str, str]] | None = None
+
+
+def _read_dockerfile(environment_dir: Path) -> _Recipe:
+    recipe = _Recipe()
+    path = environment_dir / "Dockerfile"
+    if not path.is_file():
+        return recipe
+    recipe.copies = []
+    text = path.read_text(errors="replace")[:65536].replace("\\\n", " ")
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        word = word.upper()
+        if word not in _DOCKERFILE_KEEP:
+            raise ValueError(
+                f"{path}:{number}: {word} needs an image build, which the sandbox environment "
+                "cannot do; run this task with a Docker-capable --env"
+            )
+        args = shlex.split(rest)
+        if word == "WORKDIR" and args:
+            recipe.workdir = args[0]
+        elif word == "ENV" and args:
+            pairs = [a.partition("=") for a in args]
+            if all(sep for _, sep, _ in pairs):
+                recipe.env.update({k: v for k, _, v in pairs})
+            else:
+                recipe.env[args[0]] = " ".join(args[1:])
+        elif word == "COPY":
+            paths = [a for a in args if not a.startswith("--")]
+            if len(paths) < 2:
+                raise ValueError(f"{path}:{number}: COPY needs a source and a target")
+            recipe.copies += [(src, paths[-1]) for src in paths[:-1]]
+    return recipe

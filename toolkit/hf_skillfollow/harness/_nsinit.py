@@ -1,0 +1,156 @@
+"""The init of one sandbox environment: namespaces, a minimal root, then reap until killed.
+
+Run by `_env.SandboxEnvironment.start` as ``python -m hf_skillfollow.harness._nsinit SPEC``
+(stdlib only: it runs in Harbor's interpreter). The handshake on stdout/stdin:
+
+1. it enters a new user namespace and prints ``userns``; the host (root, outside) writes
+   ``/proc/<pid>/{uid,gid}_map`` mapping inside 0 to an unprivileged host id range, then
+   sends one line;
+2. it becomes uid 0 of that namespace, unshares mount, network, IPC, UTS and PID
+   namespaces and forks the namespace's PID 1, which builds the root and prints
+   ``ready <host pid of PID 1>`` (or ``error <reason>``).
+
+The root is a fresh tmpfs: the host's ``/usr`` and ``/etc`` read-only (the host's tools, no
+secrets readable: host root's files are unmapped, so ``other`` permissions apply), writable
+``/app``, ``/root``, ``/tmp``, ``/logs``, ``/tests``, ``/runtime``, a private ``/proc`` and
+devpts, and nothing else of the host: ``/work``, ``/home``, the host's ``/root`` and ``/tmp``
+do not exist inside. The network namespace has only loopback. Every command later enters
+these namespaces with ``nsenter`` and runs without capabilities (see `_env`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MNT_DETACH, _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 2, 1, 4
+_STAGE = "/tmp"
+#: the host's trees shown read-only inside (the top-level links of a merged /usr are copied)
+_SYSTEM = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_WRITABLE = ("app", "root", "tmp", "logs/agent", "logs/verifier", "logs/artifacts", "tests",
+             "runtime", "home", "run", "var/tmp", "opt", "srv", "mnt")  # fmt: skip
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    enc = [x.encode() if x is not None else None for x in (source, target, fstype)]
+    rc = _libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), data.encode() or None)
+    _check(rc, f"mount {target}")
+
+
+def _bind_read_only(source: str, target: str) -> None:
+    _mount(source, target, None, _MS_BIND | _MS_REC)
+    _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID)
+
+
+def _build_root(spec: dict) -> None:
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    _mount(
+        "sandbox", _STAGE, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={spec['storage_mb']}m,mode=755"
+    )
+    new = _STAGE
+    for name in _SYSTEM:
+        host = f"/{name}"
+        if os.path.islink(host):
+            os.symlink(os.readlink(host), f"{new}/{name}")
+        elif os.path.isdir(host):
+            os.mkdir(f"{new}/{name}")
+            _bind_read_only(host, f"{new}/{name}")
+    for name in _WRITABLE:
+        os.makedirs(f"{new}/{name}", mode=0o755, exist_ok=True)
+    os.chmod(f"{new}/tmp", 0o1777)
+    os.chmod(f"{new}/var/tmp", 0o1777)
+    os.makedirs(f"{new}/dev/pts")
+    os.mkdir(f"{new}/dev/shm")
+    for device in _DEVICES:
+        open(f"{new}/dev/{device}", "w").close()  # noqa: SIM115 (a mount point)
+        _mount(f"/dev/{device}", f"{new}/dev/{device}", None, _MS_BIND)
+    _mount(
+        "devpts",
+        f"{new}/dev/pts",
+        "devpts",
+        _MS_NOSUID | _MS_NOEXEC,
+        "newinstance,ptmxmode=0666,mode=620",
+    )
+    os.symlink("pts/ptmx", f"{new}/dev/ptmx")
+    for link, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
+        os.symlink(target, f"{new}/dev/{link}")
+    _mount("shm", f"{new}/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64m,mode=1777")
+    os.mkdir(f"{new}/proc")
+    _mount("proc", f"{new}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    os.mkdir(f"{new}/.old")
+    _check(_libc.syscall(155, new.encode(), f"{new}/.old".encode()), "pivot_root")
+    os.chdir("/")
+    _check(_libc.umount2(b"/.old", _MNT_DETACH), "umount old root")
+    os.rmdir("/.old")
+
+
+def _init(spec: dict) -> None:
+    """PID 1 of the sandbox: build the root, bring loopback up, then reap orphans forever."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    try:
+        _build_root(spec)
+        _check(_libc.sethostname(b"sandbox", 7), "sethostname")
+        subprocess.run(["/usr/sbin/ip", "link", "set", "lo", "up"], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"error {exc}", flush=True)
+        os._exit(3)
+    # Commands run as this uid without capabilities: they must not ptrace the capable init.
+    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    print(f"ready {spec['host_pid']}", flush=True)
+    os.close(1)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+        signal.sigtimedwait({signal.SIGCHLD}, 5.0)
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _check(_libc.unshare(_CLONE_NEWUSER), "unshare user")
+    print("userns", flush=True)
+    if not sys.stdin.readline().strip():
+        sys.exit("nsinit: the host did not map the user namespace")
+    os.setgroups([])
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
+    _check(_libc.unshare(flags), "unshare")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(write_end)
+        # The host pid is known only to the parent (inside, this process is PID 1).
+        spec["host_pid"] = int(os.read(read_end, 32))
+        os.close(read_end)
+        _init(spec)
+    os.close(read_end)
+    os.write(write_end, str(pid).encode())
+    os.close(write_end)
+    _, status = os.waitpid(pid, 0)
+    sys.exit(os.waitstatus_to_exitcode(status))
+
+
+if __name__ == "__main__":
+    main()
