@@ -93,13 +93,29 @@ def _with_ci(row: dict[str, Any], name: str) -> str:
 
 
 def _rae_text(row: dict[str, Any]) -> str:
+    if _activation_unknown(row):
+        return fmt.undefined(row["rae_reason"])
     if row["n_cond"] == 0:
         return NEVER_RETRIEVED
     return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
 
 
+def _activation_unknown(row: dict[str, Any]) -> bool:
+    """An imported cell some of whose with-skills trials left no transcript (docs/import.md)."""
+    reason = row.get("rae_reason")
+    return isinstance(reason, str) and reason.startswith("activation unknown")
+
+
 def _skip_text(row: dict[str, Any]) -> str:
+    if _activation_unknown(row):
+        return fmt.undefined("activation unknown")
     return fmt.undefined("n_skip = 0") if row["n_skip"] == 0 else fmt.pp(row["delta_skip"])
+
+
+def _coverage_text(row: dict[str, Any]) -> str:
+    if _activation_unknown(row):
+        return fmt.undefined("activation unknown")
+    return f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})"
 
 
 def _flags(row: dict[str, Any]) -> str:
@@ -123,7 +139,7 @@ def _display_rows(
     for row in cells.to_dict("records"):
         rows.append([
             _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]),
-            f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
+            _coverage_text(row), _rae_text(row),
             f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
             _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
         ])  # fmt: skip
@@ -333,4 +349,90 @@ def _rich_repeat_table(header: list[str], rows: list[list[str]], width: int | No
         table.add_row(*r)
     console.print(table)
     console.print(REPEATS_NOTE)
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------ imported cells (import)
+
+IMPORTED_NOTE = (
+    "Imported cells (docs/import.md): trials another harness ran, not re-run here; activation "
+    "decided from each with-skills transcript by the detector named. Arm-integrity violations "
+    "(pool skills listed or used in the without-skills trial) are left out of every count above "
+    "unless --include-arm-violations. Coverage by trigger kind: instructions loaded (Skill tool, "
+    "SKILL.md read) or only a resource of the skill used. RAE (with transcript) counts only the "
+    "pairs whose with-skills trial left a transcript. A/A: each arm's own flip rate between its "
+    "trials of a task (tasks with >= 2 trials in that arm); 'noise could explain' = S_call b/c "
+    "flips on tasks where an arm flipped against itself. Trigger precision: activations of the "
+    "task's intended skill / all activations, over tasks that name one."
+)
+
+
+def imported_text(summaries: list[dict[str, Any]], fmt_name: str, width: int | None = None) -> str:
+    """The imported cells' section (table or Markdown; '' when no cell is imported)."""
+    if not summaries or fmt_name not in ("table", "markdown"):
+        return ""
+    escape = for_markdown if fmt_name == "markdown" else for_terminal
+    header = [
+        "imported cell", "pairs", "arm violations", "no transcript", "detectors",
+        "coverage instr. / resource", "RAE (with transcript) b/c", "A/A flip SE / SD (tasks)",
+        "noise could explain", "trigger precision",
+    ]  # fmt: skip
+    rows, skill_rows = [], []
+    for s in summaries:
+        label = " · ".join(escape(s[k]) for k in ("agent", "model", "provenance"))
+        detectors = ", ".join(
+            f"{escape(name)} {100 * n / s['n_pairs']:.0f}%" for name, n in s["detectors"].items()
+        )
+        rae = fmt.undefined("no pair in S_call") if s["n_cond_known"] == 0 else fmt.pp(s["rae_known"])
+        rows.append([
+            label, str(s["n_pairs"]), str(s["n_arm_violations"]), str(s["n_no_transcript"]),
+            detectors,
+            f"{fmt.pp(s['coverage_instructions'], signed=False)}% / "
+            f"{fmt.pp(s['coverage_resource'], signed=False)}%",
+            f"{rae} ({s['b_cond_known']}/{s['c_cond_known']} of {s['n_cond_known']})",
+            f"{_rate(s['aa_flip_rate_se'])} / {_rate(s['aa_flip_rate_sd'])} "
+            f"({s['aa_tasks_se']}/{s['aa_tasks_sd']})",
+            str(s["aa_explainable_flips"]),
+            "—" if not s["precision_activations"] else
+            f"{fmt.pp(s['trigger_precision'], signed=False)}% ({s['precision_hits']}/{s['precision_activations']})",
+        ])  # fmt: skip
+        skill_rows.extend(
+            [label, escape(k["skill"]), str(k["n"]), f"{k['b']}/{k['c']}", fmt.pp(k["rae"])]
+            for k in s["skills"]
+        )
+    skill_header = ["imported cell", "skill activated", "pairs", "b/c", "RAE"]
+    if fmt_name == "markdown":
+        parts = ["", "**Imported cells**", "", _md_table(header, rows), "", IMPORTED_NOTE]
+        if skill_rows:
+            parts += ["", "**Per skill (imported cells)**", "", _md_table(skill_header, skill_rows)]
+        return "\n".join(parts) + "\n"
+    return _rich_tables(
+        [("Imported cells", header, rows), ("Per skill (imported cells)", skill_header, skill_rows)],
+        width, IMPORTED_NOTE,
+    )  # fmt: skip
+
+
+def _rate(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.0f}%"
+
+
+def _rich_tables(tables: list[tuple[str, list[str], list[list[str]]]], width: int | None, note: str) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, width=width or _default_width(), force_terminal=False,
+                      color_system=None, highlight=False)  # fmt: skip
+    for title, header, rows in tables:
+        if not rows:
+            continue
+        table = Table(title=title)
+        for name in header:
+            table.add_column(name)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        if note:
+            console.print(note)
+            note = ""
     return out.getvalue()

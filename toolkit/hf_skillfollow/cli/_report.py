@@ -73,6 +73,12 @@ def _parse_group_by(
 @click.option("--correlate", nargs=2, metavar="BENCH_A BENCH_B", default=None,
               help="Correlate aggregate lift, OAE and RAE across cells that differ only by benchmark "
                    "(kept when n_cond >= --min-cond on both), with partial r controlling SD accuracy.")  # fmt: skip
+@click.option("--trigger", type=click.Choice(["any", "instructions"]), default="any", show_default=True,
+              help="Imported cells: what puts a pair in S_call: any activation, or only loaded "
+                   "instructions (Skill tool, SKILL.md read; a resource used alone no longer counts).")  # fmt: skip
+@click.option("--include-arm-violations", is_flag=True, default=False,
+              help="Imported cells: keep the pairs whose without-skills trial listed or used a pool "
+                   "skill (left out by default; docs/import.md).")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write to this file instead of standard output.")  # fmt: skip
 def report(
@@ -87,6 +93,8 @@ def report(
     with_annotations: bool,
     annotation_paths: tuple[Path, ...],
     correlate: tuple[str, str] | None,
+    trigger: str,
+    include_arm_violations: bool,
     output: Path | None,
 ) -> None:
     """Compute the paired metrics per cell from SOURCE(s).
@@ -100,6 +108,7 @@ def report(
 
     try:
         table = read_transitions(*sources)
+        table, imported = _imported_view(table, trigger, include_arm_violations)
         cells = compute_cells(
             table,
             group_by=group_by,
@@ -111,6 +120,10 @@ def report(
         repeats = (
             repeat_summary(table, group_by=group_by, pool_runs=pool_runs) if with_repeats else None
         )
+        if imported is not None:
+            from hf_skillfollow.metrics._imported import mark_unknown
+
+            cells = mark_unknown(cells, imported["unknown"])
     except (ValueError, RuntimeError, OSError) as exc:  # SchemaError, SourceError, HubError
         raise click.ClickException(str(exc)) from None
     notes = (
@@ -134,6 +147,8 @@ def report(
             from hf_skillfollow.report_own import with_json
 
             text = with_json(text, table, sources)
+    if imported is not None and not correlate:
+        text = _with_imported(text, imported["summary"], fmt, width)
     if with_annotations and not correlate:
         text = _with_annotations(
             text, table, cells, sources, annotation_paths, group_by, pool_runs, fmt, width
@@ -177,3 +192,63 @@ def _with_annotations(
     keys = list(group_columns(group_by, pool_runs))
     summary = annotation_summary(table.to_pandas(), annotations.to_pandas(), keys)
     return render_annotations(text, cells, stage_diagnostics(cells), summary, keys, fmt, width)
+
+
+def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN001, ANN202
+    """(the rows the metrics use, the imported cells' figures or None when none is imported)."""
+    names = set(table.column_names)
+    if "provenance" not in names:
+        return table, None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pc.any(pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")).as_py():
+        return table, None
+    from hf_skillfollow.metrics._imported import (
+        activation_unknown,
+        imported_summary,
+        imported_view,
+    )
+
+    wanted = ["cell_id", "returned", "arm_integrity", "trigger_kind"]
+    frame = table.select([c for c in wanted if c in names]).to_pandas()
+    keep, returned, excluded = imported_view(
+        frame, trigger=trigger, include_violations=include_violations
+    )
+    at = table.schema.get_field_index("returned")
+    table = table.set_column(at, "returned", pa.array(returned)).filter(pa.array(keep))
+    unknown = activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
+    mine = table.filter(pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:"))
+    summary = imported_summary(mine.to_pylist(), excluded)
+    return table, {"unknown": unknown, "summary": summary}
+
+
+def _with_imported(text: str, summary, fmt: str, width: int | None) -> str:  # noqa: ANN001
+    """The imported cells' section after the table forms; in JSON, an "imported" object on each
+    imported cell."""
+    if fmt == "json":
+        import json
+
+        data = json.loads(text)
+        by_cell = {s["cell_id"]: s for s in summary}
+        cells = data if isinstance(data, list) else data.get("cells", [])
+        for cell in cells:
+            if isinstance(cell, dict) and cell.get("cell_id") in by_cell:
+                cell["imported"] = _json_safe(by_cell[cell["cell_id"]])
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    from hf_skillfollow.report import imported_text
+
+    return text + imported_text(summary, fmt, width)
+
+
+def _json_safe(value):  # noqa: ANN001, ANN202
+    """NaN as null, everywhere in a summary (JSON has no NaN)."""
+    import math
+
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
