@@ -548,3 +548,56 @@ def generic_trial() -> list[dict]:
         call("glob", {"pattern": "/workspace/skills/*/SKILL.md"}, as_string=False),
         call("read_file", {"path": "/workspace/skills/xlsx/scripts/recalc.py"}, as_string=False),
     ]
+
+
+# --- SkillsBench's skill-loading Terminus: agent/trajectory.json as a list of episodes --------
+
+
+def terminus_episodes_trial() -> list[dict]:
+    """Raw replies with embedded command JSON. Hand labels (pool: pdf, xlsx), by episode:
+    0 first prompt offers pdf, xlsx; reply asks `load_skill` `pdf-tools` -> next prompt says
+      "Skill not found" -> pdf-tools, instructions, failed
+    1 reply asks `load_skill` `pdf` -> loaded (no "not found" after it)
+    2 keystrokes write a note into xlsx's folder with a here-document (a write, nothing) and
+      `cat` xlsx's SKILL.md -> xlsx, instructions
+    """
+
+    def reply(body: dict) -> str:
+        return "Analysis first.\n\n```json\n" + json.dumps(body, indent=2) + "\n```"
+
+    offer = available_skills(
+        [
+            ("pdf", "/root/.terminus/skills/pdf/SKILL.md"),
+            ("xlsx", "/root/.terminus/skills/xlsx/SKILL.md"),
+        ]
+    )
+    write = "cat > /root/.terminus/skills/xlsx/notes.md << 'EOF'\npython /root/.terminus/skills/pdf/scripts/x.py\nEOF\n"
+    return [
+        {
+            "episode": 0,
+            "prompt": "You are an AI assistant...\n" + offer + "\nTask Description: ...",
+            "response": reply({"load_skill": "pdf-tools"}),
+        },
+        {
+            "episode": 0,
+            "prompt": "Skill not found: pdf-tools\n\nCurrent Terminal Screen:\n",
+            "response": reply({"load_skill": "pdf"}),
+        },
+        {
+            "episode": 1,
+            "prompt": "Loaded skill: pdf\n...",
+            "response": reply(
+                {
+                    "analysis": "Read the xlsx skill.",
+                    "plan": "cat it",
+                    "commands": [
+                        {"keystrokes": write, "duration": 0.1},
+                        {
+                            "keystrokes": "cat /root/.terminus/skills/xlsx/SKILL.md\n",
+                            "duration": 0.1,
+                        },
+                    ],
+                }
+            ),
+        },
+    ]

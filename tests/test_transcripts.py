@@ -400,3 +400,35 @@ def test_one_line_json_event_is_a_stream(tmp_path: Path) -> None:
     transcript = read_transcript(path)
     assert transcript.document is None and len(transcript.events) == 1
     assert detect(transcript, ["pdf"]).listed == ("pdf",)
+
+
+def test_skillsbench_terminus_episode_list(tmp_path: Path) -> None:
+    path = fx.write_json(tmp_path / "trajectory.json", fx.terminus_episodes_trial())
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "atif"
+    found = detect(transcript, ["pdf", "xlsx"])
+    assert _summary(found) == [
+        ("pdf-tools", "instructions", 0, False),
+        ("pdf", "instructions", 1, True),
+        ("xlsx", "instructions", 2, True),
+    ]
+    assert found.listed == ("pdf", "xlsx")
+    assert found.events[1].evidence == '"load_skill": "pdf"'
+    assert found.events[2].evidence == "cat /root/.terminus/skills/xlsx/SKILL.md\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("cat > /s/notes.md <<'EOF'\ncat /s/skills/pdf/SKILL.md\nEOF\nls", []),
+        ("cat <<EOF > /s/notes.md\npython /s/skills/pdf/scripts/a.py\nEOF", []),
+        (
+            "python3 - <<EOF\nprint(open('/s/skills/pdf/SKILL.md').read())\nEOF",
+            [("pdf", "instructions")],
+        ),
+    ],
+)
+def test_here_documents(command: str, expected: list[tuple[str, str]]) -> None:
+    from hf_skillfollow.transcripts._skillpaths import command_refs
+
+    assert command_refs(command, {"pdf"}) == expected

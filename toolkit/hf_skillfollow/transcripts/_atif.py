@@ -17,23 +17,32 @@ Terminus-2 offers skills in the first user step) names the offered skills.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, not_found
 from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool
 
 NAME = "atif"
 
 _AVAILABLE = re.compile(r"<available_skills>(.{0,200000}?)</available_skills>", re.DOTALL)
 _SKILL_NAME = re.compile(r"<name>([^<]{1,200})</name>")
 _FAILED_STATUS = frozenset({"error", "failed", "declined"})
+# In a Terminus episode's raw reply: the JSON string of a command's keystrokes, and a skill
+# load request. Both patterns are linear (disjoint alternatives, bounded classes).
+_KEYSTROKES = re.compile(r'"keystrokes"\s{0,20}:\s{0,20}"((?:[^"\\]|\\.){0,100000})"')
+_LOAD_SKILL = re.compile(r'"load_skill"\s{0,20}:\s{0,20}"([^"\\]{1,200})"')
 
 
 def detect_atif(transcript: object, pool: Collection[str]) -> Detection:
-    """Trigger events of an ATIF trajectory (Harbor's trajectory.json)."""
+    """Trigger events of an ATIF trajectory (Harbor's trajectory.json), or of the episode
+    list SkillsBench's skill-loading Terminus wrote under the same file name."""
     transcript = as_transcript(transcript)
+    if is_episode_list(transcript.document):
+        return _detect_episodes(transcript, pool)
     steps = field(transcript.document, "steps")
     if not isinstance(steps, list):
         return not_found(NAME, f"{transcript.source}: no `steps` list (not ATIF)")
@@ -86,3 +95,45 @@ def _succeeded(name: object, call_id: object, results: dict[object, Mapping]) ->
         text = content[:2000] if isinstance(content, str) else ""
         return not (text.lstrip().startswith("Error") or "Unknown skill" in text)
     return True
+
+
+def is_episode_list(document: object) -> bool:
+    """A list of ``{"episode", "prompt", "response"}`` records (SkillsBench's Terminus)."""
+    return (
+        isinstance(document, list)
+        and bool(document)
+        and isinstance(document[0], Mapping)
+        and {"episode", "prompt", "response"} <= document[0].keys()
+    )
+
+
+def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
+    """Each episode holds the prompt sent and the model's raw reply; a reply asks for a skill
+    with ``{"load_skill": "<name>"}`` and types commands as ``"keystrokes"`` strings. The next
+    episode's prompt starts ``Skill not found: <name>`` when the load failed."""
+    episodes = transcript.document
+    out = Collector(NAME, pool)
+    for index, episode in enumerate(episodes[:200_000]):
+        prompt = field(episode, "prompt")
+        if index == 0 and isinstance(prompt, str):
+            for block in _AVAILABLE.findall(prompt[:2_000_000]):
+                out.list_names([n.strip() for n in _SKILL_NAME.findall(block)])
+        reply = field(episode, "response")
+        if not isinstance(reply, str):
+            continue
+        reply = reply[:2_000_000]
+        following = field(episodes[index + 1], "prompt") if index + 1 < len(episodes) else None
+        following = following[:10_000] if isinstance(following, str) else ""
+        for match in _LOAD_SKILL.finditer(reply):
+            asked = match.group(1)
+            failed = f"Skill not found: {asked}" in following
+            skill = in_pool(asked, pool)
+            if skill or failed:
+                out.add(skill or asked, "instructions", index, match.group(0), not failed)
+        for match in _KEYSTROKES.finditer(reply):
+            try:
+                keystrokes = json.loads(f'"{match.group(1)}"')
+            except ValueError:
+                continue
+            out.add_refs(command_refs(keystrokes, pool), index, keystrokes, True)
+    return out.result(transcript)

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from hf_skillfollow.transcripts._base import ActivationEvent, Detection, TriggerKind
-from hf_skillfollow.transcripts._reader import Transcript
+from hf_skillfollow.transcripts._reader import Transcript, loads_bounded
 from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_pool, path_ref
 
 #: Longest evidence string kept (the exact tool call or command, cut here).
@@ -92,8 +92,6 @@ def tool_refs(
 
 def _json_args(text: str) -> object:
     """Tool arguments sent as a JSON string (OpenAI style), parsed bounded or ignored."""
-    from hf_skillfollow.transcripts._reader import loads_bounded
-
     if len(text) > 1_000_000:
         return None
     try:

@@ -26,7 +26,8 @@ MAX_SEGMENTS = 2_000
 
 SkillRef = tuple[str, TriggerKind]
 
-_SEGMENTS = re.compile(r"&&|\|\||[;|\n\r]")
+_SEGMENTS = re.compile(r"&&|\|\||[;|\r]")
+_HEREDOC = re.compile(r"<<-?[ \t]*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 _WORDS = re.compile(r"[^\s'\"`]+")
 _TRAILING = "),;:]}>"
 # A skill name when the pool is empty: no glob, variable or path characters.
@@ -114,7 +115,7 @@ def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
         return []
     refs: list[SkillRef] = []
     cwd = ""
-    for n, segment in enumerate(_SEGMENTS.split(command[:MAX_COMMAND_CHARS])):
+    for n, segment in enumerate(_segments(command[:MAX_COMMAND_CHARS])):
         if n >= MAX_SEGMENTS:
             break
         words = _WORDS.findall(segment)
@@ -136,6 +137,22 @@ def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
             if ref and ref not in refs:
                 refs.append(ref)
     return refs
+
+
+def _segments(command: str) -> Iterator[str]:
+    """The simple commands of `command`, without the bodies of here-documents written to a
+    file (``cat > f <<EOF``, ``tee f <<EOF``): text, not commands. A here-document fed to a
+    program (``python3 - <<EOF``) is code that runs, so its lines are scanned."""
+    terminator = None
+    for line in command.split("\n"):
+        if terminator is not None:
+            if line.strip() == terminator:
+                terminator = None
+            continue
+        heredoc = _HEREDOC.search(line)
+        if heredoc and (">" in line.replace("<<", "") or " tee " in f" {line} "):
+            terminator = heredoc.group(1)
+        yield from _SEGMENTS.split(line)
 
 
 def _program(words: list[str]) -> tuple[str | None, list[str]]:

@@ -5,7 +5,8 @@ Each format has a field no other one uses on its events: Claude Code's ``type`` 
 ``thread.started`` / ``item.*`` events; Gemini CLI's ``init`` event with ``session_id`` and its
 ``tool_use`` events with ``tool_name``; OpenCode's events carrying a ``part`` (``run --format
 json``) or an export's ``messages`` with ``parts``; OpenHands' events with ``action`` or
-``observation`` and ``source``; ATIF's ``schema_version`` starting ``ATIF`` or a ``steps`` list.
+``observation`` and ``source``; ATIF's ``schema_version`` starting ``ATIF`` or a ``steps`` list
+(and SkillsBench Terminus's list of ``episode``/``prompt``/``response`` records, also ``atif``).
 The first events decide (up to `SNIFF_EVENTS`); anything else is ``generic``.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hf_skillfollow.transcripts._atif import is_episode_list
 from hf_skillfollow.transcripts._reader import Transcript, as_transcript, field
 
 #: How many leading events are looked at.
@@ -25,6 +27,8 @@ def sniff_format(transcript: object) -> str:
     doc = transcript.document
     if isinstance(doc, Mapping):
         return _document_format(doc)
+    if is_episode_list(doc):
+        return "atif"
     for event in _leading(transcript):
         found = _event_format(event)
         if found:
