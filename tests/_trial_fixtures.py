@@ -212,3 +212,60 @@ def write_tasks(root: Path, intended: dict[str, list[str]]) -> Path:
             (root / task / "environment" / "skills" / skill / "SKILL.md").write_text(f"---\nname: {skill}\n---\n")
         (root / task / "instruction.md").write_text("Do it.\n")
     return root
+
+
+# ------------------------------------------------------------------ skill-creator
+
+
+def write_grading(run: Path, passed: list[bool], *, start: str = "") -> None:
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "outputs").mkdir(exist_ok=True)
+    expectations = [{"text": f"check {i}", "passed": p, "evidence": "seen"} for i, p in enumerate(passed)]
+    n = sum(passed)
+    (run / "grading.json").write_text(json.dumps({
+        "expectations": expectations,
+        "summary": {"passed": n, "failed": len(passed) - n, "total": len(passed),
+                    "pass_rate": round(n / len(passed), 2) if passed else 0.0},
+    }))  # fmt: skip
+    if start:
+        (run / "timing.json").write_text(json.dumps({"executor_start": start, "executor_duration_seconds": 12.0}))
+
+
+def build_skill_creator(root: Path) -> Path:
+    """A skill-creator workspace; iteration-2 is the latest (iteration-1 must be ignored).
+
+      eval-0-ocean: with_skill run-1 3/3, run-2 2/3; without_skill run-1 1/3, run-2 3/3
+      eval-1-forms: with_skill 2/2 (no run folders); without_skill 0/2
+      eval-2-empty: with_skill has no grading.json (error row); without_skill 1/1
+    benchmark.json agrees except for eval-1's with_skill run, which it says passed 1/2.
+    """
+    ws = root / "pdf-workspace"
+    write_grading(ws / "iteration-1" / "eval-0-ocean" / "with_skill", [False])
+    write_grading(ws / "iteration-1" / "eval-0-ocean" / "without_skill", [False])
+    it = ws / "iteration-2"
+    write_grading(it / "eval-0-ocean" / "with_skill" / "run-1", [True, True, True], start="2026-01-15T10:30:00Z")
+    write_grading(it / "eval-0-ocean" / "with_skill" / "run-2", [True, False, True], start="2026-01-15T10:40:00Z")
+    write_grading(it / "eval-0-ocean" / "without_skill" / "run-1", [True, False, False], start="2026-01-15T10:30:00Z")
+    write_grading(it / "eval-0-ocean" / "without_skill" / "run-2", [True, True, True], start="2026-01-15T10:40:00Z")
+    write_grading(it / "eval-1-forms" / "with_skill", [True, True])
+    write_grading(it / "eval-1-forms" / "without_skill", [False, False])
+    (it / "eval-2-empty" / "with_skill" / "outputs").mkdir(parents=True)
+    write_grading(it / "eval-2-empty" / "without_skill", [True])
+    for eval_dir in ("eval-0-ocean", "eval-1-forms"):
+        (it / eval_dir / "eval_metadata.json").write_text(json.dumps({"eval_id": int(eval_dir[5]), "eval_name": eval_dir[7:]}))
+
+    def run(eval_id: int, name: str, config: str, number: int, passed: int, total: int) -> dict[str, Any]:
+        return {"eval_id": eval_id, "eval_name": name, "configuration": config, "run_number": number,
+                "result": {"pass_rate": passed / total, "passed": passed, "failed": total - passed,
+                           "total": total, "time_seconds": 1.0, "tokens": 10, "tool_calls": 1, "errors": 0},
+                "expectations": [], "notes": []}  # fmt: skip
+
+    (it / "benchmark.json").write_text(json.dumps({
+        "metadata": {"skill_name": "pdf", "executor_model": "claude-sonnet-4-20250514",
+                     "timestamp": "2026-01-15T10:30:00Z", "evals_run": [0, 1], "runs_per_configuration": 2},
+        "runs": [run(0, "ocean", "with_skill", 1, 3, 3), run(0, "ocean", "with_skill", 2, 2, 3),
+                 run(0, "ocean", "without_skill", 1, 1, 3), run(0, "ocean", "without_skill", 2, 3, 3),
+                 run(1, "forms", "with_skill", 1, 1, 2), run(1, "forms", "without_skill", 1, 0, 2)],
+        "run_summary": {}, "notes": [],
+    }))  # fmt: skip
+    return ws

@@ -16,14 +16,14 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from click.testing import CliRunner  # noqa: E402
 
+from hf_skillfollow.cli import cli  # noqa: E402
+from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs  # noqa: E402
 from tests._trial_fixtures import (  # noqa: E402
     build_claude_code,
     build_terminus,
     write_pool,
     write_tasks,
 )
-from hf_skillfollow.cli import cli  # noqa: E402
-from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs  # noqa: E402
 
 
 @pytest.fixture

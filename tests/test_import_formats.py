@@ -1,0 +1,167 @@
+"""`import skill-creator`, `import benchflow` in their published schemas, and hostile folders.
+
+Expected counts are written by hand from the fixtures' docstrings (tests/_trial_fixtures.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pq = pytest.importorskip("pyarrow.parquet")
+
+from click.testing import CliRunner  # noqa: E402
+
+from hf_skillfollow.cli import cli  # noqa: E402
+from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs  # noqa: E402
+from tests._trial_fixtures import (  # noqa: E402
+    build_skill_creator,
+    cc_stream,
+    write_job,
+    write_pool,
+    write_trial,
+)
+
+
+def _rows(run_dirs: list[Path]) -> list[dict]:
+    return [r for d in sorted(run_dirs) for r in pq.read_table(d / "transitions.parquet").to_pylist()]
+
+
+def test_skill_creator_latest_iteration_and_cross_check(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    result = import_runs("skill-creator", paths=[ws], output_dir=tmp_path / "runs",
+                         options=ImportOptions(loading="nudge"))  # fmt: skip
+    rows = {(r["task_id"], r["repeat_index"]): r for r in _rows(result.run_dirs)}
+    assert {k: (r["se_correct"], r["sd_correct"]) for k, r in rows.items()} == {
+        ("eval-0-ocean", 0): (True, False), ("eval-0-ocean", 1): (False, True),
+        ("eval-1-forms", 0): (True, False), ("eval-2-empty", 0): (False, True),
+    }  # fmt: skip
+    assert rows[("eval-2-empty", 0)]["se_error"] == "no grading.json"
+    assert {r["detector"] for r in rows.values()} == {"none"}  # no transcript: activation unknown
+    assert {r["model"] for r in rows.values()} == {"claude-sonnet-4-20250514"}
+    assert {r["access"] for r in rows.values()} == {"nudge"}
+    disagreements = [n for n in result.notes if "says" in n]
+    assert len(disagreements) == 1
+    assert "eval-1-forms" in disagreements[0] and "1/2" in disagreements[0] and "2/2" in disagreements[0]
+
+
+def test_skill_creator_pass_rate_threshold(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    result = import_runs("skill-creator", paths=[ws], output_dir=tmp_path / "runs",
+                         options=ImportOptions(pass_rate_threshold=0.6))  # fmt: skip
+    rows = {(r["task_id"], r["repeat_index"]): r for r in _rows(result.run_dirs)}
+    # ocean run-2 with_skill 2/3 >= 0.6 now passes; without_skill run-1 1/3 still fails
+    assert (rows[("eval-0-ocean", 1)]["se_correct"], rows[("eval-0-ocean", 0)]["sd_correct"]) == (True, False)
+
+
+def test_skill_creator_both_baselines_need_a_choice(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    (ws / "iteration-2" / "eval-1-forms" / "old_skill").mkdir()
+    with pytest.raises(ImportInputError, match="--baseline"):
+        import_runs("skill-creator", paths=[ws], output_dir=tmp_path / "runs")
+
+
+def test_benchflow_uses_its_invocation_count(tmp_path: Path) -> None:
+    se, sd = write_job(tmp_path / "bf-a"), write_job(tmp_path / "bf-b")
+    # t1: no transcript, BenchFlow counted 2 invocations; t2: counted 0; t3: a transcript decides
+    write_trial(se, "t1__1", "t1", reward=1.0, extra={"n_skill_invocations": 2})
+    write_trial(se, "t2__1", "t2", reward=1.0, extra={"agent_result": {"n_skill_invocations": 0}})
+    skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
+    write_trial(se, "t3__1", "t3", reward=0.0, extra={"n_skill_invocations": 0}, stream=cc_stream(skill))
+    for task in ("t1", "t2", "t3"):
+        write_trial(sd, f"{task}__2", task, reward=0.0, stream=cc_stream(init=False))
+    result = import_runs("benchflow", [se], [sd], ImportOptions(skills=write_pool(tmp_path / "pool")),
+                         output_dir=tmp_path / "runs")  # fmt: skip
+    rows = {r["task_id"]: r for r in _rows(result.run_dirs)}
+    assert (rows["t1"]["returned"], rows["t1"]["detector"], rows["t1"]["trigger_kind"]) == (
+        True, "harness-record", "record")
+    assert (rows["t2"]["returned"], rows["t2"]["detector"]) == (False, "harness-record")
+    assert (rows["t3"]["returned"], rows["t3"]["detector"]) == (True, "claude-code")
+    assert rows["t1"]["provenance"] == "imported:benchflow"
+
+
+def test_verifier_reward_against_the_threshold(tmp_path: Path) -> None:
+    se, sd = write_job(tmp_path / "a"), write_job(tmp_path / "b")
+    write_trial(se, "p__1", "p", reward=0.5, stream=cc_stream())
+    write_trial(sd, "p__2", "p", reward=0.4, stream=cc_stream(init=False))
+    default = _rows(import_runs("harbor", [se], [sd], output_dir=tmp_path / "r1").run_dirs)
+    assert (default[0]["se_correct"], default[0]["sd_correct"]) == (False, False)
+    half = _rows(import_runs("harbor", [se], [sd], ImportOptions(pass_threshold=0.5),
+                             output_dir=tmp_path / "r2").run_dirs)  # fmt: skip
+    assert (half[0]["se_correct"], half[0]["sd_correct"]) == (True, False)
+
+
+# ------------------------------------------------------------------ hostile folders
+
+
+def _one_pair(tmp_path: Path) -> tuple[Path, Path]:
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    write_trial(sd, "a__2", "task-a", stream=cc_stream(init=False))
+    return se, sd
+
+
+def _cli_error(se: Path, sd: Path, out: Path) -> str:
+    result = CliRunner().invoke(cli, ["import", "harbor", "--with-skills", str(se),
+                                      "--without-skills", str(sd), "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_symlink_out_of_the_folder_is_not_read(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    outside = tmp_path / "secret"
+    write_trial(outside, "s__1", "task-secret", stream=cc_stream())
+    (se / "linked").mkdir()
+    os.symlink(outside / "s__1" / "result.json", se / "linked" / "result.json")
+    result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    assert {r["task_id"] for r in _rows(result.run_dirs)} == {"task-a"}
+
+
+def test_transcript_symlink_out_is_not_read(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    target = tmp_path / "elsewhere.txt"
+    skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
+    target.write_text("".join(json.dumps(e) + "\n" for e in cc_stream(skill)))
+    (se / "a__1" / "agent" / "claude-code.txt").unlink()
+    os.symlink(target, se / "a__1" / "agent" / "claude-code.txt")
+    (row,) = _rows(import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs").run_dirs)
+    assert (row["detector"], row["returned"]) == ("none", False)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_fifo_result_is_one_error_line(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    (se / "f__1").mkdir()
+    os.mkfifo(se / "f__1" / "result.json")
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "f__1/result.json" in line and "not a regular file" in line
+
+
+def test_deep_json_is_one_error_line(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    (se / "a__1" / "result.json").write_text("[" * 5000 + "]" * 5000)
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "a__1/result.json" in line and "nested" in line
+
+
+def test_huge_json_is_one_error_line(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    with open(se / "a__1" / "result.json", "wb") as fh:
+        fh.truncate(17 * 1024 * 1024)
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "a__1/result.json" in line and "limit" in line
+
+
+def test_bad_field_is_named(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    data = json.loads((se / "a__1" / "result.json").read_text())
+    data["verifier_result"] = {"rewards": {"reward": "1.0"}}
+    (se / "a__1" / "result.json").write_text(json.dumps(data))
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "a__1/result.json" in line and "verifier_result.rewards.reward" in line
