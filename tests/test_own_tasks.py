@@ -33,7 +33,8 @@ def test_fixture_file_has_each_grader_kind() -> None:
     )
     assert add.problem["domain_tag"] == "arith"
     square = by_id["square"]
-    assert square.problem["base_input"] == [[3], [1.5]] and square.problem["atol"] == 1e-9
+    assert square.problem["base_input"] == [[3], [1.5]] and square.problem["atol"] == 0
+    assert square.problem["checks"] == [["==", 0, False], ["abs<", 1e-9, False]]
     assert by_id["half"].reference == "\\frac{9}{2}" and by_id["half"].domain == "math"
     thanks = by_id["thanks"]
     assert thanks.domain == "general" and len(thanks.problem["expectations"]) == 3
@@ -111,10 +112,26 @@ def test_asserts_become_inputs_and_expected_outputs() -> None:
         f(1, (2,))  # a tuple is not the list the test gave
 
 
+def test_each_assert_is_one_call_with_its_own_comparison() -> None:
+    # a repeated call with another result (a counter) is a task, not a contradiction; each
+    # assert keeps its own operator and tolerance (none is shared with the others)
+    p = problem_from_tests(
+        "assert f() == 1\nassert f() == 2\nassert 0.5 == f()\nassert abs(f() - 1) < 0.1\n"
+        "assert abs(2 - f()) <= 1\nassert f()\nassert not f()",
+        None,
+    )
+    assert p["base_input"] == [[]] * 7 and p["atol"] == 0
+    assert p["checks"] == [["==", 0, False], ["==", 0, False], ["r==", 0, False],
+                           ["abs<", 0.1, False], ["abs<=", 1, True], ["truthy", 0, False],
+                           ["falsy", 0, False]]  # fmt: skip
+    namespace: dict = {}
+    exec(p["canonical_solution"], namespace)  # our own generated literals only
+    assert [namespace["f"]() for _ in range(7)] == [1, 2, 0.5, 1, 2, True, False]
+
+
 @pytest.mark.parametrize(
     ("tests", "message"),
     [
-        ("assert f(1) == 2\nassert f(1) == 3", "different results"),
         ("assert f(1) == 2\nassert g(1) == 2", "give the function under test as 'entry_point'"),
         ("assert f(1) > 2", "assert form not accepted"),
         ("assert f(y=1) == 2", "only positional literal arguments"),

@@ -98,6 +98,8 @@ def _request(task: Any, code: str, mode: str) -> dict[str, Any]:
         "dataset": dataset,
         "entry_point": p["entry_point"],
         "atol": p.get("atol", 0) or 0,
+        # a `tests` task's per-assert comparisons (scoring._custom; None for the benchmarks)
+        "checks": p.get("checks"),
         "code": code,
         "output_not_none": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_NOT_NONE_TASKS,
         "output_set_eq": mbpp and p["entry_point"] in oracle.MBPP_OUTPUT_SET_EQ_TASKS,

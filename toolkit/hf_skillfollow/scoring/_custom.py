@@ -3,18 +3,20 @@
 A task file is untrusted, and test code run beside the candidate would run in the candidate's
 process, where a program can forge its outcome (docs/sandbox.md). So the tests are never
 executed: they are parsed (`ast`) into calls of the entry point with literal arguments and a
-literal expected result, and the task becomes an input/expected-output task like MBPP+'s. The
-sandbox's trusted judge then compares the candidate's outputs outside the candidate's process,
-exactly as for HumanEval+. The expected outputs come through the usual reference path from a
-canonical solution generated here from the literals alone (`repr` of `ast.literal_eval`
-values), so nothing the task author wrote is ever executed.
+literal expected result, one input per assert. The sandbox's trusted judge then calls the
+candidate once per assert, in order, in one process, and judges each output outside the
+candidate's process with that assert's own comparison (``Check``; ``_judge._assert_holds``),
+so the verdict is the one running the asserts would give (docs/tasks.md, "tests"). The
+expected outputs come through the usual reference path from a canonical solution generated
+here from the literals alone (`repr` of `ast.literal_eval` values), so nothing the task
+author wrote is ever executed.
 
 Accepted statements (docs/tasks.md, "tests"): ``assert f(<literals>) == <literal>`` (either
-side), ``assert f(<literals>)`` (expected True), ``assert not f(<literals>)`` (expected
-False), ``assert abs(f(<literals>) - <literal>) < <tol>`` (or ``<=``: compared with that
-tolerance), the same inside ``def check(candidate): ...`` with ``candidate`` for ``f``, plus
-imports, a docstring, ``pass``, ``check(f)`` and a ``METADATA = ...`` assignment, which are
-ignored. Anything else is refused with its line.
+side), ``assert f(<literals>)`` (truthy), ``assert not f(<literals>)`` (falsy), ``assert
+abs(f(<literals>) - <literal>) < <tol>`` (or ``<=``, or the difference the other way round),
+the same inside ``def check(candidate): ...`` with ``candidate`` for ``f``, plus imports, a
+docstring, ``pass``, ``check(f)`` and a ``METADATA = ...`` assignment, which are ignored.
+Anything else is refused with its line.
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ from typing import Any
 
 MAX_CASES = 1000
 #: names the generated canonical solution defines itself
-_RESERVED = frozenset({"_CASES", "_same", "_builtins"})
+_RESERVED = frozenset({"_CASES", "_CALLS", "_same", "_builtins"})
+
+#: How an assert compares the candidate's output ``out`` with its literal ``e`` (the judge's
+#: ``_assert_holds``): ``==`` is ``out == e``, ``r==`` is ``e == out`` (the literal on the
+#: left), ``truthy``/``falsy`` are ``assert f(...)``/``assert not f(...)``, and ``abs<``,
+#: ``abs<=`` are ``abs(out - e) < t`` and ``<= t`` (``abs(e - out)`` when flipped).
+Check = tuple[str, float, bool]  # (operator, tolerance or 0, flipped)
 
 
 class UnsupportedTests(ValueError):
@@ -34,16 +42,19 @@ class UnsupportedTests(ValueError):
 
 
 def problem_from_tests(tests: str, entry_point: str | None) -> dict[str, Any]:
-    """The EvalPlus-shaped problem (inputs, generated canonical solution) of `tests`."""
+    """The EvalPlus-shaped problem (inputs, generated canonical solution, per-assert checks)
+    of `tests`: one input per assert, in order, each judged by its own comparison."""
     try:
         module = ast.parse(tests)
     except SyntaxError as exc:
         raise UnsupportedTests(f"not valid Python (line {exc.lineno}: {exc.msg})") from None
     except (ValueError, RecursionError) as exc:
         raise UnsupportedTests(f"not valid Python ({exc})") from None
-    cases: list[tuple[str, list[Any], Any, float]] = []
+    cases: list[tuple[str, list[Any], Any, Check]] = []
     for node in module.body:
         _statement(node, cases, candidate=None)
+        if len(cases) > MAX_CASES:
+            raise UnsupportedTests(f"more than {MAX_CASES} asserts")
     if not cases:
         raise UnsupportedTests("no assert of the entry point found")
     names = {name for name, *_ in cases}
@@ -63,29 +74,18 @@ def problem_from_tests(tests: str, entry_point: str | None) -> dict[str, Any]:
         raise UnsupportedTests(
             f"entry point {entry_point!r} is reserved; name the function otherwise"
         )
-    if len(cases) > MAX_CASES:
-        raise UnsupportedTests(f"{len(cases)} asserts (at most {MAX_CASES})")
-    inputs: list[list[Any]] = []
-    outputs: list[Any] = []
-    for _, args, expected, _tol in cases:
-        for i, seen in enumerate(inputs):
-            if _same(seen, args):
-                if not _same(outputs[i], expected):
-                    raise UnsupportedTests(
-                        f"two asserts give {entry_point}{tuple(args)!r} different results"
-                    )
-                break
-        else:
-            inputs.append(args)
-            outputs.append(expected)
-    tolerances = [tol for *_, tol in cases if tol > 0]
+    # One call per assert, in the asserts' order, in one process: as running them does (a
+    # stateful or input-mutating candidate is called as often as the asserts call it).
+    inputs = [args for _, args, _, _ in cases]
+    outputs = [expected for _, _, expected, _ in cases]
     return {
         "entry_point": entry_point,
         "prompt": "",
         "canonical_solution": _canonical(entry_point, inputs, outputs),
         "base_input": inputs,
         "plus_input": [],
-        "atol": min(tolerances) if tolerances else 0,
+        "atol": 0,
+        "checks": [list(check) for *_, check in cases],
         "tests": tests,
     }
 
@@ -121,13 +121,15 @@ def _statement(node: ast.stmt, cases: list, candidate: str | None) -> None:
     )
 
 
-def _case(test: ast.expr, line: int, candidate: str | None) -> tuple[str, list[Any], Any, float]:
+def _case(test: ast.expr, line: int, candidate: str | None) -> tuple[str, list[Any], Any, Check]:
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
         left, right = test.left, test.comparators[0]
-        call, other = (left, right) if isinstance(left, ast.Call) else (right, left)
-        if isinstance(call, ast.Call):
-            name, args = _call(call, line, candidate)
-            return name, args, _literal(other, line), 0.0
+        if isinstance(left, ast.Call):
+            name, args = _call(left, line, candidate)
+            return name, args, _literal(right, line), ("==", 0, False)
+        if isinstance(right, ast.Call):
+            name, args = _call(right, line, candidate)
+            return name, args, _literal(left, line), ("r==", 0, False)
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -135,21 +137,22 @@ def _case(test: ast.expr, line: int, candidate: str | None) -> tuple[str, list[A
     ):
         tolerance = _abs_difference(test.left, line, candidate)
         if tolerance is not None:
-            name, args, expected = tolerance
+            name, args, expected, flipped = tolerance
             tol = _literal(test.comparators[0], line)
             if not isinstance(tol, int | float) or isinstance(tol, bool) or tol <= 0:
                 raise UnsupportedTests(f"line {line}: the tolerance must be a positive number")
-            return name, args, expected, float(tol)
+            op = "abs<" if isinstance(test.ops[0], ast.Lt) else "abs<="
+            return name, args, expected, (op, tol, flipped)
     if isinstance(test, ast.Call):
         name, args = _call(test, line, candidate)
-        return name, args, True, 0.0
+        return name, args, True, ("truthy", 0, False)
     if (
         isinstance(test, ast.UnaryOp)
         and isinstance(test.op, ast.Not)
         and isinstance(test.operand, ast.Call)
     ):
         name, args = _call(test.operand, line, candidate)
-        return name, args, False, 0.0
+        return name, args, False, ("falsy", 0, False)
     raise UnsupportedTests(
         f"line {line}: assert form not accepted: use `assert f(...) == <literal>`, "
         "`assert f(...)`, `assert not f(...)` or `assert abs(f(...) - <literal>) < <tol>`"
@@ -158,19 +161,19 @@ def _case(test: ast.expr, line: int, candidate: str | None) -> tuple[str, list[A
 
 def _abs_difference(
     expr: ast.expr, line: int, candidate: str | None
-) -> tuple[str, list[Any], Any] | None:
+) -> tuple[str, list[Any], Any, bool] | None:
+    """(name, args, expected, flipped) of ``abs(f(...) - e)`` (flipped: ``abs(e - f(...))``)."""
     if not (isinstance(expr, ast.Call) and _name(expr.func) == "abs" and len(expr.args) == 1):
         return None
     inner = expr.args[0]
     if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Sub)):
         return None
-    call, other = (
-        (inner.left, inner.right) if isinstance(inner.left, ast.Call) else (inner.right, inner.left)
-    )
+    flipped = not isinstance(inner.left, ast.Call)
+    call, other = (inner.right, inner.left) if flipped else (inner.left, inner.right)
     if not isinstance(call, ast.Call):
         return None
     name, args = _call(call, line, candidate)
-    return name, args, _literal(other, line)
+    return name, args, _literal(other, line), flipped
 
 
 def _call(call: ast.Call, line: int, candidate: str | None) -> tuple[str, list[Any]]:
@@ -214,23 +217,14 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal with equal types all the way down (1, 1.0 and True are three inputs)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
 # Builtins are reached through `_builtins`: an entry point named `len`, `list` or `type` is a
-# module global here and would otherwise replace the builtin the lookup itself calls.
+# module global here and would otherwise replace the builtin the lookup itself calls. The
+# i-th call answers the i-th assert (its inputs are checked, by value and type, as a guard).
 _SOLUTION = """
 import builtins as _builtins
 
 _CASES = {cases}
+_CALLS = [0]
 
 
 def _same(a, b):
@@ -246,15 +240,17 @@ def _same(a, b):
 
 
 def {entry}(*args):
-    for inputs, output in _CASES:
-        if _same(_builtins.list(args), inputs):
-            return output
-    raise _builtins.LookupError("not an input of the tests")
+    i = _CALLS[0]
+    _CALLS[0] = i + 1
+    if i >= _builtins.len(_CASES) or not _same(_builtins.list(args), _CASES[i][0]):
+        raise _builtins.LookupError("not the input of the next assert")
+    return _CASES[i][1]
 """
 
 
 def _canonical(entry: str, inputs: list[list[Any]], outputs: list[Any]) -> str:
-    """A canonical solution returning each test's literal result; only literals' `repr`s."""
+    """A canonical solution returning each assert's literal result in turn; only literals'
+    `repr`s."""
     return _SOLUTION.format(cases=repr(list(zip(inputs, outputs, strict=True))), entry=entry)
 
 

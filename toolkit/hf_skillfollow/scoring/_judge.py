@@ -126,8 +126,19 @@ def _judge_stage(
     if tag != _wire.LOADED:
         return _fail(stage, None, f"{stage}: program failed to load: {value}")
     atol = req["atol"]
+    checks = req.get("checks")
     for i, inp in enumerate(inputs):
         tag, out = _receive(req, inbox, expected, i)
+        if checks is not None and tag in (_SAME, _wire.OK):
+            # a `tests` task's assert: its own comparison, not EvalPlus's (whose float
+            # tolerance would apply to an exact `==`); equal bytes are judged like any output
+            try:
+                _assert_holds(checks[i], expected.value(i) if tag == _SAME else out, expected, i)
+            except _child.CpuTimeout:
+                raise
+            except BaseException as exc:
+                return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}")
+            continue
         if tag == _SAME:  # the expected output's very bytes, and that is a pass (flags)
             if atol == 0 and expected.floats(i):
                 atol = 1e-6  # EvalPlus's float quirk, as in _oracle.matches
@@ -145,6 +156,28 @@ def _judge_stage(
         except BaseException as exc:
             return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}")
     return None
+
+
+def _assert_holds(check: list[Any], out: Any, expected: Expected, i: int) -> None:
+    """Raise unless assert ``i`` of a `tests` task holds for ``out``, with the comparison it
+    states (``_custom.Check``): ``f(...) == e`` exactly (no float tolerance), ``e == f(...)``
+    with the literal's ``__eq__`` first, the truth value of ``f(...)``, or ``abs(f(...) - e)``
+    strictly below (``<``) or up to (``<=``) its own tolerance, absolute only. ``out`` is plain
+    data decoded by ``_wire.decode``: these comparisons run no code of the program's."""
+    op, tol, flipped = check
+    if op in ("truthy", "falsy"):
+        holds = bool(out) if op == "truthy" else not out
+    else:
+        exp = expected.value(i)
+        if op == "==":
+            holds = bool(out == exp)
+        elif op == "r==":
+            holds = bool(exp == out)
+        else:
+            diff = abs(exp - out) if flipped else abs(out - exp)
+            holds = bool(diff < tol) if op == "abs<" else bool(diff <= tol)
+    if not holds:
+        raise AssertionError()
 
 
 def _wrong(exc: BaseException) -> str:

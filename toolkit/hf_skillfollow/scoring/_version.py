@@ -20,7 +20,10 @@ from collections.abc import Mapping
 #: dropped before both checks, an answer that math-verify and the exact match read as two
 #: numbers fails (\\boxed{2\\,3}: 5 for math-verify, "23" for the exact match), and the exact
 #: match cannot pass an answer that math-verify reads as another value.
-SCORER_VERSION = "3"
+#: "4" (issue 37): an own task's `tests` are judged assert by assert, with the operator each
+#: states (an exact `==` has no float tolerance; a tolerance is its own assert's, absolute,
+#: strict for `<`), the candidate called once per assert in order; see docs/tasks.md.
+SCORER_VERSION = "4"
 
 #: Runs published before traces carried ``scorer_version``: toolkit version -> scorer version.
 _LEGACY: Mapping[str, str] = {"0.1.0": "1"}
