@@ -432,3 +432,26 @@ def test_here_documents(command: str, expected: list[tuple[str, str]]) -> None:
     from hf_skillfollow.transcripts._skillpaths import command_refs
 
     assert command_refs(command, {"pdf"}) == expected
+
+
+def test_claude_code_skill_outcome_beside_the_block() -> None:
+    """Real streams put `tool_use_result` on the user event; `success: false` is a failed load
+    even without `is_error`, and the skill's scripts run afterwards stay under its load."""
+    ok = fx.cc_tool_result("t1", "Launching skill: citation-management")
+    ok["tool_use_result"] = {"success": True, "commandName": "citation-management"}
+    refused = fx.cc_tool_result("t2", "Launching skill: xlsx")
+    refused["tool_use_result"] = {"success": False, "commandName": "xlsx"}
+    script = "python /logs/agent/sessions/skills/citation-management/scripts/validate.py a.bib"
+    events = [
+        fx.cc_tool_use("t1", "Skill", {"skill": "citation-management"}),
+        ok,
+        fx.cc_tool_use("t2", "Skill", {"skill": "xlsx"}),
+        refused,
+        fx.cc_tool_use("t3", "Bash", {"command": script}),
+        fx.cc_tool_result("t3", "ok"),
+    ]
+    found = detect(events, ["citation-management", "xlsx"])
+    assert _summary(found) == [
+        ("citation-management", "instructions", 0, True),
+        ("xlsx", "instructions", 2, False),
+    ]

@@ -3,7 +3,8 @@
 Trigger events: an assistant ``tool_use`` block named ``Skill`` (``input.skill``), or a
 ``Read`` (``input.file_path``) / ``Bash`` (``input.command``) of a pool skill's files; each is
 paired by ``id`` with the ``tool_result`` block (``tool_use_id``) of a later user event, and
-counts as loaded only when that result exists and has no ``is_error: true``. The ``system``
+counts as loaded only when that result exists, has no ``is_error: true``, and the event's
+``tool_use_result`` (when present) does not say ``"success": false``. The ``system``
 ``init`` event's ``skills`` and ``slash_commands`` lists are what the harness offered
 (`Detection.listed`), never activation.
 """
@@ -25,9 +26,13 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
     out = Collector(NAME, pool)
     failed: dict[str, bool] = {}
     for event in transcript.events:
+        # Claude Code also reports a Skill load's outcome beside the block (real streams:
+        # `"tool_use_result": {"success": true, "commandName": "citation-management"}`).
+        record = field(event, "tool_use_result") or field(event, "toolUseResult")
+        refused = isinstance(record, Mapping) and record.get("success") is False
         for block in _blocks(event, "user"):
             if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
-                failed[block["tool_use_id"]] = block.get("is_error") is True
+                failed[block["tool_use_id"]] = block.get("is_error") is True or refused
     missing = 0
     for index, event in enumerate(transcript.events):
         if not isinstance(event, Mapping):
