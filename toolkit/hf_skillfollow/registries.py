@@ -74,3 +74,13 @@ IMPORTERS = LazyRegistry(
         "skill-creator": "hf_skillfollow.importers._skill_creator:collect_skill_creator",
     },
 )
+
+#: name -> a harness that runs both arms with another program's agent and imports the trials,
+#: ``(HarborOptions-like options, output_dir, echo) -> outcome with run_dirs and notes``
+#: (`run --harness NAME`, docs/harness.md).
+HARNESSES = LazyRegistry(
+    "harness",
+    {
+        "harbor": "hf_skillfollow.harness._harbor:run_harbor",
+    },
+)

@@ -13,7 +13,8 @@ import click
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
 from hf_skillfollow.cli._echo import echo
 from hf_skillfollow.config import Access, Condition, RetrievalPolicy, ToolMode
-from hf_skillfollow.registries import BACKENDS, RETRIEVERS
+from hf_skillfollow.harness._harbor import LOADINGS
+from hf_skillfollow.registries import BACKENDS, HARNESSES, RETRIEVERS
 
 # The embedded model decodes ~100 tok/s on 2 cores; the protocol's 8,192-token default would
 # make the README's main job take hours, so the local backend's defaults are smaller (recorded
@@ -51,6 +52,13 @@ def _given(params: dict[str, Any]) -> dict[str, Any]:
     return given
 
 
+def _own_tasks(benchmark: object) -> bool:
+    from hf_skillfollow.benchmarks import BENCHMARKS
+
+    spec = BENCHMARKS.get(str(benchmark))
+    return spec is not None and spec.loader in ("custom", "skill-evals")
+
+
 def _build_config(params: dict[str, Any]):
     from pydantic import ValidationError
 
@@ -60,7 +68,8 @@ def _build_config(params: dict[str, Any]):
     values = {k: v for k, v in params.items() if v is not None}
     if backend == "local":
         for key, value in _LOCAL_DEFAULTS.items():
-            values.setdefault(key, value)
+            if key != "partition_size" or not _own_tasks(values.get("benchmark")):
+                values.setdefault(key, value)  # own tasks run every task by default
     values["engine_options"] = _engine_options(values.pop("engine_option", ()))
     try:
         return RunConfig(backend=backend, **values)
@@ -103,7 +112,11 @@ def _build_config(params: dict[str, Any]):
     "the JSONL task file (docs/tasks.md).",
 )
 @click.option("--partition-seed", type=int, help="[42]")
-@click.option("--partition-size", type=int, help="[80; 10 with the local backend]")
+@click.option(
+    "--partition-size",
+    type=int,
+    help="[80; 10 with the local backend; every task for custom and skill-evals]",
+)
 @click.option(
     "--limit",
     type=int,
@@ -171,6 +184,29 @@ def _build_config(params: dict[str, Any]):
     is_flag=True,
     help="With --resume: move bad lines of records.jsonl to records.rejected and rerun their tasks.",
 )
+@click.option(
+    "--harness",
+    type=click.Choice(list(HARNESSES)),
+    help="Run both arms with another program's agent on workspace tasks instead of the chat "
+    "loop (docs/harness.md).",
+)
+@click.option("--agent", help="--harness: a Harbor agent name or module:Class [terminus-2].")
+@click.option(
+    "--tasks", "harness_tasks", help="--harness: a folder of Harbor tasks, or name@version."
+)
+@click.option("--trials", type=int, help="--harness: trials per task and arm [1].")
+@click.option(
+    "--env",
+    "harness_env",
+    help="--harness: sandbox (ours, no Docker) or a Harbor environment: docker, daytona, "
+    "modal, e2b, ... or module:Class [sandbox].",
+)
+@click.option(
+    "--loading",
+    type=click.Choice(LOADINGS),
+    help="--harness: how SE gets the skills: installed (on-demand), plus a line naming where "
+    "(nudge), or their bodies in the instruction (inject) [on-demand].",
+)
 @click.option("--report/--no-report", default=True, help="Print the report at the end.")
 @click.option(
     "--resamples",
@@ -192,6 +228,10 @@ def run(
     from hf_skillfollow.runner import plan_new_run, plan_resume
 
     secrets = url_secrets(params.get("base_url"))
+    harness = {k: params.pop(k) for k in _HARNESS_ONLY}
+    if harness["harness"] is not None or any(v is not None for v in harness.values()):
+        _run_harness(harness, params, output_dir, resume_dir, report, resamples, secrets)
+        return
     if set_aside_bad_records and resume_dir is None:
         raise click.UsageError("--set-aside-bad-records: only with --resume RUN_DIR")
     try:
@@ -233,6 +273,60 @@ def run(
         echo(f"wrote {n_rows} transitions to {plan.store.root}")
     if report:
         _print_report([p.store.root for p in plans], resamples)
+
+
+#: `run` flags that only a harness reads (popped before the chat loop's config is built)
+_HARNESS_ONLY = ("harness", "agent", "harness_tasks", "trials", "harness_env", "loading")
+#: the chat loop's flags that a harness reads too
+_HARNESS_SHARED = {"model", "base_url", "api_key_env", "skills_dir", "concurrency"}
+
+
+def _run_harness(
+    harness: dict[str, Any],
+    params: dict[str, Any],
+    output_dir: Path,
+    resume_dir: Path | None,
+    report: bool,
+    resamples: int,
+    secrets: list[str],
+) -> None:
+    """`run --harness NAME`: both arms through another program's agent (docs/harness.md)."""
+    from hf_skillfollow._redact import scrub
+    from hf_skillfollow.harness._harbor import HarborOptions, HarnessError
+
+    name = harness.pop("harness")
+    if name is None:
+        given = next(k for k, v in harness.items() if v is not None)
+        raise click.UsageError(f"--{given.removeprefix('harness_')}: only with --harness")
+    if resume_dir is not None:
+        raise click.UsageError("--resume: with --harness, the same command again resumes")
+    for key in _given(params):
+        if key not in _HARNESS_SHARED:
+            flag = "skills" if key == "skills_dir" else key.replace("_", "-")
+            raise click.UsageError(f"--{flag}: not used with --harness {name}")
+    values = {
+        "agent": harness["agent"],
+        "model": params.get("model"),
+        "base_url": params.get("base_url"),
+        "api_key_env": params.get("api_key_env"),
+        "tasks": harness["harness_tasks"],
+        "skills": params.get("skills_dir"),
+        "trials": harness["trials"],
+        "env": harness["harness_env"],
+        "concurrency": params.get("concurrency"),
+        "loading": harness["loading"],
+    }
+    options = HarborOptions(**{k: v for k, v in values.items() if v is not None})
+    try:
+        outcome = HARNESSES.resolve(name)(options, output_dir, lambda line: echo(line, err=True))
+    except (HarnessError, ValueError, OSError) as exc:
+        raise click.ClickException(scrub(str(exc), secrets)) from None
+    for note in outcome.notes:
+        echo(scrub(note, secrets), err=True)
+    for run_dir in outcome.run_dirs:
+        echo(f"wrote {run_dir}")
+    if report and outcome.run_dirs:
+        _print_report(outcome.run_dirs, resamples)
 
 
 def _pool_warnings(plan: Any) -> list[str]:

@@ -1,0 +1,356 @@
+"""`run --harness harbor`: the two arms as two Harbor jobs, then the trials through the importer.
+
+Harbor (PyPI ``harbor``, Python >= 3.12) runs in its own virtual environment and is driven
+only through its command line and job files (docs/harness.md says why). One run is a work
+folder ``<output>/harbor-<key>/`` whose key hashes every setting, so the same command again
+finds it and resumes: a job folder that exists is continued with ``harbor job resume``
+(Harbor keeps the finished trials and redoes only the unfinished ones), and the import
+appends only the pairs its run folders lack.
+
+- ``skills/``: the pool as the loader accepted it (`_stage.stage_pool`);
+- ``tasks/se``, ``tasks/sd``: each arm's copy of the tasks (`_stage.stage_tasks`);
+- ``se.json``, ``sd.json``: the job files, identical but for the skills (SE's agent gets
+  ``skills``, which Harbor installs where that agent looks for them), the loading mode's
+  extra instruction and each arm's task folder; `arm_differences` checks that;
+- ``jobs/se``, ``jobs/sd``: Harbor's job and trial folders; ``jobs/<arm>.log`` its output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Loading = Literal["on-demand", "nudge", "inject"]
+LOADINGS: tuple[str, ...] = ("on-demand", "nudge", "inject")
+#: --env names of ours; anything else is handed to Harbor as its environment type or path
+ENVIRONMENTS = {"sandbox": "hf_skillfollow.harness._env:SandboxEnvironment"}
+#: where Harbor puts injected skills when a task names no skills_dir (its default)
+SKILLS_DIR = "/runtime/skills"
+#: the `nudge` mode's one line (protocol data: it enters the cell through the job file hash)
+NUDGE = (
+    "Agent Skills that may help with this task are installed under {skills_dir}: each folder "
+    "holds a SKILL.md that says when and how to use that skill."
+)
+#: the `inject` mode's preface to the skill bodies
+INJECT = "The following Agent Skills apply to this task. Use them where they help.\n\n{bodies}"
+_MAX_INJECT_CHARS = 64_000
+_LOG_TAIL = 2000
+
+
+class HarnessError(ValueError):
+    """Bad input or a failed Harbor run: one line naming the flag, file or log."""
+
+
+@dataclass(frozen=True)
+class HarborOptions:
+    """One `run --harness harbor` invocation (each field is a flag of `run`)."""
+
+    agent: str = "terminus-2"
+    """A Harbor agent name, or ``module:Class`` of a custom agent."""
+    model: str | None = None
+    """Model name as the agent's client takes it (Terminus: a LiteLLM name, ``openai/NAME``)."""
+    base_url: str | None = None
+    """OpenAI- or Anthropic-compatible endpoint the agent talks to."""
+    api_key_env: str | None = None
+    """Environment variable holding the endpoint's key (Harbor's ``model_api_key_name``)."""
+    tasks: str = ""
+    """A folder of Harbor tasks (or one task), or a registry dataset ``name@version``."""
+    skills: Path | None = None
+    """The skill pool installed in the skill-enabled arm."""
+    trials: int = 1
+    """Trials per task and arm (Harbor's ``n_attempts``)."""
+    env: str = "sandbox"
+    """`sandbox` (ours, no Docker), or any Harbor environment type (docker, daytona, modal,
+    e2b, ...) or ``module:Class``."""
+    concurrency: int = 4
+    """Trials in flight across both arms."""
+    loading: Loading = "on-demand"
+    """How the skills reach the agent: installed (`on-demand`), plus one line naming where
+    (`nudge`), or their bodies in the instruction (`inject`)."""
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra agent options as Harbor's ``--ak`` takes them."""
+
+
+@dataclass
+class HarborOutcome:
+    """What a harbor run did: the run folders written and what the user must read."""
+
+    run_dirs: list[Path]
+    notes: list[str]
+    work_dir: Path
+
+
+def harbor_executable() -> Path:
+    """Harbor's command: $SKILLFOLLOW_HARBOR, else ./.venv-harbor/bin/harbor, else PATH."""
+    given = os.environ.get("SKILLFOLLOW_HARBOR")
+    candidates = [Path(given)] if given else [Path(".venv-harbor/bin/harbor")]
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path.absolute()
+    found = None if given else shutil.which("harbor")
+    if found:
+        return Path(found)
+    raise HarnessError(
+        "--harness harbor: Harbor not found ($SKILLFOLLOW_HARBOR, ./.venv-harbor/bin/harbor or "
+        "`harbor` on PATH); .ci/setup-harbor builds .venv-harbor (docs/harness.md)"
+    )
+
+
+def _dataset(tasks: str) -> dict[str, Any] | None:
+    """A registry dataset reference (``name@version``) as Harbor's job file takes it."""
+    if Path(tasks).exists() or "@" not in tasks:
+        return None
+    name, _, version = tasks.partition("@")
+    return {"name": name, "version": version or None}
+
+
+def job_config(
+    options: HarborOptions, arm: str, work: Path, skill_folders: list[Path], bodies: str
+) -> dict[str, Any]:
+    """One arm's Harbor job file. The two arms' files differ only where `arm_differences`
+    allows it; everything else (agent, model, endpoint, environment, attempts, timeouts) is
+    the same object."""
+    env = ENVIRONMENTS.get(options.env, options.env)
+    agent: dict[str, Any] = {
+        ("import_path" if ":" in options.agent else "name"): options.agent,
+        "model_name": options.model,
+        "base_url": options.base_url,
+        "model_api_key_name": options.api_key_env,
+        "kwargs": dict(options.agent_kwargs),
+        "skills": [str(p) for p in skill_folders] if arm == "se" else [],
+    }
+    extra: list[str] = []
+    if arm == "se" and options.loading == "nudge":
+        extra = [NUDGE.format(skills_dir=SKILLS_DIR)]
+    elif arm == "se" and options.loading == "inject":
+        extra = [INJECT.format(bodies=bodies)]
+    dataset = _dataset(options.tasks) or {"path": str(work / "tasks" / arm)}
+    return {
+        "job_name": arm,
+        "jobs_dir": str(work / "jobs"),
+        "n_attempts": options.trials,
+        # both jobs run at once, so each gets half of the trials in flight
+        "n_concurrent_trials": max(1, options.concurrency // 2),
+        "quiet": True,
+        "environment": {("import_path" if ":" in env else "type"): env, "delete": True},
+        "agents": [agent],
+        "datasets": [dataset],
+        "extra_instructions": extra,
+    }
+
+
+def arm_differences(se: dict[str, Any], sd: dict[str, Any]) -> list[str]:
+    """Where the two job files differ beyond the skills, the loading line and each arm's own
+    name and task copy: each such difference breaks the arms' integrity."""
+
+    def neutral(config: dict[str, Any]) -> dict[str, Any]:
+        out = json.loads(json.dumps(config))
+        out.pop("job_name")
+        out.pop("extra_instructions")
+        out["agents"][0].pop("skills")
+        if "path" in out["datasets"][0]:
+            out["datasets"][0]["path"] = str(Path(out["datasets"][0]["path"]).parent)
+        return out
+
+    a, b = neutral(se), neutral(sd)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def _key(options: HarborOptions, pool_hash: str) -> str:
+    from hf_skillfollow.config import stable_hash
+
+    settings = asdict(options)
+    settings["skills"] = pool_hash
+    settings.pop("concurrency")  # plumbing: may change on resume
+    return stable_hash(settings)[:12]
+
+
+def run_harbor(
+    options: HarborOptions, output_dir: Path, echo: Callable[[str], None]
+) -> HarborOutcome:
+    """Plan, run (or resume) both jobs, import their trials; see the module docstring."""
+    from hf_skillfollow.harness import _stage
+    from hf_skillfollow.skills import SkillPoolError, load_pool
+
+    _check(options)
+    if options.skills is None:
+        raise HarnessError("--skills: the skill pool of the skill-enabled arm is required")
+    try:
+        pool = load_pool(options.skills)
+    except (SkillPoolError, OSError, ValueError) as exc:
+        raise HarnessError(f"--skills {options.skills}: {str(exc).splitlines()[0]}") from None
+    harbor = harbor_executable()
+    work = output_dir / f"harbor-{_key(options, pool.content_hash)}"
+    notes: list[str] = []
+    try:
+        folders = _stage.stage_pool(pool, _fresh(work / "skills"))
+        if _dataset(options.tasks) is None:
+            tasks = _stage.find_tasks(Path(options.tasks))
+            staged = _stage.stage_tasks(tasks, work / "tasks" / "se", work / "tasks" / "sd")
+            if staged.stripped:
+                notes.append(
+                    f"note: {len(staged.stripped)} task(s) ship their own skills "
+                    f"(environment/skills/): removed from the without-skills arm's copy: "
+                    + ", ".join(staged.stripped[:10])
+                    + (" ..." if len(staged.stripped) > 10 else "")
+                )
+        else:
+            notes.append(
+                f"note: --tasks {options.tasks} is a registry dataset, passed to both arms as "
+                "Harbor downloads it: a task that ships its own skills keeps them in the "
+                "without-skills arm (download it and give the folder to strip them)"
+            )
+    except _stage.StageError as exc:
+        raise HarnessError(str(exc)) from None
+    bodies = _inject_bodies(pool) if options.loading == "inject" else ""
+    configs = {arm: job_config(options, arm, work, folders, bodies) for arm in ("se", "sd")}
+    differ = arm_differences(configs["se"], configs["sd"])
+    if differ:  # a bug of ours, never the user's input: refuse rather than run unpaired arms
+        raise HarnessError(f"the two job files differ beyond the skills: {', '.join(differ)}")
+    for arm, config in configs.items():
+        (work / f"{arm}.json").write_text(json.dumps(config, indent=2))
+    if options.env == "sandbox":
+        _check_sandbox_importable(harbor)
+    notes.append(
+        "note: the arms share the agent, model, endpoint, environment and attempts; Harbor's "
+        "agents take no seed, so sampling is the agent's own in both arms"
+    )
+    if options.loading == "inject":
+        notes.append(
+            "note: --loading inject puts every skill body in the instruction: every task is "
+            "in S_call, so RAE = OAE for this cell"
+        )
+    asyncio.run(_run_jobs(harbor, work, echo))
+    return _import(options, work, notes)
+
+
+def _check(options: HarborOptions) -> None:
+    if options.loading not in LOADINGS:
+        raise HarnessError(f"--loading {options.loading!r}: choose one of {', '.join(LOADINGS)}")
+    if options.trials < 1:
+        raise HarnessError(f"--trials {options.trials}: at least 1")
+    if options.concurrency < 1:
+        raise HarnessError(f"--concurrency {options.concurrency}: at least 1")
+    if not options.tasks:
+        raise HarnessError("--tasks: a folder of Harbor tasks or a registry dataset name@version")
+    if not options.model:
+        raise HarnessError("--model: the model the agent uses (e.g. openai/NAME with --base-url)")
+
+
+def _fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path
+
+
+def _inject_bodies(pool: Any) -> str:
+    bodies = "\n\n".join(f"## Skill: {s.name}\n\n{s.body.strip()}" for s in pool.skills)
+    if len(bodies) > _MAX_INJECT_CHARS:
+        raise HarnessError(
+            f"--loading inject: the pool's bodies are {len(bodies)} characters, over "
+            f"{_MAX_INJECT_CHARS}; use on-demand or nudge"
+        )
+    return bodies
+
+
+def _check_sandbox_importable(harbor: Path) -> None:
+    """The sandbox environment is loaded by Harbor's own interpreter: it must import there."""
+    python = harbor.parent / "python"
+    target = ENVIRONMENTS["sandbox"].split(":")[0]
+    import subprocess
+
+    probe = subprocess.run(
+        [str(python), "-c", f"import {target}"], capture_output=True, text=True, timeout=120
+    )
+    if probe.returncode != 0:
+        raise HarnessError(
+            f"--env sandbox: {target} does not import in Harbor's interpreter ({python}); "
+            "install this package there without dependencies: "
+            f"{python} -m pip install --no-deps <hf-skillfollow> (.ci/setup-harbor does)"
+        )
+
+
+def harbor_env() -> dict[str, str]:
+    """Harbor's process environment: ours, less the offline-hostile defaults."""
+    env = dict(os.environ)
+    # LiteLLM fetches a model price list from the internet at import unless told not to.
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+async def _run_jobs(harbor: Path, work: Path, echo: Callable[[str], None]) -> None:
+    """Both jobs at once (arms interleaved in time, so endpoint load falls on both alike)."""
+    jobs = work / "jobs"
+    jobs.mkdir(exist_ok=True)
+
+    async def one(arm: str) -> None:
+        job = jobs / arm
+        if (job / "config.json").is_file():
+            argv = [str(harbor), "job", "resume", "-p", str(job)]
+            echo(f"harbor: resuming the {arm} job in {job}")
+        else:
+            argv = [str(harbor), "run", "-c", str(work / f"{arm}.json"), "-y"]
+        log = jobs / f"{arm}.log"
+        with log.open("ab") as out:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=harbor_env()
+            )
+            try:
+                rc = await proc.wait()
+            except BaseException:
+                proc.terminate()
+                await proc.wait()
+                raise
+        if rc != 0:
+            tail = log.read_bytes()[-_LOG_TAIL:].decode(errors="replace").strip().splitlines()
+            last = tail[-1] if tail else "no output"
+            raise HarnessError(
+                f"harbor ({arm} job) exited with {rc}: {last[:300]} (log: {log}; finished "
+                "trials are kept: the same command resumes)"
+            )
+
+    await asyncio.gather(one("se"), one("sd"))
+
+
+def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutcome:
+    """The trial folders through part 1's Harbor importer into ordinary run folders: the one
+    place this harness calls the importer."""
+    from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
+
+    dataset = _dataset(options.tasks)
+    benchmark = dataset["name"] if dataset else Path(options.tasks).name
+    import_options = ImportOptions(
+        skills=work / "skills",
+        tasks=None if dataset else work / "tasks" / "se",
+        loading=options.loading,
+        benchmark=f"harbor:{benchmark}",
+    )
+    try:
+        result = import_runs(
+            "harbor",
+            [work / "jobs" / "se"],
+            [work / "jobs" / "sd"],
+            import_options,
+            output_dir=work.parent,
+        )
+    except ImportInputError as exc:
+        raise HarnessError(f"import of {work / 'jobs'}: {exc}") from None
+    notes.extend(result.notes)
+    notes.append(
+        f"imported {result.n_pairs} pair(s) ({result.n_written} new, {result.n_already} "
+        f"already recorded) from {work / 'jobs'}"
+    )
+    if result.n_dropped:
+        notes.append(f"note: {result.n_dropped} trial(s) had no partner in the other arm")
+    for violation in result.violations:
+        notes.append(f"arm-integrity violation: {violation}")
+    return HarborOutcome(result.run_dirs, notes, work)
+

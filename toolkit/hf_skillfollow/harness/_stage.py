@@ -1,0 +1,144 @@
+"""What the two Harbor jobs read, copied into the run's work folder before anything runs.
+
+The skill pool is written from what the loader accepted (each SKILL.md and its servable
+resources: exactly the content the pool hash names, no links, bounded by the loader). Each
+arm gets its own copy of every task: the with-skills arm the task as it is, the without-skills
+arm the same task without its own ``environment/skills/`` (and the Dockerfile lines that copy
+them, and ``[environment] skills_dir``), so a task that ships skills cannot hand them to the
+arm that must not have them. Task folders are untrusted: regular files only, no links
+followed, bounded in count, size and depth.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hf_skillfollow.skills import SkillPool
+
+MAX_TASKS = 2000
+_MAX_FILES = 5000
+_MAX_BYTES = 256 * 1024 * 1024
+_MAX_DEPTH = 24
+_COPY_SKILLS = re.compile(r"^\s*(COPY|ADD)\s+(\S+\s+)*\.?/?skills/?(\s|$)", re.IGNORECASE)
+_SKILLS_DIR_LINE = re.compile(r"^\s*skills_dir\s*=.*$", re.MULTILINE)
+
+
+class StageError(ValueError):
+    """A task folder or the pool cannot be staged; one line naming the path."""
+
+
+@dataclass
+class StagedTasks:
+    names: list[str]
+    #: tasks whose own skills were removed from the without-skills copy
+    stripped: list[str] = field(default_factory=list)
+
+
+def stage_pool(pool: SkillPool, dest: Path) -> list[Path]:
+    """Write the pool's skills under `dest`; return each skill's folder."""
+    folders = []
+    for skill in pool.skills:
+        folder = dest / skill.name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(skill.text, encoding="utf-8")
+        for rel, text in zip(skill.resources, skill.resource_texts, strict=True):
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            # A skill's script is run by the agent: keep it runnable as the original was.
+            source = skill.folder / rel
+            if source.is_file() and not source.is_symlink() and os.access(source, os.X_OK):
+                target.chmod(0o755)
+        folders.append(folder)
+    return folders
+
+
+def find_tasks(root: Path) -> list[Path]:
+    """The Harbor task folders under `root` (itself one, or its direct children)."""
+    if not root.is_dir():
+        raise StageError(f"--tasks {root}: not a folder (a registry dataset is name@version)")
+    if _is_task(root):
+        return [root]
+    tasks = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and _is_task(Path(entry.path)):
+                tasks.append(Path(entry.path))
+                if len(tasks) > MAX_TASKS:
+                    raise StageError(f"--tasks {root}: more than {MAX_TASKS} tasks")
+    if not tasks:
+        raise StageError(f"--tasks {root}: no task folder (task.toml and instruction.md) in it")
+    return sorted(tasks, key=lambda p: p.name)
+
+
+def _is_task(path: Path) -> bool:
+    return (path / "task.toml").is_file() and (path / "instruction.md").is_file()
+
+
+def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path) -> StagedTasks:
+    """Copy each task for both arms; the without-skills copy loses the task's own skills."""
+    staged = StagedTasks(names=[])
+    for task in tasks:
+        se, sd = se_dest / task.name, sd_dest / task.name
+        for dest in (se, sd):
+            if dest.exists():
+                shutil.rmtree(dest)
+            _copy_tree(task, dest)
+        if _strip_skills(sd):
+            staged.stripped.append(task.name)
+        staged.names.append(task.name)
+    return staged
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    budget = {"files": _MAX_FILES, "bytes": _MAX_BYTES}
+
+    def walk(src: Path, dst: Path, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise StageError(f"{src}: folders nested deeper than {_MAX_DEPTH}")
+        dst.mkdir(parents=True, exist_ok=True)
+        with os.scandir(src) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_symlink():
+                    continue  # a link could lead anywhere on this machine; tasks get files only
+                if entry.is_dir(follow_symlinks=False):
+                    walk(Path(entry.path), dst / entry.name, depth + 1)
+                elif entry.is_file(follow_symlinks=False):
+                    size = entry.stat(follow_symlinks=False).st_size
+                    budget["files"] -= 1
+                    budget["bytes"] -= size
+                    if budget["files"] < 0 or budget["bytes"] < 0:
+                        raise StageError(
+                            f"{source}: over {_MAX_FILES} files or {_MAX_BYTES} bytes"
+                        )
+                    shutil.copy2(entry.path, dst / entry.name, follow_symlinks=False)
+
+    walk(source, dest, 0)
+
+
+def _strip_skills(task: Path) -> bool:
+    """Remove the task's own skills from a copy; True when it had any."""
+    stripped = False
+    skills = task / "environment" / "skills"
+    if skills.is_dir():
+        shutil.rmtree(skills)
+        stripped = True
+    dockerfile = task / "environment" / "Dockerfile"
+    if dockerfile.is_file():
+        lines = dockerfile.read_text(errors="replace").splitlines(keepends=True)
+        kept = [line for line in lines if not _COPY_SKILLS.match(line)]
+        if len(kept) != len(lines):
+            dockerfile.write_text("".join(kept))
+            stripped = True
+    toml = task / "task.toml"
+    text = toml.read_text(errors="replace")
+    without = _SKILLS_DIR_LINE.sub("", text)
+    if without != text:
+        toml.write_text(without)
+        stripped = True
+    return stripped
