@@ -490,6 +490,9 @@ def openhands_trial() -> list[dict]:
     0 invoke_skill `pdf` -> pdf, instructions, loaded
     2 terminal `find` for SKILL.md -> listing, nothing
     4 terminal `cat .../xlsx/SKILL.md`, observation is_error -> xlsx, instructions, failed
+    6 invoke_skill `docx` -> "Unknown skill 'docx'" (is_error) -> docx, instructions, failed
+    8 terminal runs pdf's script -> AgentErrorEvent -> dropped anyway: pdf's instructions loaded
+    10 terminal `head` of xlsx's reference -> AgentErrorEvent -> xlsx, resource, failed
     """
 
     def action(call_id: str, tool: str, act: dict) -> dict:
@@ -510,13 +513,32 @@ def openhands_trial() -> list[dict]:
             "observation": {"content": [{"type": "text", "text": "..."}], "is_error": error},
         }
 
+    def agent_error(call_id: str, tool: str) -> dict:
+        return {
+            "kind": "AgentErrorEvent",
+            "source": "agent",
+            "tool_name": tool,
+            "tool_call_id": call_id,
+            "error": "Tool call timed out",
+        }
+
     return [
-        action("c1", "invoke_skill", {"name": "pdf"}),
+        action("c1", "invoke_skill", {"kind": "InvokeSkillAction", "name": "pdf"}),
         observation("c1", "invoke_skill"),
         action("c2", "terminal", {"command": "find / -name SKILL.md"}),
         observation("c2", "terminal"),
         action("c3", "terminal", {"command": "cat /root/.openhands/skills/xlsx/SKILL.md"}),
         observation("c3", "terminal", error=True),
+        action("c4", "invoke_skill", {"kind": "InvokeSkillAction", "name": "docx"}),
+        observation("c4", "invoke_skill", error=True),
+        action(
+            "c5", "terminal", {"command": "python3 /root/.openhands/skills/pdf/scripts/fill.py"}
+        ),
+        agent_error("c5", "terminal"),
+        action(
+            "c6", "terminal", {"command": "head -40 /root/.openhands/skills/xlsx/references/api.md"}
+        ),
+        agent_error("c6", "terminal"),
     ]
 
 

@@ -164,7 +164,13 @@ def test_openhands_events() -> None:
     events = fx.openhands_trial()
     assert sniff_format(events) == "openhands"
     found = detect(events, ["pdf", "xlsx"])
-    assert _summary(found) == [("pdf", "instructions", 0, True), ("xlsx", "instructions", 4, False)]
+    assert _summary(found) == [
+        ("pdf", "instructions", 0, True),
+        ("xlsx", "instructions", 4, False),
+        ("docx", "instructions", 6, False),
+        ("xlsx", "resource", 10, False),
+    ]
+    assert found.activated() == ("pdf",)
 
 
 def test_generic_fallback_counts_skill_md_only(tmp_path: Path) -> None:
@@ -398,8 +404,66 @@ def test_one_line_json_event_is_a_stream(tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps(fx.cc_init(["pdf"], [])) + "\n")
     transcript = read_transcript(path)
-    assert transcript.document is None and len(transcript.events) == 1
+    assert len(transcript.events) == 1 and sniff_format(transcript) == "claude-code"
     assert detect(transcript, ["pdf"]).listed == ("pdf",)
+    compact = tmp_path / "trajectory.json"
+    compact.write_text(json.dumps(fx.terminus_trial()))
+    one = read_transcript(compact)
+    assert sniff_format(one) == "atif"
+    assert [e.skill for e in detect(one, ["pdf", "xlsx"]).events] == ["xlsx", "pdf"]
+
+
+def test_empty_pool_lists_skills_but_not_built_in_slash_commands() -> None:
+    init = fx.cc_init(["citation-management"], ["citation-management", "compact", "review"])
+    assert detect([init], ()).listed == ("citation-management",)
+    assert detect([init], ["review"]).listed == ("review",)
+
+
+def test_gemini_cli_converted_to_atif() -> None:
+    """Harbor's Gemini CLI ATIF: `activate_skill` with `arguments.name`, the skill body in an
+    `<activated_skill>` observation; then the skill's script run by full path."""
+    script = "python3 /root/.gemini/skills/citation-management/scripts/validate_citations.py /root/test.bib"
+    trajectory = fx.atif(
+        "gemini-cli",
+        [
+            fx.atif_user("Verify the citations in /root/test.bib."),
+            fx.atif_agent(
+                [
+                    (
+                        "activate_skill-1769364517853-d7d0ba59dfaa7",
+                        "activate_skill",
+                        {"name": "citation-management"},
+                    )
+                ],
+                [
+                    (
+                        "activate_skill-1769364517853-d7d0ba59dfaa7",
+                        '<activated_skill name="citation-management">\n  <instructions>…',
+                        None,
+                    )
+                ],
+            ),
+            fx.atif_agent(
+                [("run_shell_command-1", "run_shell_command", {"command": script})],
+                [("run_shell_command-1", "3 suspicious entries", None)],
+            ),
+            fx.atif_agent(
+                [("activate_skill-2", "activate_skill", {"name": "pdf"})],
+                [
+                    (
+                        "activate_skill-2",
+                        'Error: Skill "pdf" not found. Available skills are: citation-management',
+                        None,
+                    )
+                ],
+            ),
+        ],
+    )
+    found = detect(trajectory, ["citation-management", "pdf"])
+    assert _summary(found) == [
+        ("citation-management", "instructions", 1, True),
+        ("pdf", "instructions", 3, False),
+    ]
 
 
 def test_skillsbench_terminus_episode_list(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ Trigger events: an assistant ``tool_use`` block named ``Skill`` (``input.skill``
 paired by ``id`` with the ``tool_result`` block (``tool_use_id``) of a later user event, and
 counts as loaded only when that result exists, has no ``is_error: true``, and the event's
 ``tool_use_result`` (when present) does not say ``"success": false``. The ``system``
-``init`` event's ``skills`` and ``slash_commands`` lists are what the harness offered
-(`Detection.listed`), never activation.
+``init`` event's ``skills`` list (and the pool names among its ``slash_commands``, which also
+hold built-in commands) is what the harness offered (`Detection.listed`), never activation.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
             continue
         if event.get("type") == "system" and event.get("subtype") == "init":
             out.list_names(event.get("skills"))
-            out.list_names(event.get("slash_commands"))
+            # Slash commands include built-ins (`compact`, `review`...): pool names only.
+            if pool:
+                out.list_names(event.get("slash_commands"))
             continue
         for block in _blocks(event, "assistant"):
             if block.get("type") != "tool_use":

@@ -1,12 +1,14 @@
 """OpenHands event logs: the V1 SDK's ``ActionEvent`` / ``ObservationEvent`` objects and the
 V0 ``action`` / ``observation`` events (a JSON list, a JSONL stream, or ``events``/``history``).
 
-Trigger events: an action whose tool is ``invoke_skill`` (the skill named in ``name`` or
-``skill``), or a terminal command (``command``), file view (``path``) or read reading or
-running a pool skill's files. An action fails when an observation linked to it (V1
-``tool_call_id``, V0 ``cause``) is an error (``is_error``, an ``error`` observation, a
-nonzero ``exit_code``). Skills OpenHands injects into the system prompt by keyword
-("knowledge microagents") leave no action: they are not detectable here.
+Trigger events: an ``ActionEvent`` whose ``tool_name`` is ``invoke_skill`` (the SDK's
+``InvokeSkillAction`` carries the skill in ``action.name``), or a terminal command
+(``command``), file view (``path``) or read reading or running a pool skill's files. An
+action fails when an event linked to it by ``tool_call_id`` (V0: ``cause``) is an error: an
+``ObservationEvent`` whose ``observation.is_error`` is true (an unknown skill gives
+"Unknown skill '<name>'"), an ``AgentErrorEvent``, a ``UserRejectObservation``, a V0
+``error`` observation or nonzero ``exit_code``. Skills OpenHands injects into the prompt by
+keyword trigger leave no action: they are not detectable here.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def _events(transcript: Transcript) -> list:
 
 
 def _call(event: Mapping) -> tuple[str | None, object]:
-    if event.get("kind") == "ActionEvent" or isinstance(event.get("tool_name"), str):
+    kind = event.get("kind")
+    if kind == "ActionEvent" or (kind is None and isinstance(event.get("action"), Mapping)):
         action = event.get("action")
         return event.get("tool_name"), action if isinstance(action, Mapping) else {}
     action = event.get("action")
@@ -68,7 +71,7 @@ def _failed_link(event: object) -> object:
         event.get("is_error") is True
         or field(observation, "is_error") is True
         or observation == "error"
-        or event.get("kind") == "AgentErrorEvent"
+        or event.get("kind") in ("AgentErrorEvent", "UserRejectObservation")
         or (isinstance(extras, Mapping) and extras.get("exit_code") not in (None, 0))
     )
     if not error:

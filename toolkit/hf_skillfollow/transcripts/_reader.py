@@ -111,10 +111,15 @@ def read_transcript(
     if not stripped:
         return Transcript(source=str(file), notes=("empty transcript",))
     first_line = stripped.split("\n", 1)[0].strip()
-    one_line = first_line == stripped
-    if stripped[0] == "[" or (stripped[0] == "{" and not one_line and not _parses(first_line)):
+    if stripped[0] == "[" or (
+        stripped[0] == "{" and first_line != stripped and not _parses(first_line)
+    ):
         return _document(file, stripped, max_events, max_depth)
-    return _jsonl(file, text, max_events, max_depth)
+    found = _jsonl(file, text, max_events, max_depth)
+    if first_line == stripped and isinstance(found.events[0], Mapping):
+        # One line: a one-event stream or a compact document; detectors read either field.
+        return Transcript(source=found.source, events=found.events, document=found.events[0])
+    return found
 
 
 def _read_text(file: Path, root: Path, max_bytes: int) -> str:

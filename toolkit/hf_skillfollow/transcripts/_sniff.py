@@ -26,7 +26,9 @@ def sniff_format(transcript: object) -> str:
     transcript = as_transcript(transcript)
     doc = transcript.document
     if isinstance(doc, Mapping):
-        return _document_format(doc)
+        found = _document_format(doc)
+        if found != "generic" or not transcript.events:
+            return found
     if is_episode_list(doc):
         return "atif"
     for event in _leading(transcript):
