@@ -22,12 +22,14 @@ from hf_skillfollow.schema import traces_from_rows, transitions_from_rows, valid
 from hf_skillfollow.store import RunStore
 
 PINNED_CELL_ID = "6113effee53d84c9"
-PINNED_TRANSITIONS_SHA256 = "d5779a06aa48470facbf1dd146f59c5073f75371acaf90f3079dbafd69072dfd"
+# re-pinned when transitions gained the import's columns (provenance, harness, agent, backfilled
+# run / hf-skillfollow; detector, trigger_kind, arm_integrity, intended_skills, null here; issue 35)
+PINNED_TRANSITIONS_SHA256 = "17ecfa9da88d483d30e8429224cf78fb443bc9c224644aed2aefde251ad020aa"
 # re-pinned when traces gained the own-task grading columns (grader, judge, judge_verdicts,
 # addresses_grader; issue 22), which are null in these rows
 PINNED_TRACES_SHA256 = "0ad1dabddabef8bac9851ef5fe7c36756d4266c55c61ee6aaac749c4f1db6b50"
 PINNED_RUN_DIR_TRANSITIONS_SHA256 = (
-    "fecc4ad37bbb0d4eae1cef70d194a1474d4bf641a4efdd5bb5155ded9a783bd0"
+    "3dffecff2976b142e6a640967a7d52f7c6fdf42a9aebd5a0443584c09d9ee0c8"
 )
 #: prompts_hash per (domain, access): the search values hash the paper's Listing 1 schema.
 PINNED_PROMPTS_HASH = {
@@ -156,6 +158,9 @@ def test_identity_columns_of_a_manifest_are_pinned() -> None:
         "seed": 3,
         "prompts_hash": "prompthash",
         "toolkit_version": "0.1.0",
+        "provenance": "run",
+        "harness": "hf-skillfollow",
+        "agent": "hf-skillfollow",
     }
 
 
@@ -184,6 +189,20 @@ def test_rows_and_files_from_before_the_access_column_read_as_search(tmp_path: P
     table = validate_transitions(pq.read_table(tmp_path / "old.parquet"))
     assert table.column_names == new.column_names
     assert table.column("access").to_pylist() == ["search"] * 3
+
+
+def test_rows_and_files_from_before_the_import_columns_read_as_runs(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    added = ["provenance", "harness", "agent", "detector", "trigger_kind", "arm_integrity",
+             "intended_skills"]  # fmt: skip
+    new = transitions_from_rows(_transitions())
+    pq.write_table(new.drop_columns(added), tmp_path / "old.parquet")
+    table = validate_transitions(pq.read_table(tmp_path / "old.parquet"))
+    assert table.column_names == new.column_names
+    assert table.column("provenance").to_pylist() == ["run"] * 3
+    assert table.column("agent").to_pylist() == ["hf-skillfollow"] * 3
+    assert table.column("detector").null_count == 3
 
 
 def test_published_parquet_bytes_are_pinned() -> None:
