@@ -174,3 +174,19 @@ def test_imported_and_run_cells_never_pool(cc: dict[str, Path]) -> None:
     assert manifest["provenance"] == "imported:harbor"
     # without --skills the skills offered are the names the transcripts list
     assert manifest["skill_pool"] == "listed" and manifest["skill_pool_hash"].startswith("names-")
+
+
+def test_push_and_verify_see_imported_runs(cc: dict[str, Path], tmp_path: Path) -> None:
+    result = import_runs("harbor", [cc["se"]], [cc["sd"]], ImportOptions(skills=cc["pool"]),
+                         output_dir=cc["out"])  # fmt: skip
+    runner = CliRunner()
+    pushed = runner.invoke(cli, ["push", *map(str, result.run_dirs), "--repo", "org/imported",
+                                 "--dry-run", str(tmp_path / "repo")])  # fmt: skip
+    assert pushed.exit_code == 0, pushed.output
+    (cell,) = json.loads(runner.invoke(cli, ["report", str(tmp_path / "repo"), "--resamples", "100",
+                                             "--format", "json"]).output)  # fmt: skip
+    assert (cell["provenance"], cell["n_pairs"], cell["imported"]["n_arm_violations"]) == (
+        "imported:harbor", 8, 1)
+    checked = runner.invoke(cli, ["verify", str(result.run_dirs[0]), "--no-record"])
+    assert checked.exit_code == 2
+    assert "9 row(s) are imported:harbor" in checked.output and "cannot re-score" in checked.output

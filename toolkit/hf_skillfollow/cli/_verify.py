@@ -96,7 +96,7 @@ def verify(
     from hf_skillfollow.verify._state import VerifyState, default_state_path
 
     try:
-        rows = read_rows(list(sources))
+        rows = _without_imported(read_rows(list(sources)))
         if not any(r.has_traces for r in rows):
             raise CannotVerify(
                 f"nothing to verify: none of the {len(rows)} row(s) in {', '.join(sources)} has "
@@ -123,6 +123,24 @@ def verify(
     if result.disagreements:
         raise SystemExit(EXIT_DISAGREE)
     raise SystemExit(EXIT_INCOMPLETE if strict and result.unchecked else EXIT_AGREE)
+
+
+def _without_imported(rows: list[Any]) -> list[Any]:
+    """The rows verify can re-score: an imported row's verdict is another harness's verifier
+    result (a reward in its result.json), which this toolkit cannot re-run (docs/import.md)."""
+    imported = [r for r in rows if r.provenance != "run"]
+    if not imported:
+        return rows
+    kinds = ", ".join(sorted({r.provenance for r in imported}))
+    says = (
+        f"{len(imported)} row(s) are {kinds}: their verdicts are the harness's own verifier "
+        "results, which hf-skillfollow cannot re-score; re-run those trials with that harness "
+        "to check them"
+    )
+    if len(imported) == len(rows):
+        raise CannotVerify(f"cannot verify: {says}")
+    echo(f"not verified: {says}", err=True)
+    return [r for r in rows if r.provenance == "run"]
 
 
 def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None) -> Any:  # noqa: ANN001

@@ -48,6 +48,8 @@ class Row:
     toolkit_version: str
     recorded: dict[str, bool]  # arm -> se_correct / sd_correct
     traces: dict[str, ArmTrace]  # arm -> trace; empty when the run has no traces
+    #: `run`, or `imported:<format>` for trials another harness ran (docs/import.md)
+    provenance: str = "run"
 
     @property
     def has_traces(self) -> bool:
@@ -107,7 +109,7 @@ def _read_one(source: str) -> list[Row]:
     by_key = _traces_by_key(traces, source) if traces is not None else {}
     columns = (
         "run_id", "cell_id", "task_id", "benchmark", "benchmark_version", "toolkit_version",
-        "se_correct", "sd_correct",
+        "se_correct", "sd_correct", "provenance",
     )  # fmt: skip
     out = []
     for t in transitions.select(list(columns)).to_pylist():
@@ -127,6 +129,7 @@ def _read_one(source: str) -> list[Row]:
                 toolkit_version=t["toolkit_version"],
                 recorded={"se": bool(t["se_correct"]), "sd": bool(t["sd_correct"])},
                 traces=arms,
+                provenance=t["provenance"],
             )
         )
     return out
