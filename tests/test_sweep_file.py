@@ -230,10 +230,13 @@ def test_run_dirs_are_a_function_of_the_cell(tmp_path: Path) -> None:
     first = [j.run_dir for j in jobs_for(cells, tmp_path / "out")]
     again = [j.run_dir for j in jobs_for(load(str(path))[2], tmp_path / "out")]
     assert first == again and len(set(first)) == len(first)
-    # where and how fast a model is reached is not the cell: the folders stay
-    faster = write(tmp_path, SMALL.replace("concurrency: 3}", "concurrency: 9}").replace(
-        "127.0.0.1:9", "127.0.0.1:10"), "t.yaml")  # fmt: skip
+    # how fast a model is reached is not the cell: the folders stay
+    faster = write(tmp_path, SMALL.replace("concurrency: 3}", "concurrency: 9}"), "t.yaml")
     assert [j.run_dir for j in jobs_for(load(str(faster))[2], tmp_path / "out")] == first
+    # another endpoint is another cell (issue 38): one model id behind two endpoints
+    elsewhere = write(tmp_path, SMALL.replace("127.0.0.1:9", "127.0.0.1:10"), "v.yaml")
+    moved = [j.run_dir for j in jobs_for(load(str(elsewhere))[2], tmp_path / "out")]
+    assert not set(moved) & set(first)
     # a renamed model alias finds its existing folder by the cell key
     first[0].mkdir(parents=True)
     renamed = write(
@@ -340,6 +343,8 @@ def test_ray_executor_problems_are_one_clear_line(
 def test_the_example_in_docs_sweep_md_is_a_valid_sweep(tmp_path: Path) -> None:
     doc = (REPO / "docs" / "sweep.md").read_text()
     example = doc.split("## Sweep file")[1].split("```yaml")[1].split("```")[0]
+    (tmp_path / "data").mkdir()  # the example's own task file: its bytes are part of the key
+    (tmp_path / "data" / "math500.jsonl").write_text("{}\n")
     _, _, cells = load(str(write(tmp_path, example)))
     # 2 models x (3 MBPP+ seeds + 1 MATH-500) x 2 max_calls, less Local-Qwen's MATH-500 (2),
     # plus Qwen3-8B x 3 MBPP+ seeds x 2 conditions x 2 max_calls

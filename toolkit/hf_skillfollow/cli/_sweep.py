@@ -76,7 +76,7 @@ def sweep(
         raise click.UsageError("--push-dry-run: only with --push ORG/NAME")
     try:
         path, spec, cells = sw.load(sweep_file)
-        if shard:
+        if shard is not None:  # `--shard ""` is a mistake, not "every cell"
             index, count = sw.parse_shard(shard)
             cells = sw.select_shard(cells, index, count, shard_by)  # type: ignore[arg-type]
     except ValueError as exc:

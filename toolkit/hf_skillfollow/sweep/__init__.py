@@ -11,7 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 from hf_skillfollow.sweep._file import SweepFile, SweepFileError, read_sweep_file
-from hf_skillfollow.sweep._matrix import Cell, cell_key, expand
+from hf_skillfollow.sweep._identity import cell_key
+from hf_skillfollow.sweep._matrix import Cell, expand
 from hf_skillfollow.sweep._plan import Job, JobState, PlanSummary, jobs_for, plan
 from hf_skillfollow.sweep._shard import parse_shard, select_shard, shard_of
 

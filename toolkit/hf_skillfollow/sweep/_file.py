@@ -11,7 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+)
 
 
 class SweepFileError(ValueError):
@@ -25,6 +33,37 @@ def _as_list(value: Any) -> Any:
 
 def _axis_lists(value: Any) -> Any:
     return {k: _as_list(x) for k, x in value.items()} if isinstance(value, dict) else value
+
+
+def _no_empty_axes(value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """An axis is a list of values: an empty one would silently make no cell at all."""
+    for name, values in value.items():
+        if name in SWEEP_OWN_FIELDS:
+            raise ValueError(f"{name!r} is not an axis: {SWEEP_OWN_FIELDS[name]}")
+        if not values:
+            raise ValueError(f"axis {name!r} has no values (give at least one)")
+    return value
+
+
+def _no_sweep_fields(value: dict[str, Any]) -> dict[str, Any]:
+    """Settings the sweep itself decides are refused where they would be ignored."""
+    for name in value:
+        if name in SWEEP_OWN_FIELDS:
+            raise ValueError(f"{name!r}: {SWEEP_OWN_FIELDS[name]}")
+    return value
+
+
+def _not_empty(value: Any) -> Any:
+    if isinstance(value, list) and not value:
+        raise ValueError("an empty list selects nothing (leave the key out, or give values)")
+    return value
+
+
+#: RunConfig fields a sweep sets itself, refused in `settings`, model entries and `axes`.
+SWEEP_OWN_FIELDS = {
+    "repeats": "a sweep's runs per cell are its top-level `repeats: N` (each repeat is its own "
+    "run folder)",
+}
 
 
 class _Strict(BaseModel):
@@ -61,6 +100,8 @@ class ModelEntry(_Strict):
         default_factory=dict, description="Any other RunConfig field for this model's cells."
     )
 
+    _own = field_validator("settings")(_no_sweep_fields)
+
     def run_fields(self, defaults: dict[str, Any]) -> dict[str, Any]:
         own = {
             k: getattr(self, k)
@@ -75,7 +116,7 @@ class BenchmarkEntry(_Strict):
 
     benchmark: str = Field(..., description="Benchmark name (hf_skillfollow.benchmarks).")
     name: str | None = Field(None, description="Label for selections [the benchmark name].")
-    partition_seeds: list[int] = Field([42], min_length=1, description="One cell per seed.")
+    partition_seeds: list[StrictInt] = Field([42], min_length=1, description="One cell per seed.")
     partition_size: int | None = Field(None, ge=1, description="Tasks per partition [80].")
     limit: int | None = Field(None, ge=1, description="Only the first N tasks (smoke sweeps).")
     tasks_file: Path | None = Field(None, description="Local benchmark file.")
@@ -110,12 +151,17 @@ class Selection(_Strict):
 
     models: list[str] | None = Field(None, description="Model aliases.")
     benchmarks: list[str] | None = Field(None, description="Benchmark labels.")
-    partition_seeds: list[int] | None = Field(None, description="Partition seeds.")
+    partition_seeds: list[StrictInt] | None = Field(None, description="Partition seeds.")
     access: list[str | None] | None = Field(None, description="Skill access protocols.")
     conditions: list[str | None] | None = Field(None, description="Skill-content conditions.")
-    top_k: list[int | None] | None = Field(None, description="Skills returned per search.")
-    merged_library: list[bool | None] | None = Field(None, description="Merged single library.")
-    skill_pools: list[Path | None] | None = Field(None, description="Skill pool folders.")
+    top_k: list[StrictInt | None] | None = Field(None, description="Skills returned per search.")
+    merged_library: list[StrictBool | None] | None = Field(
+        None, description="Merged single library."
+    )
+    skill_pools: list[str | None] | None = Field(
+        None,
+        description="Skill pool folders, or shipped pool names (`math`; `./math` is a folder).",
+    )
     axes: dict[str, list[Any]] = Field(
         default_factory=dict, description="Any other RunConfig field -> values."
     )
@@ -124,8 +170,13 @@ class Selection(_Strict):
         "models", "benchmarks", "partition_seeds", "access", "conditions", "top_k",
         "merged_library", "skill_pools", mode="before",
     )(_as_list)  # fmt: skip
+    _filled = field_validator(
+        "models", "benchmarks", "partition_seeds", "access", "conditions", "top_k",
+        "merged_library", "skill_pools",
+    )(_not_empty)  # fmt: skip
 
     _axes = field_validator("axes", mode="before")(_axis_lists)
+    _axes_filled = field_validator("axes")(_no_empty_axes)
 
 
 class Retry(_Strict):
@@ -159,9 +210,11 @@ class SweepFile(_Strict):
     # RunConfig's default; a list of values makes one cell per value.
     access: list[str | None] = Field([None], min_length=1, description="Skill access protocols.")
     conditions: list[str | None] = Field([None], min_length=1, description="Content controls.")
-    top_k: list[int | None] = Field([None], min_length=1, description="Skills per search.")
-    merged_library: list[bool | None] = Field([None], min_length=1, description="Merged library.")
-    skill_pools: list[Path | None] = Field(
+    top_k: list[StrictInt | None] = Field([None], min_length=1, description="Skills per search.")
+    merged_library: list[StrictBool | None] = Field(
+        [None], min_length=1, description="Merged library."
+    )
+    skill_pools: list[str | None] = Field(
         [None],
         min_length=1,
         description="Skill pool folders [the benchmark domain's shipped pool].",
@@ -177,6 +230,8 @@ class SweepFile(_Strict):
         "access", "conditions", "top_k", "merged_library", "skill_pools", mode="before"
     )(_as_list)
     _axes = field_validator("axes", mode="before")(_axis_lists)
+    _axes_filled = field_validator("axes")(_no_empty_axes)
+    _own = field_validator("settings", "model_defaults")(_no_sweep_fields)
 
     @field_validator("models")
     @classmethod

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hf_skillfollow.config import RunConfig, stable_hash
+from hf_skillfollow.config import RunConfig
 from hf_skillfollow.sweep._file import (
     SCALAR_AXES,
     BenchmarkEntry,
@@ -27,6 +27,7 @@ from hf_skillfollow.sweep._file import (
     SweepFile,
     SweepFileError,
 )
+from hf_skillfollow.sweep._identity import CellIdentity
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,8 @@ class Cell:
     benchmark: str  # benchmark label from the sweep file
     coords: tuple[tuple[str, Any], ...]  # axis -> value, what include/exclude match on
     resources: Resources
-
-    @property
-    def key(self) -> str:
-        """Stable id of the cell: its protocol settings and seed (not where it runs or how fast)."""
-        return cell_key(self.config)
+    #: the cell identity `run` computes, plus seed and endpoints (`sweep._identity`)
+    key: str
 
     @property
     def label(self) -> str:
@@ -67,10 +65,6 @@ class Cell:
         return re.sub(r"[^A-Za-z0-9._-]+", "_", self.label.replace(" ", "__"))[:80]
 
 
-def cell_key(config: RunConfig) -> str:
-    return stable_hash({**config.protocol_dict(), "seed": config.seed}, length=12)
-
-
 #: Runs (cells x repeats) one sweep file may declare, counted before anything is expanded: the
 #: paper's panel is 152 cells, and a few hundred bytes of axes could otherwise ask for millions.
 MAX_CELLS = 10_000
@@ -84,11 +78,19 @@ def expand(sweep: SweepFile, source: Path) -> list[Cell]:
         (f"include[{i}]", _fill(block, sweep)) for i, block in enumerate(sweep.include)
     ]
     _check_size(sweep, source, blocks, benchmarks)
+    identity = CellIdentity()
+    built = [
+        cell
+        for where, block in blocks
+        for cell in _block_cells(sweep, source, where, block, models, benchmarks, identity)
+    ]
+    for i, block in enumerate(sweep.exclude):
+        _check_names(source, f"exclude[{i}]", block, models, benchmarks)
+    excluded = _Exclusions(sweep.exclude)
     cells: dict[str, Cell] = {}
-    for where, block in blocks:
-        for cell in _block_cells(sweep, source, where, block, models, benchmarks):
-            if not any(_matches(cell, ex) for ex in sweep.exclude):
-                cells.setdefault(cell.key, cell)
+    for cell in built:
+        if not excluded.matches(cell):
+            cells.setdefault(cell.key, cell)
     return list(cells.values())
 
 
@@ -154,16 +156,9 @@ def _block_cells(
     block: Selection,
     models: dict[str, ModelEntry],
     benchmarks: dict[str, BenchmarkEntry],
+    identity: CellIdentity,
 ) -> list[Cell]:
-    for field, names, known in (
-        ("models", block.models, models),
-        ("benchmarks", block.benchmarks, benchmarks),
-    ):
-        unknown = [n for n in names or () if n not in known]
-        if unknown:
-            raise SweepFileError(
-                f"{source}: {where}.{field}: unknown {unknown}; the sweep declares {sorted(known)}"
-            )
+    _check_names(source, where, block, models, benchmarks)
     scalar = [(axis, getattr(block, axis)) for axis in SCALAR_AXES]
     axes = [(f"axes.{k}", v) for k, v in block.axes.items()]
     out = []
@@ -177,8 +172,33 @@ def _block_cells(
                     config = _config(sweep, source, where, model, bench, seed, dict(coords))
                     full = (("models", model_name), ("benchmarks", bench_name),
                             ("partition_seeds", seed), *coords)  # fmt: skip
-                    out.append(Cell(config, model_name, bench_name, full, model.resources))
+                    try:
+                        key = identity.key(config)
+                    except ValueError as exc:
+                        raise SweepFileError(
+                            f"{source}: {where}, cell {model_name} {bench_name}-{seed}: {exc}"
+                        ) from None
+                    out.append(Cell(config, model_name, bench_name, full, model.resources, key))
     return out
+
+
+def _check_names(
+    source: Path,
+    where: str,
+    block: Selection,
+    models: dict[str, ModelEntry],
+    benchmarks: dict[str, BenchmarkEntry],
+) -> None:
+    """An alias no model or benchmark entry has is a typo, in `include` and `exclude` alike."""
+    for field, names, known in (
+        ("models", block.models, models),
+        ("benchmarks", block.benchmarks, benchmarks),
+    ):
+        unknown = [n for n in names or () if n not in known]
+        if unknown:
+            raise SweepFileError(
+                f"{source}: {where}.{field}: unknown {unknown}; the sweep declares {sorted(known)}"
+            )
 
 
 def _config(
@@ -204,8 +224,19 @@ def _config(
         for key, value in _LOCAL_DEFAULTS.items():
             fields.setdefault(key, value)
     for key in ("tasks_file", "skills_dir"):
-        if fields.get(key) is not None and not Path(fields[key]).expanduser().is_absolute():
-            fields[key] = (source.parent / Path(fields[key]).expanduser()).resolve()
+        if fields.get(key) is None or Path(fields[key]).expanduser().is_absolute():
+            continue
+        if key == "skills_dir" and _shipped_pool_name(fields[key]):
+            fields[key] = Path(str(fields[key]))  # as `run --skills math`: the shipped pool
+            continue
+        fields[key] = (source.parent / Path(fields[key]).expanduser()).resolve()
+    for key, value in fields.items():
+        known = RunConfig.model_fields.get(key)
+        if isinstance(value, bool) and known is not None and not _takes_bool(known.annotation):
+            raise SweepFileError(
+                f"{source}: {where}, cell {model.name} {bench.label}-{seed}: {key}: {value!r} "
+                "is a yes/no value, not a setting of this field"
+            )
     try:
         return RunConfig(**fields)
     except ValidationError as exc:
@@ -215,6 +246,13 @@ def _config(
         ) from None
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a RunConfig field's type admits a bool (pydantic would read `true` as 1)."""
+    import typing
+
+    return annotation is bool or bool in typing.get_args(annotation) or annotation is Any
+
+
 def _problem(error: Any) -> str:
     field = ".".join(str(p) for p in error["loc"])
     if error["type"] == "extra_forbidden":
@@ -222,30 +260,85 @@ def _problem(error: Any) -> str:
     return f"{field}: {error['msg']}"
 
 
-def _matches(cell: Cell, selection: Selection) -> bool:
-    """True when `cell` has one of the listed values on every axis the selection names."""
-    coords = dict(cell.coords)
-    named = {
-        name: getattr(selection, name)
-        for name in ("models", "benchmarks", "partition_seeds", *SCALAR_AXES)
-        if getattr(selection, name) is not None
-    }
-    named.update({f"axes.{k}": v for k, v in selection.axes.items()})
-    if not named:
+def _shipped_pool_name(value: Any) -> bool:
+    """A bare name (no path separator, not `./`) of a pool shipped with the toolkit."""
+    from hf_skillfollow._resources import shipped_pool
+
+    text = str(value)
+    if "/" in text or "\\" in text or text.startswith((".", "~")):
         return False
-    for name, values in named.items():
-        if name in SCALAR_AXES:  # the cell's setting, wherever it came from
-            value = getattr(cell.config, SCALAR_AXES[name], None)
-        elif name.startswith("axes."):
-            value = getattr(cell.config, name.removeprefix("axes."), None)
-        else:
-            value = coords.get(name)
-        if name == "skill_pools":
-            value, values = _norm(value), [_norm(v) for v in values]
-        if value not in values:
-            return False
+    try:
+        shipped_pool(text)
+    except FileNotFoundError:
+        return False
     return True
 
 
-def _norm(path: Any) -> str | None:
-    return None if path is None else str(Path(path).name)
+_NAMED_AXES = ("models", "benchmarks", "partition_seeds", *SCALAR_AXES)
+
+
+class _Exclusions:
+    """The `exclude` entries as one index: per axis and value, a bitmask of the entries that
+    accept the cell's value there (an entry that leaves the axis out accepts any).
+
+    A cell is excluded when one entry accepts it on every axis: the AND of one mask per axis
+    of the cell, so the work is (entries + cells x axes) big-integer operations, where
+    matching each cell against each entry was cells x entries (1,000 entries over the paper
+    panel took 200 s). Values compare as the entries' own matching did: the cell's setting
+    wherever it came from, skill pools by folder name, numbers by value.
+    """
+
+    def __init__(self, entries: list[Selection]) -> None:
+        self.any: dict[str, int] = {}  # axis -> entries that leave it out
+        self.by_value: dict[str, dict[Any, int]] = {}
+        self.live = 0  # entries that name at least one axis (an empty entry matches nothing)
+        for i, entry in enumerate(entries):
+            bit = 1 << i
+            named = {n: getattr(entry, n) for n in _NAMED_AXES if getattr(entry, n) is not None}
+            named.update({f"axes.{k}": v for k, v in entry.axes.items()})
+            if named:
+                self.live |= bit
+            for axis, values in named.items():
+                slot = self.by_value.setdefault(axis, {})
+                for value in values:
+                    norm = _norm_value(axis, value)
+                    slot[norm] = slot.get(norm, 0) | bit
+        for axis in self.by_value:
+            named_it = 0
+            for bits in self.by_value[axis].values():
+                named_it |= bits
+            self.any[axis] = self.live & ~named_it
+
+    def matches(self, cell: Cell) -> bool:
+        mask = self.live
+        if not mask:
+            return False
+        coords = dict(cell.coords)
+        for axis, slot in self.by_value.items():
+            if axis in SCALAR_AXES:  # the cell's setting, wherever it came from
+                value = getattr(cell.config, SCALAR_AXES[axis], None)
+            elif axis.startswith("axes."):
+                value = getattr(cell.config, axis.removeprefix("axes."), None)
+            else:
+                value = coords.get(axis)
+            mask &= self.any.get(axis, 0) | slot.get(_norm_value(axis, value), 0)
+            if not mask:
+                return False
+        return True
+
+
+def _norm_value(axis: str, value: Any) -> Any:
+    """A hashable form of an axis value; equal settings give equal forms."""
+    import json
+
+    if value is None:
+        return None
+    if axis == "skill_pools":
+        return ("pool", Path(value).name)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("num", float(value))
+    if isinstance(value, str | Path):
+        return ("str", str(value))
+    return ("json", json.dumps(value, sort_keys=True, default=str))
