@@ -623,3 +623,47 @@ def terminus_episodes_trial() -> list[dict]:
             ),
         },
     ]
+
+
+# --- BenchFlow trajectory/acp_trajectory.jsonl --------------------------------------------------
+
+
+def acp_call(call_id: str, kind: str, title: str, status: str, text: str | None = None) -> dict:
+    content = [{"type": "content", "content": {"type": "text", "text": text}}] if text else []
+    return {
+        "type": "tool_call",
+        "tool_call_id": call_id,
+        "kind": kind,
+        "title": title,
+        "status": status,
+        "content": content,
+    }
+
+
+def acp_trial() -> list[dict]:
+    """BenchFlow's recorded ACP events. Hand labels (pool: pdf, xlsx, docx), by line:
+    1 OpenHands legacy invoke_skill (kind other, `Tool: invoke_skill` + `[skill: pdf]`) -> pdf
+    2 execute `cat .../xlsx/SKILL.md` completed -> xlsx, instructions
+    3 read of docx's reference, failed -> dropped: docx's instructions load later
+    4 search for SKILL.md -> nothing
+    5 OpenCode skill (`<skill_content name="docx">`) completed -> docx, instructions
+    6 kind skill, failed, names no skill -> a note, no event
+    7 round outcome with skills preloaded -> a note, not activation
+    """
+    return [
+        {"type": "user_message", "text": "Extract the totals."},
+        acp_call(
+            "c1", "other", "invoke_skill", "completed", "Tool: invoke_skill\n[skill: pdf]\n# PDF"
+        ),
+        acp_call("c2", "execute", "cat /root/.agents/skills/xlsx/SKILL.md", "completed", "---"),
+        acp_call("c3", "read", "Read /root/.agents/skills/docx/references/a.md", "failed"),
+        acp_call("c4", "search", "find / -name SKILL.md", "completed", "..."),
+        acp_call("c5", "other", "skill", "completed", '<skill_content name="docx">\n# DOCX'),
+        acp_call("c6", "skill", "Skill", "failed"),
+        {
+            "type": "agent_iteration_outcome",
+            "stop_reason": "end_turn",
+            "skill_context_preloaded": True,
+            "preloaded_skill_count": 5,
+        },
+    ]

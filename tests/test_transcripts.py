@@ -256,6 +256,7 @@ def test_registry_names_every_detector_and_unknown_is_an_error() -> None:
         "gemini-cli",
         "openhands",
         "atif",
+        "acp",
         "generic",
         "harness-record",
     }
@@ -518,4 +519,39 @@ def test_claude_code_skill_outcome_beside_the_block() -> None:
     assert _summary(found) == [
         ("citation-management", "instructions", 0, True),
         ("xlsx", "instructions", 2, False),
+    ]
+
+
+def test_benchflow_acp_trajectory(tmp_path: Path) -> None:
+    path = fx.write_jsonl(tmp_path / "acp_trajectory.jsonl", fx.acp_trial())
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "acp"
+    found = detect(transcript, POOL)
+    assert _summary(found) == [
+        ("pdf", "instructions", 1, True),
+        ("xlsx", "instructions", 2, True),
+        ("docx", "instructions", 5, True),
+    ]
+    assert found.notes == (
+        "event 6: a skill call that names no skill",
+        "skills preloaded into the context by the harness (5), not counted",
+    )
+
+
+def test_raw_acp_updates_merge_by_call_id() -> None:
+    """A raw `session/update` stream: the call's final status comes from its last update."""
+    events = [
+        {"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "execute", "status": "pending",
+         "title": "Run", "rawInput": {"command": "head -30 /s/skills/pdf/SKILL.md"}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
+        {"sessionUpdate": "tool_call", "toolCallId": "t2", "kind": "execute", "status": "pending",
+         "title": "Run", "rawInput": {"command": "python /s/skills/xlsx/scripts/a.py"}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t2", "status": "failed"},
+        {"sessionUpdate": "tool_call", "toolCallId": "t3", "kind": "read", "status": "completed",
+         "title": "Read file", "locations": [{"path": "/s/skills/xlsx/SKILL.md", "line": 1}]},
+    ]  # fmt: skip
+    assert sniff_format(events) == "acp"
+    assert _summary(detect(events, ["pdf", "xlsx"])) == [
+        ("pdf", "instructions", 0, True),
+        ("xlsx", "instructions", 4, True),
     ]

@@ -59,6 +59,7 @@ DETECTORS = LazyRegistry(
         "gemini-cli": "hf_skillfollow.transcripts._gemini_cli:detect_gemini_cli",
         "openhands": "hf_skillfollow.transcripts._openhands:detect_openhands",
         "atif": "hf_skillfollow.transcripts._atif:detect_atif",
+        "acp": "hf_skillfollow.transcripts._acp:detect_acp",
         "generic": "hf_skillfollow.transcripts._generic:detect_generic",
         "harness-record": "hf_skillfollow.transcripts._harness_record:detect_harness_record",
     },

@@ -5,7 +5,8 @@ Each format has a field no other one uses on its events: Claude Code's ``type`` 
 ``thread.started`` / ``item.*`` events; Gemini CLI's ``init`` event with ``session_id`` and its
 ``tool_use`` events with ``tool_name``; OpenCode's events carrying a ``part`` (``run --format
 json``) or an export's ``messages`` with ``parts``; OpenHands' events with ``action`` or
-``observation`` and ``source``; ATIF's ``schema_version`` starting ``ATIF`` or a ``steps`` list
+``observation`` and ``source``; BenchFlow's ACP ``tool_call`` events with ``tool_call_id`` (or
+raw ``sessionUpdate`` objects); ATIF's ``schema_version`` starting ``ATIF`` or a ``steps`` list
 (and SkillsBench Terminus's list of ``episode``/``prompt``/``response`` records, also ``atif``).
 The first events decide (up to `SNIFF_EVENTS`); anything else is ``generic``.
 """
@@ -80,6 +81,11 @@ def _event_format(event: Mapping) -> str | None:
         return "gemini-cli"
     if isinstance(event.get("part"), Mapping) and "sessionID" in event:
         return "opencode"
+    if (kind == "tool_call" and "tool_call_id" in event) or event.get("sessionUpdate") in (
+        "tool_call",
+        "tool_call_update",
+    ):
+        return "acp"
     if _is_openhands(event):
         return "openhands"
     return None
