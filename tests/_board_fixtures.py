@@ -34,3 +34,45 @@ def write_annotations(run_dir: Path, annotator: str, *, bad_column: bool = False
     path = run_dir / "annotations.parquet"
     pq.write_table(table, path)
     return path
+
+
+# --- issue 39: rows that differ only in what they measured --------------------------------
+# (se_correct, sd_correct, returned) -> tasks, as in tests/_fixtures_hub.py.
+#: Significant help: S_call b=9 c=1 a=2 (n_cond 12), S_skip a=4 d=4. RAE = 100·8/12 = +66.7,
+#: McNemar p = 2·(1 + 10)/2^10 = 0.0215; lift = 11/12 − 4/8 = +41.7 (signs agree).
+HELPS = {(True, False, True): 9, (False, True, True): 1, (True, True, True): 2,
+         (True, True, False): 4, (False, False, False): 4}  # fmt: skip
+#: Harm: S_call b=1 c=3 a=6 (n_cond 10), S_skip a=2 d=8. RAE = 100·(1−3)/10 = −20,
+#: McNemar p = 2·5/16 = 0.625; lift = 7/10 − 2/10 = +50: a reportable sign disagreement.
+HURTS = {(True, False, True): 1, (False, True, True): 3, (True, True, True): 6,
+         (True, True, False): 2, (False, False, False): 8}  # fmt: skip
+#: Too few retrievals to report: S_call b=1 c=3 a=2 (n_cond 6 < 10), S_skip a=2 d=8.
+#: RAE = −33.3, lift = 3/6 − 2/10 = +30: the signs disagree, but the cell is not reportable.
+FEW = {(True, False, True): 1, (False, True, True): 3, (True, True, True): 2,
+       (True, True, False): 2, (False, False, False): 8}  # fmt: skip
+#: Never retrieved: S_skip a=5 b=3 c=1 d=11; RAE and McNemar p undefined.
+NEVER = {(True, True, False): 5, (True, False, False): 3, (False, True, False): 1,
+         (False, False, False): 11}  # fmt: skip
+HELPER = "acme/helper-7b"
+TASKS_A = "custom@file:tasks-a.jsonl+sha256.1111aaaa2222bbbb+graders.expectations"
+TASKS_B = "custom@file:tasks-b.jsonl+sha256.3333cccc4444dddd+graders.expectations"
+
+
+def write_readable_sources(root: Path) -> list[str]:
+    """Two sources whose rows differ only in what they measured (issue 39):
+
+    `lab`: acme/helper-7b on mbppplus by search (HURTS, cellS) and by catalog (HELPS, cellK),
+    and on two custom task files (HELPS as cellJ1 on tasks-a, HURTS as cellJ2 on tasks-b);
+    `community`: org/small-1b (FEW, cellN) and org/never-1b (NEVER, cellZ) on mbppplus."""
+    from tests._fixtures_hub import write_run_dir
+
+    lab, community = root / "lab", root / "community"
+    helper = {"model": HELPER, "skill_pool": "coding"}
+    write_run_dir(lab, "run-s1", HURTS, cell_id="cellS", **helper)
+    write_run_dir(lab, "run-k1", HELPS, cell_id="cellK", access="catalog", **helper)
+    custom = {"benchmark": "custom", "skill_pool": "coding", "model": HELPER}
+    write_run_dir(lab, "run-j1", HELPS, cell_id="cellJ1", benchmark_version=TASKS_A, **custom)
+    write_run_dir(lab, "run-j2", HURTS, cell_id="cellJ2", benchmark_version=TASKS_B, **custom)
+    write_run_dir(community, "run-n1", FEW, cell_id="cellN", model="org/small-1b")
+    write_run_dir(community, "run-z1", NEVER, cell_id="cellZ", model="org/never-1b")
+    return [str(lab), str(community)]

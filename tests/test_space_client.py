@@ -239,6 +239,10 @@ def client(app_url):
     return Client(app_url, verbose=False)
 
 
+#: Lines under the model name, kept apart from the Model cell's text by their class.
+_LINES = {"sf-src": "source", "sf-phone": "phone", "sf-judge": "judge"}
+
+
 class _Table(HTMLParser):
     """Rows of the first <table> in a fragment as {header: text}, plus the row's data-* attributes."""
 
@@ -250,7 +254,8 @@ class _Table(HTMLParser):
         self._row: list[str] | None = None
         self._attrs: dict = {}
         self._depth = 0
-        self._source: list[str] | None = None  # text of the model cell's source line
+        self._source: list[str] | None = None  # text of a line under the model name
+        self._line = ""  # which line: source, phone (the phone summary) or judge
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
@@ -261,8 +266,11 @@ class _Table(HTMLParser):
             self._row, self._attrs = [], dict(attrs)
         elif tag in {"td", "th"}:
             self._cell = []
-        elif tag == "div" and "sf-src" in (dict(attrs).get("class") or "").split():
-            self._source = []
+        elif tag == "div" and self._source is None:
+            classes = (dict(attrs).get("class") or "").split()
+            line = next((_LINES[c] for c in classes if c in _LINES), "")
+            if line:
+                self._source, self._line = [], line
 
     def handle_endtag(self, tag):
         if tag == "table":
@@ -270,7 +278,7 @@ class _Table(HTMLParser):
         if self._depth != 1:
             return
         if tag == "div" and self._source is not None:
-            self._attrs["source"] = "".join(self._source)
+            self._attrs[self._line] = " ".join("".join(self._source).split())
             self._source = None
         elif tag in {"td", "th"} and self._cell is not None and self._row is not None:
             self._row.append(" ".join("".join(self._cell).split()))
@@ -364,8 +372,8 @@ def test_undefined_values_say_why_in_the_cli_words(client):
     d = rows[-1]  # reportable first; among the rest the undefined RAE sorts last
     assert d["RAE pp [95% CI]"] == NEVER_RETRIEVED  # the CLI's words
     assert d["McNemar p"] == NEVER_RETRIEVED  # not p = 1 on zero discordant pairs
-    assert d["Agg lift pp"] == "n/a (retrieval on no task: S_ret is empty)"
-    assert d["Δselect pp"] == "n/a (retrieval on no task: S_ret is empty)"
+    assert d["Agg lift pp"] == "n/a (retrieval on no task: S_call is empty)"
+    assert d["Δselect pp"] == "n/a (retrieval on no task: S_call is empty)"
     assert d["OAE pp [95% CI]"].startswith("+10.0 [") and d["Δskip pp"] == "+10.0"
     assert d["Reportable"] == "no n_cond < 5" and "sf-nonrep" in d["class"]
 
@@ -444,7 +452,7 @@ def test_plots_carry_the_cells_and_the_intervals(client):
     hover = re.search(
         rf'data-sf-cell="{re.escape(key("cellB"))}"[^>]*><title>([^<]*)</title><line', plots
     )
-    assert hover and "model-beta · humanevalplus · coding / normal" in hover.group(1)
+    assert hover and "model-beta · humanevalplus v1 · coding / normal" in hover.group(1)
     assert "b/c invoked 2/6" in hover.group(1)
     _, _, one = refresh(client, benchmarks=["humanevalplus"])
     assert "humanevalplus (1)" in one  # the legend stays with a single benchmark

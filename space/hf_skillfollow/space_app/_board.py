@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hf_skillfollow.space_app import _cache
+from hf_skillfollow.space_app._labels import add_labels
 from hf_skillfollow.space_app._sources import (
     SOURCE,
     cell_sources,
@@ -496,15 +497,18 @@ def _decorate(
         other = out["access"].astype(str) != "search"
         out.loc[other, "pool_condition"] += " / " + out.loc[other, "access"].astype(str)
     out["_model_lc"] = out["model"].astype(str).str.lower()
+    add_labels(out)
     run = "" if pool_runs else " · " + out["run_id"].astype(str)
+    judged = np.where(out["judge_model"] != "", " · judge " + out["judge_model"].astype(str), "")
     out["label"] = (
         out["model"].astype(str)
         + " · "
-        + out["benchmark"].astype(str)
+        + out["task_set"].astype(str)
         + " · "
         + out["pool_condition"]
         + " · "
         + out["partition"]
+        + judged
         + run
     )
     out["_key"] = _keys(out, pool_runs, across, warnings)

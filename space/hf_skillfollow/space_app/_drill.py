@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 
 import pandas as pd
@@ -15,6 +16,7 @@ import pandas as pd
 from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app._board import ALL_SOURCES, Board
+from hf_skillfollow.space_app._labels import SEARCH_ONLY
 from hf_skillfollow.space_app._sources import SOURCE, source_id
 
 NO_CELL = "Pick a cell: click a row of the leaderboard or a point of a plot."
@@ -76,14 +78,33 @@ _HEADER_FIELDS = (
 def header_html(cell: pd.Series, key: str) -> str:
     """Title and identity of the cell; `data-sf-open` puts the cell into the page URL."""
     fields = [*_HEADER_FIELDS, "run_id" if "run_id" in cell.index else "n_runs"]
+    # Settings that had no effect on what was measured are left out (a catalog cell searched
+    # nothing, so its retriever and top_k say nothing about it).
+    idle = set(SEARCH_ONLY) if str(cell.get("access") or "search") != "search" else set()
     items = " · ".join(
         f"<b>{escape(f)}</b> <code>{escape(_capped(cell[f]))}</code>"
         for f in fields
-        if f in cell.index and not (f == "conflicts" and not cell[f])
+        if f in cell.index and f not in idle and not (f == "conflicts" and not cell[f])
     )
     return (
         f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
-        f"<h3>{escape(_capped(cell['label']))}</h3><p>{items}</p></div>"
+        f"<h3>{escape(_capped(cell['label']))}</h3>"
+        f'<p class="sf-protocol">{escape(protocol_sentence(cell))}</p>'
+        f"<p>{items}</p></div>"
+    )
+
+
+def protocol_sentence(cell: pd.Series) -> str:
+    """How this cell was measured, in words."""
+    task_set = _capped(cell.get("task_set") or cell.get("benchmark"))
+    judge = cell.get("judge_model")
+    judged = f"; answers graded by the judge {_capped(judge)}" if judge else ""
+    if judge and judge == cell.get("model"):
+        judged += " (self-judged: the model grades its own answers)"
+    return _capped(
+        f"Each task of {task_set} was run twice with {_capped(cell.get('model'))}: with skills of "
+        f"the pool {_capped(cell.get('skill_pool'))} ({_capped(cell.get('condition'))}) by "
+        f"{_capped(cell.get('protocol'))}, and without any skill tool{judged}."
     )
 
 
@@ -160,7 +181,18 @@ def flips(rows: pd.DataFrame) -> pd.DataFrame:
         }
     )
     rank = (out["flip"] == HELPFUL).astype(int) * 2 + (out["subset"] == "skip").astype(int)
-    return out.assign(_rank=rank).sort_values(["_rank", "task_id", "run_id"]).drop(columns="_rank")
+    natural = out["task_id"].map(natural_key)
+    order = sorted(range(len(out)), key=lambda i: (rank.iloc[i], natural.iloc[i], out["run_id"].iloc[i]))
+    return out.iloc[order]
+
+
+def natural_key(text: str) -> tuple:
+    """Digits compare as numbers: Mbpp/70 before Mbpp/596, as a reader expects."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in re.split(r"(\d+)", text)
+        if part
+    )
 
 
 def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:

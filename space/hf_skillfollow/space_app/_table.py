@@ -23,6 +23,10 @@ from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
 #: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
 MAX_TABLE_ROWS = 200
 DISAGREE_MARK = "⚠"
+#: McNemar p below this is marked significant (two-sided, on the retrieval-invoked pairs).
+ALPHA = 0.05
+SIG_MARK = '<sup class="sf-sig" aria-label="significant">✱</sup>'
+SELF_JUDGED = "self-judged: the model grades its own answers"
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,8 @@ class Column:
 
 COLUMNS: tuple[Column, ...] = (
     Column("model", "Model", "Model id, the source that published the cell (a Hub repo or a local path), and the run id when runs are shown separately", "model", False, True),
-    Column("benchmark", "Benchmark", "Benchmark of the cell", "benchmark", False),
-    Column("pool", "Pool / condition", "Skill pool, its condition (normal, filler, ...) and the access protocol when not search (catalog)", "pool_condition", False),
+    Column("benchmark", "Task set", "Benchmark and its version, or a maintainer's own task set (custom task file, skill evals) by name and the first 8 hex digits of its content hash", "task_set", False),
+    Column("pool", "Pool / protocol", "Skill pool and its condition (normal, filler, ...); under it, how the skills reached the model (the access protocol, with only the settings that had an effect)", "pool_condition", False),
     Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
     Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
     Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),
@@ -118,13 +122,17 @@ def _base_mask(cells: pd.DataFrame, f: Filters) -> np.ndarray:
     if f.min_cond not in THRESHOLDS:
         raise ValueError(f"min n_cond must be one of {THRESHOLDS}, got {f.min_cond}")
     mask = np.ones(len(cells), dtype=bool)
-    for values, column in (
-        (f.benchmarks, "benchmark"),
-        (f.partitions, "partition"),
-        (f.pools, "pool_condition"),
+    for values, columns in (
+        (f.benchmarks, ("benchmark", "task_set")),  # a link may name the benchmark alone
+        (f.partitions, ("partition",)),
+        (f.pools, ("pool_condition",)),
     ):
         if values:
-            mask &= cells[column].isin(values).to_numpy()
+            hit = np.zeros(len(cells), dtype=bool)
+            for column in columns:
+                if column in cells.columns:
+                    hit |= cells[column].isin(values).to_numpy()
+            mask &= hit
     if f.rescored_only:
         mask &= cells[_verification.RESCORED_FLAG].to_numpy(dtype=bool)
     query = f.model_query.strip().lower()
@@ -176,6 +184,8 @@ def undefined_reason(row: pd.Series | dict, column: str) -> str | None:
     if column == "delta_skip" and int(row["n_skip"]) == 0:
         return fmt.undefined("n_skip = 0")
     reason = row.get(f"{column}_reason")
+    if isinstance(reason, str):  # the metrics' S_ret is the set the board calls S_call
+        reason = reason.replace("S_ret ", "S_call ")
     return fmt.undefined(reason if isinstance(reason, str) and reason else None)
 
 
@@ -193,7 +203,7 @@ def table_html(
 ) -> str:
     """The table for the first `limit` filtered cells; rows carry their drill-down key."""
     if filtered.empty:
-        return '<div class="sf-empty">No cells match these filters.</div>'
+        return EMPTY_HTML
     key, descending = parse_sort(f.sort)
     columns = [c for c in COLUMNS if not (runs_separately and c.key == "runs")]
     extra = _extra_columns(filtered) if all_columns else []
@@ -220,7 +230,8 @@ def table_html(
         cells += "".join(f"<td>{escape(_capped(_raw(row[c])))}</td>" for c in extra)
         attrs = f' class="{cls}"' if cls else ""
         key_attr = escape(str(row["_key"]))
-        rows.append(f'<tr{attrs} data-sf-cell="{key_attr}" tabindex="0">{cells}</tr>')
+        rae = "" if fmt.is_undefined(row["rae"]) else f' data-sf-rae="{float(row["rae"]):.6g}"'
+        rows.append(f'<tr{attrs} data-sf-cell="{key_attr}"{rae} tabindex="0">{cells}</tr>')
     return (
         f"<style>{_column_css(columns, all_columns)}</style>"
         f'<div class="sf-table-wrap"><table class="sf-table sf-board">'
@@ -246,7 +257,8 @@ def _column_css(columns: list[Column], all_columns: bool) -> str:
 
 #: Cell columns a table row reads (the rest of the wide frame is never copied per row).
 _ROW_COLUMNS = (
-    "_key", "model", "source", "conflicts", "run_id", "benchmark", "pool_condition", "partition", "n_runs", "n_pairs",
+    "_key", "model", "source", "conflicts", "run_id", "benchmark", "task_set", "pool_condition",
+    "protocol", "judge_model", "_self_judged", "partition", "n_runs", "n_pairs",
     "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
     "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
     "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
@@ -300,8 +312,12 @@ def _cell_text(
             else ""
         )
         source = f'<div class="sf-sub sf-src">{escape(_capped(row["source"]))}</div>'
-        return f"{escape(_capped(row['model']))}{run}{source}{note}", ""
-    if key in {"benchmark", "pool", "partition"}:
+        name = f'<span class="sf-model">{escape(_capped(row["model"]))}</span>'
+        return f"{name}{_judge_line(row)}{_phone_line(row)}{run}{source}{note}", ""
+    if key == "pool":
+        protocol = f'<div class="sf-sub">{escape(_capped(row["protocol"]))}</div>'
+        return escape(_capped(row["pool_condition"])) + protocol, ""
+    if key in {"benchmark", "partition"}:
         return escape(_capped(row[COLUMN_BY_KEY[key].source])), ""
     if key == "runs":
         return str(int(row["n_runs"])), ""
@@ -318,7 +334,8 @@ def _cell_text(
         star = "" if reportable or key != "rae" else "*"
         note = f"not reportable: n_cond {int(row['n_cond'])} < {threshold}" if star else ""
         ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
-        return f'<b>{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>', note
+        sign = _sign_class(row[key])
+        return f'<b class="{sign}">{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>', note
     if key == "lift":
         reason = undefined_reason(row, "agg_lift")
         if reason:
@@ -336,7 +353,14 @@ def _cell_text(
         return (_why(reason), reason) if reason else (pp(row[source]), "")
     if key == "p":
         reason = undefined_reason(row, "mcnemar_p")
-        return (_why(reason), reason) if reason else (fmt.p_value(row["mcnemar_p"]), "")
+        if reason:
+            return _why(reason), reason
+        if float(row["mcnemar_p"]) < ALPHA:
+            return (
+                f'<b class="sf-sig">{fmt.p_value(row["mcnemar_p"])}</b>{SIG_MARK}',
+                f"significant: p < {ALPHA} (exact McNemar, b vs c)",
+            )
+        return fmt.p_value(row["mcnemar_p"]), ""
     if key == "bc":
         return f"{int(row['b_cond'])} / {int(row['c_cond'])}", ""
     if key == "reportable":
@@ -349,6 +373,33 @@ def _cell_text(
     if key == "rescored":
         return _verification.mark_html(row), ""
     raise KeyError(key)
+
+
+def _sign_class(value: object) -> str:
+    """`sf-neg` (harm, red) or `sf-pos` for an effect's point estimate."""
+    if fmt.is_undefined(value):
+        return ""
+    v = float(value)  # type: ignore[arg-type]
+    return "sf-neg" if v < 0 else "sf-pos" if v > 0 else ""
+
+
+def _judge_line(row: dict) -> str:
+    """Judged cells: the judge model under the model name, flagged when it is the model."""
+    judge = row.get("judge_model")
+    if not judge:
+        return ""
+    flag = (
+        f' <span class="sf-flag" title="{escape(SELF_JUDGED)}">{DISAGREE_MARK} self-judged</span>'
+        if row.get("_self_judged")
+        else ""
+    )
+    return f'<div class="sf-judge">judge <b>{escape(_capped(judge))}</b>{flag}</div>'
+
+
+def _phone_line(row: dict) -> str:
+    """What a phone hides with the wide columns, in one line: task set · pool · protocol."""
+    text = f"{row['task_set']} · {row['pool_condition']} · {row['protocol']}"
+    return f'<div class="sf-sub sf-phone">{escape(_capped(text, 2 * SHOWN_CHARS))}</div>'
 
 
 def _extra_columns(filtered: pd.DataFrame) -> list[str]:
@@ -388,6 +439,9 @@ def csv_frame(filtered: pd.DataFrame, min_cond: int) -> pd.DataFrame:
     out["min_cond"] = min_cond
     out["reportable"] = filtered[f"_rep_{min_cond}"].to_numpy(dtype=bool)
     out["sign_disagree"] = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
+    if "mcnemar_p" in out and "n_cond" in out:  # no retrieval: undefined, as the page says
+        never = pd.to_numeric(out["n_cond"], errors="coerce").to_numpy() == 0
+        out["mcnemar_p"] = np.where(never, np.nan, pd.to_numeric(out["mcnemar_p"], errors="coerce"))
     return out
 
 
@@ -421,13 +475,37 @@ def summary_html(
         f'<div class="sf-summary" data-sf-query="{escape(query)}">'
         f"<span><b>{len(filtered):,}</b> of {total} match{more}</span> · "
         f"<span><b>{reportable:,}</b> reportable at n_cond ≥ {t}</span> · "
-        f'<span class="sf-flag"><b>{disagree:,}</b> sign disagreement(s) {DISAGREE_MARK}</span> · '
+        f"{_disagreements(disagree)} · "
         f'<a class="sf-csv" href="{escape(link)}" download="skillfollow_leaderboard.csv">'
         f"Download CSV (all {len(filtered):,} rows)</a>"
         f'<details class="sf-sens"><summary>Sign disagreements by n_cond threshold</summary>'
         f'<table class="sf-small"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>'
-        "</div>"
+        f"{definitions_html()}</div>"
     )
+
+
+def _disagreements(count: int) -> str:
+    """The summary's count: red with ⚠ only when there is something to flag."""
+    if not count:
+        return "<span><b>0</b> sign disagreements</span>"
+    return f'<span class="sf-flag"><b>{count:,}</b> sign disagreement(s) {DISAGREE_MARK}</span>'
+
+
+def definitions_html() -> str:
+    """Every column's definition, readable without hovering (a phone has no hover)."""
+    items = "".join(f"<dt>{escape(c.header)}</dt><dd>{escape(c.tip)}</dd>" for c in COLUMNS)
+    return (
+        '<details class="sf-defs"><summary>Definitions of the columns</summary>'
+        f"<dl>{items}<dt>{SIG_MARK} McNemar p</dt><dd>p &lt; {ALPHA}</dd></dl></details>"
+    )
+
+
+#: A filter that matches nothing: say so and offer the way back (the page's own address
+#: without a query is the default view).
+EMPTY_HTML = (
+    '<div class="sf-empty sf-nomatch">No cells match these filters. '
+    '<a class="sf-reset" href="?">Reset all filters</a></div>'
+)
 
 
 def query_string(f: Filters, *, runs: bool, all_columns: bool, pool: bool = False) -> str:
@@ -508,6 +586,13 @@ def state_from_query(params: dict[str, list[str]]) -> ViewState:
 
 def choices(cells: pd.DataFrame, column: str) -> list[str]:
     return sorted(str(v) for v in cells[column].dropna().unique())
+
+
+def task_set_choices(cells: pd.DataFrame) -> list[str]:
+    """Every task set, and the benchmark name where it has several (it selects them all)."""
+    sets = cells[["benchmark", "task_set"]].drop_duplicates().astype(str)
+    several = sets["benchmark"][sets["benchmark"].duplicated()].unique().tolist()
+    return sorted({*sets["task_set"], *several})
 
 
 def parse_threshold(value: object) -> int:

@@ -19,13 +19,16 @@ from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
 from hf_skillfollow.space_app._assets import CSS, HEAD
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board
+from hf_skillfollow.space_app._markdown import rendered
 
 INTRO = (
     "# Do retrieved skills actually help?\n"
-    "Every task is run with the `search_skills` tool (SE) and without it (SD). **RAE** is the paired "
-    "effect where a skill was retrieved; **aggregate lift** is the usual, selection-biased number; "
-    "⚠ marks cells where the two disagree in sign. pp = percentage points. Hover a header for its "
-    "definition, click a header to sort, click a row or a plot point for the cell's drill-down."
+    "Every task is run twice: with skills (SE; each row says how they reached the model, by a "
+    "`search_skills` tool or a skill catalog in the prompt) and without (SD). **RAE** is the "
+    "paired effect where a skill came back (red: the skills hurt); **aggregate lift** is the usual, "
+    "selection-biased number; ⚠ marks cells where the two disagree in sign. pp = percentage "
+    "points. *Definitions* under the counts explain every column; click a header to sort, a row "
+    "or a plot point for the cell's drill-down."
 )
 NONREP, RUNS, ALL = "non-reportable cells", "runs separately", "all columns"
 RESCORED = "re-scored only"
@@ -98,10 +101,13 @@ def _render(
 
 
 def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
+    if filtered.empty:  # three empty frames say nothing the table's reset line does not
+        return ""
     disagree = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
+    reportable = filtered[f"_rep_{min_cond}"].to_numpy(dtype=bool)
     return (
         '<div class="sf-plots">'
-        + _plots.lift_vs_rae(filtered, disagree)
+        + _plots.lift_vs_rae(filtered, disagree, reportable)
         + _plots.coverage_vs_rae(filtered, disagree)
         + _plots.select_vs_lift(filtered, disagree)
         + "</div>"
@@ -111,7 +117,7 @@ def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
 def build_app(board: Board) -> gr.Blocks:
     """The whole app for one loaded board (the first view is rendered here, into the page)."""
     with BoardBlocks(title="skillfollow leaderboard", fill_width=True) as demo:
-        gr.Markdown(INTRO, elem_id="sf-intro")
+        gr.Markdown(rendered(INTRO), elem_id="sf-intro")
         gr.HTML(
             warnings_html(board.warnings),
             elem_id="sf-warnings",
@@ -135,9 +141,9 @@ def build_app(board: Board) -> gr.Blocks:
 def _empty_state(board: Board) -> None:
     with gr.Tabs():
         with gr.Tab("Leaderboard", id="board"):
-            gr.Markdown(EMPTY_MD, elem_id="sf-empty")
+            gr.Markdown(rendered(EMPTY_MD), elem_id="sf-empty")
         with gr.Tab("About", id="about"):
-            gr.Markdown(ABOUT, elem_id="sf-about")
+            gr.Markdown(rendered(ABOUT), elem_id="sf-about")
 
 
 def _board_tabs(demo: gr.Blocks, board: Board) -> None:
@@ -160,7 +166,7 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
         with gr.Tab("Cell drill-down", id="drill"):
             d = _drill_tab()
         with gr.Tab("About", id="about"):
-            gr.Markdown(ABOUT, elem_id="sf-about")
+            gr.Markdown(rendered(ABOUT), elem_id="sf-about")
     boxes = {
         name: gr.Textbox(
             value=T.DEFAULT_SORT if name == "sort" else "",
@@ -175,14 +181,18 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
 
 
 def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
-    with gr.Row(equal_height=True):
+    # One accordion: open on a wide screen (every filter fits one row), folded on a phone by
+    # the page script, so the table is on the first screen there.
+    with gr.Accordion("Filters", open=True, elem_id="sf-filters"), gr.Row(equal_height=True):
         c = {
             "benchmarks": gr.Dropdown(
-                T.choices(cells, "benchmark"),
+                T.task_set_choices(cells),
                 value=[],
                 multiselect=True,
-                label="Benchmark",
+                label="Task set",
+                allow_custom_value=True,  # a link may name a benchmark alone
                 elem_id="sf-f-benchmark",
+                elem_classes=["sf-all"],
                 min_width=160,
             ),
             "partitions": gr.Dropdown(
@@ -191,6 +201,7 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 multiselect=True,
                 label="Partition",
                 elem_id="sf-f-partition",
+                elem_classes=["sf-all"],
                 min_width=160,
             ),
             "pools": gr.Dropdown(
@@ -199,6 +210,7 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 multiselect=True,
                 label="Pool / condition",
                 elem_id="sf-f-pool",
+                elem_classes=["sf-all"],
                 min_width=160,
             ),
             "model": gr.Textbox(
@@ -423,8 +435,8 @@ def _show_cell(board: Board, key: str | None):
         _drill.header_html(cell, str(cell["_key"]))
         + _cost.cost_html(board.traces.table, rows)
         + _verification.drill_html(board.rescoring, cell, per_run),
-        _drill.matrix_markdown(cell),
-        _drill.decomposition_markdown(cell),
+        rendered(_drill.matrix_markdown(cell)),
+        rendered(_drill.decomposition_markdown(cell)),
         _drill.tally_html(_drill.skill_tally(rows)),
         _drill.flips_html(flips),
         traces,

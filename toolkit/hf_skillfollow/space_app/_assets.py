@@ -2,6 +2,10 @@
 
 Colours come from Gradio's theme variables or `currentColor`, so light and dark mode both
 read; the few fixed colours (flags, plot series) are chosen to read on either background.
+Secondary text (intervals, sources, reasons) has its own colours, at least 4.5:1 (WCAG AA)
+in each mode: Gradio's subdued text colour is 1.9:1 on white.
+Gradio scopes this CSS by rewriting selectors and mangles a `.dark` rule with a selector
+list (only its first selector keeps `.dark` in front), so each `.dark` rule has one selector.
 """
 
 from __future__ import annotations
@@ -37,9 +41,29 @@ CSS = """
 .sf-nonrep td { opacity: .62; }
 .sf-flag { color: #c62828; font-weight: 600; }
 .dark .sf-flag { color: #ff8a80; }
-.sf-why { display: block; font-size: 11px; color: var(--body-text-color-subdued);
+.sf-why { display: block; font-size: 11px; color: #4f5661;
   white-space: normal; text-align: left; max-width: 16em; }
-.sf-ci, .sf-sub { color: var(--body-text-color-subdued); font-size: 11px; }
+.sf-ci, .sf-sub { color: #4f5661; font-size: 11px; }
+.dark .sf-ci { color: #c3c8d0; }
+.dark .sf-sub { color: #c3c8d0; }
+.dark .sf-why { color: #c3c8d0; }
+.sf-neg { color: #b3261e; }
+.dark .sf-neg { color: #ff8a80; }
+.sf-pos { color: #1b6e20; }
+.dark .sf-pos { color: #a5d6a7; }
+.sf-sig { font-weight: 700; }
+sup.sf-sig { font-size: 9px; margin-left: 1px; }
+.sf-judge { font-size: 11px; }
+.sf-phone { display: none; }
+.sf-board td:first-child { min-width: 11em; }
+.sf-model { overflow-wrap: anywhere; }
+.sf-defs summary { cursor: pointer; font-size: 13px; }
+.sf-defs dl { font-size: 12px; margin: .3em 0; display: grid; grid-template-columns: max-content 1fr;
+  gap: 2px 12px; }
+.sf-defs dt { font-weight: 600; }
+.sf-defs dd { margin: 0; }
+.sf-nomatch .sf-reset { font-weight: 600; margin-left: .5em; }
+#sf-matrices td, #sf-matrices th { word-break: normal; overflow-wrap: normal; }
 .sf-no { color: #b26a00; font-weight: 600; }
 .dark .sf-no { color: #ffcc80; }
 .sf-empty { padding: 1em; color: var(--body-text-color-subdued); }
@@ -77,6 +101,8 @@ CSS = """
 .sf-c7 { fill: #8a8a8a; stroke: #8a8a8a; background: #8a8a8a; }
 .sf-c8 { fill: #bcbd22; stroke: #bcbd22; background: #bcbd22; }
 .sf-c9 { fill: #17becf; stroke: #17becf; background: #17becf; }
+.sf-hollow .sf-pt circle { fill: none; stroke: #8a8a8a; stroke-width: 1.6; }
+.sf-key i.sf-ring { background: none; border: 2px solid #8a8a8a; box-sizing: border-box; }
 .sf-c0 line, .sf-c1 line, .sf-c2 line, .sf-c3 line, .sf-c4 line, .sf-c5 line, .sf-c6 line,
 .sf-c7 line, .sf-c8 line, .sf-c9 line { fill: none; }
 .sf-drill-head h3 { margin: .2em 0; }
@@ -109,6 +135,10 @@ CSS = """
   .sf-table .sf-ci, .sf-table td .sf-sub { display: block; }
   .sf-traces { grid-template-columns: minmax(0, 1fr); }
   .sf-why { max-width: 9em; }
+  .sf-phone { display: block; }
+  .sf-board td:first-child { min-width: 0; }
+  #sf-matrices table { display: block; overflow-x: auto; }
+  .sf-defs dl { grid-template-columns: 1fr; }
 }
 """
 
@@ -154,9 +184,35 @@ HEAD = """
     if (head && head.dataset.sfOpen) params.set("cell", head.dataset.sfOpen);
     const query = params.toString();
     if (query !== location.search.replace(/^\\?/, "")) {
-      history.replaceState(history.state, "", query ? `?${query}` : location.pathname);
+      // Opening another cell is a step the Back button undoes; a filter change is not.
+      const before = new URLSearchParams(location.search).get("cell");
+      const step = params.get("cell") && params.get("cell") !== before;
+      history[step ? "pushState" : "replaceState"](
+        history.state, "", query ? `?${query}` : location.pathname);
     }
+    // An empty multiselect filter means every value: say so instead of a blank box.
+    document.querySelectorAll(".sf-all input").forEach((input) => {
+      const wrap = input.closest(".sf-all");
+      const chosen = wrap && wrap.querySelector(".token");
+      const want = chosen ? "" : "All";
+      if (input.placeholder !== want) input.placeholder = want;
+    });
   };
+  // A phone starts with the filters folded (their label stays: one tap opens them).
+  // Until the accordion answers (its handler may mount after the button), for 5 s at most.
+  let seen = 0;
+  const fold = () => {
+    if (window.innerWidth > 760) return;
+    const toggle = document.querySelector("#sf-filters > button.label-wrap");
+    if (!toggle) return;
+    seen = seen || Date.now();
+    if (Date.now() - seen > 5000 || !toggle.classList.contains("open")) return;
+    toggle.click();
+    setTimeout(fold, 300);
+  };
+  new MutationObserver(fold).observe(document.documentElement, { childList: true, subtree: true });
+  // Back (or Forward) to a board address: the server restores that view from its query.
+  window.addEventListener("popstate", () => location.reload());
   new MutationObserver(sync).observe(document.documentElement, { childList: true, subtree: true });
 })();
 </script>

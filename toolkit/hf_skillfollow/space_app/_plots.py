@@ -32,6 +32,7 @@ class Series:
     name: str
     color: int  # index into the palette classes
     rows: pd.DataFrame
+    hollow: bool = False  # drawn as rings: cells the plot's counts leave out
 
 
 #: (x, y) of the three plots, in page order.
@@ -45,10 +46,18 @@ def plotted(cells: pd.DataFrame, disagree: np.ndarray) -> pd.Index:
     return found[0].union(found[1]).union(found[2])
 
 
-def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
-    """Aggregate lift (x) vs RAE (y) with RAE intervals; disagreement quadrants shaded."""
-    data, flag, note = _prepare(cells, disagree, *AXES[0])
-    series = [Series("signs agree", 0, data[~flag]), Series("sign disagreement ⚠", 3, data[flag])]
+def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray, reportable: np.ndarray) -> str:
+    """Aggregate lift (x) vs RAE (y) with RAE intervals; disagreement quadrants shaded.
+
+    A non-reportable cell (n_cond under the threshold) is neither an agreement nor a
+    disagreement, whatever its signs: it is its own hollow series, counted in neither."""
+    data, flag, rep, note = _prepare_also(cells, disagree, reportable, *AXES[0])
+    rep = rep.astype(bool)
+    series = [
+        Series("signs agree", 0, data[~flag & rep]),
+        Series("sign disagreement ⚠", 3, data[flag]),
+        Series("not reportable: n_cond below the threshold", 7, data[~flag & ~rep], hollow=True),
+    ]
     return _figure(
         "Aggregate lift vs RAE" + note,
         series,
@@ -112,6 +121,17 @@ def _prepare(
     data, flag = narrow[ok], np.asarray(disagree, dtype=bool)[ok]
     keep, note = capped(data, flag)
     return data.take(keep), flag[keep], note
+
+
+def _prepare_also(
+    cells: pd.DataFrame, disagree: np.ndarray, also: np.ndarray, x: str, y: str
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, str]:
+    """`_prepare`, with `also` (one value per cell) taken along the same rows."""
+    xs, ys = _floats(cells[x]), _floats(cells[y])
+    ok = ~np.isnan(xs) & ~np.isnan(ys)
+    data, flag, note = _prepare(cells, disagree, x, y)
+    positions = np.flatnonzero(ok)[capped(cells[ok], np.asarray(disagree, dtype=bool)[ok])[0]]
+    return data, flag, np.asarray(also)[positions], note
 
 
 def capped(
@@ -180,7 +200,8 @@ def _figure(
     for s in series:
         parts.append(_points(s, x, y, sx, sy, error_bars))
     legend = "".join(
-        f'<span class="sf-key"><i class="sf-c{s.color}"></i>{escape(s.name)} ({len(s.rows)})</span>'
+        f'<span class="sf-key"><i class="sf-c{s.color}{" sf-ring" if s.hollow else ""}"></i>'
+        f"{escape(s.name)} ({len(s.rows)})</span>"
         for s in series
     )
     if diagonal:
@@ -205,7 +226,7 @@ def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
     highs = _floats(s.rows["rae_ci_high"]) if error_bars else None
     keys = s.rows["_key"].astype(str).to_numpy()
     hovers = [hover_text(row) for row in fast_records(s.rows, list(_HOVER_COLUMNS))]
-    out = [f'<g class="sf-c{s.color}">']
+    out = [f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(s.name)}">']
     for i in range(len(xs)):
         px, py = sx(xs[i]), sy(ys[i])
         bar = ""

@@ -1,0 +1,291 @@
+"""Issue 39: a board a maintainer and a passer-by can read, in a real headless Chromium.
+
+One app process over two local sources (`_board_fixtures.write_readable_sources`): the same
+model by search and by catalog, two custom task files, a non-reportable cell whose signs
+disagree and a cell that never retrieved. Each test names the defect it checks; every one
+failed on the board before issue 39. The newcomer test writes the first screen at 1440 and
+390 px to docs/img/ (the screenshots docs/leaderboard.md shows).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests._board_fixtures import HELPER, write_readable_sources
+from tests.test_space_browser import CHROMIUM, CHROMIUM_ARGS, _contrast
+from tests.test_space_client import _free_port
+
+pytestmark = pytest.mark.browser
+ROWS = "#sf-table tbody tr"
+DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
+SEARCH_WORDS = "search_skills tool (bm25s, top 3"
+CATALOG_WORDS = "skill catalog in the prompt"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("readable")
+    sources = write_readable_sources(tmp)
+    port = _free_port()
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
+               SKILLFOLLOW_BOARD_CACHE="off")  # fmt: skip
+    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", *sources,
+           "--port", str(port), "--no-discover", "--resamples", "500"]  # fmt: skip
+    log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                break
+        except OSError:
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: apt-get install -y chromium"
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+def _open(browser, url: str, query: str = "", width: int = 1440, height: int = 900,
+          ready: str = ROWS):  # fmt: skip
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url + query)
+    page.locator(ready).first.wait_for(timeout=90_000)
+    return page
+
+
+def _row(page, cell_id: str):
+    return page.locator(f'{ROWS}[data-sf-cell^="{cell_id}@"]')
+
+
+#: An element's text colour and the background it is drawn on (the first ancestor with one).
+_COLOURS = """e => {
+  let bg = e;
+  while (bg && ['rgba(0, 0, 0, 0)', 'transparent'].includes(getComputedStyle(bg).backgroundColor))
+    bg = bg.parentElement;
+  return [getComputedStyle(e).color, bg ? getComputedStyle(bg).backgroundColor : 'rgb(255, 255, 255)'];
+}"""
+
+
+def _visible_text(row) -> str:
+    """What a reader sees of a table row: the text of its displayed cells only."""
+    return row.evaluate(
+        "r => [...r.cells].filter(c => c.getClientRects().length).map(c => c.innerText).join(' | ')"
+    )
+
+
+# --- 1. the About tab ---------------------------------------------------------------------
+
+
+def test_about_tab_reads_to_the_end_past_a_plain_text_tag(browser, app):
+    """On main the tab stopped at `("Re-scored by`: `<repo>` was taken as an HTML tag."""
+    page = _open(browser, app)
+    page.get_by_role("tab", name="About").click()
+    about = page.locator("#sf-about")
+    about.get_by_text("Re-scored marks").first.wait_for(timeout=30_000)
+    text = about.inner_text()
+    assert '("Re-scored by <repo>")' in text
+    assert "a record is only as trustworthy as its verifier" in text
+    assert "How to submit results" in text
+    page.close()
+
+
+# --- 2. non-reportable points -------------------------------------------------------------
+
+
+def test_lift_vs_rae_draws_non_reportable_cells_hollow_and_counts_them_in_neither(browser, app):
+    """cellN (n_cond 6) has RAE −33.3 and lift +30; on main it was a blue "signs agree" point
+    inside the shaded quadrant and counted in "signs agree (3)"."""
+    page = _open(browser, app, "?nonreportable=1")
+    figure = page.locator("#sf-plots figure", has_text="Aggregate lift vs RAE").first
+    point = figure.locator('.sf-pt[data-sf-cell^="cellN@"]')
+    point.wait_for(state="attached", timeout=60_000)  # the link's view replaces the first one
+    assert point.count() == 1
+    group = point.evaluate("p => p.parentElement.getAttribute('class')")
+    assert "sf-hollow" in group.split(), group
+    fill = point.locator("circle").evaluate("c => getComputedStyle(c).fill")
+    assert fill == "none", fill
+    legend = figure.locator(".sf-legend").inner_text()
+    # reportable at 10: cellK, cellJ1 agree; cellS, cellJ2 disagree; cellN neither
+    assert "signs agree (2)" in legend and "sign disagreement ⚠ (2)" in legend, legend
+    assert "not reportable: n_cond below the threshold (1)" in legend, legend
+    page.close()
+
+
+# --- 3. rows name their task set, protocol and source -------------------------------------
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_rows_that_differ_in_what_they_measured_read_differently(browser, app, width):
+    """On main both acme/helper-7b mbppplus rows read alike (the phone showed model, n_cond,
+    RAE and lift only) and both custom task files showed as `custom`."""
+    page = _open(browser, app, width=width, height=900 if width > 400 else 844)
+    search, catalog = _visible_text(_row(page, "cellS")), _visible_text(_row(page, "cellK"))
+    assert HELPER in search and HELPER in catalog
+    assert "mbppplus v0.1.0" in search and "mbppplus v0.1.0" in catalog
+    assert SEARCH_WORDS in search and CATALOG_WORDS not in search
+    assert CATALOG_WORDS in catalog and "bm25s" not in catalog  # no effect there: omitted
+    a, b = _visible_text(_row(page, "cellJ1")), _visible_text(_row(page, "cellJ2"))
+    assert "custom tasks-a.jsonl #1111aaaa" in a and "custom tasks-b.jsonl #3333cccc" in b
+    wrap = page.locator(".sf-table-wrap").first
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "table scrolls sideways"
+    page.close()
+
+
+def test_task_set_filter_names_each_task_file(browser, app):
+    """On main the two task files shared one filter entry, `custom`."""
+    page = _open(browser, app)
+    page.locator("#sf-f-benchmark input").first.click()
+    options = page.locator("[role='option']")
+    options.first.wait_for(timeout=30_000)
+    names = [t.strip() for t in options.all_inner_texts()]
+    assert "custom tasks-a.jsonl #1111aaaa" in names and "custom tasks-b.jsonl #3333cccc" in names
+    page.get_by_role("option", name="custom tasks-b.jsonl #3333cccc").click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#sf-table tbody tr')]"
+        ".map(r => r.dataset.sfCell.split('@')[0]).join() === 'cellJ2'",
+        timeout=60_000,
+    )
+    page.close()
+
+
+# --- 7. the protocol in words; settings without effect left out ----------------------------
+
+
+def test_catalog_drill_down_says_its_protocol_and_lists_no_retriever(browser, app):
+    """On main a catalog cell's header listed `retriever bm25s · top_k 3`, which had no effect."""
+    page = _open(browser, app, "?cell=cellK", ready="#sf-drill-header [data-sf-open]")
+    head = page.locator("#sf-drill-header").inner_text()
+    assert CATALOG_WORDS in head and "without any skill tool" in head
+    assert "bm25s" not in head and "top_k" not in head
+    page.close()
+    page = _open(browser, app, "?cell=cellS", ready="#sf-drill-header [data-sf-open]")
+    head = page.locator("#sf-drill-header").inner_text()
+    assert SEARCH_WORDS in head and "retriever" in head
+    page.close()
+
+
+# --- 8. reading comfort --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", ["", "?__theme=dark"])
+def test_harm_and_significance_are_marked_and_secondary_text_is_readable(browser, app, theme):
+    """On main a negative RAE was the page's text colour, p 0.0215 looked like p 0.625, and
+    the interval and source lines were 1.9:1 on white."""
+    page = _open(browser, app, theme)
+    if theme:
+        page.wait_for_function("() => document.querySelector('.dark') !== null", timeout=30_000)
+    rae = page.locator(f"{ROWS}[data-sf-cell^='cellS@'] td:nth-child(7) b").first
+    red, green, blue = (float(v) for v in re.findall(r"[\d.]+", rae.evaluate(
+        "e => getComputedStyle(e).color"))[:3])  # fmt: skip
+    assert red > green + 60 and red > blue + 60, (red, green, blue)  # −20.0 pp is red
+    assert _row(page, "cellK").locator(".sf-sig").count() >= 1  # p 0.0215
+    assert _row(page, "cellS").locator(".sf-sig").count() == 0  # p 0.625
+    for selector in (".sf-ci", ".sf-src"):
+        colour, background = _row(page, "cellK").locator(selector).first.evaluate(_COLOURS)
+        assert _contrast(colour, background) >= 4.5, (selector, colour, background)
+    page.close()
+
+
+def test_empty_dropdowns_say_all_and_no_match_offers_a_reset(browser, app):
+    """On main empty filters were blank boxes, and a model search without a match showed three
+    empty plots, a red "0 sign disagreement(s) ⚠" and no way back."""
+    page = _open(browser, app)
+    page.wait_for_function(
+        "() => document.querySelector('#sf-f-benchmark input')?.placeholder === 'All'",
+        timeout=30_000,
+    )
+    assert page.locator("#sf-f-pool input").first.get_attribute("placeholder") == "All"
+    box = page.locator("#sf-f-model textarea, #sf-f-model input").first
+    box.fill("no-such-model")
+    page.locator("#sf-table .sf-reset").wait_for(timeout=60_000)
+    assert page.locator("#sf-plots svg").count() == 0
+    assert page.locator("#sf-summary .sf-flag").count() == 0
+    page.locator("#sf-table .sf-reset").click()
+    _row(page, "cellS").wait_for(timeout=60_000)
+    page.close()
+
+
+def test_flipped_tasks_sort_by_number_and_back_returns_to_the_board(browser, app):
+    """On main Mbpp/10 sorted before Mbpp/2, and Back after opening a cell left the board."""
+    page = _open(browser, app)
+    _row(page, "cellK").click()
+    page.locator("#sf-flips tbody tr").first.wait_for(timeout=60_000)
+    helpful = [
+        t.strip()
+        for t in page.locator("#sf-flips tr[data-flip='helpful'] button").all_inner_texts()
+    ]
+    assert helpful == [f"Mbpp/{i}" for i in range(2, 11)], helpful
+    page.wait_for_function("() => location.search.includes('cell=cellK')", timeout=30_000)
+    page.go_back()
+    page.wait_for_function("() => !location.search.includes('cell=')", timeout=30_000)
+    assert page.url.startswith(app)
+    _row(page, "cellS").wait_for(timeout=90_000)
+    page.close()
+
+
+def test_csv_says_undefined_where_the_page_does(browser, app):
+    """On main the CSV said mcnemar_p 1.0 for a cell that never retrieved a skill."""
+    page = _open(browser, app, "?nonreportable=1")
+    never = _row(page, "cellZ").locator("td:nth-child(10)").inner_text()
+    assert "never retrieved" in never
+    href = page.locator("#sf-summary a.sf-csv").get_attribute("href")
+    body = page.request.get(app + href).text()
+    rows = {r["cell_id"]: r for r in csv.DictReader(io.StringIO(body))}
+    assert rows["cellZ"]["mcnemar_p"] == ""
+    assert float(rows["cellK"]["mcnemar_p"]) == pytest.approx(22 / 1024)
+    for column in ("task_set", "protocol", "judge_model"):
+        assert column in rows["cellK"], column
+    assert rows["cellJ1"]["task_set"] == "custom tasks-a.jsonl #1111aaaa"
+    page.close()
+
+
+# --- the newcomer test ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (390, 844)])
+def test_newcomer_first_screen_names_what_each_row_measured(browser, app, width, height):
+    """The first screen a visitor sees: every row on it names its model, task set and
+    protocol, and a harmed cell (RAE < 0) is marked red. Written to docs/img/ for the docs."""
+    page = _open(browser, app, width=width, height=height)
+    rows = page.locator(ROWS)
+    on_screen = 0
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        box = row.bounding_box()
+        if not box or box["y"] >= height:
+            continue
+        on_screen += 1
+        text = _visible_text(row)
+        assert re.search(r"acme/|org/", text), text
+        assert "mbppplus" in text or "custom tasks-" in text, text
+        assert "search_skills tool" in text or CATALOG_WORDS in text, text
+        rae = float(row.get_attribute("data-sf-rae") or "nan")
+        if rae < 0:
+            assert row.locator(".sf-neg").count() >= 1, text
+    assert on_screen >= 1, "no row on the first screen"
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(DOCS_IMG / f"board-{width}.png"))
+    page.close()
