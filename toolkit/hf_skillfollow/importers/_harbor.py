@@ -26,6 +26,7 @@ from hf_skillfollow.importers._base import (
 from hf_skillfollow.importers._walk import field, find_file, given_path, read_json, walk_files
 
 _MAX_TEXT = 500
+_MAX_NAME = 200
 #: Where agents leave their transcript, in order of preference (the agent's own stream
 #: first: it carries tool results, which tell a failed load from a successful one).
 _TRANSCRIPTS = (
@@ -101,6 +102,10 @@ def read_trial(
         data, path, "config", "agent", "name", kind=str
     ) or "unknown"
     version = field(data, path, "agent_info", "version", kind=str) or "unknown"
+    model = _model(data, path)
+    for name, value in (("agent_info.name", agent), ("agent_info.version", version), ("model", model)):
+        if len(value) > _MAX_NAME:
+            raise ImportInputError(f"{path}: field {name!r} is longer than {_MAX_NAME} characters")
     return Trial(
         arm=arm,
         task=task,
@@ -112,7 +117,7 @@ def read_trial(
         transcript=_transcript(folder, agent),
         agent=agent,
         agent_version=version,
-        model=_model(data, path),
+        model=model,
         reward=reward,
         harness_record=_harness_record(data, path, harness),
         tokens=(
