@@ -555,3 +555,27 @@ def test_raw_acp_updates_merge_by_call_id() -> None:
         ("pdf", "instructions", 0, True),
         ("xlsx", "instructions", 4, True),
     ]
+
+
+def test_event_cap_keeps_the_first_of_each_skill_kind_and_outcome() -> None:
+    events = []
+    for i in range(1200):
+        events += [
+            fx.cc_tool_use(f"t{i}", "Bash", {"command": "python /s/skills/pdf/scripts/a.py"}),
+            fx.cc_tool_result(f"t{i}", "ok"),
+        ]
+    events += [
+        fx.cc_tool_use("late", "Read", {"file_path": "/s/skills/xlsx/SKILL.md"}),
+        fx.cc_tool_result("late", "---"),
+    ]
+    found = detect(events, ["pdf", "xlsx"])
+    assert len(found.events) == 1001
+    last = found.events[-1]
+    assert (last.skill, last.kind, last.event_index, last.evidence) == (
+        "xlsx",
+        "instructions",
+        2400,
+        '{"name": "Read", "input": {"file_path": "/s/skills/xlsx/SKILL.md"}}',
+    )
+    assert found.activated() == ("pdf", "xlsx")
+    assert found.notes == ("200 more trigger events not kept",)

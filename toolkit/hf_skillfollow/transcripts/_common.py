@@ -18,7 +18,8 @@ from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_po
 
 #: Longest evidence string kept (the exact tool call or command, cut here).
 MAX_EVIDENCE_CHARS = 500
-#: Most trigger events kept per trial; the rest are counted in a note.
+#: Most trigger events kept per trial; the rest are counted in a note (the first event of each
+#: skill, kind and outcome is kept whatever the count).
 MAX_EVENTS_KEPT = 1_000
 
 # Lower-cased tool names, across harnesses.
@@ -124,11 +125,16 @@ class Collector:
     listed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _dropped: int = 0
+    _seen: set[tuple[str, str, bool]] = field(default_factory=set)
 
     def add(self, skill: str, kind: TriggerKind, index: int, call: object, ok: bool) -> None:
-        if len(self.events) >= MAX_EVENTS_KEPT:
+        # Past the cap, an event is still kept when it is the first of its skill, kind and
+        # outcome, so the decision (activated, kinds) never depends on where the cap fell.
+        first = (skill, kind, ok) not in self._seen
+        if len(self.events) >= MAX_EVENTS_KEPT and not (first and len(self._seen) < 10_000):
             self._dropped += 1
             return
+        self._seen.add((skill, kind, ok))
         self.events.append(ActivationEvent(skill, kind, index, evidence(call), ok))
 
     def add_refs(self, refs: list[SkillRef], index: int, call: object, ok: bool) -> None:
