@@ -579,3 +579,17 @@ def test_event_cap_keeps_the_first_of_each_skill_kind_and_outcome() -> None:
     )
     assert found.activated() == ("pdf", "xlsx")
     assert found.notes == ("200 more trigger events not kept",)
+
+
+def test_claude_code_skill_tool_older_command_argument() -> None:
+    """Claude Code 2.0-era streams call the Skill tool with `command`, sometimes qualified."""
+    events = [
+        fx.cc_tool_use("t1", "Skill", {"command": "pdf"}),
+        fx.cc_tool_result("t1", "Launching skill: pdf"),
+        fx.cc_tool_use("t2", "Skill", {"command": "/anthropic-skills:xlsx"}),
+        fx.cc_tool_result("t2", "Launching skill: xlsx"),
+    ]
+    assert _summary(detect(events, ["pdf", "xlsx"])) == [
+        ("pdf", "instructions", 0, True),
+        ("xlsx", "instructions", 2, True),
+    ]

@@ -1,6 +1,7 @@
 """Claude Code `--output-format stream-json` (and its session JSONL): one event per line.
 
-Trigger events: an assistant ``tool_use`` block named ``Skill`` (``input.skill``), or a
+Trigger events: an assistant ``tool_use`` block named ``Skill`` (``input.skill``; older
+streams ``input.command``), or a
 ``Read`` (``input.file_path``) / ``Bash`` (``input.command``) of a pool skill's files; each is
 paired by ``id`` with the ``tool_result`` block (``tool_use_id``) of a later user event, and
 counts as loaded only when that result exists, has no ``is_error: true``, and the event's

@@ -24,7 +24,8 @@ MAX_EVENTS_KEPT = 1_000
 
 # Lower-cased tool names, across harnesses.
 SKILL_TOOLS = frozenset({"skill", "activate_skill", "invoke_skill", "load_skill", "use_skill"})
-_SKILL_ARGS = ("skill", "name", "skill_name")
+# Claude Code's Skill tool took `command` before `skill` (2.0-era streams: {"command": "pdf"}).
+_SKILL_ARGS = ("skill", "name", "skill_name", "command")
 _LISTING_TOOLS = frozenset(
     {
         "glob",

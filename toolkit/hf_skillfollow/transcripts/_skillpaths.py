@@ -81,9 +81,11 @@ _REDIRECTS = frozenset([">", ">>", "1>", "2>", "&>", "1>>", "2>>", ">|"])
 
 
 def in_pool(name: object, pool: Collection[str]) -> str | None:
-    """`name` as a pool skill name (a ``plugin:name`` qualifier dropped), else None."""
+    """`name` as a pool skill name (a ``plugin:name`` qualifier and a leading ``/`` dropped),
+    else None."""
     if not isinstance(name, str) or not name or len(name) > 200:
         return None
+    name = name.strip().lstrip("/")  # `/pdf` as typed as a slash command
     for candidate in (name, name.rsplit(":", 1)[-1]):
         if candidate in pool or (not pool and _ANY_NAME.fullmatch(candidate)):
             return candidate
