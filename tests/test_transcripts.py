@@ -593,3 +593,15 @@ def test_claude_code_skill_tool_older_command_argument() -> None:
         ("pdf", "instructions", 0, True),
         ("xlsx", "instructions", 2, True),
     ]
+
+
+def test_control_characters_in_the_path_stay_on_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "trial\n\x1b[31mred"
+    folder.mkdir()
+    path = folder / "claude-code.txt"
+    path.write_text("not json\n")
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(path)
+    message = str(caught.value)
+    assert "\n" not in message and "\x1b" not in message
+    assert message.endswith("trial\\n\\x1b[31mred/claude-code.txt: no line is JSON")

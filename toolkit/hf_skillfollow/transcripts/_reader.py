@@ -22,6 +22,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._escape import visible_controls
 from hf_skillfollow._text import loads_untrusted
 
 #: Largest transcript read, in bytes (real Claude Code streams of long trials reach tens of MB).
@@ -106,24 +107,26 @@ def read_transcript(
     A symlink is followed only when it resolves inside `root`. Raises `TranscriptError`.
     """
     file = Path(path)
-    text = _read_text(file, Path(root) if root is not None else file.parent, max_bytes)
+    # The path is third-party (a trial folder's name): control characters are shown escaped,
+    # so every message stays one line.
+    name = visible_controls(str(file))
+    text = _read_text(file, Path(root) if root is not None else file.parent, max_bytes, name)
     stripped = text.strip()
     if not stripped:
-        return Transcript(source=str(file), notes=("empty transcript",))
+        return Transcript(source=name, notes=("empty transcript",))
     first_line = stripped.split("\n", 1)[0].strip()
     if stripped[0] == "[" or (
         stripped[0] == "{" and first_line != stripped and not _parses(first_line)
     ):
-        return _document(file, stripped, max_events, max_depth)
-    found = _jsonl(file, text, max_events, max_depth)
+        return _document(name, stripped, max_events, max_depth)
+    found = _jsonl(name, text, max_events, max_depth)
     if first_line == stripped and isinstance(found.events[0], Mapping):
         # One line: a one-event stream or a compact document; detectors read either field.
         return Transcript(source=found.source, events=found.events, document=found.events[0])
     return found
 
 
-def _read_text(file: Path, root: Path, max_bytes: int) -> str:
-    name = str(file)
+def _read_text(file: Path, root: Path, max_bytes: int, name: str) -> str:
     try:
         info = os.lstat(file)
     except OSError as exc:
@@ -131,7 +134,7 @@ def _read_text(file: Path, root: Path, max_bytes: int) -> str:
     # Any symlink on the way (the file itself or a folder above it) must stay inside root.
     if not file.resolve().is_relative_to(root.resolve()):
         kind = "symlink" if stat.S_ISLNK(info.st_mode) else "path"
-        raise TranscriptError(f"{name}: {kind} leads out of {root}")
+        raise TranscriptError(f"{name}: {kind} leads out of {visible_controls(str(root))}")
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
@@ -165,20 +168,20 @@ def _parses(line: str) -> bool:
     return True
 
 
-def _document(file: Path, text: str, max_events: int, max_depth: int) -> Transcript:
+def _document(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
     try:
-        value = loads_bounded(text, str(file), max_depth)
+        value = loads_bounded(text, name, max_depth)
     except ValueError as exc:
         raise TranscriptError(str(exc)) from None
     events: tuple[Any, ...] = ()
     if isinstance(value, list):
         if len(value) > max_events:
-            raise TranscriptError(f"{file}: {len(value)} events (limit {max_events})")
+            raise TranscriptError(f"{name}: {len(value)} events (limit {max_events})")
         events = tuple(value)
-    return Transcript(source=str(file), events=events, document=value)
+    return Transcript(source=name, events=events, document=value)
 
 
-def _jsonl(file: Path, text: str, max_events: int, max_depth: int) -> Transcript:
+def _jsonl(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
     events: list[Any] = []
     notes = _Notes()
     parsed = 0
@@ -187,12 +190,12 @@ def _jsonl(file: Path, text: str, max_events: int, max_depth: int) -> Transcript
         lines.pop()
     for index, line in enumerate(lines):
         if index >= max_events:
-            raise TranscriptError(f"{file}: over {max_events} lines (limit {max_events})")
+            raise TranscriptError(f"{name}: over {max_events} lines (limit {max_events})")
         line = line.strip()
         if not line:
             events.append(None)
             continue
-        where = f"{file}: line {index + 1}"
+        where = f"{name}: line {index + 1}"
         if len(line) > MAX_LINE_CHARS:
             raise TranscriptError(f"{where}: {len(line)} characters (limit {MAX_LINE_CHARS})")
         depth = json_depth(line)
@@ -205,8 +208,8 @@ def _jsonl(file: Path, text: str, max_events: int, max_depth: int) -> Transcript
             events.append(None)
             notes.add(f"line {index + 1}: not JSON, skipped")
     if not parsed:
-        raise TranscriptError(f"{file}: no line is JSON")
-    return Transcript(source=str(file), events=tuple(events), notes=notes.result())
+        raise TranscriptError(f"{name}: no line is JSON")
+    return Transcript(source=name, events=tuple(events), notes=notes.result())
 
 
 class _Notes:
