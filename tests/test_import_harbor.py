@@ -163,6 +163,7 @@ def test_report_of_claude_code_import(cc: dict[str, Path]) -> None:
     assert md.exit_code == 0
     assert "**Imported cells**" in md.output and "n/a (activation unknown: 1 of 8" in md.output
     assert "**Per skill (imported cells)**" in md.output
+    assert "1 pair(s) with an arm-integrity violation" in md.output and "left out" in md.output
 
 
 def test_imported_and_run_cells_never_pool(cc: dict[str, Path]) -> None:

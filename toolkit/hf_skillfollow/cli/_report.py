@@ -130,6 +130,8 @@ def report(
         f"Intervals: 95% percentile bootstrap, {resamples:,} resamples, seed {seed}; McNemar: exact two-sided "
         f"on S_call discordant pairs; reportable: n_cond >= {min_cond}; runs {'pooled' if pool_runs else 'kept apart'}."
     )
+    if imported is not None:
+        notes += imported["note"]
     n_repeated = int((cells["n_runs"] >= 2).sum()) if len(cells) else 0
     if n_repeated and not with_repeats:
         notes += f" {n_repeated} cell(s) pool several runs: add --repeats for run-to-run variation and per-task intervals."
@@ -143,6 +145,9 @@ def report(
         from hf_skillfollow.report_own import text_for
 
         text += text_for(table, sources, fmt)
+        from hf_skillfollow.report import arm_integrity_text
+
+        text += arm_integrity_text(table, fmt)
         if fmt == "json" and not with_repeats:
             from hf_skillfollow.report_own import with_json
 
@@ -195,14 +200,17 @@ def _with_annotations(
 
 
 def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN001, ANN202
-    """(the rows the metrics use, the imported cells' figures or None when none is imported)."""
+    """(the rows the metrics use, what the report says about imported cells and arm-integrity
+    violations; None when the rows have neither)."""
     names = set(table.column_names)
-    if "provenance" not in names:
+    if not {"provenance", "arm_integrity"} <= names:
         return table, None
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if not pc.any(pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")).as_py():
+    is_imported = pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")
+    violated = pc.starts_with(pc.fill_null(table["arm_integrity"], ""), "violation")
+    if not (pc.any(is_imported).as_py() or pc.any(violated).as_py()):
         return table, None
     from hf_skillfollow.metrics._imported import (
         activation_unknown,
@@ -219,8 +227,14 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     table = table.set_column(at, "returned", pa.array(returned)).filter(pa.array(keep))
     unknown = activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
     mine = table.filter(pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:"))
-    summary = imported_summary(mine.to_pylist(), excluded)
-    return table, {"unknown": unknown, "summary": summary}
+    n = sum(excluded.values())
+    note = (
+        f" {n} pair(s) with an arm-integrity violation (docs/import.md) "
+        + ("kept (--include-arm-violations)." if include_violations else
+           "left out of every count; --include-arm-violations keeps them.")
+    ) if n else ""  # fmt: skip
+    return table, {"unknown": unknown, "summary": imported_summary(mine.to_pylist(), excluded),
+                   "note": note}  # fmt: skip
 
 
 def _with_imported(text: str, summary, fmt: str, width: int | None) -> str:  # noqa: ANN001
