@@ -667,3 +667,44 @@ def acp_trial() -> list[dict]:
             "preloaded_skill_count": 5,
         },
     ]
+
+
+def codex_session_log() -> list[dict]:
+    """Codex's ~/.codex/sessions JSONL. Hand labels (pool: pdf, xlsx), by line:
+    1 shell `cat .../pdf/SKILL.md`, output exit_code 0 -> pdf, instructions, loaded
+    3 exec_command (`cmd`) `ls` of skills -> nothing
+    5 shell `python .../xlsx/scripts/recalc.py`, exit_code 1 -> xlsx, resource, failed
+    """
+    ts = "2026-01-25T18:08:28.541Z"
+
+    def call(call_id: str, name: str, args: dict) -> dict:
+        payload = {
+            "type": "function_call",
+            "name": name,
+            "arguments": json.dumps(args),
+            "call_id": call_id,
+        }
+        return {"timestamp": ts, "type": "response_item", "payload": payload}
+
+    def output(call_id: str, exit_code: int) -> dict:
+        blob = json.dumps(
+            {"output": "...", "metadata": {"exit_code": exit_code, "duration_seconds": 0.1}}
+        )
+        payload = {"type": "function_call_output", "call_id": call_id, "output": blob}
+        return {"timestamp": ts, "type": "response_item", "payload": payload}
+
+    return [
+        {"timestamp": ts, "type": "session_meta", "payload": {"id": SESSION, "cwd": "/root"}},
+        call(
+            "call_1", "shell", {"command": ["bash", "-lc", "cat /root/.codex/skills/pdf/SKILL.md"]}
+        ),
+        output("call_1", 0),
+        call("call_2", "exec_command", {"cmd": "ls -R /root/.codex/skills"}),
+        output("call_2", 0),
+        call(
+            "call_3",
+            "shell",
+            {"command": ["bash", "-lc", "python /root/.codex/skills/xlsx/scripts/recalc.py"]},
+        ),
+        output("call_3", 1),
+    ]

@@ -605,3 +605,13 @@ def test_control_characters_in_the_path_stay_on_one_line(tmp_path: Path) -> None
     message = str(caught.value)
     assert "\n" not in message and "\x1b" not in message
     assert message.endswith("trial\\n\\x1b[31mred/claude-code.txt: no line is JSON")
+
+
+def test_codex_session_log(tmp_path: Path) -> None:
+    path = fx.write_jsonl(tmp_path / "rollout.jsonl", fx.codex_session_log())
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "codex"
+    assert _summary(detect(transcript, ["pdf", "xlsx"])) == [
+        ("pdf", "instructions", 1, True),
+        ("xlsx", "resource", 5, False),
+    ]

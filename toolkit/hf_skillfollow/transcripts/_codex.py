@@ -7,6 +7,13 @@ counts as loaded when ``item.status`` is ``completed`` and ``item.exit_code`` is
 ``item.started`` with no completion (the trial was killed) is an attempt that did not return.
 MCP tool calls (``mcp_tool_call`` items) are read like any tool call. Codex lists its skills
 in the model's instructions, which the JSON stream does not carry: `listed` stays empty.
+
+Codex's own session log (``~/.codex/sessions/**/*.jsonl``: ``session_meta``,
+``response_item``, ``event_msg`` lines, which Harbor converts to ATIF) is read too: a
+``response_item`` whose ``payload`` is a ``function_call`` (``name``, JSON-string
+``arguments`` such as ``{"command": ["bash", "-lc", "..."]}``) or ``custom_tool_call``,
+paired by ``call_id`` with its ``function_call_output``; loaded when that output exists and
+its ``metadata.exit_code``, where given, is 0.
 """
 
 from __future__ import annotations
@@ -15,15 +22,22 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._reader import as_transcript, field, loads_bounded
 
 NAME = "codex"
+#: Leading lines looked at to tell a session log from an `exec --json` stream.
+SNIFF_LINES = 50
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 def detect_codex(transcript: object, pool: Collection[str]) -> Detection:
-    """Trigger events of a `codex exec --json` stream."""
+    """Trigger events of a `codex exec --json` stream or a Codex session log."""
     transcript = as_transcript(transcript)
     out = Collector(NAME, pool)
+    if any(field(e, "type") == "response_item" for e in transcript.events[:SNIFF_LINES]):
+        _session_log(out, transcript.events)
+        return out.result(transcript)
     completed = {
         field(e, "item", "id") for e in transcript.events if field(e, "type") == "item.completed"
     }
@@ -49,3 +63,31 @@ def _item(out: Collector, item: Mapping, index: int, *, ok: bool) -> None:
     elif item.get("type") == "mcp_tool_call":
         call = {"tool": item.get("tool"), "arguments": item.get("arguments")}
         out.add_call(item.get("tool"), item.get("arguments"), index, call, ok)
+
+
+def _session_log(out: Collector, events: tuple) -> None:
+    outputs: dict[object, bool] = {}
+    for event in events:
+        payload = field(event, "payload")
+        if field(event, "type") == "response_item" and field(payload, "type") in _OUTPUTS:
+            outputs[payload.get("call_id")] = _exit_ok(payload.get("output"))
+    for index, event in enumerate(events):
+        payload = field(event, "payload")
+        if field(event, "type") != "response_item" or field(payload, "type") not in _CALLS:
+            continue
+        args = payload.get("arguments", payload.get("input"))
+        ok = outputs.get(payload.get("call_id"), False)
+        out.add_call(
+            payload.get("name"), args, index, {"name": payload.get("name"), "arguments": args}, ok
+        )
+
+
+def _exit_ok(output: object) -> bool:
+    """A call's output counts as returned unless its metadata gives a nonzero exit code."""
+    if isinstance(output, str) and output.lstrip().startswith("{") and len(output) < 1_000_000:
+        try:
+            output = loads_bounded(output, "function_call_output")
+        except ValueError:
+            return True
+    code = field(output, "metadata", "exit_code")
+    return code in (None, 0)

@@ -75,6 +75,8 @@ def _event_format(event: Mapping) -> str | None:
         return "claude-code"
     if isinstance(kind, str) and (kind.startswith(("thread.", "item.", "turn."))):
         return "codex"
+    if kind in ("session_meta", "response_item") and isinstance(event.get("payload"), Mapping):
+        return "codex"  # Codex's own session log
     if kind == "init" and "session_id" in event:
         return "gemini-cli"
     if kind in ("tool_use", "tool_result") and ("tool_name" in event or "tool_id" in event):
