@@ -93,8 +93,11 @@ def test_reimport_adds_no_rows_and_resumes(cc: dict[str, Path]) -> None:
     again = import_runs("harbor", [cc["se"]], [cc["sd"]], opts, output_dir=cc["out"])
     assert again.run_dirs == first.run_dirs
     assert (again.n_already, again.n_written) == (3, 6)
+    # recorded pairs are not read again: a transcript spoiled since then changes nothing
+    (cc["se"] / "a__1" / "agent" / "claude-code.txt").write_text("[" * 5000 + "]" * 5000)
     third = import_runs("harbor", [cc["se"]], [cc["sd"]], opts, output_dir=cc["out"])
     assert (third.n_already, third.n_written) == (9, 0)
+    assert len(third.violations) == 1 and third.violations[0].startswith("task-i")
     assert len(records.read_text().splitlines()) == 9
     assert pq.read_table(first.run_dirs[0] / "transitions.parquet").num_rows == 9
 

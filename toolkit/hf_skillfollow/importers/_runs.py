@@ -87,30 +87,29 @@ def write_runs(
     intended = _intended(options, {p.task for p in pairing.pairs})
     if on_total:
         on_total(len(pairing.pairs))
-    decided = []
-    for pair in pairing.pairs:
+
+    def decide(pair: Pair) -> _Decided:
         names = pool_names if pool_names is not None else (intended.get(pair.task) or ())
         se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
-        decided.append(_Decided(pair, se, sd, arm_integrity(sd, names), intended.get(pair.task)))
+        return _Decided(pair, se, sd, arm_integrity(sd, names), intended.get(pair.task))
+
+    decided: dict[tuple[str, int], _Decided] = {}
     if pool_names is None:
-        listed = sorted({s for d in decided if d.se for s in d.se.listed})
-        pool_name = "listed"
+        # the skills offered are the names the with-skills transcripts list: all are read first
+        decided = {(p.task, p.repeat_index): decide(p) for p in pairing.pairs}
+        listed = sorted({s for d in decided.values() if d.se for s in d.se.listed})
         from hf_skillfollow.config import stable_hash
 
-        pool_hash = "names-" + stable_hash(listed)
+        pool_name, pool_hash = "listed", "names-" + stable_hash(listed)
     identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash)
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
-    result.violations = [
-        f"{d.pair.task} (repeat {d.pair.repeat_index}, {d.pair.sd.source.name}): "
-        f"{d.integrity.status.removeprefix('violation: ')}"
-        for d in decided
-        if d.integrity.violated
-    ]
-    by_repeat: dict[int, list[_Decided]] = {}
-    for d in decided:
-        by_repeat.setdefault(d.pair.repeat_index, []).append(d)
+    by_repeat: dict[int, list[Pair]] = {}
+    for pair in pairing.pairs:
+        by_repeat.setdefault(pair.repeat_index, []).append(pair)
     for k in sorted(by_repeat):
-        _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair)
+        # a pair already recorded (re-import, resume) is not read again
+        _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
+                      lambda p: decided.get((p.task, p.repeat_index)) or decide(p))  # fmt: skip
     return result
 
 
@@ -231,14 +230,15 @@ def _identity(
 
 
 def _write_repeat(
-    identity: dict[str, Any], k: int, decided: list[_Decided], options: ImportOptions,
+    identity: dict[str, Any], k: int, pairs: list[Pair], options: ImportOptions,
     output_dir: Path, result: ImportResult, on_pair: Callable[[bool], None] | None,
+    decide: Callable[[Pair], _Decided],
 ) -> None:  # fmt: skip
     from hf_skillfollow.store import RunDirError, RunStore
 
     run_id = f"imported-{identity['cell_id']}-r{k}"
     store = RunStore(output_dir / run_id)
-    started = sorted(d.pair.se.started_at for d in decided if d.pair.se.started_at)
+    started = sorted(p.se.started_at for p in pairs if p.se.started_at)
     manifest = {
         **identity,
         "run_id": run_id,
@@ -254,18 +254,25 @@ def _write_repeat(
     else:
         store.root.mkdir(parents=True, exist_ok=True)
         store.write_manifest(manifest)
-    done = store.finished_task_ids()
+    done = {r["task_id"]: r["transition"] for r in store.read_records()}
     from hf_skillfollow.columns import identity_values
 
     columns = identity_values(manifest)
-    for d in decided:
-        if d.pair.task in done:
+    for pair in pairs:
+        if pair.task in done:
             result.n_already += 1
+            status = str(done[pair.task].get("arm_integrity") or "")
         else:
+            d = decide(pair)
             store.append_record(_record(manifest, columns, d, options))
             result.n_written += 1
+            status = d.integrity.status
+        if status.startswith("violation"):
+            result.violations.append(
+                f"{pair.task} (repeat {k}, {pair.sd.source.name}): {status.removeprefix('violation: ')}"
+            )
         if on_pair:
-            on_pair(bool(d.pair.se.error or d.pair.sd.error))
+            on_pair(bool(pair.se.error or pair.sd.error))
     store.write_tables()
     result.run_dirs.append(store.root)
 
