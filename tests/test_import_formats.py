@@ -165,3 +165,25 @@ def test_bad_field_is_named(tmp_path: Path) -> None:
     (se / "a__1" / "result.json").write_text(json.dumps(data))
     line = _cli_error(se, sd, tmp_path / "runs")
     assert "a__1/result.json" in line and "verifier_result.rewards.reward" in line
+
+
+def test_hostile_names_are_escaped_in_the_import_and_the_report(tmp_path: Path) -> None:
+    from tests._payloads import ESCAPE_SEQUENCES, MARKDOWN
+
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    agent = "agent" + ESCAPE_SEQUENCES[3]
+    write_trial(se, "a__1", MARKDOWN[1], agent=agent, reward=1.0, stream=cc_stream())
+    write_trial(sd, "a__2", MARKDOWN[1], agent=agent, reward=0.0, stream=cc_stream(init=False))
+    write_trial(se, "b__1", "task-b", agent=agent, reward=1.0, stream=cc_stream())  # unpaired
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(cli, ["import", "harbor", "--with-skills", str(se),
+                                      "--without-skills", str(sd), "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "unpaired: task-b" in result.output
+    (row,) = _rows(list(out.iterdir()))
+    assert row["task_id"] == MARKDOWN[1] and row["agent"].startswith(agent)  # data keeps the text
+    md = CliRunner().invoke(cli, ["report", str(out), "--resamples", "100", "--format", "markdown"])
+    assert md.exit_code == 0
+    assert "\x1b" not in md.output and "\x07" not in md.output
+    section = md.output.split("**Imported cells**", 1)[1]
+    assert "\n| injected | row |" not in section
