@@ -708,3 +708,62 @@ def codex_session_log() -> list[dict]:
         ),
         output("call_3", 1),
     ]
+
+
+def gemini_recording() -> dict:
+    """Gemini CLI's chat recording (gemini-cli.trajectory.json). Hand labels (pool: pdf, xlsx),
+    by message index:
+    1 activate_skill `pdf`, status success -> pdf, instructions, loaded
+    2 read_file of xlsx/SKILL.md, no status, response error -> xlsx, instructions, failed
+    """
+
+    def call(call_id: str, name: str, args: dict, response: dict, status: str | None) -> dict:
+        entry = {
+            "id": call_id,
+            "name": name,
+            "args": args,
+            "result": [{"functionResponse": {"id": call_id, "name": name, "response": response}}],
+        }
+        if status is not None:
+            entry["status"] = status
+        return entry
+
+    def gemini(calls: list[dict]) -> dict:
+        return {"id": f"m{next(_ids)}", "timestamp": "2026-01-25T18:08:28.541Z", "type": "gemini",
+                "content": "Next.", "thoughts": [], "model": "gemini-3-flash-preview", "toolCalls": calls}  # fmt: skip
+
+    return {
+        "sessionId": SESSION,
+        "projectHash": "94a6b4",
+        "startTime": "2026-01-25T18:08:26.708Z",
+        "messages": [
+            {
+                "id": "m0",
+                "timestamp": "2026-01-25T18:08:26.708Z",
+                "type": "user",
+                "content": "Task.",
+            },
+            gemini(
+                [
+                    call(
+                        "activate_skill-1",
+                        "activate_skill",
+                        {"name": "pdf"},
+                        {"output": "<activated_skill>"},
+                        "success",
+                    )
+                ]
+            ),
+            gemini(
+                [
+                    call(
+                        "read_file-2",
+                        "read_file",
+                        {"file_path": "/root/.gemini/skills/xlsx/SKILL.md"},
+                        {"error": "File not found."},
+                        None,
+                    )
+                ]
+            ),
+        ],
+    }

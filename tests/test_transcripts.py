@@ -615,3 +615,13 @@ def test_codex_session_log(tmp_path: Path) -> None:
         ("pdf", "instructions", 1, True),
         ("xlsx", "resource", 5, False),
     ]
+
+
+def test_gemini_cli_chat_recording(tmp_path: Path) -> None:
+    path = fx.write_json(tmp_path / "gemini-cli.trajectory.json", fx.gemini_recording())
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "gemini-cli"
+    assert _summary(detect(transcript, ["pdf", "xlsx"])) == [
+        ("pdf", "instructions", 1, True),
+        ("xlsx", "instructions", 2, False),
+    ]

@@ -6,6 +6,12 @@ or a ``read_file`` (``parameters.file_path`` / ``absolute_path``) or ``run_shell
 (``parameters.command``) of a pool skill's files. Each is paired by ``tool_id`` with its
 ``tool_result``; it counts as loaded when that result's ``status`` is ``success`` (an unknown
 skill gives ``status: error``, "Skill ... not found"). The stream carries no skill listing.
+
+Gemini CLI's own chat recording (``gemini-cli.trajectory.json`` in Harbor trial folders: a
+``messages`` list whose ``gemini`` messages carry ``toolCalls`` with ``name``, ``args``,
+``status`` and ``result[].functionResponse.response``) is read too; the event index is the
+message's position, and a call is loaded when its ``status`` is ``success`` (or, without a
+status, its response holds no ``error``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import as_transcript
+from hf_skillfollow.transcripts._reader import as_transcript, field
 
 NAME = "gemini-cli"
 
@@ -23,6 +29,10 @@ def detect_gemini_cli(transcript: object, pool: Collection[str]) -> Detection:
     """Trigger events of a Gemini CLI stream-json transcript."""
     transcript = as_transcript(transcript)
     out = Collector(NAME, pool)
+    messages = field(transcript.document, "messages")
+    if isinstance(messages, list):
+        _recording(out, messages)
+        return out.result(transcript)
     status = {
         e.get("tool_id"): e.get("status")
         for e in transcript.events
@@ -35,3 +45,23 @@ def detect_gemini_cli(transcript: object, pool: Collection[str]) -> Detection:
         call = {"tool_name": event.get("tool_name"), "parameters": event.get("parameters")}
         out.add_call(event.get("tool_name"), event.get("parameters"), index, call, ok)
     return out.result(transcript)
+
+
+def _recording(out: Collector, messages: list) -> None:
+    for index, message in enumerate(messages[:200_000]):
+        calls = field(message, "toolCalls")
+        for call in calls[:10_000] if isinstance(calls, list) else ():
+            if not isinstance(call, Mapping):
+                continue
+            status = call.get("status")
+            if status is None:
+                results = call.get("result")
+                first = results[0] if isinstance(results, list) and results else None
+                ok = (
+                    first is not None
+                    and field(first, "functionResponse", "response", "error") is None
+                )
+            else:
+                ok = status == "success"
+            shown = {"name": call.get("name"), "args": call.get("args")}
+            out.add_call(call.get("name"), call.get("args"), index, shown, ok)

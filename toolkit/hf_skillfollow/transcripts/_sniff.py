@@ -50,6 +50,11 @@ def _document_format(doc: Mapping) -> str:
         isinstance(field(m, "parts"), list) for m in messages[:SNIFF_EVENTS]
     ):
         return "opencode"
+    if isinstance(messages, list) and any(
+        isinstance(field(m, "toolCalls"), list) or field(m, "type") == "gemini"
+        for m in messages[:SNIFF_EVENTS]
+    ):
+        return "gemini-cli"  # Gemini CLI's own chat recording
     for key in ("events", "history"):
         items = doc.get(key)
         if isinstance(items, list) and any(_is_openhands(e) for e in items[:SNIFF_EVENTS]):
