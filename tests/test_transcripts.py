@@ -625,3 +625,13 @@ def test_gemini_cli_chat_recording(tmp_path: Path) -> None:
         ("pdf", "instructions", 1, True),
         ("xlsx", "instructions", 2, False),
     ]
+
+
+def test_nested_shells_do_not_recurse() -> None:
+    from hf_skillfollow.transcripts._skillpaths import command_refs
+
+    nested = "bash -c " * 13_000 + "cat /s/skills/pdf/SKILL.md"
+    assert command_refs(nested, {"pdf"}) == []  # past the 100,000-character scan limit
+    assert command_refs("bash -c " * 5_000 + "cat /s/skills/pdf/SKILL.md", {"pdf"}) == [
+        ("pdf", "instructions")
+    ]

@@ -8,8 +8,8 @@ accepts any name (the caller then learns the offered skills from the harness's l
 Shell commands are split into simple commands without running anything: a command whose
 program only lists or moves files (``ls``, ``find``, ``cp``...) never counts, since a directory
 listing that happens to show skill paths is not activation; a redirect target (``> SKILL.md``)
-is a write, not a read. Every regular expression here is a single character class or a
-literal alternation, so no input makes one backtrack.
+is a write, not a read. Every regular expression here matches in linear time (single
+character classes, literal alternatives, no nested repetition), and the scan is iterative.
 """
 
 from __future__ import annotations
@@ -121,16 +121,17 @@ def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
         if n >= MAX_SEGMENTS:
             break
         words = _WORDS.findall(segment)
-        program, args = _program(words)
+        at = _program_index(words)
+        if at is None:
+            continue
+        program, args = words[at].rsplit("/", 1)[-1], words[at + 1 :]
         if program == "cd" and args:
             cwd = args[0] if args[0].startswith(("/", "~")) else f"{cwd}/{args[0]}"
             continue
-        if program is None or program in _NOT_READING:
+        if program in _NOT_READING:
             continue
         # The program word names a skill file only when it is a path (a script run directly).
-        head = (
-            [words[len(words) - len(args) - 1]] if "/" in words[len(words) - len(args) - 1] else []
-        )
+        head = [words[at]] if "/" in words[at] else []
         for word in _reads(head + args):
             path = word.rstrip(_TRAILING)
             if cwd and not path.startswith(("/", "~")):
@@ -157,18 +158,23 @@ def _segments(command: str) -> Iterator[str]:
         yield from _SEGMENTS.split(line)
 
 
-def _program(words: list[str]) -> tuple[str | None, list[str]]:
+def _program_index(words: list[str]) -> int | None:
+    """Where the program of a simple command is, past wrappers (`sudo`, `env`, `timeout N`,
+    `VAR=value`) and shells running a string (`bash -lc 'cat x'` runs `cat`)."""
     i = 0
-    while i < len(words) and (words[i] in _WRAPPERS or _is_assignment(words[i])):
-        i += 1
-    if i < len(words) and words[i] == "timeout":
-        i += 2  # `timeout DURATION program ...`
-    # `bash -lc 'cat x'` runs its string: the program is the string's first word.
-    if i + 2 < len(words) and words[i].rsplit("/", 1)[-1] in _SHELLS and _runs_string(words[i + 1]):
-        return _program(words[i + 2 :])
-    if i >= len(words):
-        return None, []
-    return words[i].rsplit("/", 1)[-1], words[i + 1 :]
+    while i < len(words):
+        word = words[i]
+        if word in _WRAPPERS or _is_assignment(word):
+            i += 1
+        elif word == "timeout":
+            i += 2  # `timeout DURATION program ...`
+        elif (
+            word.rsplit("/", 1)[-1] in _SHELLS and i + 2 < len(words) and _runs_string(words[i + 1])
+        ):
+            i += 2
+        else:
+            return i
+    return None
 
 
 def _runs_string(flag: str) -> bool:
