@@ -635,3 +635,12 @@ def test_nested_shells_do_not_recurse() -> None:
     assert command_refs("bash -c " * 5_000 + "cat /s/skills/pdf/SKILL.md", {"pdf"}) == [
         ("pdf", "instructions")
     ]
+
+
+def test_unclosed_offer_blocks_cost_one_scan() -> None:
+    hostile = "<available_skills><skill><name>pdf" * 50_000
+    trajectory = fx.atif("terminus-2", [fx.atif_user(hostile)])
+    start = time.perf_counter()
+    found = detect(trajectory, ["pdf"])
+    assert time.perf_counter() - start < 2.0
+    assert found.listed == ()

@@ -28,7 +28,6 @@ from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool
 
 NAME = "atif"
 
-_AVAILABLE = re.compile(r"<available_skills>(.{0,200000}?)</available_skills>", re.DOTALL)
 _SKILL_NAME = re.compile(r"<name>([^<]{1,200})</name>")
 _FAILED_STATUS = frozenset({"error", "failed", "declined"})
 # In a Terminus episode's raw reply: the JSON string of a command's keystrokes, and a skill
@@ -52,8 +51,7 @@ def detect_atif(transcript: object, pool: Collection[str]) -> Detection:
             continue
         message = step.get("message")
         if step.get("source") in ("user", "system") and isinstance(message, str):
-            for block in _AVAILABLE.findall(message[:2_000_000]):
-                out.list_names([n.strip() for n in _SKILL_NAME.findall(block)])
+            _list_offered(out, message)
         calls = step.get("tool_calls")
         if not isinstance(calls, list):
             continue
@@ -116,8 +114,7 @@ def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
     for index, episode in enumerate(episodes[:200_000]):
         prompt = field(episode, "prompt")
         if index == 0 and isinstance(prompt, str):
-            for block in _AVAILABLE.findall(prompt[:2_000_000]):
-                out.list_names([n.strip() for n in _SKILL_NAME.findall(block)])
+            _list_offered(out, prompt)
         reply = field(episode, "response")
         if not isinstance(reply, str):
             continue
@@ -137,3 +134,17 @@ def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
                 continue
             out.add_refs(command_refs(keystrokes, pool), index, keystrokes, True)
     return out.result(transcript)
+
+
+def _list_offered(out: Collector, text: str) -> None:
+    """The names in `<available_skills>` blocks (Terminus-2's offer), found with `str.find`
+    so an unclosed block in a hostile message costs one scan, not one per opening tag."""
+    start, blocks = 0, 0
+    while blocks < 100:
+        begin = text.find("<available_skills>", start, 2_000_000)
+        end = text.find("</available_skills>", begin, begin + 1_000_000) if begin >= 0 else -1
+        if begin < 0 or end < 0:
+            return
+        block = text[begin:end]
+        out.list_names([n.strip() for n in _SKILL_NAME.findall(block)][:10_000])
+        start, blocks = end, blocks + 1
