@@ -644,3 +644,9 @@ def test_unclosed_offer_blocks_cost_one_scan() -> None:
     found = detect(trajectory, ["pdf"])
     assert time.perf_counter() - start < 2.0
     assert found.listed == ()
+
+
+def test_generic_says_when_it_saw_no_tool_call() -> None:
+    found = detect([{"role": "user", "content": "hi"}, {"text": "done"}], ["pdf"])
+    assert found.detector == "generic" and found.events == ()
+    assert found.notes == ("no tool call found: this format may not record skill use",)

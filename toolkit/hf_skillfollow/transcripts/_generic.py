@@ -31,8 +31,10 @@ def detect_generic(transcript: object, pool: Collection[str]) -> Detection:
     transcript = as_transcript(transcript)
     out = Collector(NAME, pool)
     budget = [MAX_NODES]
+    seen = 0
     for index, unit in _units(transcript):
         for call in _calls(unit, budget):
+            seen += 1
             name = next(call[k] for k in _NAME_KEYS if isinstance(call.get(k), str))
             args = next((call[k] for k in _ARG_KEYS if k in call), None)
             refs, _ = tool_refs(name, args, pool)
@@ -40,6 +42,8 @@ def detect_generic(transcript: object, pool: Collection[str]) -> Detection:
             out.add_refs(refs, index, {"name": name, "arguments": args}, True)
     if budget[0] <= 0:
         out.notes.append(f"stopped after {MAX_NODES} JSON values")
+    if not seen:
+        out.notes.append("no tool call found: this format may not record skill use")
     return out.result(transcript)
 
 
