@@ -58,11 +58,58 @@ TASKS_A = "custom@file:tasks-a.jsonl+sha256.1111aaaa2222bbbb+graders.expectation
 TASKS_B = "custom@file:tasks-b.jsonl+sha256.3333cccc4444dddd+graders.expectations"
 
 
+SKILL_EVALS_VERSION = "skill-evals@pool:coding+sha256.5555eeee6666ffff"
+#: task id -> (se_correct, sd_correct, skills returned) of the skill-evals run (cellE).
+#: prefix-sum alone on its 4 evals: b, b, c, a (alone n 4, b 2, c 1, RAE +25.0; 4/4 own);
+#: binary-search never comes back on its 3 evals (0/3); two-pointer-pair-sum with
+#: prefix-sum on its 2 (a, c; 2/2 own, never alone). S_call n_cond 6: b 2, c 2, a 2.
+SKILL_EVAL_TASKS = {
+    "prefix-sum/1": (True, False, ["prefix-sum"]),
+    "prefix-sum/2": (True, False, ["prefix-sum"]),
+    "prefix-sum/3": (False, True, ["prefix-sum"]),
+    "prefix-sum/4": (True, True, ["prefix-sum", "prefix-sum"]),  # twice: still alone
+    "binary-search/1": (False, False, []),
+    "binary-search/2": (False, False, []),
+    "binary-search/3": (False, False, []),
+    "two-pointer-pair-sum/1": (True, True, ["two-pointer-pair-sum", "prefix-sum"]),
+    "two-pointer-pair-sum/2": (False, True, ["two-pointer-pair-sum", "prefix-sum"]),
+}
+
+
+def write_skill_evals(run_dir: Path, **identity: object) -> Path:
+    """A skill-evals run (cellE) with the outcomes of `SKILL_EVAL_TASKS`."""
+    from hf_skillfollow.schema import transitions_from_rows
+    from tests._rows import transition_row
+
+    rows = [
+        transition_row(
+            run_id=run_dir.name,
+            cell_id="cellE",
+            benchmark="skill-evals",
+            benchmark_version=SKILL_EVALS_VERSION,
+            task_id=task,
+            se_correct=se,
+            sd_correct=sd,
+            invoked=bool(got),
+            returned=bool(got),
+            n_calls=len(got),
+            queries=[f"activate_skill({g})" for g in got],
+            skills_returned=got,
+            **identity,
+        )  # fmt: skip
+        for task, (se, sd, got) in SKILL_EVAL_TASKS.items()
+    ]
+    run_dir.mkdir(parents=True)
+    pq.write_table(transitions_from_rows(rows), run_dir / "transitions.parquet")
+    return run_dir
+
+
 def write_readable_sources(root: Path) -> list[str]:
     """Two sources whose rows differ only in what they measured (issue 39):
 
     `lab`: acme/helper-7b on mbppplus by search (HURTS, cellS) and by catalog (HELPS, cellK),
-    and on two custom task files (HELPS as cellJ1 on tasks-a, HURTS as cellJ2 on tasks-b);
+    on two custom task files (HELPS as cellJ1 on tasks-a, HURTS as cellJ2 on tasks-b) and on
+    its pool's skill evals (cellE, `SKILL_EVAL_TASKS`);
     `community`: org/small-1b (FEW, cellN) and org/never-1b (NEVER, cellZ) on mbppplus."""
     from tests._fixtures_hub import write_run_dir
 
@@ -73,6 +120,7 @@ def write_readable_sources(root: Path) -> list[str]:
     custom = {"benchmark": "custom", "skill_pool": "coding", "model": HELPER}
     write_run_dir(lab, "run-j1", HELPS, cell_id="cellJ1", benchmark_version=TASKS_A, **custom)
     write_run_dir(lab, "run-j2", HURTS, cell_id="cellJ2", benchmark_version=TASKS_B, **custom)
+    write_skill_evals(lab / "run-e1", model=HELPER)
     write_run_dir(community, "run-n1", FEW, cell_id="cellN", model="org/small-1b")
     write_run_dir(community, "run-z1", NEVER, cell_id="cellZ", model="org/never-1b")
     return [str(lab), str(community)]

@@ -130,7 +130,8 @@ def test_lift_vs_rae_draws_non_reportable_cells_hollow_and_counts_them_in_neithe
     legend = figure.locator(".sf-legend").inner_text()
     # reportable at 10: cellK, cellJ1 agree; cellS, cellJ2 disagree; cellN neither
     assert "signs agree (2)" in legend and "sign disagreement ⚠ (2)" in legend, legend
-    assert "not reportable: n_cond below the threshold (1)" in legend, legend
+    # cellN and cellE (n_cond 6 each; cellE's RAE is 0)
+    assert "not reportable: n_cond below the threshold (2)" in legend, legend
     page.close()
 
 
@@ -288,4 +289,36 @@ def test_newcomer_first_screen_names_what_each_row_measured(browser, app, width,
     assert on_screen >= 1, "no row on the first screen"
     DOCS_IMG.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(DOCS_IMG / f"board-{width}.png"))
+    page.close()
+
+
+# --- 6. the per-skill view -----------------------------------------------------------------
+
+
+def test_skills_tab_credits_flips_to_a_lone_skill_and_shows_one_that_never_triggered(browser, app):
+    """On main there was no per-skill view, the drill-down credited every flip to every
+    top-3 hit, and a skill that never came back on its own evals was nowhere."""
+    page = _open(browser, app)
+    page.get_by_role("tab", name="Skills").click()
+    rows = page.locator("#sf-skills tbody tr")
+    rows.first.wait_for(timeout=60_000)
+
+    def cells(skill: str, source: str) -> list[str]:
+        row = page.locator(f"#sf-skills tr[data-skill='{skill}']", has_text=source).first
+        return [c.strip() for c in row.locator("td").all_inner_texts()]
+
+    # prefix-sum in lab: 10+12+12+10 S_call tasks of cellS/K/J1/J2 and 6 of cellE = 50
+    prefix = cells("prefix-sum", "lab")
+    assert prefix[1:6] == ["50", "5", "4", "2 / 1", "+25.0"], prefix
+    assert prefix[6].startswith("4/4"), prefix
+    never = cells("binary-search", "lab")
+    assert never[1:3] == ["0", "0"] and never[6].startswith("0/3"), never
+    pair = cells("two-pointer-pair-sum", "lab")
+    assert pair[1:6] == ["46", "5", "0", "0 / 0", "—"] and pair[6].startswith("2/2"), pair
+    assert cells("prefix-sum", "community")[1] == "6"  # cellN's S_call; another source's row
+    assert page.locator("#sf-skills tr[data-skill='binary-search'] button").count() == 0
+    page.locator(
+        "#sf-skills tr[data-skill='prefix-sum'] button", has_text="skill-evals"
+    ).first.click()
+    page.locator("#sf-matrices").get_by_text("b = 2").first.wait_for(timeout=60_000)
     page.close()

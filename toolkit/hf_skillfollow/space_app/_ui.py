@@ -7,6 +7,7 @@ textboxes and mirrors the view's state into the URL, which `_from_url` reads bac
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -165,8 +166,19 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
             )
         with gr.Tab("Cell drill-down", id="drill"):
             d = _drill_tab()
+        with gr.Tab("Skills", id="skills") as skills_tab:
+            skills = gr.HTML(
+                '<p class="sf-empty">Computing the per-skill view…</p>',
+                elem_id="sf-skills",
+                js_on_load=None,
+                apply_default_css=False,
+            )
         with gr.Tab("About", id="about"):
             gr.Markdown(rendered(ABOUT), elem_id="sf-about")
+    # Computed on first sight of the tab (it reads every row's skills_returned), then kept.
+    skills_tab.select(
+        _skills_view(board), None, skills, show_progress="hidden", api_visibility="private"
+    )
     boxes = {
         name: gr.Textbox(
             value=T.DEFAULT_SORT if name == "sort" else "",
@@ -178,6 +190,29 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
         for name in ("sort", "open", "task")
     }
     _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
+
+
+def _skills_view(board: Board):
+    """The Skills tab's HTML, computed once (on the first visit) from the rows."""
+    done: list[str] = []
+    lock = threading.Lock()
+
+    def view() -> str:
+        with lock:
+            if not done:
+                from hf_skillfollow.space_app import _skills
+
+                cells = board.pooled
+                try:
+                    frame = _skills.skill_frame(board.tables, cells)
+                except Exception as exc:  # a bug or bad value must not leave the tab blank
+                    note = f"The per-skill view failed ({type(exc).__name__}: {exc})."
+                    return f'<p class="sf-empty">{_escape(note)}</p>'
+                keys, labels = cells["_key"].astype(str), cells["label"].astype(str)
+                done.append(_skills.skills_html(frame, dict(zip(keys, labels, strict=True))))
+            return done[0]
+
+    return view
 
 
 def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
