@@ -135,6 +135,11 @@ def main() -> None:
     os.setgroups([])
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
+    # A credential change clears the parent-death signal: set it again, then make sure the
+    # parent (Harbor) did not die before it was set.
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:
+        sys.exit("nsinit: Harbor is gone")
     flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
     _check(_libc.unshare(flags), "unshare")
     read_end, write_end = os.pipe()
