@@ -57,8 +57,42 @@ def normalise(answer: str) -> str:
 
 
 def ungrouped(answer: str) -> str:
-    """``answer`` with its thousands separators dropped: the one string both checks judge."""
-    return _DIGIT_GROUP.sub("", answer)
+    """The one string both checks judge: ``answer`` with fullwidth characters read as their
+    ASCII forms (``３`` is 3), a percent sign read as a unit (``10\\%`` is 10, never 0.1)
+    and thousands separators dropped."""
+    return _DIGIT_GROUP.sub("", _PERCENT.sub("", answer.translate(_HALFWIDTH)))
+
+
+#: fullwidth ASCII variants (U+FF01 to U+FF5E) and the ideographic space, as ASCII
+_HALFWIDTH = {0xFF01 + i: 0x21 + i for i in range(0x5E)} | {0x3000: 0x20}
+_PERCENT = re.compile(r"\\?%")
+
+
+def is_text(reference: str) -> bool:
+    """Whether ``reference`` is words rather than mathematics: a word of two or more letters
+    outside LaTeX commands (``Tokyo``, ``\\text{Evelyn}``, ``AB``) that is not a function's
+    name, and no digit. math-verify reads letters as symbols multiplied together, so any
+    anagram of a word (``Kyoto`` for ``Tokyo``) would be equal to it."""
+    s = _COMMANDS.sub(" ", _ENVIRONMENTS.sub(" ", reference))
+    if any(c.isdigit() for c in s):
+        return False
+    return any(w.lower() not in _MATH_WORDS for w in _WORD.findall(s))
+
+
+_ENVIRONMENTS = re.compile(r"\\(?:begin|end)\{[^{}]*\}")
+_COMMANDS = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+_MATH_WORDS = frozenset(
+    ("sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "sinh", "cosh",
+     "tanh", "log", "ln", "lg", "exp", "sqrt", "pi", "inf", "infty", "max", "min", "gcd", "lcm",
+     "det", "mod", "deg", "lim")
+)  # fmt: skip
+
+
+def text_form(answer: str) -> str:
+    """How a text answer is compared: ``normalise``d (wrappers, spaces and ``$`` dropped),
+    fullwidth forms as ASCII, and case folded."""
+    return normalise(answer.translate(_HALFWIDTH)).casefold()
 
 
 def stated_answers(text: str) -> list[str]:
@@ -91,8 +125,13 @@ def score_math(task: Any, text: str) -> Verdict:
             f"\\boxed{{}} answer of {len(answer):,} characters is too long to check "
             f"(at most {MAX_ANSWER_CHARS})",
         )
-    judge = _Judge(reference)
+    judge: _Judge | _TextJudge = (
+        _TextJudge(reference) if is_text(reference) else _Judge(ungrouped(reference))
+    )
     answer = ungrouped(answer)
+    pair = judge.side_by_side(answer)
+    if pair is not None:
+        return _side_by_side(task, details, answer, pair)
     two_numbers = judge.second_reading(answer, numbers_only=True)
     if two_numbers is not None:
         return _two_readings(task, details, answer, two_numbers)
@@ -106,6 +145,15 @@ def score_math(task: Any, text: str) -> Verdict:
             f"the reply states two answers: {other[:80]!r} and the final \\boxed{{{answer[:80]}}}"
             "; it must commit to one",
         )
+    if isinstance(judge, _TextJudge):
+        if judge.equivalent(answer):
+            return Verdict(
+                task.task_id,
+                True,
+                "text: the normalised answer equals the reference (a reference in words)",
+                {**details, "method": "text"},
+            )
+        return _failed(task, details, f"answer {answer[:80]!r} differs from the reference")
     if judge.equivalent(answer):
         return Verdict(
             task.task_id,
@@ -115,7 +163,7 @@ def score_math(task: Any, text: str) -> Verdict:
         )
     if judge.error:
         details["math_verify_error"] = judge.error
-    if normalise(answer) == normalise(reference):
+    if normalise(answer) == normalise(judge.reference):
         reading = judge.second_reading(answer)
         if reading is not None:
             return _two_readings(task, details, answer, reading)
@@ -137,14 +185,28 @@ def _two_readings(task: Any, details: dict[str, Any], answer: str, reading: str)
     )
 
 
+def _side_by_side(
+    task: Any, details: dict[str, Any], answer: str, pair: tuple[str, str, str]
+) -> Verdict:
+    first, gap, second = pair
+    return _failed(
+        task,
+        details,
+        f"the answer reads as two values: \\boxed{{{answer[:80]}}} sets {first[:20]} and "
+        f"{second[:20]} side by side with only {gap[:40]!r} between them, which math-verify "
+        "reads as nothing; it must commit to one",
+    )
+
+
 def _failed(task: Any, details: dict[str, Any], reason: str) -> Verdict:
     return Verdict(task.task_id, False, reason, {**details, "method": "none"})
 
 
-def _disagreeing(judge: _Judge, answer: str, others: list[str]) -> str | None:
+def _disagreeing(judge: _Judge | _TextJudge, answer: str, others: list[str]) -> str | None:
     """The first stated answer that is neither the committed one (normalised) nor equal to it
-    for math-verify, or that reads as two numbers itself (``2\\,3`` beside a boxed 5);
-    ``answer`` itself when there are too many to compare."""
+    for math-verify (as text, for a reference in words), or that reads as two numbers itself
+    (``2\\,3`` or ``2\\quad 3`` beside a boxed 5); ``answer`` itself when there are too many
+    to compare."""
     mine = normalise(answer)
     distinct = list(dict.fromkeys(o for o in others if normalise(o) != mine))
     if len(distinct) > MAX_OTHER_ANSWERS:
@@ -152,9 +214,77 @@ def _disagreeing(judge: _Judge, answer: str, others: list[str]) -> str | None:
     for other in distinct:
         if len(other) > MAX_ANSWER_CHARS or not judge.same(answer, other):
             return other
+        if judge.side_by_side(other) is not None:
+            return other
         if judge.second_reading(other, numbers_only=True) is not None:
             return other
     return None
+
+
+class _TextJudge:
+    """A reference in words (``is_text``): compared as normalised text, never by math-verify."""
+
+    error: str | None = None
+
+    def __init__(self, reference: str) -> None:
+        self.reference = reference
+
+    def equivalent(self, answer: str) -> bool:
+        return text_form(answer) == text_form(self.reference)
+
+    def same(self, answer: str, other: str) -> bool:
+        return text_form(answer) == text_form(other)
+
+    def side_by_side(self, answer: str) -> None:
+        return None
+
+    def second_reading(self, answer: str, numbers_only: bool = False) -> None:
+        return None
+
+
+# The answer as tokens: a command (with, in the first reading, the brace and bracket groups
+# that follow it: its arguments, so that the digits of ``\\frac{1}{2}`` or ``\\phantom{0}`` are
+# not the answer's numbers), a number, or one other character.
+_NUMBER = r"(?P<num>\d+(?:\.\d+)?|\.\d+)"
+_WITH_ARGUMENTS = re.compile(
+    r"(?P<cmd>\\(?:[A-Za-z]+\*?|.)(?:\s*(?:\{(?:[^{}]|\{[^{}]*\})*\}|\[[^\[\]]*\]))*)"
+    rf"|{_NUMBER}|(?P<other>.)",
+    re.DOTALL,
+)
+_BARE = re.compile(
+    rf"(?P<cmd>\\(?:[A-Za-z]+\*?|.))|{_NUMBER}|(?P<brace>[{{}}])|(?P<other>.)", re.DOTALL
+)
+#: a character between two numbers that is itself content (an operator, a letter, a delimiter)
+_CONTENT = re.compile(r"[-+*/=<>,;:()\[\]|&^_!'.A-Za-z]")
+
+
+def numbers_side_by_side(answer: str) -> list[tuple[str, str, str]]:
+    """(number, gap, number) for every two numbers of ``answer`` with no content character
+    between them, only spaces, commands, braces or other characters (``2\\quad 3``, ``2~3``,
+    ``2\\phantom{0}3``, ``{2}\\quad{3}``); whether a gap is nothing is math-verify's to say
+    (``_Judge.side_by_side``). Read twice: once with a command's brace groups as its arguments
+    (braces elsewhere are content), once with every brace as part of a gap (a gap of braces
+    alone, as in ``\\frac{1}{2}``, is not one)."""
+    out = []
+    for tokens, braces_in_gaps in ((_WITH_ARGUMENTS, False), (_BARE, True)):
+        previous: str | None = None
+        gap: list[str] = []
+        for match in tokens.finditer(answer):
+            kind, text = match.lastgroup, match.group()
+            if kind == "num":
+                joined = "".join(gap)
+                if previous is not None and (
+                    not braces_in_gaps
+                    or joined.strip(" {}")
+                    or not ("{" in joined or "}" in joined)
+                ):
+                    out.append((previous, joined, text))
+                previous, gap = text, []
+            elif kind == "other" and (_CONTENT.match(text) or text in "{}"):
+                previous, gap = None, []
+            else:
+                gap.append(text)
+    return list(dict.fromkeys(out))
 
 
 class _Judge:
@@ -231,6 +361,31 @@ class _Judge:
     def same(self, answer: str, other: str) -> bool:
         mine, theirs = self.read(answer), self.read(other)
         return bool(mine and theirs and self._verify(mine, theirs))
+
+    def side_by_side(self, answer: str) -> tuple[str, str, str] | None:
+        """Two numbers of ``answer`` with a gap between them that math-verify reads as nothing,
+        or None. The rule is on the answer's structure, not a list of spacing commands: a gap
+        is nothing when math-verify reads ``7<gap>1`` as it reads ``7 1`` (the sum of the
+        parts, as for a mixed number) or ``71``. Then the one box says 5 to math-verify and
+        23 or "2 3" to a reader, whatever TeX spacing it uses (``\\quad``, ``\\hspace{}``,
+        ``\\phantom{0}``, ``~``, or a command math-verify learns to drop later); it fails
+        whatever the reference. A gap math-verify reads as content (``\\cdot``, ``\\\\``) or
+        cannot read at all is not nothing."""
+        for first, gap, second in numbers_side_by_side(answer):
+            if not gap.strip(" {}") or self._reads_as_nothing(gap):
+                return first, gap, second
+        return None
+
+    def _reads_as_nothing(self, gap: str) -> bool:
+        # the probe closes what the gap leaves open: `}\\quad{` is probed as `{7}\\quad{1}`
+        depth = lowest = 0
+        for c in gap:
+            depth += (c == "{") - (c == "}")
+            lowest = min(lowest, depth)
+        probe = self.read("{" * -lowest + "7" + gap + "1" + "}" * (depth - lowest))
+        return bool(probe) and any(
+            (plain := self.read(joined)) and self._verify(plain, probe) for joined in ("7 1", "71")
+        )
 
     def _verify(self, gold: list[Any], pred: list[Any]) -> bool:
         from math_verify import verify

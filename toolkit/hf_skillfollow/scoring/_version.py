@@ -22,7 +22,9 @@ from collections.abc import Mapping
 #: match cannot pass an answer that math-verify reads as another value.
 #: "4" (issue 37): an own task's `tests` are judged assert by assert, with the operator each
 #: states (an exact `==` has no float tolerance; a tolerance is its own assert's, absolute,
-#: strict for `<`), the candidate called once per assert in order; see docs/tasks.md.
+#: strict for `<`), the candidate called once per assert in order; see docs/tasks.md. Math:
+#: two numbers side by side with only TeX spacing between them fail (`2\\quad 3`); a reference
+#: in words is compared as text; fullwidth digits are digits and `\\%` is a unit (sandbox.md).
 SCORER_VERSION = "4"
 
 #: Runs published before traces carried ``scorer_version``: toolkit version -> scorer version.
