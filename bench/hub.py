@@ -47,7 +47,7 @@ from hf_skillfollow.hub._layout import (
 )
 from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH, run_stats, stats_bytes
 from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
-from hf_skillfollow.schema import TRANSITIONS_SCHEMA
+from hf_skillfollow.schema import validate_transitions
 
 
 def synthetic_transitions(n_rows: int, rows_per_run: int, seed: int = 0) -> pa.Table:
@@ -102,7 +102,8 @@ def synthetic_transitions(n_rows: int, rows_per_run: int, seed: int = 0) -> pa.T
             np.where(returned, rng.random(n_rows) < 0.5, None).tolist(), pa.bool_()
         ),
     }
-    return pa.Table.from_pydict(cols, schema=TRANSITIONS_SCHEMA)
+    # Columns added to the schema later are backfilled, as for files written before them.
+    return validate_transitions(pa.table(cols), "synthetic")
 
 
 def _task_ids(rows_per_run: int) -> list[str]:
@@ -223,7 +224,7 @@ def _derived_files(
         card = render_card(summary, repo_id="org/bench", has_traces=False, cell_cache=cache)
         # A push appends to the recent-counts file until it outgrows recent_limit, then merges
         # it into the main one: the repo holds it half full, the size a push meets on average.
-        n_recent = recent_limit(n) // 2
+        n_recent = min(recent_limit(n) // 2, stats.num_rows)  # a small repo: all recent
         base, recent = stats.slice(0, n - n_recent), stats.slice(n - n_recent)
         summary.base_rows, summary.recent_rows = base.num_rows, recent.num_rows
         (root / names[0]).write_bytes(stats_bytes(base))

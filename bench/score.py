@@ -23,7 +23,7 @@ Target: ours at least 2x faster cold and warm to results, identical verdicts on 
 solutions, zero flips.
 
     python bench/score.py [--data-dir DIR] [--benchmark mbppplus|humanevalplus|both]
-                          [--repeats 3] [--cold-repeats 1] [--workers 2]
+                          [--repeats 3] [--cold-repeats 1] [--workers 2] [--limit N]
 """
 
 from __future__ import annotations
@@ -304,9 +304,20 @@ def _report(
         )
 
 
-def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: int) -> None:
+def _first_tasks(data: Path, limit: int, work: Path) -> Path:
+    """The first `limit` tasks of `data` as a file of the same format, for a tiny run."""
+    out = work / data.name
+    opener = gzip.open if data.suffix == ".gz" else open
+    with opener(out, "wt", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row) + "\n" for row in _rows(data)[:limit])
+    return out
+
+
+def bench(suite: Suite, data: Path, repeats: int, workers: int, cold: int, limit: int) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         work = Path(tmp)
+        if limit:
+            data = _first_tasks(data, limit, work)
         ids = _write_samples(data, work / "samples.jsonl")
         timings: dict[str, list[Timing]] = {}
         verdicts: dict[str, list[dict[str, bool]]] = {}
@@ -356,7 +367,12 @@ def main() -> None:
         help="cold runs of each tool, each from empty caches; 0 skips them (caches are then "
         "filled untimed) [1]",
     )
+    parser.add_argument(
+        "--limit", type=int, default=0, help="only the first N tasks of each suite (0: all) [0]"
+    )
     args = parser.parse_args()
+    if min(args.limit, args.repeats, args.cold_repeats) < 0 or args.repeats + args.cold_repeats < 1:
+        parser.error("--limit, --repeats and --cold-repeats must be >= 0, with at least one run")
     data_dir = _data_dir(args.data_dir)
     suites = list(SUITES.values()) if args.benchmark == "both" else [SUITES[args.benchmark]]
     for suite in suites:
@@ -366,7 +382,9 @@ def main() -> None:
                 "(pass --data-dir or set SKILLFOLLOW_DATA_DIR)"
             )
     for suite in suites:
-        bench(suite, data_dir / suite.file, args.repeats, args.workers, args.cold_repeats)
+        bench(
+            suite, data_dir / suite.file, args.repeats, args.workers, args.cold_repeats, args.limit
+        )
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ BENCHMARKS = ("mbppplus", "humanevalplus", "math500", "mbppplus", "humanevalplus
 
 def make_table(n_cells: int, n_tasks: int, seed: int = 0) -> pa.Table:
     """Transitions rows with per-cell retrieval and flip rates drawn at random."""
-    from hf_skillfollow.schema import TRANSITIONS_SCHEMA
+    from hf_skillfollow.schema import validate_transitions
 
     rng = np.random.default_rng(seed)
     cell = np.repeat(np.arange(n_cells), n_tasks)
@@ -98,6 +98,7 @@ def make_table(n_cells: int, n_tasks: int, seed: int = 0) -> pa.Table:
         "skill_pool": np.where(bench == "math500", "math", "coding"),
         "skill_pool_hash": np.full(n, "abc123"),
         "condition": cond_name,
+        "access": np.full(n, "search"),
         "retriever": np.full(n, "bm25s"),
         "top_k": top_k.astype(np.int32),
         "max_calls": np.full(n, 3, np.int32),
@@ -124,9 +125,8 @@ def make_table(n_cells: int, n_tasks: int, seed: int = 0) -> pa.Table:
     arrays["se_error"] = pa.nulls(n, pa.string())
     arrays["sd_error"] = pa.nulls(n, pa.string())
     arrays["adherence"] = pa.array(cond & (rng.random(n) < 0.5))
-    return pa.table(
-        [arrays[f.name].cast(f.type) for f in TRANSITIONS_SCHEMA], schema=TRANSITIONS_SCHEMA
-    )
+    # Columns added to the schema later are backfilled, as for files written before them.
+    return validate_transitions(pa.table(arrays), "synthetic")
 
 
 BARE_APP = Path(__file__).with_name("space_bare.py")
@@ -357,6 +357,11 @@ def run_size(n_cells: int, args: argparse.Namespace, ctx) -> list[tuple[str, ...
         shown, cells = in_process(path, args.resamples, warm)
         if ctx is None:
             return []
+        if shown == 0:  # the browser would wait for table rows that never come
+            raise SystemExit(
+                f"the board's first view shows no cell of {n_cells} x {args.tasks} tasks (too few"
+                " reach the default min n_cond): raise --cells or --tasks"
+            )
         apps = [ours(path, args.resamples, warm)] * (args.cache != "cold")
         apps += [ours(path, args.resamples, None)] * (args.cache != "warm")
         result = side_by_side(ctx, [*apps, bare(cells, shown)], args.repeats, args.resamples)
