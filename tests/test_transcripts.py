@@ -29,6 +29,15 @@ def _summary(detection) -> list[tuple[str, str, int, bool]]:
     return [(e.skill, e.kind, e.event_index, e.succeeded) for e in detection.events]
 
 
+def _detect_file(path: Path, data: object, fmt: str, pool, *, document: bool = False):
+    """Write `data` as a real file (JSONL lines, or one JSON document), read it back bounded,
+    check that its content names the format `fmt`, and detect against `pool`."""
+    (fx.write_json if document else fx.write_jsonl)(path, data)
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == fmt
+    return detect(transcript, pool)
+
+
 def test_claude_code_stream_json_every_event_kind(tmp_path: Path) -> None:
     events, raw = fx.claude_code_trial()
     path = fx.write_jsonl(tmp_path / "claude-code.txt", events, raw_lines=raw)
@@ -79,10 +88,9 @@ def test_claude_code_skill_call_without_result_did_not_return() -> None:
 
 
 def test_terminus_atif_keystrokes(tmp_path: Path) -> None:
-    path = fx.write_json(tmp_path / "trajectory.json", fx.terminus_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "atif"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(
+        tmp_path / "trajectory.json", fx.terminus_trial(), "atif", ["pdf", "xlsx"], document=True
+    )
     assert _summary(found) == [("xlsx", "instructions", 2, True), ("pdf", "resource", 3, True)]
     assert found.listed == ("pdf", "xlsx")
     assert found.events[0].evidence == (
@@ -93,8 +101,13 @@ def test_terminus_atif_keystrokes(tmp_path: Path) -> None:
 
 
 def test_claude_code_converted_to_atif(tmp_path: Path) -> None:
-    path = fx.write_json(tmp_path / "trajectory.json", fx.claude_code_atif_trial())
-    found = detect(read_transcript(path), ["pdf", "xlsx"])
+    found = _detect_file(
+        tmp_path / "trajectory.json",
+        fx.claude_code_atif_trial(),
+        "atif",
+        ["pdf", "xlsx"],
+        document=True,
+    )
     assert _summary(found) == [
         ("pdf", "instructions", 1, False),
         ("xlsx", "instructions", 2, True),
@@ -105,10 +118,7 @@ def test_claude_code_converted_to_atif(tmp_path: Path) -> None:
 
 
 def test_codex_exec_json(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "codex.txt", fx.codex_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "codex"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(tmp_path / "codex.txt", fx.codex_trial(), "codex", ["pdf", "xlsx"])
     assert _summary(found) == [
         ("pdf", "instructions", 5, True),
         ("xlsx", "instructions", 7, False),
@@ -119,10 +129,9 @@ def test_codex_exec_json(tmp_path: Path) -> None:
 
 
 def test_gemini_cli_stream_json(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "gemini-cli.txt", fx.gemini_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "gemini-cli"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(
+        tmp_path / "gemini-cli.txt", fx.gemini_trial(), "gemini-cli", ["pdf", "xlsx"]
+    )
     assert _summary(found) == [
         ("pdf", "instructions", 1, True),
         ("docx", "instructions", 3, False),
@@ -132,10 +141,9 @@ def test_gemini_cli_stream_json(tmp_path: Path) -> None:
 
 
 def test_opencode_json_events(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "opencode.txt", fx.opencode_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "opencode"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(
+        tmp_path / "opencode.txt", fx.opencode_trial(), "opencode", ["pdf", "xlsx"]
+    )
     assert _summary(found) == [
         ("pdf", "instructions", 1, True),
         ("xlsx", "resource", 3, True),
@@ -174,10 +182,7 @@ def test_openhands_events() -> None:
 
 
 def test_generic_fallback_counts_skill_md_only(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "log.jsonl", fx.generic_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "generic"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(tmp_path / "log.jsonl", fx.generic_trial(), "generic", ["pdf", "xlsx"])
     assert _summary(found) == [("pdf", "instructions", 0, True)]
 
 
@@ -468,10 +473,13 @@ def test_gemini_cli_converted_to_atif() -> None:
 
 
 def test_skillsbench_terminus_episode_list(tmp_path: Path) -> None:
-    path = fx.write_json(tmp_path / "trajectory.json", fx.terminus_episodes_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "atif"
-    found = detect(transcript, ["pdf", "xlsx"])
+    found = _detect_file(
+        tmp_path / "trajectory.json",
+        fx.terminus_episodes_trial(),
+        "atif",
+        ["pdf", "xlsx"],
+        document=True,
+    )
     assert _summary(found) == [
         ("pdf-tools", "instructions", 0, False),
         ("pdf", "instructions", 1, True),
@@ -523,10 +531,7 @@ def test_claude_code_skill_outcome_beside_the_block() -> None:
 
 
 def test_benchflow_acp_trajectory(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "acp_trajectory.jsonl", fx.acp_trial())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "acp"
-    found = detect(transcript, POOL)
+    found = _detect_file(tmp_path / "acp_trajectory.jsonl", fx.acp_trial(), "acp", POOL)
     assert _summary(found) == [
         ("pdf", "instructions", 1, True),
         ("xlsx", "instructions", 2, True),
@@ -608,20 +613,24 @@ def test_control_characters_in_the_path_stay_on_one_line(tmp_path: Path) -> None
 
 
 def test_codex_session_log(tmp_path: Path) -> None:
-    path = fx.write_jsonl(tmp_path / "rollout.jsonl", fx.codex_session_log())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "codex"
-    assert _summary(detect(transcript, ["pdf", "xlsx"])) == [
+    found = _detect_file(
+        tmp_path / "rollout.jsonl", fx.codex_session_log(), "codex", ["pdf", "xlsx"]
+    )
+    assert _summary(found) == [
         ("pdf", "instructions", 1, True),
         ("xlsx", "resource", 5, False),
     ]
 
 
 def test_gemini_cli_chat_recording(tmp_path: Path) -> None:
-    path = fx.write_json(tmp_path / "gemini-cli.trajectory.json", fx.gemini_recording())
-    transcript = read_transcript(path)
-    assert sniff_format(transcript) == "gemini-cli"
-    assert _summary(detect(transcript, ["pdf", "xlsx"])) == [
+    found = _detect_file(
+        tmp_path / "gemini-cli.trajectory.json",
+        fx.gemini_recording(),
+        "gemini-cli",
+        ["pdf", "xlsx"],
+        document=True,
+    )
+    assert _summary(found) == [
         ("pdf", "instructions", 1, True),
         ("xlsx", "instructions", 2, False),
     ]
