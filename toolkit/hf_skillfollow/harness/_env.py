@@ -33,6 +33,8 @@ from pathlib import Path, PurePosixPath
 from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_filter
 from harbor.environments.capabilities import EnvironmentCapabilities
 
+from hf_skillfollow.harness._env_recipe import read_dockerfile
+
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: a command's stdout/stderr kept (the rest is read and dropped) and a transfer's bytes
 _OUTPUT_CAP = 8 * 1024 * 1024
@@ -41,7 +43,6 @@ _NPROC = 512
 _DEFAULT_MEMORY_MB = 4096
 _DEFAULT_STORAGE_MB = 2048
 _CGROUP = Path("/sys/fs/cgroup/memory")
-_DOCKERFILE_KEEP = {"FROM", "WORKDIR", "ENV", "COPY"}
 
 
 class SandboxEnvironment(BaseEnvironment):
@@ -56,7 +57,7 @@ class SandboxEnvironment(BaseEnvironment):
         return EnvironmentCapabilities(disable_internet=True)
 
     def _validate_definition(self) -> None:
-        self._recipe = _read_dockerfile(self.environment_dir)
+        self._recipe = read_dockerfile(self.environment_dir)
 
     @property
     def _workdir(self) -> str:
@@ -297,47 +298,3 @@ def _make_cgroup(session_id: str, memory_mb: int | None) -> Path | None:
     except OSError:
         return None
     return path
-
-
-class _Recipe:
-    """What a task's Dockerfile asks that a sandbox can give: a workdir, variables, copies."""
-
-    def __init__(self) -> None:
-        self.workdir = "/app"
-        self.env: dict[str, str] = {}
-        self.copies: list[tuple[str, str]] | None = None
-
-
-def _read_dockerfile(environment_dir: Path) -> _Recipe:
-    recipe = _Recipe()
-    path = environment_dir / "Dockerfile"
-    if not path.is_file():
-        return recipe
-    recipe.copies = []
-    text = path.read_text(errors="replace")[:65536].replace("\\\n", " ")
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        word, _, rest = line.partition(" ")
-        word = word.upper()
-        if word not in _DOCKERFILE_KEEP:
-            raise ValueError(
-                f"{path}:{number}: {word} needs an image build, which the sandbox environment "
-                "cannot do; run this task with a Docker-capable --env"
-            )
-        args = shlex.split(rest)
-        if word == "WORKDIR" and args:
-            recipe.workdir = args[0]
-        elif word == "ENV" and args:
-            pairs = [a.partition("=") for a in args]
-            if all(sep for _, sep, _ in pairs):
-                recipe.env.update({k: v for k, _, v in pairs})
-            else:
-                recipe.env[args[0]] = " ".join(args[1:])
-        elif word == "COPY":
-            paths = [a for a in args if not a.startswith("--")]
-            if len(paths) < 2:
-                raise ValueError(f"{path}:{number}: COPY needs a source and a target")
-            recipe.copies += [(src, paths[-1]) for src in paths[:-1]]
-    return recipe

@@ -353,4 +353,3 @@ def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutco
     for violation in result.violations:
         notes.append(f"arm-integrity violation: {violation}")
     return HarborOutcome(result.run_dirs, notes, work)
-

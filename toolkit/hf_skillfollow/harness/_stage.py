@@ -113,9 +113,7 @@ def _copy_tree(source: Path, dest: Path) -> None:
                     budget["files"] -= 1
                     budget["bytes"] -= size
                     if budget["files"] < 0 or budget["bytes"] < 0:
-                        raise StageError(
-                            f"{source}: over {_MAX_FILES} files or {_MAX_BYTES} bytes"
-                        )
+                        raise StageError(f"{source}: over {_MAX_FILES} files or {_MAX_BYTES} bytes")
                     shutil.copy2(entry.path, dst / entry.name, follow_symlinks=False)
 
     walk(source, dest, 0)

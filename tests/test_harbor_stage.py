@@ -1,0 +1,156 @@
+"""`run --harness harbor` before Harbor runs: staging, the two job files, the flags.
+
+No Harbor needed (default suite): these check what the harness hands Harbor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from hf_skillfollow.harness import _stage
+from hf_skillfollow.harness._env_recipe import read_dockerfile
+from hf_skillfollow.harness._harbor import (
+    INJECT,
+    NUDGE,
+    HarborOptions,
+    arm_differences,
+    job_config,
+)
+from hf_skillfollow.skills import load_pool
+
+DATA = Path(__file__).resolve().parents[1] / "toolkit" / "hf_skillfollow" / "_data" / "harbor_tasks"
+
+
+def _task(root: Path, name: str, *, own_skills: bool) -> Path:
+    task = root / name
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "instruction.md").write_text("do it\n")
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    toml = '[environment]\nworkdir = "/app"\n'
+    if own_skills:
+        toml += 'skills_dir = "/root/.claude/skills"\n'
+        (task / "environment" / "skills" / "helper").mkdir(parents=True)
+        (task / "environment" / "skills" / "helper" / "SKILL.md").write_text(
+            "---\nname: helper\n---\n"
+        )
+        (task / "environment" / "Dockerfile").write_text(
+            "FROM ubuntu:24.04\nWORKDIR /app\nCOPY skills /root/.claude/skills\nCOPY data.txt /app/\n"
+        )
+        (task / "environment" / "data.txt").write_text("x")
+    (task / "task.toml").write_text(toml)
+    return task
+
+
+def test_without_skills_copy_loses_the_tasks_own_skills(tmp_path: Path) -> None:
+    _task(tmp_path / "in", "plain", own_skills=False)
+    _task(tmp_path / "in", "ships", own_skills=True)
+    (tmp_path / "secret").write_text("host file")
+    os.symlink(tmp_path / "secret", tmp_path / "in" / "plain" / "environment" / "link")
+    tasks = _stage.find_tasks(tmp_path / "in")
+    staged = _stage.stage_tasks(tasks, tmp_path / "se", tmp_path / "sd")
+    assert staged.names == ["plain", "ships"] and staged.stripped == ["ships"]
+    se, sd = tmp_path / "se" / "ships", tmp_path / "sd" / "ships"
+    assert (se / "environment" / "skills" / "helper" / "SKILL.md").is_file()
+    assert not (sd / "environment" / "skills").exists()
+    assert "COPY skills" in (se / "environment" / "Dockerfile").read_text()
+    assert (sd / "environment" / "Dockerfile").read_text() == (
+        "FROM ubuntu:24.04\nWORKDIR /app\nCOPY data.txt /app/\n"
+    )
+    assert "skills_dir" in (se / "task.toml").read_text()
+    assert "skills_dir" not in (sd / "task.toml").read_text()
+    # links are not copied: a task folder cannot hand a host file to the trial
+    assert not (tmp_path / "se" / "plain" / "environment" / "link").exists()
+
+
+def test_bad_tasks_folder_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(_stage.StageError, match="no task folder"):
+        _stage.find_tasks(tmp_path / "empty")
+    with pytest.raises(_stage.StageError, match="not a folder"):
+        _stage.find_tasks(tmp_path / "missing")
+
+
+def test_staged_pool_is_what_the_loader_accepted(tmp_path: Path) -> None:
+    pool = load_pool(DATA / "skills")
+    folders = _stage.stage_pool(pool, tmp_path / "skills")
+    assert sorted(f.name for f in folders) == ["house-slugs", "ledger-totals", "status-report"]
+    script = tmp_path / "skills" / "ledger-totals" / "scripts" / "ledger_total.py"
+    assert script.read_text() == (DATA / "skills/ledger-totals/scripts/ledger_total.py").read_text()
+    assert os.access(script, os.X_OK)  # the agent runs it
+    assert load_pool(tmp_path / "skills").content_hash == pool.content_hash
+
+
+@pytest.mark.parametrize("loading", ["on-demand", "nudge", "inject"])
+def test_job_files_differ_only_in_the_skills(tmp_path: Path, loading: str) -> None:
+    options = HarborOptions(model="openai/m", base_url="http://127.0.0.1:1/v1", tasks=str(DATA / "tasks"),
+                            skills=DATA / "skills", trials=2, loading=loading)  # type: ignore[arg-type]  # fmt: skip
+    folders = [tmp_path / "skills" / "a"]
+    se = job_config(options, "se", tmp_path, folders, "## Skill: a\n\nbody")
+    sd = job_config(options, "sd", tmp_path, folders, "## Skill: a\n\nbody")
+    assert arm_differences(se, sd) == []
+    assert se["agents"][0]["skills"] == [str(folders[0])] and sd["agents"][0]["skills"] == []
+    assert sd["extra_instructions"] == []
+    expected = {"on-demand": [], "nudge": [NUDGE.format(skills_dir="/runtime/skills")],
+                "inject": [INJECT.format(bodies="## Skill: a\n\nbody")]}[loading]  # fmt: skip
+    assert se["extra_instructions"] == expected
+    assert se["environment"] == {
+        "import_path": "hf_skillfollow.harness._env:SandboxEnvironment",
+        "delete": True,
+    }
+    assert (se["n_attempts"], se["datasets"][0]["path"]) == (2, str(tmp_path / "tasks" / "se"))
+    # any other difference is caught
+    sd["agents"][0]["model_name"] = "openai/other"
+    sd["n_concurrent_trials"] = 9
+    assert arm_differences(se, sd) == ["agents", "n_concurrent_trials"]
+
+
+def test_dockerfile_subset(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(
+        "FROM ubuntu:24.04\nWORKDIR /work\nENV A=1 B=two\nCOPY data.txt /work/\n"
+    )
+    recipe = read_dockerfile(tmp_path)
+    assert (recipe.workdir, recipe.env, recipe.copies) == (
+        "/work",
+        {"A": "1", "B": "two"},
+        [("data.txt", "/work/")],
+    )
+    (tmp_path / "Dockerfile").write_text("FROM ubuntu\nRUN apt-get install -y jq\n")
+    with pytest.raises(ValueError, match=r"Dockerfile:2: RUN needs an image build"):
+        read_dockerfile(tmp_path)
+
+
+def _run(*args: str) -> tuple[int, str]:
+    out = CliRunner().invoke(cli, ["run", *args])
+    return out.exit_code, out.output
+
+
+def test_harness_flags(tmp_path: Path) -> None:
+    code, output = _run("--agent", "terminus-2")
+    assert code == 2 and "--agent: only with --harness" in output
+    code, output = _run("--harness", "harbor", "--top-k", "3", "--tasks", str(tmp_path))
+    assert code == 2 and "--top-k: not used with --harness harbor" in output
+    code, output = _run("--harness", "harbor", "--model", "openai/m", "--tasks", str(DATA / "tasks"),
+                        "--skills", str(tmp_path / "nope"), "-o", str(tmp_path / "runs"))  # fmt: skip
+    assert code == 1 and "--skills" in output and len(output.strip().splitlines()) == 1
+    code, output = _run("--harness", "harbor", "--model", "openai/m", "--tasks", str(DATA / "tasks"),
+                        "--skills", str(DATA / "skills"), "--trials", "0")  # fmt: skip
+    assert code == 1 and "--trials 0: at least 1" in output
+
+
+def test_example_tasks_are_harbor_tasks() -> None:
+    tasks = _stage.find_tasks(DATA / "tasks")
+    assert [t.name for t in tasks] == ["count-lines", "make-slug", "sum-sales", "write-report"]
+    for task in tasks:
+        assert 'network_mode = "no-network"' in (task / "task.toml").read_text()
+        assert os.access(task / "tests" / "test.sh", os.X_OK)
+    assert (
+        json.dumps(load_pool(DATA / "skills").names)
+        == '["house-slugs", "ledger-totals", "status-report"]'
+    )
