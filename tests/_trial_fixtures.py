@@ -34,7 +34,9 @@ def write_pool(root: Path) -> Path:
 def write_job(folder: Path, agent: str = "claude-code") -> Path:
     """A Harbor job folder's own files (its result.json is no trial)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps({"job_name": folder.name, "agents": [{"name": agent}]}))
+    (folder / "config.json").write_text(
+        json.dumps({"job_name": folder.name, "agents": [{"name": agent}]})
+    )
     (folder / "result.json").write_text(json.dumps({"id": "job", "n_total_trials": 0, "stats": {}}))
     return folder
 
@@ -102,7 +104,9 @@ def cc_result(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
     return {"type": "user", "message": {"role": "user", "content": [block]}}
 
 
-def cc_stream(*calls: tuple[str, dict[str, Any], str, bool], init: bool = True) -> list[dict[str, Any]]:
+def cc_stream(
+    *calls: tuple[str, dict[str, Any], str, bool], init: bool = True
+) -> list[dict[str, Any]]:
     """An init event (skills listed), then each (tool, input, result text, error) call and result."""
     events = [cc_init()] if init else []
     for i, (tool, args, text, error) in enumerate(calls):
@@ -153,13 +157,28 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
     skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
     write_trial(se, "a__1", "task-a", reward=1.0, stream=cc_stream(skill))
     write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
-    read = ("Read", {"file_path": f"{SKILLS_DIR}/csv-clean/SKILL.md"}, "---\nname: csv-clean", False)
+    read = (
+        "Read",
+        {"file_path": f"{SKILLS_DIR}/csv-clean/SKILL.md"},
+        "---\nname: csv-clean",
+        False,
+    )
     write_trial(se, "b__1", "task-b", reward=0.0, stream=cc_stream(read))
     write_trial(sd, "b__2", "task-b", reward=1.0, stream=cc_stream(init=False))
-    unknown = ("Skill", {"skill": "pdf-tools"}, "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>", True)
+    unknown = (
+        "Skill",
+        {"skill": "pdf-tools"},
+        "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>",
+        True,
+    )
     write_trial(se, "c__1", "task-c", reward=1.0, stream=cc_stream(unknown))
     write_trial(sd, "c__2", "task-c", reward=1.0, stream=cc_stream(init=False))
-    script = ("Bash", {"command": f"python {SKILLS_DIR}/csv-clean/scripts/clean.py in.csv"}, "cleaned", False)
+    script = (
+        "Bash",
+        {"command": f"python {SKILLS_DIR}/csv-clean/scripts/clean.py in.csv"},
+        "cleaned",
+        False,
+    )
     write_trial(se, "d__1", "task-d", reward=1.0, stream=cc_stream(script))
     write_trial(sd, "d__2", "task-d", reward=0.0, stream=cc_stream(init=False))
     write_trial(se, "e__1", "task-e", reward=1.0)  # no transcript
@@ -169,12 +188,23 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
     write_trial(se, "f__1", "task-f", reward=None, exception=timeout, stream=cc_stream())
     write_trial(sd, "f__2", "task-f", reward=1.0, stream=cc_stream(init=False))
     listing = ("Bash", {"command": f"ls {SKILLS_DIR}/"}, "csv-clean\npdf-tools", False)
-    write_trial(se, "g__1", "task-g", reward=1.0, started="2026-01-26T03:00:00", stream=cc_stream(listing))
-    write_trial(se, "g__3", "task-g", reward=0.0, started="2026-01-26T05:00:00", stream=cc_stream(skill))
+    write_trial(
+        se, "g__1", "task-g", reward=1.0, started="2026-01-26T03:00:00", stream=cc_stream(listing)
+    )
+    write_trial(
+        se, "g__3", "task-g", reward=0.0, started="2026-01-26T05:00:00", stream=cc_stream(skill)
+    )
     write_trial(sd, "g__2", "task-g", reward=1.0, stream=cc_stream(init=False))
     write_trial(se, "h__1", "task-h", reward=0.0, checksum="with-skills-copy", stream=cc_stream())
-    write_trial(sd, "h__2", "task-h", reward=0.0, checksum="no-skills-copy", stream=cc_stream(init=False))
-    sd_read = ("Read", {"file_path": f"{SKILLS_DIR}/pdf-tools/SKILL.md"}, "---\nname: pdf-tools", False)
+    write_trial(
+        sd, "h__2", "task-h", reward=0.0, checksum="no-skills-copy", stream=cc_stream(init=False)
+    )
+    sd_read = (
+        "Read",
+        {"file_path": f"{SKILLS_DIR}/pdf-tools/SKILL.md"},
+        "---\nname: pdf-tools",
+        False,
+    )
     write_trial(se, "i__1", "task-i", reward=1.0, stream=cc_stream(skill))
     write_trial(sd, "i__2", "task-i", reward=1.0, stream=cc_stream(sd_read, init=False))
     return se, sd
@@ -183,23 +213,34 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
 def build_terminus(root: Path) -> tuple[Path, Path]:
     """The hand-labelled Terminus-2 (ATIF) scenario, with repeats; (with, without).
 
-      x: two trials per arm; SE reads pdf-tools/SKILL.md both times, passes the first (03:00)
-         and fails the second (04:00); SD fails both -> repeat 0: b (S_call), repeat 1: d (S_call)
-      y: `ls` of the skills folder only; SE 1, SD 1 -> a (skip)
-      z: SE runs `cat .../csv-clean/SKILL.md`; SE 1, SD 1 -> a (S_call)
+    x: two trials per arm; SE reads pdf-tools/SKILL.md both times, passes the first (03:00)
+       and fails the second (04:00); SD fails both -> repeat 0: b (S_call), repeat 1: d (S_call)
+    y: `ls` of the skills folder only; SE 1, SD 1 -> a (skip)
+    z: SE runs `cat .../csv-clean/SKILL.md`; SE 1, SD 1 -> a (S_call)
     """
     se = write_job(root / "terminus-jobs-a", agent="terminus-2")
     sd = write_job(root / "terminus-jobs-b", agent="terminus-2")
     kw: dict[str, Any] = {"agent": "terminus-2", "version": "2.0.0"}
     read_pdf = atif(["cat /root/.agents/skills/pdf-tools/SKILL.md\n", "python solve.py\n"])
-    write_trial(se, "x__1", "task-x", reward=1.0, started="2026-01-26T03:00:00", atif=read_pdf, **kw)
-    write_trial(se, "x__2", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=read_pdf, **kw)
+    write_trial(
+        se, "x__1", "task-x", reward=1.0, started="2026-01-26T03:00:00", atif=read_pdf, **kw
+    )
+    write_trial(
+        se, "x__2", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=read_pdf, **kw
+    )
     plain = atif(["python solve.py\n"], listed=())
     write_trial(sd, "x__3", "task-x", reward=0.0, started="2026-01-26T03:00:00", atif=plain, **kw)
     write_trial(sd, "x__4", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=plain, **kw)
     write_trial(se, "y__1", "task-y", reward=1.0, atif=atif(["ls /root/.agents/skills/\n"]), **kw)
     write_trial(sd, "y__2", "task-y", reward=1.0, atif=plain, **kw)
-    write_trial(se, "z__1", "task-z", reward=1.0, atif=atif(["cat /root/.agents/skills/csv-clean/SKILL.md\n"]), **kw)
+    write_trial(
+        se,
+        "z__1",
+        "task-z",
+        reward=1.0,
+        atif=atif(["cat /root/.agents/skills/csv-clean/SKILL.md\n"]),
+        **kw,
+    )
     write_trial(sd, "z__2", "task-z", reward=1.0, atif=plain, **kw)
     return se, sd
 
@@ -209,7 +250,9 @@ def write_tasks(root: Path, intended: dict[str, list[str]]) -> Path:
     for task, skills in intended.items():
         for skill in skills:
             (root / task / "environment" / "skills" / skill).mkdir(parents=True)
-            (root / task / "environment" / "skills" / skill / "SKILL.md").write_text(f"---\nname: {skill}\n---\n")
+            (root / task / "environment" / "skills" / skill / "SKILL.md").write_text(
+                f"---\nname: {skill}\n---\n"
+            )
         (root / task / "instruction.md").write_text("Do it.\n")
     return root
 
@@ -220,7 +263,9 @@ def write_tasks(root: Path, intended: dict[str, list[str]]) -> Path:
 def write_grading(run: Path, passed: list[bool], *, start: str = "") -> None:
     run.mkdir(parents=True, exist_ok=True)
     (run / "outputs").mkdir(exist_ok=True)
-    expectations = [{"text": f"check {i}", "passed": p, "evidence": "seen"} for i, p in enumerate(passed)]
+    expectations = [
+        {"text": f"check {i}", "passed": p, "evidence": "seen"} for i, p in enumerate(passed)
+    ]
     n = sum(passed)
     (run / "grading.json").write_text(json.dumps({
         "expectations": expectations,
@@ -228,7 +273,9 @@ def write_grading(run: Path, passed: list[bool], *, start: str = "") -> None:
                     "pass_rate": round(n / len(passed), 2) if passed else 0.0},
     }))  # fmt: skip
     if start:
-        (run / "timing.json").write_text(json.dumps({"executor_start": start, "executor_duration_seconds": 12.0}))
+        (run / "timing.json").write_text(
+            json.dumps({"executor_start": start, "executor_duration_seconds": 12.0})
+        )
 
 
 def build_skill_creator(root: Path) -> Path:
@@ -243,18 +290,38 @@ def build_skill_creator(root: Path) -> Path:
     write_grading(ws / "iteration-1" / "eval-0-ocean" / "with_skill", [False])
     write_grading(ws / "iteration-1" / "eval-0-ocean" / "without_skill", [False])
     it = ws / "iteration-2"
-    write_grading(it / "eval-0-ocean" / "with_skill" / "run-1", [True, True, True], start="2026-01-15T10:30:00Z")
-    write_grading(it / "eval-0-ocean" / "with_skill" / "run-2", [True, False, True], start="2026-01-15T10:40:00Z")
-    write_grading(it / "eval-0-ocean" / "without_skill" / "run-1", [True, False, False], start="2026-01-15T10:30:00Z")
-    write_grading(it / "eval-0-ocean" / "without_skill" / "run-2", [True, True, True], start="2026-01-15T10:40:00Z")
+    write_grading(
+        it / "eval-0-ocean" / "with_skill" / "run-1",
+        [True, True, True],
+        start="2026-01-15T10:30:00Z",
+    )
+    write_grading(
+        it / "eval-0-ocean" / "with_skill" / "run-2",
+        [True, False, True],
+        start="2026-01-15T10:40:00Z",
+    )
+    write_grading(
+        it / "eval-0-ocean" / "without_skill" / "run-1",
+        [True, False, False],
+        start="2026-01-15T10:30:00Z",
+    )
+    write_grading(
+        it / "eval-0-ocean" / "without_skill" / "run-2",
+        [True, True, True],
+        start="2026-01-15T10:40:00Z",
+    )
     write_grading(it / "eval-1-forms" / "with_skill", [True, True])
     write_grading(it / "eval-1-forms" / "without_skill", [False, False])
     (it / "eval-2-empty" / "with_skill" / "outputs").mkdir(parents=True)
     write_grading(it / "eval-2-empty" / "without_skill", [True])
     for eval_dir in ("eval-0-ocean", "eval-1-forms"):
-        (it / eval_dir / "eval_metadata.json").write_text(json.dumps({"eval_id": int(eval_dir[5]), "eval_name": eval_dir[7:]}))
+        (it / eval_dir / "eval_metadata.json").write_text(
+            json.dumps({"eval_id": int(eval_dir[5]), "eval_name": eval_dir[7:]})
+        )
 
-    def run(eval_id: int, name: str, config: str, number: int, passed: int, total: int) -> dict[str, Any]:
+    def run(
+        eval_id: int, name: str, config: str, number: int, passed: int, total: int
+    ) -> dict[str, Any]:
         return {"eval_id": eval_id, "eval_name": name, "configuration": config, "run_number": number,
                 "result": {"pass_rate": passed / total, "passed": passed, "failed": total - passed,
                            "total": total, "time_seconds": 1.0, "tokens": 10, "tool_calls": 1, "errors": 0},
@@ -269,3 +336,49 @@ def build_skill_creator(root: Path) -> Path:
         "run_summary": {}, "notes": [],
     }))  # fmt: skip
     return ws
+
+
+# ------------------------------------------------------------------ BenchFlow
+
+
+def write_rollout(
+    job: Path,
+    name: str,
+    task: str,
+    *,
+    reward: float | None = 1.0,
+    invocations: int | None = 0,
+    acp: list[dict[str, Any]] | None = None,
+    error: str | None = None,
+    file_hashes: dict[str, str] | None = None,
+) -> Path:
+    """A BenchFlow rollout folder: result.json, timing.json, trajectory/acp_trajectory.jsonl."""
+    folder = job / "2026-06-15__00-00-00" / name
+    (folder / "trajectory").mkdir(parents=True)
+    result: dict[str, Any] = {
+        "task_name": task, "rollout_name": name,
+        "rewards": None if reward is None else {"reward": reward},
+        "error": error, "error_category": None, "verifier_error": None, "export_error": None,
+        "agent": "claude-agent-acp", "agent_name": "claude-agent-acp", "model": "claude-sonnet-4-5",
+        "n_tool_calls": 3,
+        "agent_result": {"n_tool_calls": 3, "n_input_tokens": 900, "n_output_tokens": 100},
+        "partial_trajectory": False, "trajectory_source": "acp" if acp else None,
+        "source": {"type": "github", "repo": "benchflow-ai/skillsbench", "path": f"tasks/{task}",
+                   "file_hashes": file_hashes or {"task.toml": "sha256:" + "0" * 64}},
+    }  # fmt: skip
+    if invocations is not None:
+        result["n_skill_invocations"] = invocations
+        result["agent_result"]["n_skill_invocations"] = invocations
+    (folder / "result.json").write_text(json.dumps(result, indent=2))
+    (folder / "timing.json").write_text(json.dumps({"agent_execution": 42.0, "total": 60.0}))
+    if acp is not None:
+        (folder / "trajectory" / "acp_trajectory.jsonl").write_text(
+            "".join(json.dumps(e) + "\n" for e in acp)
+        )
+    return folder
+
+
+def acp_skill_call(skill: str, call_id: str = "call_1", status: str = "completed") -> dict[str, Any]:
+    """One ACP tool call of kind `skill`, as BenchFlow records it."""
+    return {"type": "tool_call", "tool_call_id": call_id, "kind": "skill", "title": skill,
+            "status": status, "rawInput": {"skill": skill}, "content": []}  # fmt: skip

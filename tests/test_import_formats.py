@@ -18,16 +18,20 @@ from click.testing import CliRunner  # noqa: E402
 from hf_skillfollow.cli import cli  # noqa: E402
 from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs  # noqa: E402
 from tests._trial_fixtures import (  # noqa: E402
+    acp_skill_call,
     build_skill_creator,
     cc_stream,
     write_job,
     write_pool,
+    write_rollout,
     write_trial,
 )
 
 
 def _rows(run_dirs: list[Path]) -> list[dict]:
-    return [r for d in sorted(run_dirs) for r in pq.read_table(d / "transitions.parquet").to_pylist()]
+    return [
+        r for d in sorted(run_dirs) for r in pq.read_table(d / "transitions.parquet").to_pylist()
+    ]
 
 
 def test_skill_creator_latest_iteration_and_cross_check(tmp_path: Path) -> None:
@@ -45,7 +49,11 @@ def test_skill_creator_latest_iteration_and_cross_check(tmp_path: Path) -> None:
     assert {r["access"] for r in rows.values()} == {"nudge"}
     disagreements = [n for n in result.notes if "says" in n]
     assert len(disagreements) == 1
-    assert "eval-1-forms" in disagreements[0] and "1/2" in disagreements[0] and "2/2" in disagreements[0]
+    assert (
+        "eval-1-forms" in disagreements[0]
+        and "1/2" in disagreements[0]
+        and "2/2" in disagreements[0]
+    )
 
 
 def test_skill_creator_pass_rate_threshold(tmp_path: Path) -> None:
@@ -54,7 +62,10 @@ def test_skill_creator_pass_rate_threshold(tmp_path: Path) -> None:
                          options=ImportOptions(pass_rate_threshold=0.6))  # fmt: skip
     rows = {(r["task_id"], r["repeat_index"]): r for r in _rows(result.run_dirs)}
     # ocean run-2 with_skill 2/3 >= 0.6 now passes; without_skill run-1 1/3 still fails
-    assert (rows[("eval-0-ocean", 1)]["se_correct"], rows[("eval-0-ocean", 0)]["sd_correct"]) == (True, False)
+    assert (rows[("eval-0-ocean", 1)]["se_correct"], rows[("eval-0-ocean", 0)]["sd_correct"]) == (
+        True,
+        False,
+    )
 
 
 def test_skill_creator_both_baselines_need_a_choice(tmp_path: Path) -> None:
@@ -64,23 +75,41 @@ def test_skill_creator_both_baselines_need_a_choice(tmp_path: Path) -> None:
         import_runs("skill-creator", paths=[ws], output_dir=tmp_path / "runs")
 
 
-def test_benchflow_uses_its_invocation_count(tmp_path: Path) -> None:
-    se, sd = write_job(tmp_path / "bf-a"), write_job(tmp_path / "bf-b")
-    # t1: no transcript, BenchFlow counted 2 invocations; t2: counted 0; t3: a transcript decides
-    write_trial(se, "t1__1", "t1", reward=1.0, extra={"n_skill_invocations": 2})
-    write_trial(se, "t2__1", "t2", reward=1.0, extra={"agent_result": {"n_skill_invocations": 0}})
+def test_benchflow_rollouts(tmp_path: Path) -> None:
+    se, sd = tmp_path / "bf-a", tmp_path / "bf-b"
+    # t1: no transcript, BenchFlow counted 2 invocations -> S_call by its record (kind `record`)
+    write_rollout(se, "t1__a", "t1", invocations=2)
+    # t2: no transcript, counted 0 -> not in S_call
+    write_rollout(se, "t2__a", "t2", invocations=0)
+    # t3: the ACP trajectory shows a skill call that BenchFlow's count missed: the transcript decides
+    write_rollout(se, "t3__a", "t3", reward=0.0, invocations=0, acp=[acp_skill_call("pdf-tools")])
+    # t4: the agent errored: an error row, scored incorrect
+    write_rollout(se, "t4__a", "t4", reward=None, error="agent timed out after 900s")
+    # t5: an older BenchFlow job in Harbor's trial shape, with a Claude Code stream
+    write_job(se / "legacy")
     skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
-    write_trial(se, "t3__1", "t3", reward=0.0, extra={"n_skill_invocations": 0}, stream=cc_stream(skill))
-    for task in ("t1", "t2", "t3"):
-        write_trial(sd, f"{task}__2", task, reward=0.0, stream=cc_stream(init=False))
+    same = {"agent": "claude-agent-acp", "version": "unknown", "model": "claude-sonnet-4-5"}
+    write_trial(se / "legacy", "t5__a", "t5", reward=1.0, extra={"n_skill_invocations": 0},
+                stream=cc_stream(skill), **same)  # fmt: skip
+    for task in ("t1", "t2", "t3", "t4"):
+        write_rollout(sd, f"{task}__b", task, reward=0.0, acp=[])
+    write_job(sd / "legacy")
+    write_trial(sd / "legacy", "t5__b", "t5", reward=0.0, stream=cc_stream(init=False), **same)
     result = import_runs("benchflow", [se], [sd], ImportOptions(skills=write_pool(tmp_path / "pool")),
                          output_dir=tmp_path / "runs")  # fmt: skip
     rows = {r["task_id"]: r for r in _rows(result.run_dirs)}
-    assert (rows["t1"]["returned"], rows["t1"]["detector"], rows["t1"]["trigger_kind"]) == (
-        True, "harness-record", "record")
-    assert (rows["t2"]["returned"], rows["t2"]["detector"]) == (False, "harness-record")
-    assert (rows["t3"]["returned"], rows["t3"]["detector"]) == (True, "claude-code")
+    got = {t: (r["returned"], r["detector"], r["trigger_kind"]) for t, r in rows.items()}
+    assert got == {
+        "t1": (True, "harness-record", "record"),
+        "t2": (False, "harness-record", None),
+        "t3": (True, "acp", "instructions"),
+        "t4": (False, "harness-record", None),
+        "t5": (True, "claude-code", "instructions"),
+    }
+    assert rows["t3"]["skills_returned"] == ["pdf-tools"] and rows["t3"]["se_correct"] is False
+    assert rows["t4"]["se_error"] == "error: agent timed out after 900s"
     assert rows["t1"]["provenance"] == "imported:benchflow"
+    assert {(r["agent"], r["model"]) for r in rows.values()} == {("claude-agent-acp@unknown", "claude-sonnet-4-5")}
 
 
 def test_verifier_reward_against_the_threshold(tmp_path: Path) -> None:

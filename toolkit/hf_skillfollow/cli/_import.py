@@ -115,7 +115,9 @@ def _import(fmt: str, **kw: Any) -> None:
         f"{len(result.violations)} arm-integrity violation(s)"
     )
     for task, (arm, n) in sorted(result.dropped.items())[:_MAX_LISTED]:
-        echo(f"  unpaired: {task}: {n} extra {'with' if arm == 'se' else 'without'}-skills trial(s)")
+        echo(
+            f"  unpaired: {task}: {n} extra {'with' if arm == 'se' else 'without'}-skills trial(s)"
+        )
     for violation in result.violations[:_MAX_LISTED]:
         echo(f"  arm-integrity violation: {violation}")
     for run_dir in result.run_dirs:

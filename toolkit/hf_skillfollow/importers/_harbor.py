@@ -1,17 +1,17 @@
-"""Harbor trial folders (`harbor run` jobs; also SkillsBench's archive) and BenchFlow's.
+"""Harbor trial folders (`harbor run` jobs; also SkillsBench's archive).
 
 A trial folder holds `result.json` (Harbor's `TrialResult`: `task_name`, `trial_name`,
 `task_checksum`, `agent_info`, `agent_result`, `verifier_result.rewards`, `exception_info`,
 `started_at`), `config.json` and `agent/…` (the agent's own log, e.g. `agent/claude-code.txt`
 stream-json, or the ATIF `agent/trajectory.json`). A job folder's own `result.json` (no
-`trial_name`) is not a trial and is passed over. BenchFlow writes the same trial shape and
-adds `n_skill_invocations` (top level or in `agent_result`), its own count of skill calls.
-The arm of every trial is the flag its path was given with, never a folder name.
+`trial_name`) is not a trial and is passed over. The arm of every trial is the flag its path
+was given with, never a folder name. `collect` (the walk) also serves `_benchflow`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +36,16 @@ _TRANSCRIPTS = (
 )  # fmt: skip
 
 
+TrialReader = Callable[[Path, Path, Arm, ImportOptions], "Trial | None"]
+
+
 def collect_harbor(request: ImportRequest) -> Collected:
-    return _collect(request, "harbor")
+    return collect(request, "harbor", read_trial)
 
 
-def collect_benchflow(request: ImportRequest) -> Collected:
-    return _collect(request, "benchflow")
-
-
-def _collect(request: ImportRequest, harness: str) -> Collected:
+def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collected:
+    """Every trial under the with/without-skills paths, each read by `reader` from its
+    `result.json` (None: not a trial, such as a job's own result.json)."""
     if not request.with_paths or not request.without_paths:
         raise ImportInputError(
             "give the trials of both arms: --with-skills PATH... and --without-skills PATH..."
@@ -60,7 +61,7 @@ def _collect(request: ImportRequest, harness: str) -> Collected:
             given_path(root, flag)
             found = 0
             for result_path in walk_files(root, "result.json"):
-                trial = read_trial(result_path, root, arm, request.options, harness)
+                trial = reader(result_path, root, arm, request.options)
                 if trial is None:
                     continue
                 key = result_path.resolve()
@@ -78,9 +79,7 @@ def _collect(request: ImportRequest, harness: str) -> Collected:
     return Collected(trials, notes, harness)
 
 
-def read_trial(
-    path: Path, root: Path, arm: Arm, options: ImportOptions, harness: str
-) -> Trial | None:
+def read_trial(path: Path, root: Path, arm: Arm, options: ImportOptions) -> Trial | None:
     """The trial whose `result.json` is `path`; None for a job-level result.json."""
     data = read_json(path, root)
     if not isinstance(data, dict):
@@ -89,8 +88,6 @@ def read_trial(
         return None  # a job's result.json (stats over its trials)
     folder = path.parent
     task = field(data, path, "task_name", kind=str, required=True)
-    if not task.strip() or len(task) > 300:
-        raise ImportInputError(f"{path}: field 'task_name' is empty or longer than 300 characters")
     checksum = field(data, path, "task_checksum", kind=str) or ""
     started = field(data, path, "started_at", kind=str) or ""
     error = _exception(data, path)
@@ -98,14 +95,15 @@ def read_trial(
     if error is None:
         reward, error = _reward(data, path)
     passed = error is None and reward is not None and reward >= options.pass_threshold
-    agent = field(data, path, "agent_info", "name", kind=str) or field(
-        data, path, "config", "agent", "name", kind=str
-    ) or "unknown"
+    agent = (
+        field(data, path, "agent_info", "name", kind=str)
+        or field(data, path, "config", "agent", "name", kind=str)
+        or "unknown"
+    )
     version = field(data, path, "agent_info", "version", kind=str) or "unknown"
     model = _model(data, path)
-    for name, value in (("agent_info.name", agent), ("agent_info.version", version), ("model", model)):
-        if len(value) > _MAX_NAME:
-            raise ImportInputError(f"{path}: field {name!r} is longer than {_MAX_NAME} characters")
+    check_names(path, task_name=task, **{"agent_info.name": agent,
+                "agent_info.version": version, "model": model})  # fmt: skip
     return Trial(
         arm=arm,
         task=task,
@@ -114,18 +112,28 @@ def read_trial(
         passed=bool(passed),
         error=error,
         source=folder,
-        transcript=_transcript(folder, agent),
+        transcript=transcript(folder, agent),
         agent=agent,
         agent_version=version,
         model=model,
         reward=reward,
-        harness_record=_harness_record(data, path, harness),
+        harness_record=harness_record(data, path),
         tokens=(
-            _count(field(data, path, "agent_result", "n_input_tokens")),
-            _count(field(data, path, "agent_result", "n_output_tokens")),
+            count(field(data, path, "agent_result", "n_input_tokens")),
+            count(field(data, path, "agent_result", "n_output_tokens")),
         ),
         seconds=_seconds(data),
     )
+
+
+def check_names(path: Path, **names: str) -> None:
+    """Task, agent and model names are bounded (they key cells and show in every output)."""
+    for name, value in names.items():
+        limit = 300 if name == "task_name" else _MAX_NAME
+        if not value.strip() or len(value) > limit:
+            raise ImportInputError(
+                f"{path}: field {name!r} is empty or longer than {limit} characters"
+            )
 
 
 def _exception(data: dict[str, Any], path: Path) -> str | None:
@@ -153,11 +161,7 @@ def _reward(data: dict[str, Any], path: Path) -> tuple[float | None, str | None]
         name, value = next(iter(rewards.items()))
     else:
         return None, f"no 'reward' among the verifier's rewards {sorted(rewards)[:5]}"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ImportInputError(
-            f"{path}: field 'verifier_result.rewards.{name}' is {value!r:.60}, not a finite number"
-        )
-    return float(value), None
+    return reward_value(value, path, f"verifier_result.rewards.{name}"), None
 
 
 def _model(data: dict[str, Any], path: Path) -> str:
@@ -171,34 +175,44 @@ def _model(data: dict[str, Any], path: Path) -> str:
     return "unknown"
 
 
-def _harness_record(data: dict[str, Any], path: Path, harness: str) -> dict[str, Any] | None:
-    """What the harness itself recorded about skills, for the `harness-record` detector."""
+def harness_record(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    """What the harness itself recorded about skills, for the `harness-record` detector: the
+    names some Harbor agents put in `agent_result.metadata.skills_loaded`, and BenchFlow's
+    count `n_skill_invocations` (top level or in `agent_result`)."""
     record: dict[str, Any] = {}
     metadata = field(data, path, "agent_result", "metadata")
     if isinstance(metadata, dict) and "skills_loaded" in metadata:
-        record["skills_loaded"] = metadata["skills_loaded"]
-    if harness == "benchflow":
-        count = data.get("n_skill_invocations")
-        if count is None:
-            count = field(data, path, "agent_result", "n_skill_invocations")
-        if count is not None:
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise ImportInputError(
-                    f"{path}: field 'n_skill_invocations' is {count!r:.40}, not a count"
-                )
-            record["n_skill_invocations"] = count
+        record["agent_result"] = {"metadata": {"skills_loaded": metadata["skills_loaded"]}}
+    invocations = data.get("n_skill_invocations")
+    if invocations is None:
+        invocations = field(data, path, "agent_result", "n_skill_invocations")
+    if invocations is not None:
+        if isinstance(invocations, bool) or not isinstance(invocations, int) or invocations < 0:
+            raise ImportInputError(
+                f"{path}: field 'n_skill_invocations' is {invocations!r:.40}, not a count"
+            )
+        record["n_skill_invocations"] = invocations
     return record or None
 
 
-def _transcript(folder: Path, agent: str) -> Path | None:
+def reward_value(value: Any, path: Path, name: str) -> float:
+    """A verifier reward as a float; anything but a finite number names the file and field."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ImportInputError(f"{path}: field {name!r} is {value!r:.60}, not a finite number")
+    return float(value)
+
+
+def transcript(folder: Path, agent: str, first: tuple[str, ...] = ()) -> Path | None:
+    """The trial's transcript: `first` (relative paths), then where agents leave theirs."""
     safe = agent if agent.replace("-", "").replace("_", "").isalnum() else "claude-code"
-    path = find_file(folder, *(t.format(agent=safe) for t in _TRANSCRIPTS))
+    path = find_file(folder, *first, *(t.format(agent=safe) for t in _TRANSCRIPTS))
     if path is None or path.stat().st_size == 0:
         return None
     return path
 
 
-def _count(value: Any) -> int:
+def count(value: Any) -> int:
+    """A recorded token count, 0 when absent or not a count."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 

@@ -155,8 +155,7 @@ def _intended(options: ImportOptions, tasks: Collection[str]) -> dict[str, list[
 def _one(values: set[str], what: str, flag_hint: str) -> str:
     if len(values) != 1:
         raise ImportInputError(
-            f"the trials hold {len(values)} {what}s ({', '.join(sorted(values)[:4])}); "
-            f"{flag_hint}"
+            f"the trials hold {len(values)} {what}s ({', '.join(sorted(values)[:4])}); {flag_hint}"
         )
     return next(iter(values))
 
@@ -205,10 +204,18 @@ def _identity(
         "harness": harness,
         "agent": agents["se"],
         "config": {
-            "model": models["se"], "backend": "harness", "tool_mode": "harness",
-            "benchmark": benchmark, "partition_seed": 0, "partition_size": len(tasks),
-            "access": options.loading, "max_calls": MAX_CALLS, "temperature": 1.0,
-            "max_tokens": 1, "seed": 0, **_NO_SEARCH,
+            "model": models["se"],
+            "backend": "harness",
+            "tool_mode": "harness",
+            "benchmark": benchmark,
+            "partition_seed": 0,
+            "partition_size": len(tasks),
+            "access": options.loading,
+            "max_calls": MAX_CALLS,
+            "temperature": 1.0,
+            "max_tokens": 1,
+            "seed": 0,
+            **_NO_SEARCH,
         },  # fmt: skip
         "task_ids": sorted({p.task for p in pairing.pairs}),
         "benchmark_version": task_set,
@@ -243,7 +250,9 @@ def _write_repeat(
         **identity,
         "run_id": run_id,
         "repeat_index": k,
-        "created_at": started[0] if started else _dt.datetime.now(_dt.UTC).isoformat("T", "seconds"),
+        "created_at": started[0]
+        if started
+        else _dt.datetime.now(_dt.UTC).isoformat("T", "seconds"),
     }
     if store.manifest_path.is_file():
         recorded = store.read_manifest()
@@ -341,8 +350,13 @@ def _trace(
         "checksum_differs_between_arms": pair.checksum_differs,
         "detector": det.detector if det else NO_TRANSCRIPT,
         "events": [
-            {"skill": e.skill, "kind": e.kind, "event": e.event_index, "succeeded": e.succeeded,
-             "evidence": e.evidence[:_MAX_QUERY_CHARS]}
+            {
+                "skill": e.skill,
+                "kind": e.kind,
+                "event": e.event_index,
+                "succeeded": e.succeeded,
+                "evidence": e.evidence[:_MAX_QUERY_CHARS],
+            }
             for e in (det.events if det else ())[:_MAX_QUERIES]
         ],  # fmt: skip
         "listed": list(det.listed[:_MAX_QUERIES]) if det else [],

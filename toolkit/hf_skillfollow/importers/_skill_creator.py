@@ -36,7 +36,9 @@ _TRANSCRIPTS = ("transcript.jsonl", "outputs/transcript.jsonl", "transcript.json
 
 def collect_skill_creator(request: ImportRequest) -> Collected:
     if not request.paths or request.with_paths or request.without_paths:
-        raise ImportInputError("give the skill-creator workspace folder(s): import skill-creator WORKSPACE...")
+        raise ImportInputError(
+            "give the skill-creator workspace folder(s): import skill-creator WORKSPACE..."
+        )
     trials: list[Trial] = []
     notes: list[str] = []
     for workspace in request.paths:
@@ -59,9 +61,7 @@ def _iteration(workspace: Path) -> Path:
     if _ITERATION.fullmatch(workspace.name):
         return workspace
     found = sorted(
-        (int(m.group(1)), p)
-        for p in _dirs(workspace)
-        if (m := _ITERATION.fullmatch(p.name))
+        (int(m.group(1)), p) for p in _dirs(workspace) if (m := _ITERATION.fullmatch(p.name))
     )
     if not found:
         raise ImportInputError(f"WORKSPACE {workspace}: no iteration-N folder")
@@ -79,7 +79,9 @@ def _dirs(folder: Path) -> list[Path]:
 
 
 def _baseline(iteration: Path, chosen: str | None) -> str:
-    present = {c for e in _dirs(iteration) for c in ("without_skill", "old_skill") if (e / c).is_dir()}
+    present = {
+        c for e in _dirs(iteration) for c in ("without_skill", "old_skill") if (e / c).is_dir()
+    }
     if chosen is not None:
         if chosen not in ("without_skill", "old_skill"):
             raise ImportInputError(f"--baseline {chosen!r}: choose without_skill or old_skill")
@@ -104,7 +106,9 @@ def _runs(iteration: Path, baseline: str, options: ImportOptions) -> tuple[list[
     model = ""
     bench = find_file(iteration, "benchmark.json")
     if bench is not None:
-        model = field(read_json(bench, iteration), bench, "metadata", "executor_model", kind=str) or ""
+        model = (
+            field(read_json(bench, iteration), bench, "metadata", "executor_model", kind=str) or ""
+        )
     return trials, model
 
 
@@ -148,7 +152,9 @@ def grading_counts(data: Any, path: Path) -> tuple[int, int]:
     return passed, len(items)
 
 
-def _verdict(data: Any, path: Path, options: ImportOptions) -> tuple[bool, float | None, str | None]:
+def _verdict(
+    data: Any, path: Path, options: ImportOptions
+) -> tuple[bool, float | None, str | None]:
     if not isinstance(data, dict):
         raise ImportInputError(f"{path}: not a grading object")
     passed, total = grading_counts(data, path)
@@ -186,7 +192,9 @@ def _cross_check(iteration: Path, trials: list[Trial], baseline: str) -> list[st
         task = next((k[0] for k in graded if _names(k[0], name, eval_id)), None)
         key = (task, config, number)
         if task is None or key not in graded:
-            notes.append(f"{bench}: runs[{i}] ({name or eval_id}, {config}, run {number}) has no graded run")
+            notes.append(
+                f"{bench}: runs[{i}] ({name or eval_id}, {config}, run {number}) has no graded run"
+            )
             continue
         have = graded[key]
         said = (result.get("passed"), result.get("total"))

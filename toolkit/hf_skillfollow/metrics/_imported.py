@@ -98,7 +98,9 @@ def _pct(k: int, n: int) -> float:
     return 100.0 * k / n if n else math.nan
 
 
-def imported_summary(rows: Iterable[Mapping[str, Any]], excluded: Mapping[str, int]) -> list[dict[str, Any]]:
+def imported_summary(
+    rows: Iterable[Mapping[str, Any]], excluded: Mapping[str, int]
+) -> list[dict[str, Any]]:
     """One summary per imported cell (rows of non-imported cells are passed over)."""
     by_cell: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
