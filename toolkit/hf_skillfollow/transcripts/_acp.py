@@ -1,0 +1,141 @@
+"""BenchFlow's ACP trajectory (``trajectory/acp_trajectory.jsonl``): the Agent Client
+Protocol tool calls BenchFlow recorded, one event per line.
+
+Each ``{"type": "tool_call", "tool_call_id", "kind", "title", "status", "content"}`` is one
+call (also raw ACP ``session/update`` objects with ``sessionUpdate: tool_call`` and their
+``tool_call_update``s, merged by ``toolCallId``). Trigger events, following BenchFlow's own
+classifier (``benchflow.trajectories.metrics.is_skill_invocation_event``): a call whose
+``kind`` or tool name is ``skill``/``invoke_skill``/``activate_skill``, or an unclassified
+call whose result opens with OpenHands' ``Tool: invoke_skill`` header and a
+``[skill: <name>]`` marker or OpenCode's ``<skill_content name="<name>">`` envelope; the skill
+is named by ``rawInput`` (``name``/``skill``), those markers, or the title. Other calls count
+when ``rawInput``, ``locations[].path`` or, for ``read``/``execute`` calls, the title names a
+pool skill's files. Loaded when the final ``status`` is ``completed``. A round's
+``skill_context_preloaded`` (BenchFlow's inject mode) is noted, not counted: nothing the
+agent did loaded those skills.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping
+
+from hf_skillfollow.transcripts._base import Detection
+from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, tool_refs
+from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool, path_ref
+
+NAME = "acp"
+
+_HEADER = re.compile(r"\s{0,20}Tool:\s{0,20}(?:invoke_skill|activate_skill)\b", re.IGNORECASE)
+_MARKER = re.compile(r"\[skill:\s{0,20}([^\]\s]{1,200})\]")
+_ENVELOPE = re.compile(r"\s{0,20}<skill_content\s{1,20}name\s{0,20}=\s{0,20}\"([^\"]{1,200})\"")
+_SNIFFABLE = frozenset({"", "other", "tool"})
+_LISTING_KINDS = frozenset({"search", "edit", "delete", "move", "think", "switch_mode", "fetch"})
+
+
+def detect_acp(transcript: object, pool: Collection[str]) -> Detection:
+    """Trigger events of a BenchFlow ACP trajectory."""
+    transcript = as_transcript(transcript)
+    out = Collector(NAME, pool)
+    for index, call in _calls(transcript.events):
+        ok = call.get("status") == "completed"
+        kind = _norm(call.get("kind"))
+        title = call.get("title") if isinstance(call.get("title"), str) else ""
+        raw = call.get("rawInput") if isinstance(call.get("rawInput"), Mapping) else {}
+        shown = {"kind": kind, "title": title[:300], "rawInput": raw or None}
+        asked = _skill_asked(kind, title, raw, call.get("content"))
+        if asked == "":
+            if len(out.notes) < 20:
+                out.notes.append(f"event {index}: a skill call that names no skill")
+            continue
+        if asked is not None:
+            skill = in_pool(asked, pool)
+            if skill or not ok:
+                out.add(skill or asked[:200], "instructions", index, shown, ok)
+            continue
+        if kind in _LISTING_KINDS:
+            continue
+        refs = []
+        locations = call.get("locations")
+        for location in locations[:1000] if isinstance(locations, list) else ():
+            ref = path_ref(field(location, "path"), pool)
+            if ref and ref not in refs:
+                refs.append(ref)
+        name = raw.get("tool") or raw.get("name") or ("shell" if kind == "execute" else kind)
+        out_refs, _ = tool_refs(name, raw, pool)
+        refs += [r for r in out_refs if r not in refs]
+        if kind in ("read", "execute"):
+            refs += [r for r in command_refs(title, pool) if r not in refs]
+        out.add_refs(refs, index, shown, ok)
+    preloaded = [e for e in transcript.events if field(e, "skill_context_preloaded") is True]
+    if preloaded:
+        count = field(preloaded[0], "preloaded_skill_count")
+        out.notes.append(f"skills preloaded into the context by the harness ({count}), not counted")
+    return out.result(transcript)
+
+
+def _calls(events: tuple) -> Iterator[tuple[int, dict]]:
+    """Each tool call once, at its first event, with its last status and all its content."""
+    merged: dict[object, dict] = {}
+    order: list[tuple[int, object]] = []
+    for index, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            continue
+        kind = event.get("type") or event.get("sessionUpdate")
+        if kind not in ("tool_call", "tool_call_update"):
+            continue
+        key = event.get("tool_call_id") or event.get("toolCallId") or f"#{index}"
+        if key not in merged:
+            merged[key] = {"content": []}
+            order.append((index, key))
+        call = merged[key]
+        for name, value in event.items():
+            if name == "content" and isinstance(value, list):
+                call["content"].extend(value[: max(0, 1000 - len(call["content"]))])
+            elif value not in (None, "") and name != "content":
+                call[name] = value
+    for index, key in order:
+        yield index, merged[key]
+
+
+def _skill_asked(kind: str, title: str, raw: Mapping, content: object) -> str | None:
+    """The skill a skill-invocation call asked for ("" when it names none), else None."""
+    tool = _norm(raw.get("tool") or raw.get("tool_name"))
+    named = next(
+        (raw[k] for k in ("name", "skill", "skill_name") if isinstance(raw.get(k), str)), None
+    )
+    texts = list(_texts(content))
+    marker = next((m.group(1) for t in texts for m in [_MARKER.search(t[:5000])] if m), None)
+    envelope = next((m.group(1) for t in texts for m in [_ENVELOPE.match(t)] if m), None)
+    identity = (
+        kind in SKILL_TOOLS
+        or tool in SKILL_TOOLS
+        or _norm(title) in {"invoke_skill", "activate_skill"}
+    )
+    sniffed = kind in _SNIFFABLE and (
+        _norm(title) in SKILL_TOOLS
+        or envelope is not None
+        or any(_HEADER.match(t) and marker for t in texts)
+    )
+    if not (identity or sniffed):
+        return None
+    words = title.replace(":", " ").split()
+    return named or marker or envelope or (words[-1] if len(words) > 1 else "")
+
+
+def _texts(content: object) -> Iterator[str]:
+    for block in content[:1000] if isinstance(content, list) else ():
+        body = field(block, "content")
+        if (
+            isinstance(body, Mapping)
+            and body.get("type") == "text"
+            and isinstance(body.get("text"), str)
+        ):
+            yield body["text"]
+        elif field(block, "type") == "text" and isinstance(field(block, "text"), str):
+            yield block["text"]
+
+
+def _norm(value: object) -> str:
+    return value.strip().lower().replace("-", "_") if isinstance(value, str) else ""
