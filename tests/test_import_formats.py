@@ -109,7 +109,9 @@ def test_benchflow_rollouts(tmp_path: Path) -> None:
     assert rows["t3"]["skills_returned"] == ["pdf-tools"] and rows["t3"]["se_correct"] is False
     assert rows["t4"]["se_error"] == "error: agent timed out after 900s"
     assert rows["t1"]["provenance"] == "imported:benchflow"
-    assert {(r["agent"], r["model"]) for r in rows.values()} == {("claude-agent-acp@unknown", "claude-sonnet-4-5")}
+    assert {(r["agent"], r["model"]) for r in rows.values()} == {
+        ("claude-agent-acp@unknown", "claude-sonnet-4-5")
+    }
 
 
 def test_verifier_reward_against_the_threshold(tmp_path: Path) -> None:
@@ -216,3 +218,26 @@ def test_hostile_names_are_escaped_in_the_import_and_the_report(tmp_path: Path) 
     assert "\x1b" not in md.output and "\x07" not in md.output
     section = md.output.split("**Imported cells**", 1)[1]
     assert "\n| injected | row |" not in section
+
+
+def test_without_a_pool_the_offered_skills_are_what_the_with_skills_trial_listed(
+    tmp_path: Path,
+) -> None:
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    mine = ("Read", {"file_path": "/root/.claude/skills/notes/SKILL.md"}, "---\nname: notes", False)
+    # a: the SD agent reads a skill the SE arm was never offered: no violation
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    write_trial(sd, "a__2", "task-a", stream=cc_stream(mine, init=False))
+    # b: the SD agent reads one of the skills the SE arm listed (pdf-tools): a violation
+    read = (
+        "Read",
+        {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md"},
+        "---\nname: pdf-tools",
+        False,
+    )
+    write_trial(se, "b__1", "task-b", stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", stream=cc_stream(read, init=False))
+    result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    rows = {r["task_id"]: r["arm_integrity"] for r in _rows(result.run_dirs)}
+    assert rows["task-a"] == "ok"
+    assert rows["task-b"].startswith("violation: instructions of pdf-tools")

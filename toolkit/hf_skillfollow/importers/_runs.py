@@ -91,7 +91,9 @@ def write_runs(
     def decide(pair: Pair) -> _Decided:
         names = pool_names if pool_names is not None else (intended.get(pair.task) or ())
         se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
-        return _Decided(pair, se, sd, arm_integrity(sd, names), intended.get(pair.task))
+        # without a named pool, the skills offered are what the with-skills trial listed
+        offered = names or (se.listed if se is not None else ())
+        return _Decided(pair, se, sd, arm_integrity(sd, offered), intended.get(pair.task))
 
     decided: dict[tuple[str, int], _Decided] = {}
     if pool_names is None:
