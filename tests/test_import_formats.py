@@ -241,3 +241,25 @@ def test_without_a_pool_the_offered_skills_are_what_the_with_skills_trial_listed
     rows = {r["task_id"]: r["arm_integrity"] for r in _rows(result.run_dirs)}
     assert rows["task-a"] == "ok"
     assert rows["task-b"].startswith("violation: instructions of pdf-tools")
+
+
+def test_skill_creator_old_skill_baseline(tmp_path: Path) -> None:
+    import shutil
+
+    ws = build_skill_creator(tmp_path)
+    it = ws / "iteration-2"
+    for eval_dir in it.iterdir():
+        if (eval_dir / "without_skill").is_dir():
+            shutil.move(eval_dir / "without_skill", eval_dir / "old_skill")
+    result = import_runs("skill-creator", paths=[ws], output_dir=tmp_path / "runs")
+    rows = _rows(result.run_dirs)
+    assert len(rows) == 4
+    assert {r["arm_integrity"] for r in rows} == {
+        "unchecked: the baseline runs the previous version of the skill"
+    }
+    manifest = json.loads((result.run_dirs[0] / "manifest.json").read_text())
+    assert manifest["import"]["baseline"] == "old_skill"
+    # the other baseline is another cell
+    other = import_runs("skill-creator", paths=[build_skill_creator(tmp_path / "b")],
+                        output_dir=tmp_path / "runs")  # fmt: skip
+    assert _rows(other.run_dirs)[0]["cell_id"] != rows[0]["cell_id"]

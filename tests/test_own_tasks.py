@@ -23,7 +23,7 @@ def test_fixture_file_has_each_grader_kind() -> None:
     tasks, version = load_tasks("custom", OWN / "tasks.jsonl")
     by_id = {t.task_id: t for t in tasks}
     assert {t.grader for t in tasks} == {"tests", "answer", "expectations"}
-    assert version.startswith("custom@file:tasks.jsonl+sha256.")
+    assert version.startswith("custom@sha256.")  # the content, not the file name
     assert version.endswith("+graders.answer,expectations,tests")
     add = by_id["add"]
     assert (add.entry_point, add.problem["base_input"], add.domain) == (
@@ -45,7 +45,7 @@ def test_content_hash_changes_the_version(tmp_path: Path) -> None:
     row = {"id": "a", "prompt": "p", "answer": "1"}
     v1 = load_tasks("custom", _file(tmp_path, row))[1]
     v2 = load_tasks("custom", _file(tmp_path, {**row, "answer": "2"}))[1]
-    assert v1 != v2 and v1.split("+sha256.")[0] == v2.split("+sha256.")[0]
+    assert v1 != v2 and v1.split("sha256.")[0] == v2.split("sha256.")[0] == "custom@"
 
 
 @pytest.mark.parametrize(

@@ -99,7 +99,8 @@ def test_content_hash_tracks_content_not_layout(tmp_path: Path) -> None:
             "'description'",
             "non-empty string",
         ),
-        ("---\nname: 42\ndescription: d\n---\nbody\n", "'name'", "non-empty string"),
+        # `42` is the string "42" as skills-ref reads it (a valid name); a list is not a name
+        ("---\nname: [42]\ndescription: d\n---\nbody\n", "'name'", "non-empty string"),
         (
             '---\nname: "al\\x1bpha"\ndescription: d\n---\nbody\n',
             "'name'",

@@ -201,7 +201,7 @@ WARNINGS = [
     ("alpha", "name: alpha\nmetadata: [a]", "field 'metadata'", "mapping"),
     ("alpha", "name: alpha\nmetadata:\n  deep: {x: 1}", "field 'metadata'", "'deep'"),
     ("alpha", "name: alpha\nallowed-tools: [Read, Bash]", "field 'allowed-tools'", "joined"),
-    ("alpha", "name: alpha\nallowed-tools: 3", "field 'allowed-tools'", "space-separated"),
+    ("alpha", "name: alpha\nallowed-tools: {a: 3}", "field 'allowed-tools'", "space-separated"),
 ]
 
 

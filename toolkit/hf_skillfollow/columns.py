@@ -200,7 +200,8 @@ TRANSITIONS: tuple[Column, ...] = (
         "(null when nothing was returned)",
         nullable=True,
     ),
-    # Imported rows only (docs/import.md); null on chat-loop rows and rows before the columns.
+    # Imported rows only (docs/import.md), but `arm_integrity`, which chat-loop rows carry too;
+    # null on rows before the columns.
     _pair("detector", "string", "imported: the transcript detector that decided activation "
           "(`none` when the SE trial has no transcript: activation unknown), else null",
           nullable=True),
@@ -209,9 +210,10 @@ TRANSITIONS: tuple[Column, ...] = (
           "of it was used, `record` when only the harness's count of unnamed invocations says so "
           "(BenchFlow); else null (a chat-loop trigger hands over the instructions)",
           nullable=True),
-    _pair("arm_integrity", "string", "imported: `ok`, `unchecked` (no SD transcript) or "
-          "`violation: <what the SD transcript shows>` (pool skills listed or read in the "
-          "skill-disabled trial); else null", nullable=True),
+    _pair("arm_integrity", "string", "`ok`, `unchecked` (imported: no SD transcript) or "
+          "`violation: <what>`: pool skills listed or read in the skill-disabled trial "
+          "(imported), or a pool skill's body or file text in the recorded skill-disabled "
+          "request (chat loop, every pair); null before the column", nullable=True),
     _pair("intended_skills", "list<string>", "imported: the skills the task names as its own "
           "(SkillsBench: `environment/skills/`), for trigger precision; else null",
           nullable=True),

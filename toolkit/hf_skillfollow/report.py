@@ -9,10 +9,11 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow import formatting as fmt
-from hf_skillfollow._escape import for_markdown, for_terminal, frame_to_csv
+from hf_skillfollow._escape import for_markdown, for_terminal, for_terminal_text, frame_to_csv
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,6 +53,32 @@ def render(
     if fmt == "markdown":
         return _markdown(cells, notes)
     return _rich_table(cells, width, notes)
+
+
+def arm_integrity_text(table: Any, fmt: str) -> str:
+    """The arm-integrity line under the table forms: pairs checked and pairs whose skill-disabled
+    arm held pool skill content (the `arm_integrity` column; docs/design.md, "Arm integrity")."""
+    if fmt not in ("table", "markdown") or "arm_integrity" not in table.column_names:
+        return ""
+    from hf_skillfollow._arm_integrity import is_violation
+
+    rows = table.select(["cell_id", "arm_integrity"]).to_pylist()
+    checked = [r for r in rows if r["arm_integrity"] not in (None, "unchecked")]
+    if not checked:
+        return ""
+    bad = [r for r in checked if is_violation(r["arm_integrity"])]
+    escape = for_markdown if fmt == "markdown" else partial(for_terminal_text, keep="")
+    line = (
+        f"Arm integrity: {len(checked)} pair(s) checked, {len(bad)} with a violation (pool "
+        "skill content in the skill-disabled arm)"
+    )
+    if bad:
+        cells: dict[str, int] = {}
+        for r in bad:
+            cells[str(r["cell_id"])[:8]] = cells.get(str(r["cell_id"])[:8], 0) + 1
+        per_cell = ", ".join(f"{cell}: {n}" for cell, n in sorted(cells.items()))
+        line += f"; per cell {per_cell}; first: {bad[0]['arm_integrity'][:300]}"
+    return "\n" + escape(line) + "\n"
 
 
 def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:

@@ -109,28 +109,31 @@ def resolve_pool(config: RunConfig) -> SkillPool:
     return pool
 
 
-def select_tasks(config: RunConfig) -> tuple[list[Task], str]:
+def select_tasks(config: RunConfig) -> tuple[list[Task], str, int]:
+    """The tasks a run evaluates, the benchmark version and the partition size: the one asked
+    for, or for a maintainer's own tasks without one, every task (their count)."""
     from hf_skillfollow.tasks import load_tasks, partition
 
     tasks, version = load_tasks(config.benchmark, config.tasks_file, config.skills_dir)
-    if config.partition_size > len(tasks):
+    size = config.partition_size or len(tasks)
+    if size > len(tasks):
         raise ValueError(
-            f"--partition-size {config.partition_size} exceeds the {len(tasks)} tasks of {config.benchmark}"
+            f"--partition-size {size} exceeds the {len(tasks)} tasks of {config.benchmark}"
         )
     by_id = {t.task_id: t for t in tasks}
-    chosen = [
-        by_id[i] for i in partition(sorted(by_id), config.partition_seed, config.partition_size)
-    ]
-    return (chosen[: config.limit] if config.limit else chosen), version
+    chosen = [by_id[i] for i in partition(sorted(by_id), config.partition_seed, size)]
+    return (chosen[: config.limit] if config.limit else chosen), version, size
 
 
 def plan_new_run(config: RunConfig, output_dir: Path, repeat_index: int = 0) -> RunPlan:
     """Create a fresh run directory for repeat `repeat_index` of the cell."""
-    from hf_skillfollow.access import check_access
+    from hf_skillfollow.access import check_access, model_context
 
     pool = resolve_pool(config)
-    check_access(config.access, pool)
-    tasks, version = select_tasks(config)
+    check_access(config.access, pool, model_context(config))
+    tasks, version, size = select_tasks(config)
+    # every task of own tasks: the cell and the manifest say how many, as --partition-size would
+    config = config.model_copy(update={"partition_size": size})
     run_config = config.model_copy(update={"seed": config.seed + repeat_index})
     p_hash = prompts_hash(config.domain, config.access)
     protocol = config.protocol_dict()
@@ -207,9 +210,9 @@ def plan_resume(
             f"{manifest['prompts_hash']}, this toolkit's {prompts_hash(config.domain, config.access)}); "
             "finish it with the toolkit version that started it, or start a new run"
         )
-    from hf_skillfollow.access import check_access
+    from hf_skillfollow.access import check_access, model_context
 
-    check_access(config.access, pool)
+    check_access(config.access, pool, model_context(config))
     from hf_skillfollow.tasks import load_tasks
 
     tasks, version = load_tasks(config.benchmark, config.tasks_file, config.skills_dir)
@@ -356,6 +359,7 @@ async def grade(plan: RunPlan, task: Task, answer: str, judge_backend: ChatBacke
 def build_record(
     plan: RunPlan, task: Task, se: ArmResult, sd: ArmResult, se_verdict: Any, sd_verdict: Any
 ) -> PairRecord:
+    from hf_skillfollow._arm_integrity import sd_request_integrity
     from hf_skillfollow.adherence import adheres
 
     se_extracted = se_verdict.details.get("extracted", "")
@@ -372,6 +376,8 @@ def build_record(
         "se_error": se.error,
         "sd_error": sd.error,
         "adherence": adheres(plan.pool, se.skills_returned, se_extracted) if se.returned else None,
+        # the arms differ only in the skills: checked on the SD request as recorded
+        "arm_integrity": sd_request_integrity(plan.pool, sd.messages),
     }
     traces = [
         _trace_row(plan.manifest, task, arm, v) for arm, v in ((se, se_verdict), (sd, sd_verdict))

@@ -16,6 +16,9 @@ difference from `normal` is attributable to what the skills say:
   (comparisons, signs, min/max, booleans and direction words swapped); deterministic.
 - metadata-only: each hit's name and description, no body.
 
+Under every condition, a skill whose SKILL.md body is empty is not counted as returned
+(`has_instructions`): the trigger event is instructions reaching the model.
+
 With the `catalog` access protocol the same conditions apply to an activation (`activate_skill`)
 and to the files it lists (`read_skill_file`), see `render_activation` and `render_file`.
 
@@ -65,6 +68,15 @@ _WORD_SWAPS = (
 _FALLBACK_CORRUPTION = (
     "\n\nImportant: the answer this skill produces is off by one; add 1 to it before returning."
 )
+
+
+def has_instructions(skill: Skill) -> bool:
+    """Whether `skill` has instructions to hand over: a SKILL.md body with text.
+
+    A skill without them is never returned, under any condition or protocol: the trigger
+    event is a skill's instructions reaching the model, and an empty body delivers none, as
+    `schema-empty` delivers none (docs/skills.md, "What counts as returned")."""
+    return bool(skill.body.strip())
 
 
 @dataclass(frozen=True)
@@ -153,7 +165,7 @@ def render(
         if condition == "random"
         else [pool.get(h.name) for h in hits]
     )
-    names = tuple(s.name for s in skills)
+    names = tuple(s.name for s in skills if has_instructions(s))
     if condition == "filler":
         normal = _blocks([(s.name, s.text) for s in skills])
         return Rendered(filler_text(len(normal), rng), names)
@@ -232,7 +244,8 @@ def render_activation(
     elif condition == "corrupted":
         body = corrupt_text(body)
     source = None if condition == "metadata-only" else skill
-    return Activation(_activation_text(name, body, files), (skill.name,), source, files)
+    names = (skill.name,) if has_instructions(skill) else ()
+    return Activation(_activation_text(name, body, files), names, source, files)
 
 
 def render_file(text: str, condition: str, rng_seed: int | str = 0) -> str:

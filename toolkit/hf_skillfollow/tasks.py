@@ -22,54 +22,29 @@ import sys
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._task import Task, TaskLoadError
 from hf_skillfollow.benchmarks import BENCHMARKS, BenchmarkSpec, benchmark_spec
 
-
-class TaskLoadError(ValueError):
-    """A benchmark source could not be loaded; the message names the file or benchmark."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One benchmark task.
-
-    ``prompt`` is what the model sees; ``problem`` is the raw EvalPlus problem dict (inputs
-    already deserialised by EvalPlus) or the MATH-500 row, used by the scorers.
-    """
-
-    benchmark: str
-    task_id: str
-    prompt: str
-    entry_point: str | None = None
-    reference: str | None = None
-    problem: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    #: digest of the benchmark file the task was loaded from (EvalPlus's md5 of the release):
-    #: with the loader's version it identifies ``problem``'s inputs without hashing them
-    source_digest: str | None = field(default=None, compare=False, repr=False)
-    #: a maintainer's own task (`custom`, `skill-evals`): its grader (tests, answer or
-    #: expectations; docs/tasks.md), which also picks its prompt
-    grader: str | None = None
-    #: `skill-evals`: the skill whose evals/evals.json the task comes from
-    skill: str | None = None
-
-    @property
-    def domain(self) -> str:
-        """The prompt domain: the benchmark's, or for an own task its grader's."""
-        if self.grader is not None:
-            from hf_skillfollow.prompts import GRADER_DOMAIN
-
-            return GRADER_DOMAIN[self.grader]
-        return BENCHMARKS[self.benchmark].domain
+__all__ = [
+    "Task",
+    "TaskLoadError",
+    "benchmark_of_id",
+    "load_tasks",
+    "partition",
+    "task_sort_key",
+]
 
 
 def task_sort_key(task_id: str) -> tuple[Any, ...]:
-    """Natural order: ``Mbpp/2`` before ``Mbpp/11`` (numbers compare as numbers)."""
+    """Natural order: ``Mbpp/2`` before ``Mbpp/11`` (runs of ASCII digits compare as numbers;
+    any other character, a superscript ``²`` included, as text)."""
     return tuple(
-        (0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", task_id) if p
+        (0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p)
+        for p in re.split(r"([0-9]+)", task_id)
+        if p
     )
 
 
@@ -91,7 +66,8 @@ def load_tasks(
     path = tasks_file or os.environ.get(spec.file_env) or None
     source = "--tasks-file" if tasks_file else spec.file_env
     if path is not None and not Path(path).is_file():
-        raise TaskLoadError(f"{source}: benchmark file {path} does not exist")
+        what = "is not a regular file" if Path(path).exists() else "does not exist"
+        raise TaskLoadError(f"{source}: benchmark file {path} {what}")
     if path is not None:
         _check_first_row(benchmark, str(path), source)  # before a loader fails obscurely
     try:
@@ -127,9 +103,7 @@ def _load_own(
     path = tasks_file or os.environ.get(spec.file_env) or None
     if path is None:
         raise TaskLoadError("--benchmark custom: give the task file with --tasks-file FILE.jsonl")
-    if not Path(path).is_file():
-        raise TaskLoadError(f"--tasks-file: task file {path} does not exist")
-    return tasks_custom.load_custom(path)
+    return tasks_custom.load_custom(path)  # it says what is wrong with the file
 
 
 def _offline_hint(spec: BenchmarkSpec) -> str:

@@ -14,10 +14,11 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_skillfollow.tasks import Task, TaskLoadError
+from hf_skillfollow._task import Task, TaskLoadError
 
 GRADERS = ("tests", "answer", "expectations")
 KNOWN_KEYS = frozenset({"id", "prompt", "domain", "entry_point", "expected_output", *GRADERS})
@@ -66,21 +67,29 @@ def load_custom(path: str | Path) -> tuple[list[Task], str]:
         raise TaskLoadError(f"{path}: no tasks (one JSON object per line)")
     digest = hashlib.sha256(blob).hexdigest()[:16]
     graders = ",".join(sorted({str(t.grader) for t in tasks}))
-    return tasks, f"custom@file:{path.name}+sha256.{digest}+graders.{graders}"
+    # the file is its content: renamed or moved, it is the same benchmark (and cell)
+    return tasks, f"custom@sha256.{digest}+graders.{graders}"
 
 
 def _task_file_bytes(path: Path) -> bytes:
     """The file's bytes, read only if it is a regular file and at most `MAX_FILE_BYTES` long.
 
     `stat().st_size` is 0 for /dev/zero or a FIFO (a `tasks.jsonl` symlinked to one in a
-    downloaded repository): the read itself is bounded and such files are refused."""
+    downloaded repository): such files are refused before any read (a FIFO is opened without
+    blocking), and the read itself is bounded."""
     try:
-        with open(path, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise TaskLoadError(f"{path}: not a regular file")
-            blob = fh.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise TaskLoadError(f"{path}: task file does not exist") from None
     except OSError as exc:
         raise TaskLoadError(f"{path}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TaskLoadError(f"{path}: not a regular file")
+        try:
+            blob = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise TaskLoadError(f"{path}: cannot be read ({exc.strerror})") from None
     if len(blob) > MAX_FILE_BYTES:
         raise TaskLoadError(f"{path}: a task file is at most {MAX_FILE_BYTES} bytes")
     return blob
@@ -97,6 +106,7 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         data = _json(raw, where)
         if not isinstance(data, dict):
             raise TaskLoadError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        text_only(data, where)
         yield number, data
 
 
@@ -108,6 +118,33 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         if keys.count(key) > 1:
             raise ValueError(f"duplicate key {key[:60]!r}")
     return dict(pairs)
+
+
+def text_only(row: dict[str, Any], where: str) -> None:
+    """Refuse a string anywhere in `row` that is not text: JSON's `"\\ud800"` escape decodes to
+    a lone surrogate, which no UTF-8 file, prompt or published row can hold (it would stop the
+    run after the model was called). The message names the field."""
+    for key, value in row.items():
+        stack = [key, value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(x for pair in item.items() for x in pair)
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, str) and not _encodable(item):
+                raise TaskLoadError(
+                    f"{where}: field {ascii(key)[:62]}: holds a lone surrogate escape "
+                    "(\\ud800-\\udfff), which is not text"
+                )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json(blob: bytes, where: str) -> Any:
@@ -149,6 +186,9 @@ def _custom_task(path: Path, number: int, row: dict[str, Any]) -> Task:
             problem.update(problem_from_tests(tests, entry))
         except UnsupportedTests as exc:
             raise TaskLoadError(f"{where}: field 'tests': {exc}") from None
+        except (ValueError, RecursionError, MemoryError) as exc:  # Python's own limits
+            reason = str(exc)[:120] or type(exc).__name__
+            raise TaskLoadError(f"{where}: field 'tests': cannot be read ({reason})") from None
         entry_point = problem["entry_point"]
     elif grader == "answer":
         reference = _text(row, "answer", where, MAX_FIELD_CHARS)
@@ -216,44 +256,133 @@ def skill_folders(pool: Any) -> list[tuple[str, Path]]:
     return [(s.name, Path(getattr(s, "folder", None) or s.path.parent)) for s in pool.skills]
 
 
-def without_evals(pool: Any) -> Any:
-    """`pool` with every skill's `evals/` files withdrawn from what the agent may read.
+def _normal(text: str) -> str:
+    """A text as compared for copies: JSON re-serialised canonically (so minified, pretty-printed
+    or re-ordered JSON is the same), anything else with its whitespace runs collapsed."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return " ".join(text.split())
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class AnswerKeys:
+    """Where the `skill-evals` loader reads each skill's evals from, resolved, and what they say.
+
+    `folders` are the resolved `evals/` folders (a symlinked `evals -> data` resolves to
+    `data`), `files` the resolved `evals.json` files, `texts` the normalised (`_normal`) texts
+    of each file, of its `evals` list and of each eval in it."""
+
+    folders: frozenset[Path]
+    files: frozenset[Path]
+    texts: frozenset[str]
+
+    def is_key(self, path: Path, text: str) -> bool:
+        """Whether the file at `path` with `text` is an evals.json (resolved) or a copy of one."""
+        return path.resolve() in self.files or _normal(text) in self.texts
+
+    def holds(self, path: Path, text: str) -> bool:
+        """Whether the file at `path` is in an evals folder (resolved) or is an answer key:
+        what is not served to the agent (an eval's input files live in its evals folder)."""
+        real = path.resolve()
+        return any(f in real.parents for f in self.folders) or self.is_key(path, text)
+
+
+def answer_keys(pool: Any) -> AnswerKeys:
+    """The answer keys of every skill of `pool` (see `AnswerKeys`); a file the loader would
+    refuse is skipped here (`load_skill_evals` says why)."""
+    folders, files, texts = set(), set(), set()
+    for _, folder in skill_folders(pool):
+        path = folder / EVALS_FILE
+        if not os.path.lexists(path):
+            continue
+        try:
+            blob = _bounded_read(path, folder, MAX_FILE_BYTES, str(path))
+            text = blob.decode("utf-8")
+        except (TaskLoadError, UnicodeDecodeError):
+            continue
+        folders.add((folder / EVALS_FILE.parent).resolve())
+        files.add(path.resolve())
+        texts.add(_normal(text))
+        try:
+            evals = json.loads(text).get("evals")
+        except (ValueError, RecursionError, AttributeError):
+            continue
+        if isinstance(evals, list):
+            texts.add(_normal(json.dumps(evals)))
+            texts.update(_normal(json.dumps(item)) for item in evals if isinstance(item, dict))
+    return AnswerKeys(frozenset(folders), frozenset(files), frozenset(texts))
+
+
+def without_evals(pool: Any, keys: AnswerKeys | None = None) -> Any:
+    """`pool` with every answer key withdrawn from what the agent may read.
 
     A skill's evals hold the expected outputs and expectations its eval tasks are graded on;
     served to the SE arm (the catalog protocol's `read_skill_file`), they would hand it the
-    answer key. The pool's content hash changes accordingly (it hashes served files)."""
+    answer key. Withdrawn, from every skill of the pool: each file whose resolved path is in
+    a resolved `evals/` folder or is an `evals.json` the loader reads (a symlink, a symlinked
+    folder), and each file whose text is a copy of an answer key after JSON normalisation
+    (another skill's verbatim copy, a minified or pretty-printed one). The pool's content hash
+    changes accordingly (it hashes served files)."""
     import dataclasses
 
-    prefix = f"{EVALS_FILE.parent.as_posix()}/"
+    keys = keys or answer_keys(pool)
+    if not keys.files:
+        return pool
     skills = []
     for skill in pool.skills:
-        resources = tuple(getattr(skill, "resources", ()))
-        if not any(r.startswith(prefix) for r in resources):
-            skills.append(skill)
-            continue
-        texts = tuple(skill.resource_texts)
-        # a symlink inside the folder (`notes.json -> evals/evals.json`) or a verbatim copy
-        # serves the same answer key under another path: withdrawn by content too
-        key = {t for r, t in zip(resources, texts, strict=False) if r.startswith(prefix)}
+        resources, texts = tuple(skill.resources), tuple(skill.resource_texts)
         keep = [
-            i
-            for i, r in enumerate(resources)
-            if not r.startswith(prefix) and not (texts and texts[i] in key)
+            i for i, rel in enumerate(resources) if not keys.holds(skill.folder / rel, texts[i])
         ]
         skills.append(
             dataclasses.replace(
                 skill,
                 resources=tuple(resources[i] for i in keep),
-                resource_texts=tuple(texts[i] for i in keep) if texts else (),
+                resource_texts=tuple(texts[i] for i in keep),
             )
         )
     return dataclasses.replace(pool, skills=tuple(skills))
 
 
+@dataclass(frozen=True)
+class _PoolContent:
+    """What of the pool reaches the SE arm only: each SKILL.md and each served file, by resolved
+    path and by text. An eval's attached file goes to both arms, so it may be none of these."""
+
+    paths: dict[Path, str]
+    texts: dict[str, str]
+
+    @classmethod
+    def of(cls, served: Any) -> _PoolContent:
+        paths: dict[Path, str] = {}
+        texts: dict[str, str] = {}
+        for skill in served.skills:
+            paths[skill.path.resolve()] = f"skill {skill.name!r}'s SKILL.md"
+            for text in (skill.text, skill.body):
+                if text.strip():
+                    texts.setdefault(_normal(text), f"skill {skill.name!r}'s SKILL.md")
+            for rel, text in zip(skill.resources, skill.resource_texts, strict=True):
+                what = f"skill {skill.name!r}'s file {rel!r}"
+                paths[(skill.folder / rel).resolve()] = what
+                if text.strip():
+                    texts.setdefault(_normal(text), what)
+        return cls(paths, texts)
+
+    def match(self, path: Path, text: str) -> str | None:
+        return self.paths.get(path.resolve()) or self.texts.get(_normal(text))
+
+
 def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
-    """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`."""
+    """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`.
+
+    An eval's attached `files` go into the prompt of both arms: one that is an answer key
+    (`AnswerKeys`), a SKILL.md or a file the SE arm is served is refused (docs/tasks.md)."""
     tasks: list[Task] = []
     digest = hashlib.sha256()
+    keys = answer_keys(pool)
+    guard = _AttachGuard(keys, _PoolContent.of(without_evals(pool, keys)))
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
         if not os.path.lexists(path):
@@ -267,7 +396,7 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
                 f"{folder / 'SKILL.md'}: field 'name': skill {name!r} holds '/'; a skill with "
                 "evals needs a name without it (the spec allows letters, digits and hyphens)"
             )
-        for task in _skill_tasks(name, folder, path, blob, MAX_TASKS - len(tasks)):
+        for task in _skill_tasks(name, folder, path, blob, MAX_TASKS - len(tasks), guard):
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
@@ -279,7 +408,9 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
     return tasks, f"skill-evals@pool:{pool.name}+sha256.{digest.hexdigest()[:16]}"
 
 
-def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -> list[Task]:
+def _skill_tasks(
+    skill: str, folder: Path, path: Path, blob: bytes, room: int, guard: _AttachGuard
+) -> list[Task]:
     """The tasks of one `evals.json`; `room` is how many more tasks the pool may have."""
     data = _json(blob, str(path))
     evals = data.get("evals") if isinstance(data, dict) else None
@@ -297,6 +428,7 @@ def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -
         where = f"{path}: evals[{i}]"
         if not isinstance(item, dict):
             raise TaskLoadError(f"{where}: expected an object")
+        text_only(item, where)
         for key in sorted(set(item) - _EVAL_KEYS - unknown):  # each key once per file
             warn(f"{where}: unknown key {key[:60]!r} (ignored; not repeated for later evals)")
             unknown.add(key)
@@ -306,7 +438,7 @@ def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -
             raise TaskLoadError(f"{where}: field 'id': duplicate id")
         seen.add(eval_id)
         prompt = _text(item, "prompt", where, MAX_PROMPT_CHARS)
-        prompt += attachments(item.get("files"), folder, where)
+        prompt += attachments(item.get("files"), folder, where, guard)
         problem = {
             "domain_tag": None,
             "expectations": expectations(
@@ -321,11 +453,33 @@ def _skill_tasks(skill: str, folder: Path, path: Path, blob: bytes, room: int) -
     return tasks
 
 
-def attachments(files: Any, folder: Path, where: str) -> str:
+@dataclass(frozen=True)
+class _AttachGuard:
+    """Refuses an attached file that would put an answer key or the skills in the prompts."""
+
+    keys: AnswerKeys
+    content: _PoolContent
+
+    def check(self, path: Path, text: str, label: str) -> None:
+        if self.keys.is_key(path, text):
+            raise TaskLoadError(
+                f"{label}: an answer key (an evals.json or a copy of one); an eval may not "
+                "attach the evals it is graded on"
+            )
+        what = self.content.match(path, text)
+        if what is not None:
+            raise TaskLoadError(
+                f"{label}: is {what}, which only the skill-enabled arm may read; attached, it "
+                "would reach the skill-disabled arm too"
+            )
+
+
+def attachments(files: Any, folder: Path, where: str, guard: _AttachGuard | None = None) -> str:
     """The text of the files an eval names, to append to its prompt (the same in both arms).
 
-    Only small UTF-8 text files inside the skill's folder are attached; anything else is an
-    error naming the eval and the file, never silently dropped."""
+    Only small UTF-8 text files inside the skill's folder are attached, none of them an answer
+    key or pool content (`guard`); anything else is an error naming the eval and the file,
+    never silently dropped."""
     if files is None:
         return ""
     if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
@@ -351,6 +505,8 @@ def attachments(files: Any, folder: Path, where: str) -> str:
             text = blob.decode("utf-8")
         except UnicodeDecodeError:
             raise TaskLoadError(f"{label}: not UTF-8 text (only text files are attached)") from None
+        if guard is not None:
+            guard.check(root / name, text, label)
         # a file name may hold quotes, '<' or newlines: escaped, it cannot leave the attribute
         parts.append(f'\n\n<file name="{html.escape(name)}">\n{text}\n</file>')
     return "".join(parts)

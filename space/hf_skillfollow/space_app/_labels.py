@@ -15,9 +15,12 @@ import pandas as pd
 
 #: Hex digits of a content hash shown in a label (the drill-down header has the whole version).
 SHORT_HASH = 8
-#: `custom@file:<name>+sha256.<hex>+graders.<...>` and `skill-evals@pool:<name>+sha256.<hex>`
+#: `custom@sha256.<hex>+graders.<...>` (a task file is its content: no name; before,
+#: `custom@file:<name>+sha256...`) and `skill-evals@pool:<name>+sha256.<hex>`
 #: (tasks_custom.load_custom / load_skill_evals).
-_OWN = re.compile(r"^(?P<kind>[\w-]+)@(?:file|pool):(?P<name>.*)\+sha256\.(?P<hash>[0-9a-f]+)")
+_OWN = re.compile(
+    r"^(?P<kind>[\w-]+)@(?:(?:file|pool):(?P<name>.*)\+)?sha256\.(?P<hash>[0-9a-f]+)"
+)
 #: Access values the board describes in words; another value (a loading mode a later toolkit
 #: or importer adds) is shown as published.
 _ACCESS_WORDS = {
@@ -33,7 +36,8 @@ def task_set(benchmark: object, version: object) -> str:
     name, text = str(benchmark), "" if version is None else str(version)
     own = _OWN.match(text)
     if own:
-        return f"{name} {own['name']} #{own['hash'][:SHORT_HASH]}"
+        named = f" {own['name']}" if own["name"] else ""
+        return f"{name}{named} #{own['hash'][:SHORT_HASH]}"
     if not text or text == name:
         return name
     return f"{name} {text[:40]}"

@@ -23,9 +23,23 @@ def make_access(config: RunConfig, pool: SkillPool) -> AccessProtocol:
     return ACCESS.resolve(config.access)(pool, config)
 
 
-def check_access(access: str, pool: SkillPool) -> None:
-    """Refuse, before any request, a pool the protocol cannot serve (a catalog too large)."""
-    ACCESS.resolve(access).check(pool)
+def model_context(config: RunConfig) -> int | None:
+    """The model's context in tokens where the run's settings say it (the embedded model's
+    window, or vLLM's `max_model_len` engine option); None where only the server knows it."""
+    given = config.engine_options.get("max_model_len")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        return given
+    if config.backend == "local":
+        from hf_skillfollow.backends._local import N_CTX
+
+        return N_CTX
+    return None
+
+
+def check_access(access: str, pool: SkillPool, context_tokens: int | None = None) -> None:
+    """Refuse, before any request, a pool the protocol cannot serve (a catalog too large for
+    the model's context, `model_context`, where known)."""
+    ACCESS.resolve(access).check(pool, context_tokens)
 
 
 __all__ = [
@@ -35,4 +49,5 @@ __all__ = [
     "CallOutcome",
     "check_access",
     "make_access",
+    "model_context",
 ]

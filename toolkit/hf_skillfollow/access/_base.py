@@ -45,9 +45,10 @@ class AccessProtocol(Protocol):
     tools: list[dict[str, Any]]
 
     @classmethod
-    def check(cls, pool: SkillPool) -> object:
-        """Raise ValueError (naming the way out) if this protocol cannot serve `pool`; the
-        value is the protocol's own (the catalog text for `catalog`)."""
+    def check(cls, pool: SkillPool, context_tokens: int | None = None) -> object:
+        """Raise ValueError (naming the way out) if this protocol cannot serve `pool` to a
+        model of `context_tokens` (None: unknown); the value is the protocol's own (the
+        catalog text for `catalog`)."""
         ...
 
     def system_prompt(self, domain: str) -> str:

@@ -10,11 +10,13 @@ model without an activation.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._skill_findings import short
 from hf_skillfollow._text import loads_untrusted
 from hf_skillfollow.access._base import CallOutcome, unknown_tool
 from hf_skillfollow.prompts import (
@@ -33,8 +35,10 @@ if TYPE_CHECKING:
     from hf_skillfollow.skill_content import Activation
     from hf_skillfollow.skills import SkillPool
 
-#: The most the catalog may take of the context, in estimated tokens: half of the embedded
-#: model's 8,192-token window, leaving the other half for the task, tool results and answer.
+#: The most the catalog may take of the context, in estimated tokens, when the model's context
+#: is not known: half of the embedded model's 8,192-token window, leaving the other half for
+#: the task, tool results and answer. Where the context is known (`model_context`), the budget
+#: is half of it.
 CATALOG_TOKEN_BUDGET = 4096
 #: Estimated tokens per byte of catalog text (English BPE vocabularies average ~4 bytes/token).
 _BYTES_PER_TOKEN = 4
@@ -45,8 +49,19 @@ class CatalogTooLargeError(ValueError):
 
 
 def catalog_tokens(catalog: str) -> int:
-    """The estimated token count of a catalog (bytes / 4, rounded up)."""
+    """The estimated token count of a text (bytes / 4, rounded up)."""
     return math.ceil(len(catalog.encode("utf-8")) / _BYTES_PER_TOKEN)
+
+
+def sent_tokens(catalog: str, tools: list[dict[str, Any]]) -> int:
+    """The estimated tokens the pool adds to every SE request: its catalog in the system prompt
+    and the tool definitions, whose `name` enums repeat every skill name once per tool."""
+    return catalog_tokens(catalog + json.dumps(tools, ensure_ascii=False))
+
+
+def token_budget(context_tokens: int | None) -> int:
+    """The catalog's budget: half of the model's context where known, else the fixed default."""
+    return context_tokens // 2 if context_tokens else CATALOG_TOKEN_BUDGET
 
 
 def pool_catalog(pool: SkillPool) -> str:
@@ -63,23 +78,32 @@ class CatalogAccess:
     final_request = CATALOG_FINAL_ANSWER_REQUEST
 
     def __init__(self, pool: SkillPool, config: RunConfig) -> None:
+        from hf_skillfollow.access import model_context
+
         self.pool = pool
-        self.catalog = self.check(pool)
+        self.catalog = self.check(pool, model_context(config))
         self.condition, self.seed = config.condition, config.seed
         self.tools: list[dict[str, Any]] = catalog_tools(pool.names)
 
     @classmethod
-    def check(cls, pool: SkillPool) -> str:
-        """The catalog of `pool`, or CatalogTooLargeError when it exceeds the budget."""
+    def check(cls, pool: SkillPool, context_tokens: int | None = None) -> str:
+        """The catalog of `pool`, or CatalogTooLargeError when it and the tools naming its
+        skills exceed the budget (`token_budget(context_tokens)`)."""
         catalog = pool_catalog(pool)
-        tokens = catalog_tokens(catalog)
-        if tokens > CATALOG_TOKEN_BUDGET:
+        tokens = sent_tokens(catalog, catalog_tools(pool.names))
+        budget = token_budget(context_tokens)
+        if tokens > budget:
+            window = (
+                f"half of the model's {context_tokens:,}-token context"
+                if context_tokens
+                else "default"
+            )
             raise CatalogTooLargeError(
                 f"--access catalog: the catalog of skill pool {pool.name!r} ({len(pool)} skills, "
-                f"{len(catalog.encode('utf-8')):,} bytes, ~{tokens:,} tokens) exceeds the "
-                f"{CATALOG_TOKEN_BUDGET:,}-token budget for the catalog in the system prompt; "
-                "use --access search, or a smaller pool (--skills DIR with fewer skills or "
-                "shorter descriptions)"
+                f"{len(catalog.encode('utf-8')):,} bytes, ~{tokens:,} tokens with the skill "
+                f"names of the tools) exceeds the {budget:,}-token budget ({window}) for what "
+                "the pool adds to each request; use --access search, or a smaller pool (--skills "
+                "DIR with fewer skills, shorter names or shorter descriptions)"
             )
         return catalog
 
@@ -125,13 +149,14 @@ class CatalogSession:
         if activation is None:
             return _invalid(f"skill {name!r} is not activated; call {ACTIVATE_TOOL} first")
         if activation.source is None or path not in activation.files:
-            return _invalid(f"{path!r} is not a file listed for skill {name!r}")
+            # the path is the model's own text: echoed back bounded
+            return _invalid(f"{short(path)} is not a file listed for skill {name!r}")
         try:
             text = read_resource(activation.source, path)
         except (SkillPoolError, OSError, ValueError):
             # the error names a local path, which must not enter the trace: say only what failed
             return _invalid(
-                f"{path!r} of skill {name!r} cannot be served (too large or unreadable)"
+                f"{short(path)} of skill {name!r} cannot be served (too large or unreadable)"
             )
         content = render_file(
             text, self.access.condition, rng_seed=f"{self.access.seed}:{name}:{path}"

@@ -40,7 +40,7 @@ class SearchAccess:
         self.tools = [tool_schema()]
 
     @classmethod
-    def check(cls, pool: SkillPool) -> None:
+    def check(cls, pool: SkillPool, context_tokens: int | None = None) -> None:
         return None  # any pool can be searched
 
     def system_prompt(self, domain: str) -> str:

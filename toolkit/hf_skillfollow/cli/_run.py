@@ -386,10 +386,11 @@ async def _judge_backend(plan: Any, backend: Any) -> AsyncIterator[Any]:
 
 def _print_report(run_dirs: list[Path], resamples: int) -> None:
     from hf_skillfollow.metrics import compute_cells
-    from hf_skillfollow.report import render
+    from hf_skillfollow.report import arm_integrity_text, render
     from hf_skillfollow.report_own import text_for
     from hf_skillfollow.sources import read_transitions
 
     table = read_transitions(*run_dirs)
     cells = compute_cells(table, resamples=resamples)
-    echo(render(cells, "table") + text_for(table, run_dirs, "table"), block=True)
+    text = render(cells, "table") + text_for(table, run_dirs, "table")
+    echo(text + arm_integrity_text(table, "table"), block=True)

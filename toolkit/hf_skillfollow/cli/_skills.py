@@ -31,6 +31,7 @@ from hf_skillfollow.skills import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
 _POOL_HELP = (
     "POOL is a skills folder (<skill>/SKILL.md folders), a repository holding skills/, "
@@ -43,11 +44,19 @@ def _plain(text: str, keep: str = "") -> str:
     return "".join(ch if ch.isprintable() or ch in keep else ascii(ch)[1:-1] for ch in text)
 
 
+def _line(text: object) -> str:
+    """`text` on one line, non-printable characters escaped (for a Rich `Text`, not markup)."""
+    return _plain(" ".join(str(text).split()))
+
+
 def _markup(text: object) -> str:
-    """`text` safe to hand to Rich: on one line, plain, its markup brackets escaped."""
+    """`text` safe to hand to Rich as markup: on one line, plain, its markup brackets escaped.
+
+    Only where nothing follows it in the same markup string: Rich reads a backslash before a
+    tag as escaping that tag, so text ending in backslashes is put in a `Text` instead."""
     from rich.markup import escape
 
-    return escape(_plain(" ".join(str(text).split())))
+    return escape(_line(text))
 
 
 def _console(**options: object) -> Console:
@@ -149,44 +158,50 @@ def show_cmd(pool: str, name: str) -> None:
     click.echo(text, nl=not text.endswith("\n"))  # exact bytes to a pipe, escaped above
 
 
-def _finding_line(finding: Finding, skill_md: Path | None) -> str:
+def _finding_line(finding: Finding, skill_md: Path | None) -> Text:
+    from rich.text import Text
+
     where = ""
     if finding.file != skill_md:
         inside = skill_md is not None and skill_md.parent in finding.file.parents
         rel = finding.file.relative_to(skill_md.parent).as_posix() if inside else finding.file
-        where = f"{_markup(rel)}: "
+        where = f"{_line(rel)}: "
     colour = "red" if finding.severity == "error" else "yellow"
-    return (
-        f"  [{colour}]{finding.severity:7}[/{colour}] {where}{_markup(finding.field)}: "
-        f"{_markup(finding.message)}"
-    )
+    # Text parts, never markup: a name or message ending in backslashes cannot escape a tag
+    return Text.assemble(
+        "  ", (f"{finding.severity:7}", colour), f" {where}{_line(finding.field)}: ",
+        _line(finding.message),
+    )  # fmt: skip
 
 
 def _print_report(report: PoolReport) -> None:
+    from rich.text import Text
 
     console = _console(soft_wrap=True)
     if report.findings:
-        console.print(f"[bold]pool[/bold] {_markup(report.root)}")
+        console.print(Text.assemble(("pool", "bold"), f" {_line(report.root)}"))
         for finding in report.findings:
             console.print(_finding_line(finding, None))
     for entry in report.skills:
-        label = _markup(entry.skill.name) if entry.skill else "[red]unusable[/red]"
         errors = sum(f.severity == "error" for f in entry.findings)
         state = (
-            f"[red]{errors} error(s)[/red]"
+            (f"{errors} error(s)", "red")
             if errors
-            else f"[yellow]{len(entry.findings)} warning(s)[/yellow]"
+            else (f"{len(entry.findings)} warning(s)", "yellow")
             if entry.findings
-            else "[green]ok[/green]"
+            else ("ok", "green")
         )
+        label = (_line(entry.skill.name), "bold") if entry.skill else ("unusable", "bold red")
         files = f", {len(entry.skill.resources)} file(s)" if entry.skill else ""
-        console.print(f"[bold]{label}[/bold] {_markup(entry.path)}: {state}{files}")
+        console.print(Text.assemble(label, f" {_line(entry.path)}: ", state, files))
         for finding in entry.findings:
             console.print(_finding_line(finding, entry.path))
     usable = sum(r.skill is not None for r in report.skills)
     console.print(
-        f"{len(report.skills)} skill(s), {usable} usable: "
-        f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
+        Text(
+            f"{len(report.skills)} skill(s), {usable} usable: "
+            f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
+        )
     )
 
 

@@ -99,6 +99,9 @@ class Collected:
     notes: list[str] = field(default_factory=list)
     harness: str = ""
     """Harness name recorded in the rows (default: the format)."""
+    baseline: str | None = None
+    """What the without-skills arm ran when the format says (skill-creator: `without_skill`, or
+    `old_skill`, the previous version of the skill, whose use is then no arm violation)."""
 
 
 class Importer(Protocol):

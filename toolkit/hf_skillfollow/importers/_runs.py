@@ -73,6 +73,9 @@ def write_runs(
     on_total: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Pair the collected trials, decide activation, and write (or complete) the run folders."""
+    from dataclasses import replace
+
+    options = replace(options, baseline=collected.baseline or options.baseline)
     pairing = pair_trials(collected.trials)
     result = ImportResult(
         n_pairs=len(pairing.pairs), dropped=dict(pairing.dropped), notes=list(collected.notes)
@@ -93,7 +96,12 @@ def write_runs(
         se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
         # without a named pool, the skills offered are what the with-skills trial listed
         offered = names or (se.listed if se is not None else ())
-        return _Decided(pair, se, sd, arm_integrity(sd, offered), intended.get(pair.task))
+        integrity = (
+            Integrity("unchecked: the baseline runs the previous version of the skill")
+            if options.baseline == "old_skill"
+            else arm_integrity(sd, offered)
+        )
+        return _Decided(pair, se, sd, integrity, intended.get(pair.task))
 
     decided: dict[tuple[str, int], _Decided] = {}
     if pool_names is None:

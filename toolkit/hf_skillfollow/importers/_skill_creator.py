@@ -41,19 +41,26 @@ def collect_skill_creator(request: ImportRequest) -> Collected:
         )
     trials: list[Trial] = []
     notes: list[str] = []
+    baselines = set()
     for workspace in request.paths:
         given_path(workspace, "WORKSPACE")
         if not workspace.is_dir():
             raise ImportInputError(f"WORKSPACE {workspace}: not a folder")
         iteration = _iteration(workspace)
         baseline = _baseline(iteration, request.options.baseline)
+        baselines.add(baseline)
         notes.append(f"{iteration}: {baseline} is the without-skills arm")
         found, model = _runs(iteration, baseline, request.options)
         trials.extend(found)
         notes.extend(_cross_check(iteration, found, baseline))
         if model:
             trials[:] = [_with_model(t, model) for t in trials]
-    return Collected(trials, notes, "skill-creator")
+    if len(baselines) > 1:
+        raise ImportInputError(
+            "the workspaces have different baselines (without_skill and old_skill); import "
+            "them apart or choose one with --baseline"
+        )
+    return Collected(trials, notes, "skill-creator", baseline=baselines.pop())
 
 
 def _iteration(workspace: Path) -> Path:

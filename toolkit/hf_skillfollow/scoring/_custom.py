@@ -48,8 +48,10 @@ def problem_from_tests(tests: str, entry_point: str | None) -> dict[str, Any]:
         module = ast.parse(tests)
     except SyntaxError as exc:
         raise UnsupportedTests(f"not valid Python (line {exc.lineno}: {exc.msg})") from None
-    except (ValueError, RecursionError) as exc:
-        raise UnsupportedTests(f"not valid Python ({exc})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # MemoryError: CPython's parser gives up on 50,000 nested unary minus signs that way
+        reason = str(exc)[:120] or "nested too deep"
+        raise UnsupportedTests(f"not valid Python ({reason})") from None
     cases: list[tuple[str, list[Any], Any, Check]] = []
     for node in module.body:
         _statement(node, cases, candidate=None)
@@ -192,29 +194,61 @@ def _name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+#: Deepest nesting of a literal argument or result: the scorer's wire carries 200 levels
+#: (`_wire.MAX_DEPTH`), with room for the cases and calls around each value.
+MAX_LITERAL_DEPTH = 100
+
+
+def _snippet(node: ast.expr) -> str:
+    try:
+        return repr(ast.unparse(node)[:80])
+    except (ValueError, RecursionError, MemoryError):  # a 5,000-digit int, deep nesting
+        return "the literal"
+
+
 def _literal(node: ast.expr, line: int) -> Any:
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise UnsupportedTests(
-            f"line {line}: {ast.unparse(node)[:80]!r} is not a literal"
-        ) from None
-    if not _finite(value):
-        # `1e999` is a literal whose repr (`inf`) is not: the canonical solution would not load
-        raise UnsupportedTests(f"line {line}: {ast.unparse(node)[:80]!r} holds an infinite number")
+        raise UnsupportedTests(f"line {line}: {_snippet(node)} is not a literal") from None
+    problem = _unfit(value)
+    if problem is not None:
+        raise UnsupportedTests(f"line {line}: {_snippet(node)} {problem}")
     return value
 
 
-def _finite(value: Any) -> bool:
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, complex):
-        return math.isfinite(value.real) and math.isfinite(value.imag)
-    if isinstance(value, dict):
-        return all(_finite(k) and _finite(v) for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return all(_finite(v) for v in value)
-    return True
+def _unfit(value: Any) -> str | None:
+    """Why a literal cannot be an input or result, if it cannot: what the canonical solution
+    (`repr`), the scoring key (JSON) and the wire carry is plain, finite, bounded data."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_LITERAL_DEPTH:
+            return f"nests deeper than {MAX_LITERAL_DEPTH} levels"
+        if isinstance(item, bytes) or item is Ellipsis:
+            return f"holds {type(item).__name__} ({'...' if item is Ellipsis else 'b...'}), not plain data"
+        if isinstance(item, float | complex) and not all(map(math.isfinite, _parts(item))):
+            # `1e999` is a literal whose repr (`inf`) is not: the canonical solution would not load
+            return "holds an infinite number"
+        if isinstance(item, int):
+            try:
+                repr(item)
+            except ValueError:
+                return "holds an integer of more digits than Python writes out"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "holds a lone surrogate (\\ud800-\\udfff), not text"
+        if isinstance(item, dict):
+            stack.extend((x, depth + 1) for pair in item.items() for x in pair)
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend((x, depth + 1) for x in item)
+    return None
+
+
+def _parts(number: float | complex) -> tuple[float, ...]:
+    return (number.real, number.imag) if isinstance(number, complex) else (number,)
 
 
 # Builtins are reached through `_builtins`: an entry point named `len`, `list` or `type` is a

@@ -37,7 +37,18 @@ class Job:
     @property
     def n_pairs(self) -> int:
         c = self.cell.config
-        return min(c.limit, c.partition_size) if c.limit else c.partition_size
+        size = c.partition_size or self._planned_size()
+        return min(c.limit, size) if c.limit else size
+
+    def _planned_size(self) -> int:
+        """Own tasks without a partition size run every task: as many as the run planned, or
+        before it is planned the benchmarks' default as an estimate (no task data is read)."""
+        from hf_skillfollow.config import DEFAULT_PARTITION_SIZE
+
+        try:
+            return len(RunStore(self.run_dir).read_manifest()["task_ids"]) or DEFAULT_PARTITION_SIZE
+        except (RunDirError, OSError, KeyError, TypeError, ValueError):
+            return DEFAULT_PARTITION_SIZE
 
     @property
     def lock_path(self) -> Path:
