@@ -19,6 +19,7 @@ The synthetic files are written once (parquet, no push) and reused from a temp f
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -47,7 +48,7 @@ from hf_skillfollow.hub._layout import (
 )
 from hf_skillfollow.hub._stats import RECENT_PATH, STATS_PATH, run_stats, stats_bytes
 from hf_skillfollow.hub._summary import SUMMARY_PATH, CardSummary
-from hf_skillfollow.schema import validate_transitions
+from hf_skillfollow.schema import TRANSITIONS_SCHEMA, validate_transitions
 
 
 def synthetic_transitions(n_rows: int, rows_per_run: int, seed: int = 0) -> pa.Table:
@@ -117,7 +118,8 @@ class Fixture:
     `files/` holds every run's published transitions file (the bytes a push would write),
     `runs/` run directories of the runs the bench pushes (made on first use), `stats-N.parquet`,
     `summary-N.json`, `card_cells-N.json` and `README-N.md` the counts, card summary, card-row
-    cache and card of a repo of the first N runs, and `transitions.jsonl` the peer file.
+    cache and card of a repo of the first N runs, and `transitions.jsonl` the peer file (written
+    by the load half when it first needs it).
     Repos are assembled from hard links, so each bench run starts from a fresh repo in
     seconds; a push replaces files by rename, so it never writes through a link.
     """
@@ -157,7 +159,9 @@ def build_fixture(args: argparse.Namespace, n_old: int) -> Fixture:
     """The cached fixture for these options (built on first use: minutes for 10^6 rows)."""
     from hf_skillfollow import __version__
 
-    key = f"{args.rows}-{args.rows_per_run}-{__version__}-v2"
+    # the schema's digest: files written before a column was added are rebuilt, not reused
+    schema = hashlib.sha256(str(TRANSITIONS_SCHEMA).encode()).hexdigest()[:8]
+    key = f"{args.rows}-{args.rows_per_run}-{__version__}-{schema}"
     rpr = args.rows_per_run
     root = args.fixture_dir or Path(tempfile.gettempdir()) / f"hf-skillfollow-bench-hub-{key}"
     fixture = Fixture(root, args.rows // args.rows_per_run)
@@ -178,7 +182,6 @@ def build_fixture(args: argparse.Namespace, n_old: int) -> Fixture:
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         list(pool.map(write, range(fixture.n_runs)))
     _derived_files(fixture, table, (n_old, fixture.n_runs), rpr)
-    table.to_pandas().to_json(root / "transitions.jsonl", orient="records", lines=True)
     (root / "complete").write_text("")
     print(f"fixture: built {root} in {time.perf_counter() - t0:.1f} s", flush=True)
     return fixture
@@ -186,8 +189,6 @@ def build_fixture(args: argparse.Namespace, n_old: int) -> Fixture:
 
 def _card_code() -> str:
     """Hash of the code that writes the counts, the card and its cache (hub/, metrics/)."""
-    import hashlib
-
     import hf_skillfollow.hub as hub
     import hf_skillfollow.metrics as metrics
 
@@ -385,8 +386,13 @@ def _bench_load(
     from hf_skillfollow.space_app._sources import load_sources
 
     full = fixture.repo(n_runs, work / "full")
-    print(f"load {n_runs:,} runs cold (median of {args.repeats}):")
     jsonl = fixture.root / "transitions.jsonl"
+    if not jsonl.is_file():  # the peer's file, only for the load half (733 MB at 10^6 rows)
+        part = jsonl.with_suffix(".partial")
+        table = synthetic_transitions(args.rows, args.rows_per_run)
+        table.to_pandas().to_json(part, orient="records", lines=True)
+        part.rename(jsonl)
+    print(f"load {n_runs:,} runs cold (median of {args.repeats}):")
     back = timed(
         "peer: pandas.read_json(lines=True)",
         lambda: pd.read_json(jsonl, lines=True),
