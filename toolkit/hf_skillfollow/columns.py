@@ -210,7 +210,7 @@ TRANSITIONS: tuple[Column, ...] = (
           "of it was used, `record` when only the harness's count of unnamed invocations says so "
           "(BenchFlow); else null (a chat-loop trigger hands over the instructions)",
           nullable=True),
-    _pair("arm_integrity", "string", "`ok`, `unchecked` (imported: no SD transcript) or "
+    _pair("arm_integrity", "string", "`ok`, `unchecked` (imported: no SD transcript; `unchecked: <why>`) or "
           "`violation: <what>`: pool skills listed or read in the skill-disabled trial "
           "(imported), or a pool skill's body or file text in the recorded skill-disabled "
           "request (chat loop, every pair); null before the column", nullable=True),
