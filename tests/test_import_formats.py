@@ -263,3 +263,21 @@ def test_skill_creator_old_skill_baseline(tmp_path: Path) -> None:
     other = import_runs("skill-creator", paths=[build_skill_creator(tmp_path / "b")],
                         output_dir=tmp_path / "runs")  # fmt: skip
     assert _rows(other.run_dirs)[0]["cell_id"] != rows[0]["cell_id"]
+
+
+def test_skill_creator_through_the_command(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    out = CliRunner().invoke(
+        cli, ["import", "skill-creator", str(ws), "-o", str(tmp_path / "runs")]
+    )
+    assert out.exit_code == 0, out.output
+    assert "4 pair(s) in 2 run folder(s)" in out.output
+    assert "iteration-2: without_skill is the without-skills arm" in out.output
+    assert "says 1/2 expectations passed, its grading.json 2/2" in out.output
+    created = {
+        json.loads((d / "manifest.json").read_text())["created_at"]
+        for d in (tmp_path / "runs").iterdir()
+    }
+    # repeat 0 is dated by its first executor_start; a run without timing.json is not dated
+    # by its folder name
+    assert "2026-01-15T10:30:00Z" in created and not any(c.startswith("run-") for c in created)

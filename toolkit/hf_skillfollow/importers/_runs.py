@@ -255,7 +255,7 @@ def _write_repeat(
 
     run_id = f"imported-{identity['cell_id']}-r{k}"
     store = RunStore(output_dir / run_id)
-    started = sorted(p.se.started_at for p in pairs if p.se.started_at)
+    started = sorted(t for t in (_iso(p.se.started_at) for p in pairs) if t)
     manifest = {
         **identity,
         "run_id": run_id,
@@ -294,6 +294,15 @@ def _write_repeat(
             on_pair(bool(pair.se.error or pair.sd.error))
     store.write_tables()
     result.run_dirs.append(store.root)
+
+
+def _iso(text: str) -> str:
+    """`text` if it is an ISO date-time (a start time to date the run by), else ''."""
+    try:
+        _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    return text
 
 
 def _activated(det: Detection | None, trigger: str) -> list[str]:
