@@ -106,7 +106,11 @@ def write_runs(
     decided: dict[tuple[str, int], _Decided] = {}
     if pool_names is None:
         # the skills offered are the names the with-skills transcripts list: all are read first
-        decided = {(p.task, p.repeat_index): decide(p) for p in pairing.pairs}
+        for p in pairing.pairs:
+            decided[(p.task, p.repeat_index)] = decide(p)
+            if on_pair:  # the reading is the long part: the bar follows it
+                on_pair(bool(p.se.error or p.sd.error))
+        on_pair = None
         listed = sorted({s for d in decided.values() if d.se for s in d.se.listed})
         from hf_skillfollow.config import stable_hash
 
