@@ -281,3 +281,17 @@ def test_skill_creator_through_the_command(tmp_path: Path) -> None:
     # repeat 0 is dated by its first executor_start; a run without timing.json is not dated
     # by its folder name
     assert "2026-01-15T10:30:00Z" in created and not any(c.startswith("run-") for c in created)
+
+
+def test_benchmark_name_from_the_registry_dataset(tmp_path: Path) -> None:
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    write_trial(se, "a__1", "task-a", stream=cc_stream(), extra={"source": "terminal-bench@2.0"})
+    write_trial(
+        sd, "a__2", "task-a", stream=cc_stream(init=False), extra={"source": "terminal-bench@2.0"}
+    )
+    (row,) = _rows(import_runs("harbor", [se], [sd], output_dir=tmp_path / "r1").run_dirs)
+    assert row["benchmark"] == "terminal-bench@2.0"
+    named = import_runs(
+        "harbor", [se], [sd], ImportOptions(benchmark="tb2"), output_dir=tmp_path / "r2"
+    )
+    assert _rows(named.run_dirs)[0]["benchmark"] == "tb2"

@@ -56,6 +56,8 @@ class Trial:
     seconds: float = 0.0
     """Agent wall time when recorded."""
     notes: tuple[str, ...] = ()
+    dataset: str = ""
+    """The registry dataset the task came from, as recorded (Harbor's `source`), else ''."""
 
 
 @dataclass(frozen=True)

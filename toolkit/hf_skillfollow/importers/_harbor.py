@@ -123,7 +123,14 @@ def read_trial(path: Path, root: Path, arm: Arm, options: ImportOptions) -> Tria
             count(field(data, path, "agent_result", "n_output_tokens")),
         ),
         seconds=_seconds(data),
+        dataset=_dataset(data, path),
     )
+
+
+def _dataset(data: dict[str, Any], path: Path) -> str:
+    """Harbor's `source` (the registry dataset, e.g. `terminal-bench@2.0`), bounded."""
+    source = field(data, path, "source")
+    return source if isinstance(source, str) and 0 < len(source) <= _MAX_NAME else ""
 
 
 def check_names(path: Path, **names: str) -> None:

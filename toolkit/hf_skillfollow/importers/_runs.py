@@ -197,7 +197,11 @@ def _identity(
         )
     tasks = sorted({(p.task, p.se.checksum, p.sd.checksum) for p in pairing.pairs})
     task_set = stable_hash([list(t) for t in tasks])
-    benchmark = options.benchmark or fmt
+    datasets = {t.dataset for ts in arms.values() for t in ts}
+    # the registry dataset the trials name (all the same one), else the format
+    benchmark = options.benchmark or (
+        datasets.pop() if len(datasets) == 1 and "" not in datasets else fmt
+    )
     protocol = {
         "provenance": f"imported:{fmt}", "harness": harness, "agent": agents["se"],
         "model": models["se"], "benchmark": benchmark, "access": options.loading,
