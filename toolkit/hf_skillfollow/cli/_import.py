@@ -30,7 +30,8 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--loading", type=click.Choice(["on-demand", "nudge", "inject"]), default=None,
                      help="How the skills reached the agent (the access column) [on-demand; "
                           "skill-creator: nudge]."),
-        click.option("--benchmark", default=None, help="Benchmark name of the rows [the format]."),
+        click.option("--benchmark", default=None, help="Benchmark name of the rows [the registry dataset "
+                     "the trials record (Harbor's source), else the format]."),
         click.option("-o", "--output", "output_dir", type=_PATH, default=Path("runs"),
                      show_default=True, help="Folder the run folders go in."),
     ]  # fmt: skip
