@@ -295,3 +295,21 @@ def test_benchmark_name_from_the_registry_dataset(tmp_path: Path) -> None:
         "harbor", [se], [sd], ImportOptions(benchmark="tb2"), output_dir=tmp_path / "r2"
     )
     assert _rows(named.run_dirs)[0]["benchmark"] == "tb2"
+
+
+def test_deep_folders_are_one_error_line(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    deep = se
+    for i in range(14):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "nested more than 12 levels deep" in line
+
+
+def test_oversized_transcript_is_one_error_line(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    with open(se / "a__1" / "agent" / "claude-code.txt", "r+b") as fh:
+        fh.truncate(65 * 1024 * 1024)  # sparse: nothing is written
+    line = _cli_error(se, sd, tmp_path / "runs")
+    assert "claude-code.txt" in line

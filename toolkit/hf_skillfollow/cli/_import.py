@@ -143,5 +143,8 @@ def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[bool], None]]
 
     try:
         yield on_total, on_pair
+    except BaseException:
+        progress.live.transient = True  # the error line stands alone
+        raise
     finally:
         progress.stop()
