@@ -132,10 +132,11 @@ def test_judge_noise_figures_match_a_hand_count(custom_run) -> None:
     assert noise["items"] == 6 and noise["disagreeing"] == 2
     assert noise["self_disagreement"] == pytest.approx(100 * 2 / 6)
     assert (noise["ties"], noise["grading_failures"]) == (0, 0)
-    # b flips: add (tests) and thanks (judged; SE passes with a non-unanimous expectation,
-    # so one disagreement could turn it). c: half (answer grader, not judged).
-    assert (noise["b"], noise["b_explainable"], noise["c"], noise["c_explainable"]) == (2, 1, 1, 0)
-    assert "Judge noise" in proc.stdout and "33.3" in proc.stdout and "1/2" in proc.stdout
+    # Flips between two judged answers only: thanks (b; SE passes with a non-unanimous
+    # expectation, so one disagreement could turn it). add (tests, b) and half (answer, c)
+    # have no judge and are not in the tally.
+    assert (noise["b"], noise["b_explainable"], noise["c"], noise["c_explainable"]) == (1, 1, 0, 0)
+    assert "Judge noise" in proc.stdout and "33.3" in proc.stdout and "1/1" in proc.stdout
     assert "Cost per task" in proc.stdout
 
 

@@ -6,7 +6,14 @@ It asks any backend `run` supports through the annotator's structured-output pat
 """
 
 from hf_skillfollow.judge._detect import addresses_grader
-from hf_skillfollow.judge._grade import Judged, JudgeSettings, fragile, judge_answer, summarise
+from hf_skillfollow.judge._grade import (
+    Judged,
+    JudgeSettings,
+    fragile,
+    judge_answer,
+    summarise,
+    unjudged,
+)
 from hf_skillfollow.judge._request import BlindedAnswer, build_request, request_json
 
 __all__ = [
@@ -19,4 +26,5 @@ __all__ = [
     "judge_answer",
     "request_json",
     "summarise",
+    "unjudged",
 ]

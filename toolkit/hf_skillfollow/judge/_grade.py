@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow import _structured
-from hf_skillfollow.judge._request import BlindedAnswer, build_request, parse_verdicts, prompt_hash
+from hf_skillfollow.judge._request import (
+    INPUT_MAX_CHARS,
+    BlindedAnswer,
+    build_request,
+    input_chars,
+    parse_verdicts,
+    prompt_hash,
+)
 
 if TYPE_CHECKING:
     from hf_skillfollow.backends._base import ChatBackend
@@ -65,9 +72,13 @@ class Judged:
     passed: bool
     failure: str | None
     record: dict[str, Any]
+    #: why the judge was not asked (an empty answer), else None
+    skipped: str | None = None
 
     @property
     def reason(self) -> str:
+        if self.skipped is not None and self.failure is None:
+            return self.skipped
         if self.failure:
             return f"grading failure: {self.failure}"
         met = sum(self.record["majority"])
@@ -79,6 +90,17 @@ async def judge_answer(
 ) -> Judged:
     """Grade `view` `settings.repeats` times and take the majority per expectation."""
     n = len(view.expectations)
+    size = input_chars(view)
+    if size > INPUT_MAX_CHARS:
+        # never judged on a cut text: an answer whose last line was cut off would be judged
+        # wrong, silently; a verdict the judge could not give is a counted grading failure
+        return unjudged(
+            settings,
+            n,
+            f"truncated: the task, expected output, expectations and answer hold {size:,} "
+            f"characters, more than the judge reads ({INPUT_MAX_CHARS:,}); not judged",
+            truncated=True,
+        )
     request = build_request(view)
 
     def parse(text: str) -> list[tuple[bool, str]]:
@@ -101,6 +123,36 @@ async def judge_answer(
     return summarise(replies, n, settings)
 
 
+def _base_record(settings: JudgeSettings, n: int) -> dict[str, Any]:
+    return {
+        "judge": settings.judge,
+        "judge_backend": settings.backend,
+        "settings": dataclasses.asdict(settings),
+        "n_expectations": n,
+    }
+
+
+def unjudged(settings: JudgeSettings, n: int, reason: str, *, truncated: bool = False) -> Judged:
+    """The verdict on an answer the judge was not asked about. ``truncated``: too long for
+    the judge, a grading failure (counted); otherwise an empty answer (an arm that ended in
+    an error), scored incorrect and no judged answer at all (docs/design.md: an unrecoverable
+    error gives an empty answer, scored incorrect). The record keeps the settings, so
+    `verify` re-grades the row with the same judge and reaches the same verdict."""
+    record = {
+        **_base_record(settings, n),
+        "repeats": [],
+        "n_valid": 0,
+        "majority": [],
+        "ties": 0,
+        "unanimous": [],
+        "fragile": False,
+        "grading_failure": truncated,
+        "truncated": truncated,
+        "not_judged": None if truncated else reason,
+    }
+    return Judged(False, reason if truncated else None, record, reason)
+
+
 def summarise(replies: list[_structured.Reply], n: int, settings: JudgeSettings) -> Judged:
     """Majority, ties, unanimity and fragility of K repeats (pure; the report re-reads them)."""
     repeats = [
@@ -116,16 +168,14 @@ def summarise(replies: list[_structured.Reply], n: int, settings: JudgeSettings)
     ]
     valid = [r.value for r in replies if r.value is not None]
     record: dict[str, Any] = {
-        "judge": settings.judge,
-        "judge_backend": settings.backend,
-        "settings": dataclasses.asdict(settings),
+        **_base_record(settings, n),
         "repeats": repeats,
-        "n_expectations": n,
         "n_valid": len(valid),
     }
     if not valid:
         failure = "; ".join(f"repeat {i + 1}: {r.failure}" for i, r in enumerate(replies))
-        record.update(majority=[], ties=0, unanimous=[], fragile=False, grading_failure=True)
+        # no valid repeat: fewer than asked, so fragile like any verdict short of repeats
+        record.update(majority=[], ties=0, unanimous=[], fragile=True, grading_failure=True)
         return Judged(False, failure, record)
     passes = [sum(v[i][0] for v in valid) for i in range(n)]
     majority = [2 * p > len(valid) for p in passes]
@@ -136,7 +186,8 @@ def summarise(replies: list[_structured.Reply], n: int, settings: JudgeSettings)
         majority=majority,
         ties=ties,
         unanimous=unanimous,
-        fragile=fragile(majority, unanimous),
+        # fewer valid repeats than asked: the missing ones could have gone the other way
+        fragile=fragile(majority, unanimous) or len(valid) < settings.repeats,
         grading_failure=False,
     )
     return Judged(passed, None, record)

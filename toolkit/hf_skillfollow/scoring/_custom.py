@@ -308,7 +308,15 @@ async def judged_verdict(backend: Any, task: Any, answer: str, settings: Any) ->
     from hf_skillfollow.judge import judge_answer
     from hf_skillfollow.scoring._verdict import Verdict
 
-    judged = await judge_answer(backend, blinded_view(task, answer), settings)
+    if not answer.strip():
+        # an arm that ended in an error has an empty answer (agent.final_answer): incorrect,
+        # and never sent to the judge, which could find "(empty)" meets "contains no profanity"
+        from hf_skillfollow.judge import unjudged
+
+        n = len(task.problem["expectations"])
+        judged = unjudged(settings, n, "empty answer: scored incorrect, not judged")
+    else:
+        judged = await judge_answer(backend, blinded_view(task, answer), settings)
     details = {
         "extracted": answer,
         "grading_failure": judged.failure is not None,
