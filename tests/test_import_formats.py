@@ -313,3 +313,24 @@ def test_oversized_transcript_is_one_error_line(tmp_path: Path) -> None:
         fh.truncate(65 * 1024 * 1024)  # sparse: nothing is written
     line = _cli_error(se, sd, tmp_path / "runs")
     assert "claude-code.txt" in line
+
+
+def test_a_trial_still_running_is_left_out_until_it_finishes(tmp_path: Path) -> None:
+    se, sd = _one_pair(tmp_path)
+    running = write_trial(se, "b__1", "task-b", reward=None, stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+    data = json.loads((running / "result.json").read_text())
+    data["finished_at"] = None
+    (running / "result.json").write_text(json.dumps(data))
+    first = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    assert {r["task_id"] for r in _rows(first.run_dirs)} == {"task-a"}
+    assert any("1 trial(s) still running" in n for n in first.notes)
+    assert first.dropped == {"task-b": ("sd", 1)}
+    data.update(finished_at="2026-01-26T04:00:00", verifier_result={"rewards": {"reward": 1.0}})
+    (running / "result.json").write_text(json.dumps(data))
+    later = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    # the task set grew: a new cell with both tasks
+    assert {(r["task_id"], r["se_correct"]) for r in _rows(later.run_dirs)} == {
+        ("task-a", True),
+        ("task-b", True),
+    }

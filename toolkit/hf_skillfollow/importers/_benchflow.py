@@ -25,6 +25,7 @@ from hf_skillfollow.importers._base import (
     Trial,
 )
 from hf_skillfollow.importers._harbor import (
+    Unfinished,
     check_names,
     collect,
     count,
@@ -43,7 +44,9 @@ def collect_benchflow(request: ImportRequest) -> Collected:
     return collect(request, "benchflow", read_rollout)
 
 
-def read_rollout(path: Path, root: Path, arm: Arm, options: ImportOptions) -> Trial | None:
+def read_rollout(
+    path: Path, root: Path, arm: Arm, options: ImportOptions
+) -> Trial | Unfinished | None:
     """The rollout whose `result.json` is `path` (a Harbor-shaped one as a Harbor trial);
     None for a job's summary."""
     data = read_json(path, root)

@@ -36,7 +36,12 @@ _TRANSCRIPTS = (
 )  # fmt: skip
 
 
-TrialReader = Callable[[Path, Path, Arm, ImportOptions], "Trial | None"]
+TrialReader = Callable[[Path, Path, Arm, ImportOptions], "Trial | Unfinished | None"]
+
+
+class Unfinished(str):
+    """A reader's answer for a trial still running (no end, no verdict, no exception): left
+    out with a note, so a later import records it once it has finished."""
 
 
 def collect_harbor(request: ImportRequest) -> Collected:
@@ -53,6 +58,7 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
     trials: list[Trial] = []
     notes: list[str] = []
     where: dict[Path, Arm] = {}
+    unfinished = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
@@ -62,6 +68,9 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
             found = 0
             for result_path in walk_files(root, "result.json"):
                 trial = reader(result_path, root, arm, request.options)
+                if isinstance(trial, Unfinished):
+                    unfinished += 1
+                    continue
                 if trial is None:
                     continue
                 key = result_path.resolve()
@@ -76,16 +85,25 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
                 found += 1
             if not found:
                 notes.append(f"{flag} {root}: no trial folder (result.json with trial_name) found")
+    if unfinished:
+        notes.append(
+            f"{unfinished} trial(s) still running (no finished_at, verdict or exception) left "
+            "out: import again once they finish"
+        )
     return Collected(trials, notes, harness)
 
 
-def read_trial(path: Path, root: Path, arm: Arm, options: ImportOptions) -> Trial | None:
+def read_trial(
+    path: Path, root: Path, arm: Arm, options: ImportOptions
+) -> Trial | Unfinished | None:
     """The trial whose `result.json` is `path`; None for a job-level result.json."""
     data = read_json(path, root)
     if not isinstance(data, dict):
         raise ImportInputError(f"{path}: a JSON {type(data).__name__}, not a result object")
     if "trial_name" not in data:
         return None  # a job's result.json (stats over its trials)
+    if all(data.get(k) is None for k in ("finished_at", "verifier_result", "exception_info")):
+        return Unfinished(str(path))
     folder = path.parent
     task = field(data, path, "task_name", kind=str, required=True)
     checksum = field(data, path, "task_checksum", kind=str) or ""
