@@ -149,9 +149,16 @@ def _check_nesting(data: bytes, path: Path) -> None:
             depth -= 1
 
 
-def field(data: Any, path: Path, *keys: str, kind: type | tuple[type, ...] | None = None,
-          required: bool = False) -> Any:  # fmt: skip
-    """`data[k1][k2]...`, None when absent; a wrong type is an error naming file and field."""
+def field(
+    data: Any,
+    path: Path,
+    *keys: str,
+    kind: type | tuple[type, ...] | None = None,
+    required: bool = False,
+) -> Any:
+    """`data[k1][k2]...`, None when absent; a wrong type is an error naming file and field.
+
+    A JSON `true` is no number: `bool` matches only a `kind` that names it."""
     value = data
     for key in keys:
         if not isinstance(value, dict) or value.get(key) is None:
@@ -159,9 +166,11 @@ def field(data: Any, path: Path, *keys: str, kind: type | tuple[type, ...] | Non
                 raise ImportInputError(f"{path}: field {'.'.join(keys)!r} is missing")
             return None
         value = value[key]
-    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool) and
-                             bool not in (kind if isinstance(kind, tuple) else (kind,))):  # fmt: skip
-        want = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+    if kind is None:
+        return value
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        want = "/".join(k.__name__ for k in kinds)
         raise ImportInputError(
             f"{path}: field {'.'.join(keys)!r} is a {type(value).__name__}, expected {want}"
         )
