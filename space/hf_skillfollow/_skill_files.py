@@ -61,12 +61,14 @@ def has_control_chars(text: str) -> bool:
     return any(not ch.isprintable() and ch != " " for ch in text)
 
 
-def _read_regular(path: Path, limit: int) -> bytes:
+def _read_regular(path: Path, limit: int, folder: Path | None = None) -> bytes:
     """The bytes of `path`, which must be a regular file of at most `limit` bytes.
 
     `O_NOFOLLOW` refuses a symlink put in place after the caller resolved the path,
     `O_NONBLOCK` keeps a FIFO from blocking the open, and the read stops at `limit + 1` bytes
-    whatever the file system reports as the size.
+    whatever the file system reports as the size. With `folder`, a file with more hard links
+    than `folder` holds is refused: its other name is outside the folder (a hard link, unlike a
+    symlink, does not say where it points).
     """
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -81,6 +83,8 @@ def _read_regular(path: Path, limit: int) -> bytes:
             raise ReadRefused("is not a regular file")
         if info.st_size > limit:
             raise ReadRefused(f"{info.st_size} bytes, more than the {limit} allowed")
+        if folder is not None and info.st_nlink > 1 and not _links_inside(folder, info):
+            raise ReadRefused("a hard link to a file outside the skill folder")
         chunks, size = [], 0
         while size <= limit:
             chunk = os.read(fd, min(1 << 16, limit + 1 - size))
@@ -93,6 +97,27 @@ def _read_regular(path: Path, limit: int) -> bytes:
     if size > limit:
         raise ReadRefused(f"more than the {limit} bytes allowed")
     return b"".join(chunks)
+
+
+def _links_inside(folder: Path, info: os.stat_result) -> bool:
+    """Whether every hard link of the file `info` describes is a name inside `folder`.
+
+    Counted over the folder (hidden names included, symlinks not followed) up to
+    `MAX_SKILL_ENTRIES` entries; a link not found in that budget counts as outside."""
+    found, seen = 0, 0
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            seen += 1
+            if seen > MAX_SKILL_ENTRIES:
+                return False
+            try:
+                other = os.lstat(os.path.join(current, name))
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
+                found += 1
+        seen += len(dirs)
+    return found >= info.st_nlink
 
 
 def _decode(data: bytes) -> str:
@@ -127,10 +152,11 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
         target = path.resolve(strict=True)
     except (OSError, RuntimeError):
         raise SkillFileError("missing (or a dangling or looping symlink)") from None
-    if not _inside(target, folder.resolve()):
+    real_folder = folder.resolve()
+    if not _inside(target, real_folder):
         raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
     try:
-        return _read_regular(target, limit)
+        return _read_regular(target, limit, real_folder)
     except ReadRefused as exc:
         raise SkillFileError(str(exc)) from None
 
@@ -170,14 +196,14 @@ class _Lister:
     def __init__(self, budget: int) -> None:
         self.left = budget
 
-    def list(self, folder: Path) -> list[os.DirEntry[str]]:
+    def list(self, folder: Path, hidden: bool = False) -> list[os.DirEntry[str]]:
         entries = []
         with os.scandir(folder) as it:
             for entry in it:
                 self.left -= 1
                 if self.left < 0:
                     raise ReadRefused("too many")
-                if not _skipped(entry.name):
+                if hidden or not _skipped(entry.name):
                     entries.append(entry)
         return sorted(entries, key=lambda e: e.name)
 
@@ -235,13 +261,24 @@ def scan_resources(skill_md: Path) -> Resources:
     return Resources(texts, unserved, findings)
 
 
+#: Characters an activation's file list escapes (`html.escape`): a name holding one would be
+#: listed as `a&amp;b.md`, a path no read could name.
+_LISTING_ESCAPED = frozenset("&<>\"'")
+
+
 def _unservable_name(rel: str) -> str | None:
+    """Why the file at `rel` cannot be served, if it cannot: served paths are listed to the
+    model verbatim and read back by exactly the listed string (docs/skills.md)."""
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
         return "file name is not UTF-8"
     if has_control_chars(rel):
         return f"file name {short(rel)} holds control characters"
+    if _LISTING_ESCAPED.intersection(rel):
+        return f"file name {short(rel)} holds one of & < > \" ', which the file list escapes"
+    if rel != rel.strip():
+        return f"file name {short(rel)} starts or ends with a space"
     return None
 
 
@@ -256,7 +293,7 @@ def _read_resource(path: Path, real_folder: Path) -> str:
         if target.is_dir():
             raise ReadRefused("a symlinked folder (not followed)")
         path = target
-    return _decode(_read_regular(path, MAX_RESOURCE_BYTES))
+    return _decode(_read_regular(path, MAX_RESOURCE_BYTES, real_folder))
 
 
 def _containers(root: Path) -> list[Path]:
@@ -303,18 +340,16 @@ def discover(root: Path) -> tuple[list[Path], list[Finding]]:
                 if len(found) > MAX_SKILLS:
                     raise SkillPoolError(f"{root}: skill pool: more than {MAX_SKILLS} skills")
                 continue
-            if folder != start and (folder / "skill.md").is_file():
-                findings.append(
-                    warning(
-                        folder / "skill.md",
-                        "file",
-                        f"the spec's file name is {SKILL_FILE} (upper case); not loaded",
-                    )
-                )
+            subs = _subfolders(folder, lister, findings, root)
             if depth < MAX_SCAN_DEPTH:
-                queue.extend(
-                    (sub, depth + 1) for sub in _subfolders(folder, lister, findings, root)
-                )
+                queue.extend((sub, depth + 1) for sub in subs)
+            else:
+                findings += [
+                    warning(sub / SKILL_FILE, "file", f"{depth + 1} folder levels down, deeper "
+                            f"than the {MAX_SCAN_DEPTH} searched; not loaded")
+                    for sub in subs
+                    if _is_skill(sub)
+                ]  # fmt: skip
     return sorted(found), findings
 
 
@@ -327,9 +362,15 @@ def _is_skill(folder: Path) -> bool:
     return skill_md.is_symlink() or skill_md.exists()
 
 
+def _misnamed(name: str) -> bool:
+    return name != SKILL_FILE and name.casefold() == SKILL_FILE.casefold()
+
+
 def _subfolders(folder: Path, lister: _Lister, findings: list[Finding], root: Path) -> list[Path]:
+    """The folders below `folder` to search; a finding for each candidate skill file skipped
+    here (`skill.md`, `Skill.md`; a SKILL.md in a hidden folder)."""
     try:
-        entries = lister.list(folder)
+        entries = lister.list(folder, hidden=True)
     except ReadRefused:
         raise SkillPoolError(
             f"{root}: skill pool: more than {MAX_SCAN_ENTRIES} entries{_NARROW}"
@@ -339,8 +380,17 @@ def _subfolders(folder: Path, lister: _Lister, findings: list[Finding], root: Pa
         return []
     subs = []
     for entry in entries:
-        if entry.is_symlink() and entry.is_dir():
-            findings.append(warning(Path(entry.path), "folder", "a symlinked folder; not followed"))
-        elif entry.is_dir(follow_symlinks=False):
-            subs.append(Path(entry.path))
+        path = Path(entry.path)
+        if _misnamed(entry.name) and entry.is_file():
+            message = f"the spec's file name is {SKILL_FILE} (upper case); not loaded"
+            findings.append(warning(path, "file", message))
+        elif entry.is_symlink() and entry.is_dir():
+            findings.append(warning(path, "folder", "a symlinked folder; not followed"))
+        elif not entry.is_dir(follow_symlinks=False):
+            continue
+        elif not _skipped(entry.name):
+            subs.append(path)
+        elif entry.name not in _SKIP_DIRS and _is_skill(path):
+            message = "in a hidden folder (its name starts with '.'), which is not searched"
+            findings.append(warning(path / SKILL_FILE, "file", f"{message}; not loaded"))
     return subs

@@ -19,6 +19,7 @@ import yaml
 
 from hf_skillfollow._skill_files import has_control_chars
 from hf_skillfollow._skill_findings import Finding, error, short, warning
+from hf_skillfollow._skill_names import name_problem
 
 #: The toolkit's own skill types (docs/design.md, "Skills").
 SKILL_TYPES: tuple[str, ...] = ("utility", "procedure", "guard")
@@ -73,8 +74,13 @@ def _refuse_alias(event: yaml.Event) -> None:
         raise YAMLAliasError(f"line {mark.line + 1} column {mark.column + 1}")
 
 
-def _check_events(events: Iterator[yaml.Event]) -> None:
-    """Refuse anchors, aliases and a key repeated in one mapping, before anything is built.
+class _ExplicitTag(yaml.YAMLError):
+    pass
+
+
+def _check_events(events: Iterator[yaml.Event], tags: bool = True) -> None:
+    """Refuse anchors, aliases, a key repeated in one mapping and (without `tags`) an explicit
+    tag (`!!python/object`, `!!int`), before anything is built.
 
     YAML requires unique keys, but PyYAML keeps the last of `name: a` ... `name: b` where other
     clients' parsers refuse the file or keep the first: the skill's identity would depend on
@@ -83,6 +89,9 @@ def _check_events(events: Iterator[yaml.Event]) -> None:
     stack: list[tuple[set[str], list[bool]] | None] = []  # None: a sequence
     for event in events:
         _refuse_alias(event)
+        if not tags and getattr(event, "tag", None) is not None:
+            mark = event.start_mark
+            raise _ExplicitTag(f"an explicit tag {short(event.tag)} (line {mark.line + 1})")
         if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
             stack.pop()
             continue
@@ -103,16 +112,22 @@ def _check_events(events: Iterator[yaml.Event]) -> None:
             stack.append(None)
 
 
-def load_plain_yaml(block: str) -> object:
+def load_plain_yaml(block: str, *, strings: bool = False) -> object:
     """Safe YAML without anchors, aliases or repeated keys: the parser's events are checked
     before anything is built.
 
-    libyaml is ~7x faster than the pure-Python scanner on hostile 64 KiB blocks (0.4 s against
-    2.4 s for a 20,000-item list on this machine) and refuses deep nesting itself.
+    With `strings`, every scalar is the string it is written as (`on`, `2024-02-30`, `59:59`,
+    a 5,000-digit number, `!!int 5`), as skills-ref (strictyaml) reads front matter: YAML 1.1's
+    implicit booleans, dates, sexagesimal and integers never apply. libyaml is ~7x faster than
+    the pure-Python scanner on hostile 64 KiB blocks (0.4 s against 2.4 s for a 20,000-item
+    list on this machine) and refuses deep nesting itself.
     """
-    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    _check_events(yaml.parse(block, Loader=loader))
-    return yaml.load(block, Loader=loader)  # noqa: S506 - a SafeLoader
+    safe = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    _check_events(yaml.parse(block, Loader=safe), tags=not strings)
+    if strings:
+        # the base loader resolves no tag: scalars stay str, collections list and dict
+        return yaml.load(block, Loader=getattr(yaml, "CBaseLoader", None) or yaml.BaseLoader)  # noqa: S506
+    return yaml.load(block, Loader=safe)  # noqa: S506 - a SafeLoader
 
 
 def _parse_yaml(block: str, path: Path) -> dict[object, object] | Finding:
@@ -122,7 +137,7 @@ def _parse_yaml(block: str, path: Path) -> dict[object, object] | Finding:
             path, "front matter", f"{size} bytes, more than the {MAX_FRONT_MATTER_BYTES} allowed"
         )
     try:
-        data = load_plain_yaml(block)
+        data = load_plain_yaml(block, strings=True)
     except YAMLAliasError as exc:
         return error(
             path, "front matter", f"YAML anchors and aliases (&, *) are not allowed ({exc})"
@@ -204,6 +219,8 @@ def parse_skill(text: str, path: Path) -> tuple[Fields | None, list[Finding]]:
     errors = [v for v in (name, description) if isinstance(v, Finding)]
     if isinstance(name, str) and has_control_chars(name):
         errors.append(error(path, "field 'name'", f"holds control characters: {short(name)}"))
+    elif isinstance(name, str) and (problem := name_problem(name)):
+        errors.append(error(path, "field 'name'", f"{problem} (a look-alike of another name)"))
     if errors:
         return None, errors
     assert isinstance(name, str) and isinstance(description, str)

@@ -21,6 +21,8 @@ RetrievalPolicy = Literal["auto", "forced"]
 Access = Literal["search", "catalog"]
 
 DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Tasks sampled from a benchmark when no --partition-size is given (own tasks: every task).
+DEFAULT_PARTITION_SIZE = 80
 
 
 def _run_field(default: Any, **kwargs: Any) -> Any:
@@ -72,7 +74,12 @@ class RunConfig(BaseModel):
         None, description="Local benchmark file overriding the official source."
     )
     partition_seed: int = Field(42, description="Seed of the documented partition sampler.")
-    partition_size: int = Field(80, ge=1, description="Number of tasks in the partition.")
+    partition_size: int | None = Field(
+        None,
+        ge=1,
+        description="Number of tasks in the partition [80]; unset for a maintainer's own tasks "
+        "(custom, skill-evals): every task, recorded as their count when the run is planned.",
+    )
     limit: int | None = Field(
         None, ge=1, description="Evaluate only the first N tasks of the partition (smoke runs)."
     )
@@ -164,6 +171,19 @@ class RunConfig(BaseModel):
     @classmethod
     def _known_retriever(cls, v: str) -> str:
         return RETRIEVERS.check(v)
+
+    @model_validator(mode="after")
+    def _default_partition(self) -> RunConfig:
+        # the benchmarks are sampled (80 tasks); a maintainer's own tasks all run unless a
+        # partition is asked for (`runner.select_tasks`)
+        if self.partition_size is None and not self.own_tasks:
+            object.__setattr__(self, "partition_size", DEFAULT_PARTITION_SIZE)
+        return self
+
+    @property
+    def own_tasks(self) -> bool:
+        """Whether the benchmark is a maintainer's own tasks (`custom`, `skill-evals`)."""
+        return benchmark_spec(self.benchmark).loader in ("custom", "skill-evals")
 
     @model_validator(mode="after")
     def _catalog_searches_nothing(self) -> RunConfig:

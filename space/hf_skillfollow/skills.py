@@ -44,8 +44,10 @@ from hf_skillfollow._skill_findings import (
     SkillPoolError,
     error,
     short,
+    warning,
 )
 from hf_skillfollow._skill_meta import SKILL_TYPES, parse_skill
+from hf_skillfollow._skill_names import skeleton
 
 __all__ = [
     "MAX_RESOURCE_BYTES",
@@ -283,12 +285,26 @@ def _name_key(name: str) -> str:
 
 def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
     """Reports with a 'duplicate skill name' error on every skill whose name was taken before
-    (names compared after Unicode NFKC normalisation and case folding)."""
+    (names compared after Unicode NFKC normalisation and case folding), and a warning on each
+    whose UTS #39 confusable skeleton another name has (`pdf-tool`, `pdf-t00l`)."""
     seen: dict[str, tuple[str, Path]] = {}
+    looks: dict[str, tuple[str, Path]] = {}
     out = []
     for report in reports:
         skill = report.skill
         key = _name_key(skill.name) if skill is not None else ""
+        look = skeleton(_name_key(skill.name)) if skill is not None else ""
+        if skill is not None and key not in seen and look in looks:
+            other, where = looks[look]
+            alike = warning(
+                skill.path,
+                "field 'name'",
+                f"{ascii(skill.name)} looks like {ascii(other)} (same Unicode confusable "
+                f"skeleton, UTS #39; also in {where}): a model may not tell them apart",
+            )
+            report = SkillReport(report.path, skill, (*report.findings, alike))
+        if skill is not None:
+            looks.setdefault(look, (skill.name, skill.path))
         if skill is not None and key in seen:
             other, where = seen[key]
             same = (
@@ -382,6 +398,7 @@ def merged_pool(pools: Sequence[SkillPool], name: str | None = None) -> SkillPoo
         f
         for r in _with_collisions([SkillReport(s.path, s, ()) for s in skills])
         for f in r.findings
+        if f.severity == "error"
     ]
     if clashes:
         raise SkillPoolError(str(clashes[0]))
