@@ -10,7 +10,6 @@ at fault).
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -114,39 +113,18 @@ def read_bytes(path: Path, limit: int, root: Path | None = None) -> bytes:
 
 
 def read_json(path: Path, root: Path | None = None) -> Any:
-    """The JSON document in `path` (bounded size and nesting)."""
+    """The JSON document in `path` (bounded size, nesting counted before parsing)."""
+    from hf_skillfollow.transcripts._reader import loads_bounded
+
     data = read_bytes(path, MAX_JSON_BYTES, root)
-    _check_nesting(data, path)
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ImportInputError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise ImportInputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-
-
-def _check_nesting(data: bytes, path: Path) -> None:
-    """Refuse nesting deeper than MAX_JSON_DEPTH before parsing (no recursion limit reached)."""
-    depth = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                raise ImportInputError(
-                    f"{path}: JSON nested more than {MAX_JSON_DEPTH} levels deep; not read"
-                )
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+    try:
+        return loads_bounded(text, str(path), MAX_JSON_DEPTH)
+    except ValueError as exc:
+        raise ImportInputError(str(exc)) from None
 
 
 def field(
