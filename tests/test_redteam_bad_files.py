@@ -255,5 +255,10 @@ def test_own_tasks_run_every_task_unless_a_partition_is_asked(tmp_path: Path) ->
     asked = _build_config({"backend": "openai", "model": "m", "benchmark": "custom",
                            "tasks_file": path, "partition_size": 5})  # fmt: skip
     assert len(select_tasks(asked)[0]) == 5
+    skills = Path(__file__).parent / "own_tasks" / "skills"
+    evals = _build_config({"backend": "local", "model": None, "benchmark": "skill-evals",
+                           "skills_dir": skills})  # fmt: skip
+    every = load_tasks("skill-evals", None, skills)[0]
+    assert len(every) > 1 and select_tasks(evals)[2] == len(every)
     bench = _build_config({"backend": "local", "model": None, "benchmark": "mbppplus"})
     assert bench.partition_size == 10  # the benchmarks keep their sampled partition
