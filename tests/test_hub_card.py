@@ -23,7 +23,7 @@ from tests._fixtures_hub import (
 )
 
 CELL_HEADER = [
-    "model", "benchmark", "partition", "pool / condition", "runs", "n", "n_cond", "coverage",
+    "model", "benchmark", "partition", "pool / condition", "runs", "n", "errors", "n_cond", "coverage",
     "RAE [95% CI]", "OAE [95% CI]", "Δskip", "agg lift", "sign disagreement", "reportable", "re-scored",
 ]  # fmt: skip
 KEYS = {"n": "n", "n_cond": "n_cond", "coverage": "coverage", "rae": "RAE [95% CI]", "oae": "OAE [95% CI]",

@@ -60,7 +60,7 @@ def _expected_cells(transitions) -> list[dict[str, str]]:
     return [
         {
             "model": r["model"], "benchmark": r["benchmark"], "partition": r["partition"],
-            "pool / condition": r["pool"], "runs": r["runs"], "n": r["n"], "n_cond": r["n_cond"],
+            "pool / condition": r["pool"], "runs": r["runs"], "n": r["n"], "errors": r["errors"], "n_cond": r["n_cond"],
             "coverage": r["coverage"], "RAE [95% CI]": r["rae"], "OAE [95% CI]": r["oae"],
             "Δskip": r["delta_skip"], "agg lift": r["agg_lift"],
             "sign disagreement": r["sign_disagree"], "reportable": r["reportable"],

@@ -219,3 +219,65 @@ def test_an_empty_shard_is_refused(tmp_path: Path) -> None:
     """Item 5: on main `--shard ""` ran every cell."""
     out = CliRunner().invoke(cli, ["sweep", str(_sweep(tmp_path)), "--plan", "--shard", ""])
     assert out.exit_code != 0 and "--shard: expected I/N" in out.output
+
+
+_SHARD = """
+import sys, time, types
+from pathlib import Path
+import hf_skillfollow.sweep._run as run
+
+out, shard, start = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+slow = run.atomic_write_bytes
+def slow_write(path, data):  # a slow disk: the window between reading and replacing grows
+    time.sleep(0.3)
+    slow(path, data)
+run.atomic_write_bytes = slow_write
+jobs = [types.SimpleNamespace(name=f"s{shard}-c{i}", run_dir=out / f"s{shard}-c{i}",
+                              cell=types.SimpleNamespace(label=f"cell {shard}.{i}"))
+        for i in range(3)]
+result = run.SweepResult({j.name: run.JobResult("failed", 3, reason="down") for j in jobs})
+time.sleep(max(0.0, start - time.time()))
+run.write_status(out, jobs, result)
+"""
+
+
+def test_shards_finishing_together_lose_no_status_entry(tmp_path: Path) -> None:
+    """Item 3: 8 shards of 3 failed cells each write the status file at once (in 8 processes);
+    on main, unlocked read-merge-replace kept 17-24 of the 24 entries."""
+    import json
+    import subprocess
+    import sys
+
+    script = tmp_path / "shard.py"
+    script.write_text(_SHARD)
+    start = time.time() + 3
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(tmp_path / "out"), str(i), str(start)])
+        for i in range(8)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 8
+    jobs = json.loads((tmp_path / "out" / "sweep-status.json").read_text())["jobs"]
+    assert sorted(jobs) == sorted(f"s{s}-c{i}" for s in range(8) for i in range(3))
+
+
+def test_a_broken_run_folder_is_in_the_status_file_with_the_command_that_continues_it(
+    tmp_path: Path,
+) -> None:
+    """Item 3: on main a broken folder was missing from sweep-status.json and the advice was
+    "run the same command again", which cannot help."""
+    import json
+
+    from hf_skillfollow.store import RunStore
+
+    path = _sweep(tmp_path)
+    out = tmp_path / "out"
+    (job,) = jobs_for(load(str(path))[2], out)
+    job.run_dir.mkdir(parents=True)
+    RunStore(job.run_dir).write_manifest({"run_id": "r", "task_ids": ["Mbpp/2"]})
+    (job.run_dir / "records.jsonl").write_text("garbage\n")
+    result = CliRunner().invoke(cli, ["sweep", str(path), "-o", str(out), "--plain"])
+    assert result.exit_code == 1
+    advice = f"hf-skillfollow run --resume {job.run_dir} --set-aside-bad-records"
+    assert advice in result.output and "run the same command again" not in result.output
+    (entry,) = json.loads((out / "sweep-status.json").read_text())["jobs"].values()
+    assert entry["status"] == "broken" and advice in entry["reason"]

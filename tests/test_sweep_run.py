@@ -89,11 +89,26 @@ def test_a_sweep_runs_every_cell_to_the_exact_count(
     assert double.requests == 4 * 3 * 3
     assert "cells 4/4 done, 0 running, 0 failed, 0 pending" in output
     assert f"{4 * 3 * TOKENS_PER_PAIR:,} tokens" in output
-    # the same command again finds everything done and contacts nobody
-    with ScriptedModelServerDouble(math_tasks) as again:
+    # the same command again finds everything done and contacts nobody (the endpoint is part
+    # of the cell: the same address, served again)
+    with _at(ScriptedModelServerDouble(math_tasks), double.url) as again:
         path = sweep_file(tmp_path, again.url, math_file, extra="conditions: [normal, filler]\n")
         code, output = invoke(str(path), "-o", str(tmp_path / "out"))
     assert code == 0 and again.requests == 0 and "0 run(s) to do, 4 already done" in output
+
+
+def _at(double: ScriptedModelServerDouble, url: str) -> ScriptedModelServerDouble:
+    """`double`, listening at `url`'s port (a restarted endpoint at the same address)."""
+    from http.server import ThreadingHTTPServer
+
+    from tests._http_double import _handler
+
+    double.server.server_close()
+    double.server = ThreadingHTTPServer(("127.0.0.1", int(url.split(":")[2].split("/")[0])),
+                                        _handler(double))  # fmt: skip
+    double.server.daemon_threads = True
+    double.url = url
+    return double
 
 
 def _comparable_manifest(run_dir: Path) -> dict:
@@ -251,7 +266,7 @@ def test_plan_counts_done_work_and_estimates_tokens_from_recorded_usage(
             tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n"
         )
         assert invoke(str(one), "-o", str(out))[0] == 0
-    grown = sweep_file(tmp_path, "http://127.0.0.1:9/v1", math_file, limit=3, name="g.yaml",
+    grown = sweep_file(tmp_path, double.url, math_file, limit=3, name="g.yaml",
                        models="  - {name: M1, model: double-model}\n  - {name: M2, model: m2}\n")  # fmt: skip
     code, plan = invoke(str(grown), "-o", str(out), "--plan", "--json")
     assert code == 0
@@ -259,3 +274,123 @@ def test_plan_counts_done_work_and_estimates_tokens_from_recorded_usage(
     assert [j["status"] for j in data["jobs"]] == ["done", "pending"]
     assert data["done_pairs"] == 3 and data["pairs"] == 6 and data["conversations"] == 12
     assert data["estimated_tokens"] == 3 * TOKENS_PER_PAIR
+
+
+# --- issue 38, item 2: a cell of errors is not a measurement
+
+
+class _Refusing(ScriptedModelServerDouble):
+    """Answers chat requests for the tasks in `refused` with an error, the others normally.
+
+    `kind` "outage": HTTP 429 with a Retry-After past the backend's patience (the provider is
+    down; the backend gives up at once, a transport error); "overflow": HTTP 400 "maximum
+    context length" (the conversation outgrew the model: part of the measurement); "all":
+    HTTP 500 to every request is not used (its retries take seconds), HTTP 404 "no such
+    model" stands for a model that answers nothing."""
+
+    def __init__(self, tasks: list, kind: str, refused: set[str] | None = None) -> None:
+        super().__init__(tasks)
+        self.kind, self.refused = kind, refused
+
+    def answer(self, raw: bytes) -> Reply:
+        body = json.loads(raw or b"{}")
+        prompt = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+        task = self.by_prompt[prompt]
+        if self.refused is not None and task.task_id not in self.refused:
+            return super().answer(raw)
+        self.requests += 1
+        if self.kind == "outage":
+            return Reply(status=429, headers={"retry-after": "100000"},
+                         body={"error": {"message": "provider overloaded"}})  # fmt: skip
+        if self.kind == "overflow":
+            return Reply(status=400, body={"error": {"message": "This model's maximum context "
+                                                     "length is 8192 tokens"}})  # fmt: skip
+        return Reply(status=404, body={"error": {"message": "no endpoint serves this model"}})
+
+
+def test_a_model_failing_every_request_is_error_heavy_not_a_zero_effect(
+    tmp_path: Path, math_file: Path, math_tasks: list
+) -> None:
+    """On main this cell was "done", exited 0, and reported `OAE +0.0 [+0.0, +0.0]`, "the model
+    never retrieved a skill"."""
+    out = tmp_path / "out"
+    with _Refusing(math_tasks, "dead") as double:
+        path = sweep_file(tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n")
+        code, output = invoke(str(path), "-o", str(out))
+    assert code == 1, output
+    assert "1 run(s) error-heavy (more than 5% of pairs ended in a provider error: " in output
+    assert "M1 math500-42 r0 (100%)" in output
+    status = json.loads((out / "sweep-status.json").read_text())["jobs"]
+    assert [e["errored_pairs"] for e in status.values()] == [3]
+    code, report = invoke(str(path), "-o", str(out), "--report")
+    assert code == 0 and "error-heavy" in report, report
+    md = CliRunner().invoke(cli, ["report", str(out), "--format", "markdown", "--resamples", "50"])
+    (row,) = [ln for ln in md.output.splitlines() if ln.startswith("| double-model")]
+    assert "| 100.0% (3) |" in row and row.count("not reported: 100.0% of pairs errored") == 2
+    assert "never retrieved a skill" not in row and "+0.0" not in row
+    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.sources import read_transitions
+
+    (cell,) = compute_cells(read_transitions(out), resamples=50).to_dict("records")
+    assert (cell["n_errored"], cell["error_rate"], cell["error_heavy"], cell["reportable"]) == (
+        3, 100.0, True, False,
+    )  # fmt: skip
+    flagged = compute_cells(read_transitions(out), resamples=50, max_error_rate=100.0)
+    assert not flagged["error_heavy"].iloc[0]  # asked for: reported
+
+
+def test_errored_pairs_of_an_outage_run_again_on_resume_and_overflows_do_not(
+    tmp_path: Path, math_file: Path, math_tasks: list
+) -> None:
+    """On main error rows of a short outage stayed scored incorrect: resume never retried."""
+    out = tmp_path / "out"
+    ids = [t.task_id for t in load_tasks("math500", math_file)[0]]
+    models = "  - {name: M1, model: double-model}\n  - {name: M2, model: other-model}\n"
+    with _Refusing(math_tasks, "outage", refused=set(ids)) as down:
+        path = sweep_file(tmp_path, down.url, math_file, models=models.split("  - {name: M2")[0])
+        code, output = invoke(str(path), "-o", str(out))
+    assert code == 1 and "error-heavy" in output
+    (run,) = run_dirs(out)
+    assert all(r["transition"]["sd_error"].startswith("HTTP 429") for r in records(run))
+    code, plan = invoke(str(path), "-o", str(out), "--plan")
+    assert "partial" in plan and "[3 errored pair(s), 3 to retry]" in plan
+    with _at(ScriptedModelServerDouble(math_tasks), down.url) as up:
+        code, output = invoke(str(path), "-o", str(out))
+    assert code == 0, output
+    assert up.requests == 3 * 3  # the three pairs, asked for again
+    fresh = records(run)
+    assert len(fresh) == 3 and not any(r["transition"]["se_error"] or r["transition"]["sd_error"] for r in fresh)
+    kept = (run / "records.rejected").read_text().splitlines()
+    assert len(kept) == 3 and all("HTTP 429" in line for line in kept)  # nothing lost
+    # a context overflow is part of the measurement: kept on resume unless asked
+    other = tmp_path / "other"
+    with _Refusing(math_tasks, "overflow") as full:
+        path = sweep_file(tmp_path, full.url, math_file, name="o.yaml",
+                          models=models.split("  - {name: M2")[0])  # fmt: skip
+        invoke(str(path), "-o", str(other))
+        asked = full.requests
+        code, output = invoke(str(path), "-o", str(other))
+        assert full.requests == asked and code == 1  # nothing run again; still error-heavy
+        assert "0 run(s) to do, 1 already done" in output
+        code, output = invoke(str(path), "-o", str(other), "--retry-errors", "all")
+        assert full.requests > asked and "run(s) to do" in output
+
+
+class _PushFails:
+    """Stands in for the Hub upload (huggingface.co cannot be written from here)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise OSError("the Hub refused the upload (double)")
+
+
+def test_a_failed_push_is_a_failed_exit_status(
+    tmp_path: Path, math_file: Path, math_tasks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Item 5: on main a push that failed left exit status 0."""
+    import hf_skillfollow.hub
+
+    monkeypatch.setattr(hf_skillfollow.hub, "push_runs", _PushFails())
+    with ScriptedModelServerDouble(math_tasks) as double:
+        path = sweep_file(tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n")
+        code, output = invoke(str(path), "-o", str(tmp_path / "out"), "--push", "org/board")
+    assert code == 1 and "1 push(es) failed" in output and "the Hub refused" in output

@@ -27,6 +27,8 @@ def regular_file(path: str | os.PathLike[str]) -> Path:
     finally:
         os.close(fd)
     if not stat.S_ISREG(mode):
-        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
+        )
         raise NotRegularFile(f"{path}: {kind}, not a regular file; only regular files are read")
     return Path(path)

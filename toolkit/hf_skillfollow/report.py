@@ -119,7 +119,29 @@ def _with_ci(row: dict[str, Any], name: str) -> str:
     return fmt.with_interval(row[name], row[name + "_ci_low"], row[name + "_ci_high"])
 
 
+def _error_heavy_text(row: dict[str, Any]) -> str | None:
+    """What an error-heavy cell shows instead of an effect: its errors were scored incorrect,
+    so a number there would measure the endpoint (a model failing every request read as
+    `OAE +0.0`, "never retrieved a skill")."""
+    if not row.get("error_heavy"):
+        return None
+    return f"not reported: {fmt.pp(row['error_rate'], signed=False)}% of pairs errored"
+
+
+def _errors_text(row: dict[str, Any]) -> str:
+    if "error_rate" not in row:
+        return fmt.undefined("not counted")
+    return f"{fmt.pp(row['error_rate'], signed=False)}% ({row['n_errored']})"
+
+
+def _oae_text(row: dict[str, Any]) -> str:
+    return _error_heavy_text(row) or _with_ci(row, "oae")
+
+
 def _rae_text(row: dict[str, Any]) -> str:
+    heavy = _error_heavy_text(row)
+    if heavy:
+        return heavy
     if _activation_unknown(row):
         return fmt.undefined(row["rae_reason"])
     if row["n_cond"] == 0:
@@ -134,6 +156,8 @@ def _activation_unknown(row: dict[str, Any]) -> bool:
 
 
 def _skip_text(row: dict[str, Any]) -> str:
+    if row.get("error_heavy"):
+        return "not reported"
     if _activation_unknown(row):
         return fmt.undefined("activation unknown")
     return fmt.undefined("n_skip = 0") if row["n_skip"] == 0 else fmt.pp(row["delta_skip"])
@@ -149,7 +173,9 @@ def _flags(row: dict[str, Any]) -> str:
     flags = []
     if row["sign_disagree"]:
         flags.append("RAE and agg lift disagree in sign")
-    if not row["reportable"] and row["n_cond"] > 0:
+    if row.get("error_heavy"):
+        flags.append("error-heavy (errored pairs over the threshold): not a measurement")
+    elif not row["reportable"] and row["n_cond"] > 0:
         flags.append("n_cond below threshold")
     return "; ".join(flags)
 
@@ -159,16 +185,16 @@ def _display_rows(
 ) -> tuple[list[str], list[list[str]]]:
     labels = _label_columns(cells)
     header = [
-        " · ".join(labels), "runs", "n", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
+        " · ".join(labels), "runs", "n", "errors", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
         "Δskip", "OAE [95% CI]", "agg lift", "Δselect", "flags",
     ]  # fmt: skip
     rows = []
     for row in cells.to_dict("records"):
         rows.append([
-            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]),
+            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]), _errors_text(row),
             _coverage_text(row), _rae_text(row),
             f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
-            _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
+            _oae_text(row), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
         ])  # fmt: skip
     return header, rows
 
@@ -182,7 +208,9 @@ def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
         "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
         "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "
         "* = not reportable (n_cond below the threshold); agg lift and Δselect are undefined when retrieval "
-        "happened on no task or on every task.",
+        "happened on no task or on every task. errors = pairs with an arm that ended in a provider error "
+        "(scored incorrect); a cell whose errors pass the threshold (--max-error-rate, 5% by default) is "
+        "error-heavy and its effects are not reported.",
     ]
     if notes:
         lines.append(notes)

@@ -189,12 +189,20 @@ def _unused_judge(config: RunConfig, judged: bool) -> tuple[str, ...]:
 
 
 def plan_resume(
-    run_dir: Path, given: dict[str, Any] | None = None, *, set_aside: bool = False
+    run_dir: Path,
+    given: dict[str, Any] | None = None,
+    *,
+    set_aside: bool = False,
+    retry_errors: str = "transport",
 ) -> RunPlan:
     """Reopen an interrupted run: same config and task list, finished pairs kept.
 
     `given` holds the settings passed again on the command line: each must equal the
     manifest's, except RESUME_NEUTRAL_FIELDS, which replace it for this session.
+    `retry_errors` (`_errors.RETRY_CHOICES`) names the errored pairs run again: by default
+    those whose request never reached an answer (timeouts, connection, HTTP 429/5xx), never
+    a context overflow, which is part of the measurement. Their records go to
+    records.rejected.
     """
     store = RunStore(run_dir)
     manifest = store.read_manifest()
@@ -229,8 +237,28 @@ def plan_resume(
             f"{judge['judge']}); its instructions changed with the toolkit: start a new run"
         )
     notes = store.recover(set_aside=set_aside, run_id=manifest["run_id"])
+    notes += _retry_errored(store, retry_errors)
     tasks = [by_id[i] for i in manifest["task_ids"]]
     return RunPlan(config, store, manifest, tasks, pool, tuple(notes))
+
+
+def _retry_errored(store: RunStore, which: str) -> list[str]:
+    """Set aside the records of errored pairs of the kinds `which` names, so they run again."""
+    from hf_skillfollow._errors import RETRY_CHOICES, pair_error_kinds
+
+    kinds = RETRY_CHOICES[which]
+    if not kinds:
+        return []
+    moved = store.set_aside_where(
+        lambda r: bool(pair_error_kinds(r["transition"]) & kinds), f"retried ({which} error)"
+    )
+    if not moved:
+        return []
+    return [
+        f"{store.records_path}: {moved} pair(s) ended in a {' or '.join(sorted(kinds))} error; "
+        f"their records moved to {store.root / 'records.rejected'}, the pairs run again "
+        "(--retry-errors none keeps them)"
+    ]
 
 
 def _resume_config(run_dir: Path, recorded: dict[str, Any], given: dict[str, Any]) -> RunConfig:

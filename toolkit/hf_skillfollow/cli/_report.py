@@ -40,6 +40,10 @@ def _parse_group_by(
 )
 @click.option("--min-cond", type=click.IntRange(min=0), default=10, show_default=True,
               help="A cell is reportable when n_cond (tasks with a returned skill) reaches this.")  # fmt: skip
+@click.option("--max-error-rate", type=click.FloatRange(0, 100), default=5.0, show_default=True,
+              metavar="PCT",
+              help="A cell whose pairs ended in a provider error more often than this (percent) is "
+                   "error-heavy: flagged, not reportable, its effects not shown. 100 reports every cell.")  # fmt: skip
 @click.option(
     "--resamples",
     type=click.IntRange(min=1),
@@ -85,6 +89,7 @@ def report(
     sources: tuple[str, ...],
     fmt: str,
     min_cond: int,
+    max_error_rate: float,
     resamples: int,
     seed: int,
     group_by: list[str] | None,
@@ -107,8 +112,8 @@ def report(
     from hf_skillfollow.sources import read_transitions
 
     try:
-        table = read_transitions(*sources)
-        table, imported = _imported_view(table, trigger, include_arm_violations)
+        read = read_transitions(*sources)
+        table, imported = _imported_view(read, trigger, include_arm_violations)
         cells = compute_cells(
             table,
             group_by=group_by,
@@ -116,6 +121,7 @@ def report(
             min_cond=min_cond,
             resamples=resamples,
             seed=seed,
+            max_error_rate=max_error_rate,
         )
         repeats = (
             repeat_summary(table, group_by=group_by, pool_runs=pool_runs) if with_repeats else None
@@ -128,7 +134,7 @@ def report(
         raise click.ClickException(str(exc)) from None
     notes = (
         f"Intervals: 95% percentile bootstrap, {resamples:,} resamples, seed {seed}; McNemar: exact two-sided "
-        f"on S_call discordant pairs; reportable: n_cond >= {min_cond}; runs {'pooled' if pool_runs else 'kept apart'}."
+        f"on S_call discordant pairs; reportable: n_cond >= {min_cond} and errored pairs <= {max_error_rate:g}%; runs {'pooled' if pool_runs else 'kept apart'}."
     )
     if imported is not None:
         notes += imported["note"]
@@ -147,7 +153,7 @@ def report(
         text += text_for(table, sources, fmt)
         from hf_skillfollow.report import arm_integrity_text
 
-        text += arm_integrity_text(table, fmt)
+        text += arm_integrity_text(read, fmt)  # every row read: violations left out included
         if fmt == "json" and not with_repeats:
             from hf_skillfollow.report_own import with_json
 

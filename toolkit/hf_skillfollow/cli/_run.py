@@ -185,6 +185,15 @@ def _build_config(params: dict[str, Any]):
     help="With --resume: move bad lines of records.jsonl to records.rejected and rerun their tasks.",
 )
 @click.option(
+    "--retry-errors",
+    type=click.Choice(["transport", "all", "none"]),
+    default="transport",
+    show_default=True,
+    help="With --resume: run again the pairs that ended in a provider error: transport "
+    "(timeouts, connection, HTTP 408/409/429/5xx; never a context overflow, which is part of "
+    "the measurement), all, or none. Their records move to records.rejected.",
+)
+@click.option(
     "--harness",
     type=click.Choice(list(HARNESSES)),
     help="Run both arms with another program's agent on workspace tasks instead of the chat "
@@ -219,6 +228,7 @@ def run(
     output_dir: Path,
     resume_dir: Path | None,
     set_aside_bad_records: bool,
+    retry_errors: str,
     report: bool,
     resamples: int,
     **params: Any,
@@ -240,7 +250,12 @@ def run(
                 raise click.UsageError(
                     "--output-dir: not used with --resume (the run stays in RUN_DIR)"
                 )
-            plans = [plan_resume(resume_dir, _given(params), set_aside=set_aside_bad_records)]
+            plans = [
+                plan_resume(
+                    resume_dir, _given(params), set_aside=set_aside_bad_records,
+                    retry_errors=retry_errors,
+                )  # fmt: skip
+            ]
         else:
             config = _build_config(params)
             plans = [plan_new_run(config, output_dir, r) for r in range(config.repeats)]

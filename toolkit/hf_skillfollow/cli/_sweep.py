@@ -43,6 +43,14 @@ from hf_skillfollow.registries import EXECUTORS
               help="Plain log lines or the live view [live on a terminal, plain otherwise].")  # fmt: skip
 @click.option("--resamples", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Bootstrap resamples for --report.")  # fmt: skip
+@click.option("--retry-errors", type=click.Choice(["transport", "all", "none"]), default="transport",
+              show_default=True,
+              help="Run again the finished pairs that ended in a provider error: transport (timeouts, "
+                   "connection, HTTP 408/409/429/5xx; never a context overflow), all, or none.")  # fmt: skip
+@click.option("--max-error-rate", type=click.FloatRange(0, 100), default=5.0, show_default=True,
+              metavar="PCT",
+              help="A run whose pairs ended in a provider error more often than this (percent) is "
+                   "error-heavy: the exit status is 1, and reports flag its cell.")  # fmt: skip
 def sweep(
     sweep_file: str,
     plan_only: bool,
@@ -61,6 +69,8 @@ def sweep(
     token: str | None,
     plain: bool | None,
     resamples: int,
+    retry_errors: str,
+    max_error_rate: float,
 ) -> None:
     """Run every cell of SWEEP (a sweep file, or a shipped sweep such as `paper-panel`).
 
@@ -82,7 +92,7 @@ def sweep(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     out = output_dir or spec.output_dir or Path("runs") / spec.name
-    jobs = sw.jobs_for(cells, out)
+    jobs = sw.jobs_for(cells, out, retry_errors)
     summary = sw.plan(jobs, out)
     if plan_only:
         _print_plan(summary, path, out, shard, as_json)
@@ -91,7 +101,7 @@ def sweep(
         _report(summary, resamples)
         return
     _run(summary, spec, out, executor, ray_address, ray_node_ip_address, max_cells,
-         push_repo, push_dry_run, private, token, plain)  # fmt: skip
+         push_repo, push_dry_run, private, token, plain, max_error_rate)  # fmt: skip
 
 
 def _print_plan(summary, path: Path, out: Path, shard: str | None, as_json: bool) -> None:  # noqa: ANN001
@@ -114,10 +124,21 @@ def _print_plan(summary, path: Path, out: Path, shard: str | None, as_json: bool
     for n, s in enumerate(summary.states, start=1):
         extra = f"  ! {s.problem}" if s.problem else (
             f"  (last session: failed, {s.last_failure})" if s.last_failure else "")  # fmt: skip
+        if s.errors:
+            extra += f"  [{s.errors} errored pair(s), {s.retryable} to retry]"
         echo(
             f"{n:>{width}}  {s.status:<7} {s.done_pairs:>4}/{s.job.n_pairs:<4} "
             f"{s.job.cell.label} r{s.job.repeat_index}  {s.job.run_dir.name}{extra}"
         )
+
+
+def _error_heavy(summary, max_error_rate: float) -> list[str]:  # noqa: ANN001
+    """Runs whose errored pairs pass `max_error_rate` percent of their finished pairs."""
+    return [
+        f"{s.job.cell.label} r{s.job.repeat_index} ({100 * s.errors / s.done_pairs:.0f}%)"
+        for s in summary.states
+        if s.done_pairs and 100 * s.errors / s.done_pairs > max_error_rate
+    ]
 
 
 def _report(summary, resamples: int) -> None:  # noqa: ANN001
@@ -144,13 +165,16 @@ def _run(
     private,
     token,
     plain,
+    max_error_rate: float,
 ) -> None:  # noqa: ANN001
-    from hf_skillfollow.sweep._run import PushTarget, run_sweep
+    from hf_skillfollow.sweep import plan as sw_plan
+    from hf_skillfollow.sweep._run import PushTarget, broken_advice, run_sweep
     from hf_skillfollow.sweep._view import Tally, make_view
 
     broken = [s for s in summary.states if s.status == "broken"]
     for s in broken:
-        echo(f"cannot continue {s.job.run_dir}: {s.problem}", err=True)
+        echo(f"cannot continue {s.job.run_dir}: {broken_advice(s.job.run_dir, s.problem)}",
+             err=True)  # fmt: skip
     todo = [s.job for s in summary.states if s.status in ("pending", "partial")]
     done = [s.job for s in summary.states if s.status == "done"]
     push = PushTarget(push_repo, token, private, push_dry_run) if push_repo else None
@@ -164,6 +188,7 @@ def _run(
                 return await run_sweep(
                     todo, ex, view, retry=spec.retry, max_cells=max_cells or spec.max_cells,
                     push=push, already_done=done, output_dir=out,
+                    broken=[(s.job, s.problem or "") for s in broken],
                 )  # fmt: skip
 
     try:
@@ -174,10 +199,24 @@ def _run(
         ) from None
     except RuntimeError as exc:  # an executor that cannot start (no Ray, no cluster)
         raise click.ClickException(str(exc)) from None
-    failed = len(result.failed) + len(broken)
     echo(tally.line())
-    if failed:
+    problems = []
+    if result.failed:
+        problems.append(f"{len(result.failed)} run(s) failed: run the same command again to "
+                        "retry them")  # fmt: skip
+    if result.broken:
+        problems.append(f"{len(result.broken)} run folder(s) cannot be continued as they are: "
+                        "`hf-skillfollow run --resume DIR --set-aside-bad-records` (above) "
+                        "continues one with bad record lines")  # fmt: skip
+    heavy = _error_heavy(sw_plan([s.job for s in summary.states], out), max_error_rate)
+    if heavy:
+        problems.append(f"{len(heavy)} run(s) error-heavy (more than {max_error_rate:g}% of pairs "
+                        f"ended in a provider error: {', '.join(heavy[:5])}"
+                        f"{' ...' if len(heavy) > 5 else ''}); reports flag their cells")  # fmt: skip
+    if result.push_failures:
+        problems.append(f"{len(result.push_failures)} push(es) failed: the runs are kept, "
+                        "`hf-skillfollow push` or the next sweep publishes them")  # fmt: skip
+    if problems:
         raise click.ClickException(
-            f"{failed} run(s) failed (reasons above and in {out / 'sweep-status.json'}); "
-            "run the same command again to retry them"
+            "; ".join(problems) + f" (reasons above and in {out / 'sweep-status.json'})"
         )

@@ -21,6 +21,7 @@ from hf_skillfollow.metrics._effects import (
 )
 from hf_skillfollow.metrics._leaderboard import (
     COUNT_COLUMNS,
+    MAX_ERROR_RATE,
     METRIC_COLUMNS,
     cell_counts,
     cell_intervals,
@@ -43,6 +44,7 @@ from hf_skillfollow.metrics._repeats import (
 
 __all__ = [
     "COUNT_COLUMNS",
+    "MAX_ERROR_RATE",
     "METRIC_COLUMNS",
     "SCHEME_VERSION",
     "TASK_CLASSES",

@@ -48,13 +48,14 @@ class JobOutcome:
 
 
 @contextlib.contextmanager
-def job_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock, released by the kernel if the holder dies."""
+def job_lock(path: Path, *, wait: bool = False) -> Iterator[None]:
+    """An exclusive advisory lock, released by the kernel if the holder dies; JobBusy when
+    another process holds it, unless `wait` (for the short writes of the status file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             raise JobBusy(f"{path.name}: another process is running this run directory") from None
         yield
@@ -69,7 +70,7 @@ def open_plan(job: Job) -> RunPlan:
     config = job.cell.config
     if RunStore(job.run_dir).manifest_path.is_file():
         given = {k: getattr(config, k) for k in RESUME_NEUTRAL_FIELDS}
-        return plan_resume(job.run_dir, given)
+        return plan_resume(job.run_dir, given, retry_errors=job.retry_errors)
     if job.run_dir.exists():
         if any(job.run_dir.iterdir()):
             raise RunDirError(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._errors import RETRY_CHOICES, pair_error_kinds
 from hf_skillfollow.store import RunDirError, RunStore
 from hf_skillfollow.sweep._matrix import Cell
 
@@ -29,6 +30,8 @@ class Job:
     cell: Cell
     repeat_index: int
     run_dir: Path
+    #: which errored pairs resume runs again (`_errors.RETRY_CHOICES`, `--retry-errors`)
+    retry_errors: str = "transport"
 
     @property
     def name(self) -> str:
@@ -63,6 +66,7 @@ class JobState:
     done_pairs: int
     tokens: int  # recorded usage (prompt + completion) of the finished pairs
     errors: int = 0  # finished pairs with an arm that ended in a provider error
+    retryable: int = 0  # ... of a kind `--retry-errors` runs again: the job is not done
     problem: str | None = None  # the folder cannot be resumed as it is
     last_failure: str | None = None  # why the previous session gave the job up
 
@@ -70,16 +74,16 @@ class JobState:
     def status(self) -> str:
         if self.problem:
             return "broken"
-        if self.done_pairs >= self.job.n_pairs:
+        if self.done_pairs - self.retryable >= self.job.n_pairs:
             return "done"
         return "partial" if self.done_pairs else "pending"
 
 
-def jobs_for(cells: list[Cell], output_dir: Path) -> list[Job]:
+def jobs_for(cells: list[Cell], output_dir: Path, retry_errors: str = "transport") -> list[Job]:
     jobs = []
     for cell in cells:
         for r in range(cell.config.repeats):
-            jobs.append(Job(cell, r, _run_dir(output_dir, cell, r)))
+            jobs.append(Job(cell, r, _run_dir(output_dir, cell, r), retry_errors))
     return jobs
 
 
@@ -111,10 +115,10 @@ def job_state(job: Job, failures: dict[str, str] | None = None) -> JobState:
         for r in done
         for t in r["traces"]
     )
-    errors = sum(
-        bool(r["transition"].get("se_error") or r["transition"].get("sd_error")) for r in done
-    )
-    return JobState(job, len(done), tokens, errors, last_failure=last)
+    kinds = [pair_error_kinds(r["transition"]) for r in done]
+    retry = RETRY_CHOICES[job.retry_errors]
+    errors, retryable = sum(bool(k) for k in kinds), sum(bool(k & retry) for k in kinds)
+    return JobState(job, len(done), tokens, errors, retryable, last_failure=last)
 
 
 def read_failures(output_dir: Path) -> dict[str, str]:
@@ -189,6 +193,7 @@ class PlanSummary:
                     "run_dir": str(s.job.run_dir),
                     "pairs": s.job.n_pairs,
                     "done_pairs": s.done_pairs,
+                    "errored_pairs": s.errors,
                     "status": s.status,
                     **({"problem": s.problem} if s.problem else {}),
                     **({"last_failure": s.last_failure} if s.last_failure else {}),

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hf_skillfollow.store import atomic_write_bytes
-from hf_skillfollow.sweep._cell import JobOutcome
+from hf_skillfollow.sweep._cell import JobOutcome, job_lock
 from hf_skillfollow.sweep._file import Retry
-from hf_skillfollow.sweep._plan import STATUS_FILE, Job
+from hf_skillfollow.sweep._plan import LOCK_DIR, STATUS_FILE, Job
 
 
 class Executor(Protocol):
@@ -51,10 +51,29 @@ class JobResult:
 @dataclass
 class SweepResult:
     results: dict[str, JobResult] = field(default_factory=dict)
+    #: what each failed push was of (the runs stay on disk for a later push)
+    push_failures: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[str]:
         return [name for name, r in self.results.items() if r.status == "failed"]
+
+    @property
+    def broken(self) -> list[str]:
+        return [name for name, r in self.results.items() if r.status == "broken"]
+
+
+def broken_advice(run_dir: Path, problem: str) -> str:
+    """Why a run folder cannot be continued, and the command that can continue it."""
+    from hf_skillfollow.store import RECORDS
+
+    if RECORDS in problem:
+        return (
+            f"{problem}; to continue it: hf-skillfollow run --resume {run_dir} "
+            "--set-aside-bad-records (the bad lines go to records.rejected and their tasks run "
+            "again), then this sweep again"
+        )
+    return f"{problem}; move the folder away (the sweep then starts the run afresh)"
 
 
 def _reason(exc: BaseException, base_url: str | None = None) -> str:
@@ -81,7 +100,10 @@ async def run_sweep(
     push: PushTarget | None = None,
     already_done: Sequence[Job] = (),
     output_dir: Path | None = None,
+    broken: Sequence[tuple[Job, str]] = (),
 ) -> SweepResult:
+    """Run `jobs`; `broken` (job, problem) are the folders that cannot be continued, recorded
+    in the status file with the command that continues them."""
     from hf_skillfollow.backends._openai import RetryPolicy
 
     policy = RetryPolicy(
@@ -93,6 +115,10 @@ async def run_sweep(
     gate = asyncio.Semaphore(max(1, limit))
     pusher = _Pusher(push, view) if push else None
     result = SweepResult()
+    for job, problem in broken:
+        result.results[job.name] = JobResult(
+            "broken", 0, reason=broken_advice(job.run_dir, problem)
+        )
     if pusher and already_done:
         await pusher.push([j.run_dir for j in already_done], "finished earlier")
 
@@ -122,9 +148,11 @@ async def run_sweep(
 
     try:
         await asyncio.gather(*(one(j) for j in jobs))
+        if pusher:
+            result.push_failures = pusher.failed
     finally:
         if output_dir is not None:
-            write_status(output_dir, jobs, result)
+            write_status(output_dir, [*jobs, *(j for j, _ in broken)], result)
     return result
 
 
@@ -134,6 +162,7 @@ class _Pusher:
     def __init__(self, target: PushTarget, view: Any) -> None:
         self.target, self.view = target, view
         self.lock = asyncio.Lock()
+        self.failed: list[str] = []
 
     async def push(self, run_dirs: Sequence[Path], what: str) -> None:
         if not run_dirs:
@@ -148,6 +177,7 @@ class _Pusher:
                     dry_run_dir=t.dry_run_dir,
                 )  # fmt: skip
             except Exception as exc:  # noqa: BLE001 - a failed push never stops the sweep
+                self.failed.append(what)
                 self.view.note(f"push of {what} to {t.repo_id} failed: {_reason(exc)} "
                                "(the runs are kept; the next sweep or `push` publishes them)")  # fmt: skip
                 return
@@ -158,25 +188,32 @@ class _Pusher:
         )
 
 
-def write_status(output_dir: Path, jobs: list[Job], result: SweepResult) -> None:
+def write_status(output_dir: Path, jobs: Sequence[Job], result: SweepResult) -> None:
     """Merge this session's outcome into the output folder's status file (other shards' jobs
-    in a shared folder are kept)."""
+    in a shared folder are kept).
+
+    Shards finishing together into one folder each read, merge and replace the file: under
+    the folder's status lock (the kernel's `flock`, as each run's records lock), so no
+    shard's entries are lost to another's write (24 cells failing at once had left 17-24)."""
     path = output_dir / STATUS_FILE
-    try:
-        data = json.loads(path.read_text())
-        entries = data.get("jobs", {}) if isinstance(data, dict) else {}
-    except (OSError, json.JSONDecodeError):
-        entries = {}
-    for job in jobs:
-        r = result.results.get(job.name)
-        entry: dict[str, Any] = {
-            "cell": job.cell.label,
-            "run_dir": job.run_dir.name,
-            "status": r.status if r else "not finished",
-            "attempts": r.attempts if r else 0,
-        }
-        if r and r.reason:
-            entry["reason"] = r.reason
-        entries[job.name] = entry
     output_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, json.dumps({"jobs": entries}, indent=2, sort_keys=True).encode())
+    with job_lock(output_dir / LOCK_DIR / f"{STATUS_FILE}.lock", wait=True):
+        try:
+            data = json.loads(path.read_text())
+            entries = data.get("jobs", {}) if isinstance(data, dict) else {}
+        except (OSError, json.JSONDecodeError):
+            entries = {}
+        for job in jobs:
+            r = result.results.get(job.name)
+            entry: dict[str, Any] = {
+                "cell": job.cell.label,
+                "run_dir": job.run_dir.name,
+                "status": r.status if r else "not finished",
+                "attempts": r.attempts if r else 0,
+            }
+            if r and r.reason:
+                entry["reason"] = r.reason
+            if r and r.outcome:
+                entry["errored_pairs"] = r.outcome.errors
+            entries[job.name] = entry
+        atomic_write_bytes(path, json.dumps({"jobs": entries}, indent=2, sort_keys=True).encode())
