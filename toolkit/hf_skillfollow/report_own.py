@@ -92,6 +92,8 @@ def with_json(text: str, table: Any, sources: Sequence[str | Path]) -> str:
     for record in records:
         cell = record.get("cell_id")
         own = {k: v[cell] for k, v in figures.items() if cell in v}
+        if "addresses_grader" in own:
+            own["addresses_grader_detector"] = detector_note()
         if cell in skills:
             own["per_skill"] = skills[cell]
         if own:
@@ -142,7 +144,8 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
             ])  # fmt: skip
         blocks.append(_table(
             "Judge noise and answers addressing a grader (self-disagreement: % of judged expectation "
-            "items whose repeats disagree; b/c explainable: flips one judge disagreement could turn)",
+            "items whose repeats disagree; b/c explainable: flips between two judged answers that one "
+            f"judge disagreement could turn; addr. grader: {detector_note()})",
             ["cell", "RAE", "judged answers", "self-disagree %", "ties", "grading failures",
              "b explainable", "c explainable", "addr. grader SE", "addr. grader SD"], rows, fmt,
         ))  # fmt: skip
@@ -159,6 +162,19 @@ def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fm
              "SD expectations %"], rows, fmt,
         ))  # fmt: skip
     return "".join(blocks)
+
+
+def detector_note() -> str:
+    """What the grader-addressing counts are, with the detector's measured rates."""
+    from hf_skillfollow.judge._detect import MEASURED as m
+
+    return (
+        "a lexical flag for a human to read those traces, not a verdict; on its labelled corpus "
+        f"(bench/grader_addressing.py) precision {m['precision']:.1f} %, recall {m['recall']:.1f} % "
+        f"({m['positives']} + {m['negatives']} answers; on the {m['held_out_positives']} + "
+        f"{m['held_out_negatives']} written after its last change, {m['held_out_precision']:.1f} % "
+        f"and {m['held_out_recall']:.1f} %)"
+    )
 
 
 _FIGURE = re.compile(r"[-+]?[0-9.,/%]*|—")
