@@ -19,6 +19,12 @@ from hf_skillfollow.metrics._effects import (
     rae,
     share,
 )
+from hf_skillfollow.metrics._imported import (
+    activation_unknown,
+    imported_summary,
+    imported_view,
+    mark_unknown,
+)
 from hf_skillfollow.metrics._leaderboard import (
     COUNT_COLUMNS,
     MAX_ERROR_RATE,
@@ -51,6 +57,7 @@ __all__ = [
     "CellCounts",
     "Effect",
     "accuracy_gap",
+    "activation_unknown",
     "cell_counts",
     "cell_intervals",
     "classify",
@@ -61,6 +68,9 @@ __all__ = [
     "delta_skip",
     "diff_cdf",
     "disagreement_sensitivity",
+    "imported_summary",
+    "imported_view",
+    "mark_unknown",
     "mcnemar_exact",
     "newcombe_interval",
     "oae",
