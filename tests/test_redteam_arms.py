@@ -175,6 +175,13 @@ def test_the_arm_integrity_check_flags_skill_content_in_the_sd_request(
         "skill 'careful-sums' SKILL.md body"
     )
     assert "Arm integrity: 2 pair(s) checked, 1 with a violation" in proc.stdout
+    # `report` leaves the violating pair out of the metrics, and still counts it
+    report = subprocess.run(
+        [sys.executable, "-m", "hf_skillfollow.cli", "report", str(run_dir), "--resamples", "200"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "Arm integrity: 2 pair(s) checked, 1 with a violation" in report.stdout
 
 
 # --- item 10: look-alike names ----------------------------------------------------------------
