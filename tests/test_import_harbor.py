@@ -220,3 +220,32 @@ def test_push_and_verify_see_imported_runs(cc: dict[str, Path], tmp_path: Path) 
     checked = runner.invoke(cli, ["verify", str(result.run_dirs[0]), "--no-record"])
     assert checked.exit_code == 2
     assert "9 row(s) are imported:harbor" in checked.output and "cannot re-score" in checked.output
+
+
+def test_noise_floor_and_precision_by_hand() -> None:
+    from hf_skillfollow.metrics import imported_summary
+
+    def row(task: str, se: bool, sd: bool, skills: list[str], intended: list[str] | None = None):
+        return {"provenance": "imported:harbor", "cell_id": "c", "task_id": task, "agent": "a",
+                "model": "m", "se_correct": se, "sd_correct": sd, "returned": bool(skills),
+                "skills_returned": skills, "detector": "claude-code",
+                "trigger_kind": "instructions" if skills else None, "intended_skills": intended}  # fmt: skip
+
+    rows = [
+        # t1: SE 1, 0, 1 over three repeats (2 of its 3 trial pairs disagree), SD 0, 0, 0
+        row("t1", True, False, ["x"], ["x"]), row("t1", False, False, ["x"], ["x"]),
+        row("t1", True, False, ["y"], ["x"]),
+        # t2: one trial per arm: no A/A information
+        row("t2", False, True, ["x", "y"], ["y"]),
+        # a chat-loop row is no imported cell
+        {**row("t3", True, True, []), "provenance": "run", "cell_id": "other"},
+    ]  # fmt: skip
+    (s,) = imported_summary(rows, {"c": 2})
+    assert (s["n_pairs"], s["n_arm_violations"]) == (4, 2)
+    assert s["aa_tasks_se"] == 1 and s["aa_flip_rate_se"] == pytest.approx(200 / 3)
+    assert (s["aa_tasks_sd"], s["aa_flip_rate_sd"]) == (1, 0.0)
+    # b flips in S_call on t1 (unstable in SE): two; the c flip on t2 is on a task seen once
+    assert s["aa_explainable_flips"] == 2
+    # activations of an intended skill: x, x, (y no), (x no), y -> 3 of 5
+    assert (s["precision_hits"], s["precision_activations"]) == (3, 5)
+    assert s["rae_known"] == pytest.approx(100 * (2 - 1) / 4)
