@@ -106,7 +106,7 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         data = _json(raw, where)
         if not isinstance(data, dict):
             raise TaskLoadError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        text_only(data, where)
+        _text_only(data, where)
         yield number, data
 
 
@@ -120,7 +120,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def text_only(row: dict[str, Any], where: str) -> None:
+def _text_only(row: dict[str, Any], where: str) -> None:
     """Refuse a string anywhere in `row` that is not text: JSON's `"\\ud800"` escape decodes to
     a lone surrogate, which no UTF-8 file, prompt or published row can hold (it would stop the
     run after the model was called). The message names the field."""
@@ -428,7 +428,7 @@ def _skill_tasks(
         where = f"{path}: evals[{i}]"
         if not isinstance(item, dict):
             raise TaskLoadError(f"{where}: expected an object")
-        text_only(item, where)
+        _text_only(item, where)
         for key in sorted(set(item) - _EVAL_KEYS - unknown):  # each key once per file
             warn(f"{where}: unknown key {key[:60]!r} (ignored; not repeated for later evals)")
             unknown.add(key)
