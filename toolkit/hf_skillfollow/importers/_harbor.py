@@ -84,7 +84,7 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
                 trials.append(trial)
                 found += 1
             if not found:
-                notes.append(f"{flag} {root}: no trial folder (result.json with trial_name) found")
+                notes.append(f"{flag} {root}: no {harness} trial (result.json) found")
     if unfinished:
         notes.append(
             f"{unfinished} trial(s) still running (no finished_at, verdict or exception) left "
