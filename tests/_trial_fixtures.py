@@ -378,7 +378,9 @@ def write_rollout(
     return folder
 
 
-def acp_skill_call(skill: str, call_id: str = "call_1", status: str = "completed") -> dict[str, Any]:
+def acp_skill_call(
+    skill: str, call_id: str = "call_1", status: str = "completed"
+) -> dict[str, Any]:
     """One ACP tool call of kind `skill`, as BenchFlow records it."""
     return {"type": "tool_call", "tool_call_id": call_id, "kind": "skill", "title": skill,
             "status": status, "rawInput": {"skill": skill}, "content": []}  # fmt: skip
