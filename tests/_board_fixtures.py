@@ -58,6 +58,34 @@ TASKS_A = "custom@file:tasks-a.jsonl+sha256.1111aaaa2222bbbb+graders.expectation
 TASKS_B = "custom@file:tasks-b.jsonl+sha256.3333cccc4444dddd+graders.expectations"
 
 
+JUDGE = "acme/judge-70b@p1"
+SELF_JUDGE = f"{HELPER}@p1"
+EXPECTATION = "The answer names the function it defines"
+
+
+def write_judged_traces(run_dir: Path, judge: str, *, fragile: bool) -> None:
+    """traces.parquet of a judged run: every answer graded by `judge` on one expectation,
+    two repeats; `fragile`: each verdict one disagreement away from the other (so every flip
+    is one a single judge disagreement could explain), else unanimous."""
+    import json
+
+    from hf_skillfollow.schema import traces_from_rows
+    from tests._fixtures_hub import trace_rows
+
+    rows = trace_rows(pq.read_table(run_dir / "transitions.parquet").to_pylist())
+    for row in rows:
+        passed = bool(row["correct"])
+        votes = [passed, not passed] if fragile else [passed, passed]
+        record = {
+            "judge": judge, "settings": {"repeats": 2}, "n_expectations": 1,
+            "expectations": [EXPECTATION], "n_valid": 2, "majority": [passed], "ties": 0,
+            "unanimous": [not fragile], "fragile": fragile,
+            "repeats": [{"verdicts": [{"passed": v, "evidence": f"seen: {v}"}]} for v in votes],
+        }  # fmt: skip
+        row.update(grader="expectations", judge=judge, judge_verdicts=json.dumps(record))
+    pq.write_table(traces_from_rows(rows), run_dir / "traces.parquet")
+
+
 SKILL_EVALS_VERSION = "skill-evals@pool:coding+sha256.5555eeee6666ffff"
 #: task id -> (se_correct, sd_correct, skills returned) of the skill-evals run (cellE).
 #: prefix-sum alone on its 4 evals: b, b, c, a (alone n 4, b 2, c 1, RAE +25.0; 4/4 own);
@@ -117,9 +145,13 @@ def write_readable_sources(root: Path) -> list[str]:
     helper = {"model": HELPER, "skill_pool": "coding"}
     write_run_dir(lab, "run-s1", HURTS, cell_id="cellS", **helper)
     write_run_dir(lab, "run-k1", HELPS, cell_id="cellK", access="catalog", **helper)
-    custom = {"benchmark": "custom", "skill_pool": "coding", "model": HELPER}
-    write_run_dir(lab, "run-j1", HELPS, cell_id="cellJ1", benchmark_version=TASKS_A, **custom)
-    write_run_dir(lab, "run-j2", HURTS, cell_id="cellJ2", benchmark_version=TASKS_B, **custom)
+    custom = {"benchmark": "custom", "skill_pool": "coding", "model": HELPER, "traces": False}
+    j1 = write_run_dir(lab, "run-j1", HELPS, cell_id="cellJ1", benchmark_version=TASKS_A,
+                       judged_by=JUDGE, **custom)  # fmt: skip
+    j2 = write_run_dir(lab, "run-j2", HURTS, cell_id="cellJ2", benchmark_version=TASKS_B,
+                       judged_by=SELF_JUDGE, **custom)  # fmt: skip
+    write_judged_traces(j1, JUDGE, fragile=False)
+    write_judged_traces(j2, SELF_JUDGE, fragile=True)
     write_skill_evals(lab / "run-e1", model=HELPER)
     write_run_dir(community, "run-n1", FEW, cell_id="cellN", model="org/small-1b")
     write_run_dir(community, "run-z1", NEVER, cell_id="cellZ", model="org/never-1b")

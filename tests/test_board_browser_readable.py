@@ -322,3 +322,93 @@ def test_skills_tab_credits_flips_to_a_lone_skill_and_shows_one_that_never_trigg
     ).first.click()
     page.locator("#sf-matrices").get_by_text("b = 2").first.wait_for(timeout=60_000)
     page.close()
+
+
+# --- 4. the judge, self-judging and judge noise; 5. the expectation statements ---------------
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_judged_rows_name_their_judge_flag_self_judging_and_carry_a_noise_badge(
+    browser, app, width
+):
+    """On main the judge was in no row, the CSV or the header; a model grading its own
+    answers looked like any other cell, and "b 1/1" judge-explainable flips sat in grey."""
+    page = _open(browser, app, width=width, height=900 if width > 400 else 844)
+    other, own = _visible_text(_row(page, "cellJ1")), _visible_text(_row(page, "cellJ2"))
+    assert "judge acme/judge-70b" in other and "self-judged" not in other
+    assert f"judge {HELPER}" in own and "self-judged" in own
+    # the noise is measured from the judged cells' traces once the page is up; the next
+    # render of the table carries it (a filter change here)
+    box = page.locator("#sf-f-model textarea, #sf-f-model input").first
+    if not box.is_visible():
+        page.locator("#sf-filters > button").click()
+    box.fill("acme")
+    page.locator(f"{ROWS}[data-sf-cell^='cellJ2@'] .sf-badge-bad").first.wait_for(timeout=60_000)
+    own = _visible_text(_row(page, "cellJ2"))
+    assert "noise b 1/1 · c 3/3" in own and "≈ judge noise" in own, own  # every flip fragile
+    other_row = _row(page, "cellJ1")
+    assert "noise b 0/9 · c 0/1" in _visible_text(other_row)
+    assert other_row.locator(".sf-badge-bad").count() == 0
+    page.close()
+
+
+def test_judged_drill_down_names_the_judge_says_noise_plainly_and_shows_expectations(browser, app):
+    """On main the header had no judge, the noise line was 11 px grey and the trace said
+    "e1: met" without the expectation."""
+    page = _open(browser, app, "?cell=cellJ2", ready="#sf-drill-header [data-sf-open]")
+    head = page.locator("#sf-drill-header")
+    head.locator(".sf-noise").wait_for(timeout=60_000)
+    text = head.inner_text()
+    assert f"graded by the judge {HELPER}" in text and "self-judged" in text
+    assert "judged_by" in text and "acme/helper-7b@p1" in text
+    noise = head.locator(".sf-noise")
+    assert "RAE not distinguishable from judge noise" in noise.inner_text()
+    size = noise.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 13, size
+    colour, background = noise.locator(".sf-badge-bad").evaluate(_COLOURS)
+    assert _contrast(colour, background) >= 4.5
+    trace = page.locator(".sf-arm-se")
+    trace.get_by_text("The answer names the function it defines").first.wait_for(timeout=60_000)
+    page.close()
+
+
+def test_csv_names_the_judge(browser, app):
+    page = _open(browser, app)
+    href = page.locator("#sf-summary a.sf-csv").get_attribute("href")
+    rows = {
+        r["cell_id"]: r for r in csv.DictReader(io.StringIO(page.request.get(app + href).text()))
+    }
+    assert rows["cellJ1"]["judged_by"] == "acme/judge-70b@p1"
+    assert rows["cellJ1"]["judge_model"] == "acme/judge-70b"
+    assert rows["cellS"]["judge_model"] == ""
+    page.close()
+
+
+# --- 9. the per-model summary, last updated per source, model cards -------------------------
+
+
+def test_models_tab_summarises_each_model_with_its_card_and_each_source_with_its_date(browser, app):
+    """On main there was no per-model view, no date and no link to a model's card."""
+    page = _open(browser, app)
+    card = _row(page, "cellS").locator("a.sf-card")
+    assert card.get_attribute("href") == f"https://huggingface.co/{HELPER}"
+    page.get_by_role("tab", name="Models").click()
+    row = page.locator(f"#sf-models tr[data-model='{HELPER}']")
+    row.wait_for(timeout=60_000)
+    cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+    # cellS, cellK, cellJ1, cellJ2, cellE; reportable at 10: all but cellE (n_cond 6);
+    # hurt: cellS and cellJ2 (−20.0, p 0.625); helped: cellK and cellJ1 (+66.7, p 0.0215);
+    # median of −20, −20, +66.7, +66.7 = +23.3
+    assert cells[1:6] == ["5", "4", "2 (0 sig.)", "2 (2 sig.)", "+23.3"], cells
+    assert cells[6].startswith("-20.0") and cells[-1] == "2026-11-30", cells
+    assert row.locator("a.sf-card").get_attribute("href") == f"https://huggingface.co/{HELPER}"
+    small = [
+        c.strip()
+        for c in page.locator("#sf-models tr[data-model='org/small-1b'] td").all_inner_texts()
+    ]
+    assert small[1:3] == ["1", "0"] and "no reportable cell" in small[6], small
+    sources = page.locator("#sf-models .sf-sources tbody tr").all_inner_texts()
+    assert any(
+        s.split("\t")[0].endswith("/lab") and "\t5\t2026-11-30 00:00:00" in s for s in sources
+    ), sources
+    page.close()

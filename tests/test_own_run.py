@@ -111,6 +111,8 @@ def test_judge_verdicts_identity_and_retries_are_recorded(custom_run) -> None:
         assert t["judge"] == judge["judge"]
         record = json.loads(t["judge_verdicts"])
         assert record["n_valid"] == 3 and len(record["repeats"]) == 3
+        if t["task_id"] == "thanks":  # tests/own_tasks/tasks.jsonl, published with the verdicts
+            assert record["expectations"] == ["mentions Ada", "mentions review", "is written politely"]
         # the first reply of each distinct request was invalid JSON: retried, then valid
         assert sorted(r["attempts"] for r in record["repeats"]) == [1, 1, 2]
         assert all(

@@ -24,12 +24,13 @@ from hf_skillfollow.store import RunStore
 PINNED_CELL_ID = "6113effee53d84c9"
 # re-pinned when transitions gained the import's columns (provenance, harness, agent, backfilled
 # run / hf-skillfollow; detector, trigger_kind, arm_integrity, intended_skills, null here; issue 35)
-PINNED_TRANSITIONS_SHA256 = "17ecfa9da88d483d30e8429224cf78fb443bc9c224644aed2aefde251ad020aa"
+# and again with `judged_by` (the judge of expectations tasks; backfilled empty here; issue 39)
+PINNED_TRANSITIONS_SHA256 = "bc126e2677f1fad3ea73d24310b89dd66a0c035bc910701be8b1d0f44ce16d3d"
 # re-pinned when traces gained the own-task grading columns (grader, judge, judge_verdicts,
 # addresses_grader; issue 22), which are null in these rows
 PINNED_TRACES_SHA256 = "0ad1dabddabef8bac9851ef5fe7c36756d4266c55c61ee6aaac749c4f1db6b50"
 PINNED_RUN_DIR_TRANSITIONS_SHA256 = (
-    "3dffecff2976b142e6a640967a7d52f7c6fdf42a9aebd5a0443584c09d9ee0c8"
+    "0949009e3bfea516920c0de0302c19990082885561a8f9b1f6e4dea84346f1ac"
 )
 #: prompts_hash per (domain, access): the search values hash the paper's Listing 1 schema.
 PINNED_PROMPTS_HASH = {
@@ -161,7 +162,10 @@ def test_identity_columns_of_a_manifest_are_pinned() -> None:
         "provenance": "run",
         "harness": "hf-skillfollow",
         "agent": "hf-skillfollow",
+        "judged_by": "",  # no judged task: the manifest has no judge
     }
+    judged = {**_manifest(), "judge": {"judge": "org/judge-70b@0123abcd", "repeats": 2}}
+    assert identity_columns(judged)["judged_by"] == "org/judge-70b@0123abcd"
 
 
 def test_cell_id_is_pinned() -> None:
@@ -195,7 +199,7 @@ def test_rows_and_files_from_before_the_import_columns_read_as_runs(tmp_path: Pa
     import pyarrow.parquet as pq
 
     added = ["provenance", "harness", "agent", "detector", "trigger_kind", "arm_integrity",
-             "intended_skills"]  # fmt: skip
+             "intended_skills", "judged_by"]  # fmt: skip
     new = transitions_from_rows(_transitions())
     pq.write_table(new.drop_columns(added), tmp_path / "old.parquet")
     table = validate_transitions(pq.read_table(tmp_path / "old.parquet"))
@@ -203,6 +207,7 @@ def test_rows_and_files_from_before_the_import_columns_read_as_runs(tmp_path: Pa
     assert table.column("provenance").to_pylist() == ["run"] * 3
     assert table.column("agent").to_pylist() == ["hf-skillfollow"] * 3
     assert table.column("detector").null_count == 3
+    assert table.column("judged_by").to_pylist() == [""] * 3
 
 
 def test_published_parquet_bytes_are_pinned() -> None:

@@ -25,7 +25,8 @@ def test_header_shows_cost_judge_noise_and_addressing_by_hand(tmp_path: Path) ->
     assert "(over 2 SE and 2 SD traces)" in header
     # 8 items with two valid repeats, 2 disagreeing: 25 %; b flip t1 has a fragile SE answer
     assert "self-disagreement 25.0 % of 8 repeated items · ties 1 · grading failures 0" in header
-    assert "b 1/1, c 0/1" in header
+    assert "<b>b 1/1</b>, <b>c 0/1</b>" in header  # not every flip: no indistinguishable badge
+    assert "not distinguishable" not in header
     assert "answers addressing a grader</b> SE 1 · SD 0" in header
 
 

@@ -120,8 +120,10 @@ TRANSITIONS: tuple[Column, ...] = (
     Column(
         "access",
         "string",
-        "skill access protocol: search (the paper's search_skills tool) or catalog (catalog "
-        "in the SE prompt, activate_skill, read_skill_file); rows before the column: search",
+        "how the skills reach the agent: search (the paper's search_skills tool) or catalog "
+        "(catalog in the SE prompt, activate_skill, read_skill_file) in runs; for imported "
+        "harness runs the loading mode on-demand, nudge or inject (docs/import.md); rows "
+        "before the column: search",
         _config_role("access"),
         source="config.access",
         backfill="search",
@@ -145,6 +147,23 @@ TRANSITIONS: tuple[Column, ...] = (
         "cell",
         source="versions.hf-skillfollow",
     ),
+    # Added with `hf-skillfollow import` (docs/import.md): rows written before them are runs
+    # of the chat loop, which is what their backfill says.
+    Column("provenance", "string", "`run` (the toolkit ran both arms) or `imported:<format>` "
+           "(trials another harness ran, read by `hf-skillfollow import`); rows before the "
+           "column: run", "cell", source="provenance", backfill="run"),
+    Column("harness", "string", "the program that ran the arms: `hf-skillfollow` (the chat "
+           "loop) or the imported format (harbor, skill-creator, benchflow); rows before the "
+           "column: hf-skillfollow", "cell", source="harness", backfill="hf-skillfollow"),
+    Column("agent", "string", "the agent and its version, `<name>@<version>` (claude-code@2.0.1, "
+           "terminus-2@2.0.0); `hf-skillfollow` for the chat loop and rows before the column",
+           "cell", source="agent", backfill="hf-skillfollow"),
+    # Added with the board's judge column (issue 39): the judge is part of the cell id only
+    # where it grades, so cells with another judge are other cells; empty elsewhere.
+    Column("judged_by", "string", "the judge of the run's `expectations` tasks, "
+           "`<judge_model>@<prompt_hash>` (the traces' `judge`); empty when no task of the run "
+           "is judged, and on rows before the column", "cell", source="judge.judge",
+           backfill=""),
     _TASK_ID,
     _pair("se_correct", "bool", "skill-enabled (SE) answer passed", metric=True),
     _pair("sd_correct", "bool", "skill-disabled (SD) answer passed", metric=True),
@@ -187,7 +206,24 @@ TRANSITIONS: tuple[Column, ...] = (
         "(null when nothing was returned)",
         nullable=True,
     ),
-)
+    # Imported rows only (docs/import.md), but `arm_integrity`, which chat-loop rows carry too;
+    # null on rows before the columns.
+    _pair("detector", "string", "imported: the transcript detector that decided activation "
+          "(`none` when the SE trial has no transcript: activation unknown), else null",
+          nullable=True),
+    _pair("trigger_kind", "string", "imported, in S_call: `instructions` when an activated skill's "
+          "instructions were loaded (Skill tool, SKILL.md read), `resource` when only a resource "
+          "of it was used, `record` when only the harness's count of unnamed invocations says so "
+          "(BenchFlow); else null (a chat-loop trigger hands over the instructions)",
+          nullable=True),
+    _pair("arm_integrity", "string", "`ok`, `unchecked` (imported: no SD transcript; `unchecked: <why>`) or "
+          "`violation: <what>`: pool skills listed or read in the skill-disabled trial "
+          "(imported), or a pool skill's body or file text in the recorded skill-disabled "
+          "request (chat loop, every pair); null before the column", nullable=True),
+    _pair("intended_skills", "list<string>", "imported: the skills the task names as its own "
+          "(SkillsBench: `environment/skills/`), for trigger precision; else null",
+          nullable=True),
+)  # fmt: skip
 
 
 def _arm(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
@@ -233,6 +269,7 @@ def _note(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> 
 #: file that lacks them reads as if they were null (`schema.validate_table`).
 ADDED_NULLABLE: frozenset[str] = frozenset(
     {"grader", "judge", "judge_verdicts", "addresses_grader"}
+    | {"detector", "trigger_kind", "arm_integrity", "intended_skills"}
 )
 
 #: Annotations: one blinded LLM label per annotated SE execution and annotator, keyed by
@@ -310,6 +347,11 @@ def identity_values(manifest: dict[str, Any]) -> dict[str, Any]:
             continue
         value: Any = manifest
         for key in column.source.split("."):
+            if key not in value and column.backfill is not None:
+                # a manifest from before the column (or a chat-loop run, for the import's
+                # columns) holds what the backfill says
+                value = column.backfill
+                break
             value = value[key]
         values[column.name] = value
     return values

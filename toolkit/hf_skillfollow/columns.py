@@ -158,6 +158,12 @@ TRANSITIONS: tuple[Column, ...] = (
     Column("agent", "string", "the agent and its version, `<name>@<version>` (claude-code@2.0.1, "
            "terminus-2@2.0.0); `hf-skillfollow` for the chat loop and rows before the column",
            "cell", source="agent", backfill="hf-skillfollow"),
+    # Added with the board's judge column (issue 39): the judge is part of the cell id only
+    # where it grades, so cells with another judge are other cells; empty elsewhere.
+    Column("judged_by", "string", "the judge of the run's `expectations` tasks, "
+           "`<judge_model>@<prompt_hash>` (the traces' `judge`); empty when no task of the run "
+           "is judged, and on rows before the column", "cell", source="judge.judge",
+           backfill=""),
     _TASK_ID,
     _pair("se_correct", "bool", "skill-enabled (SE) answer passed", metric=True),
     _pair("sd_correct", "bool", "skill-disabled (SD) answer passed", metric=True),

@@ -62,6 +62,13 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
   gap: 2px 12px; }
 .sf-defs dt { font-weight: 600; }
 .sf-defs dd { margin: 0; }
+.sf-noise { font-size: 13px; margin: .3em 0; }
+.sf-card { font-size: 11px; text-decoration: none; }
+.sf-sources { margin-top: .4em; }
+.sf-badge { display: inline-block; border-radius: 4px; padding: 0 5px; font-size: 12px;
+  font-weight: 600; border: 1px solid currentColor; }
+.sf-badge-bad { color: #b3261e; }
+.dark .sf-badge-bad { color: #ff8a80; }
 .sf-nomatch .sf-reset { font-weight: 600; margin-left: .5em; }
 #sf-matrices td, #sf-matrices th { word-break: normal; overflow-wrap: normal; }
 .sf-no { color: #b26a00; font-weight: 600; }
@@ -164,6 +171,7 @@ HEAD = """
     box.dispatchEvent(new Event("input", { bubbles: true }));
   };
   const act = (event) => {
+    if (event.target.closest("a")) return;  // a link (a model card) is not a row click
     const el = event.target.closest("[data-sf-sort],[data-sf-cell],[data-sf-task]");
     if (!el) return;
     if (el.dataset.sfSort) send("sf-sortbox", el.dataset.sfSort);

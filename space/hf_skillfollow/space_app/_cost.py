@@ -61,7 +61,6 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
     if not traces:
         return ""
     cost = _own.cost(traces)[_KEY]
-    transitions = [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)]
     parts = [
         f"<b>cost per task</b> tokens SE {_n(cost['se_tokens'])} · SD {_n(cost['sd_tokens'])} · "
         f"Δ {_n(cost['d_tokens'], signed=True)}; seconds SE {_n(cost['se_seconds'], 2)} · "
@@ -69,17 +68,12 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
         f"(over {cost['n_se']} SE and {cost['n_sd']} SD traces)"
     ]
     try:
-        noise = _own.judge_noise(transitions, traces).get(_KEY)
+        noise = _own.judge_noise(
+            [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)], traces
+        ).get(_KEY)
     except (ValueError, TypeError, KeyError, AttributeError):  # a submitter's malformed JSON
         noise = None
         notes.append("judge figures left out: a judge_verdicts value is not a judge record")
-    if noise:
-        parts.append(
-            f"<b>judge</b> self-disagreement {_n(noise['self_disagreement'], 1)} % of "
-            f"{noise['items']} repeated items · ties {noise['ties']} · grading failures "
-            f"{noise['grading_failures']} · flips one disagreement could explain: "
-            f"b {noise['b_explainable']}/{noise['b']}, c {noise['c_explainable']}/{noise['c']}"
-        )
     addressing = _own.addressing(traces).get(_KEY)
     if addressing:
         parts.append(
@@ -87,7 +81,65 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
         )
     if notes:
         parts.append("traces missing: " + "; ".join(escape(n) for n in notes))
-    return '<p class="sf-sub sf-cost">' + "<br>".join(parts) + "</p>"
+    return noise_html(noise) + '<p class="sf-sub sf-cost">' + "<br>".join(parts) + "</p>"
+
+
+def cell_noise(traces_of, rows: pd.DataFrame) -> dict | None:
+    """The judge-noise figures of one cell's rows (None: no judged answer, or malformed)."""
+    from hf_skillfollow.metrics import _own
+
+    traces, _ = cell_traces(traces_of, rows)
+    if not traces:
+        return None
+    transitions = [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)]
+    try:
+        return _own.judge_noise(transitions, traces).get(_KEY)
+    except (ValueError, TypeError, KeyError, AttributeError):  # a submitter's malformed JSON
+        return None
+
+
+def judged_noise(board) -> dict[str, dict]:
+    """Drill-down key -> judge noise, for every judged cell (`judged_by` set) of the board:
+    its traces are read per source, after the page is up (`Board.measure_judges_soon`)."""
+    cells = board.pooled
+    if "judged_by" not in cells:
+        return {}
+    out = {}
+    for _, cell in cells[cells["judged_by"].astype(str) != ""].iterrows():
+        noise = cell_noise(board.traces.table, board.task_rows(cell))
+        if noise:
+            out[str(cell["_key"])] = noise
+    return out
+
+
+#: What the board says of a judged cell whose every flip one judge disagreement could explain.
+INDISTINGUISHABLE = "RAE not distinguishable from judge noise"
+
+
+def indistinguishable(noise: dict | None) -> bool:
+    """Every flip between two judged answers is one a single judge disagreement could explain."""
+    if not noise or not noise["b"] + noise["c"]:
+        return False
+    return noise["b_explainable"] == noise["b"] and noise["c_explainable"] == noise["c"]
+
+
+def noise_html(noise: dict | None) -> str:
+    """The judge's noise, as prominent as the numbers it qualifies (not an 11 px grey line)."""
+    if not noise:
+        return ""
+    badge = (
+        f'<span class="sf-badge sf-badge-bad">⚠ {INDISTINGUISHABLE}: every flip could be one '
+        "judge disagreement</span> "
+        if indistinguishable(noise)
+        else ""
+    )
+    return (
+        f'<p class="sf-noise">{badge}<b>Judge noise</b>: flips one disagreement could explain '
+        f"<b>b {noise['b_explainable']}/{noise['b']}</b>, "
+        f"<b>c {noise['c_explainable']}/{noise['c']}</b> · self-disagreement "
+        f"{_n(noise['self_disagreement'], 1)} % of {noise['items']} repeated items · ties "
+        f"{noise['ties']} · grading failures {noise['grading_failures']}</p>"
+    )
 
 
 def _transition_dicts(rows: pd.DataFrame) -> list[dict]:

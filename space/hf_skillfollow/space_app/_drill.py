@@ -71,8 +71,11 @@ def _bare_key(board: Board, key: str) -> tuple[pd.DataFrame | None, bool]:
 _HEADER_FIELDS = (
     "model", "backend", "benchmark", "benchmark_version", "partition", "skill_pool", "condition",
     "access", "retriever", "top_k", "max_calls", "temperature", "max_tokens", "tool_mode",
-    "retrieval_policy", "cell_id", SOURCE, "conflicts",
+    "retrieval_policy", "judged_by", "provenance", "harness", "agent", "cell_id", SOURCE,
+    "conflicts",
 )  # fmt: skip
+#: Header fields left out when empty (an unjudged cell has no judge).
+_OPTIONAL = {"conflicts", "judged_by"}
 
 
 def header_html(cell: pd.Series, key: str) -> str:
@@ -84,7 +87,7 @@ def header_html(cell: pd.Series, key: str) -> str:
     items = " · ".join(
         f"<b>{escape(f)}</b> <code>{escape(_capped(cell[f]))}</code>"
         for f in fields
-        if f in cell.index and f not in idle and not (f == "conflicts" and not cell[f])
+        if f in cell.index and f not in idle and not (f in _OPTIONAL and not cell[f])
     )
     return (
         f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
@@ -182,7 +185,9 @@ def flips(rows: pd.DataFrame) -> pd.DataFrame:
     )
     rank = (out["flip"] == HELPFUL).astype(int) * 2 + (out["subset"] == "skip").astype(int)
     natural = out["task_id"].map(natural_key)
-    order = sorted(range(len(out)), key=lambda i: (rank.iloc[i], natural.iloc[i], out["run_id"].iloc[i]))
+    order = sorted(
+        range(len(out)), key=lambda i: (rank.iloc[i], natural.iloc[i], out["run_id"].iloc[i])
+    )
     return out.iloc[order]
 
 
@@ -332,11 +337,20 @@ def _judge_html(row: dict) -> list[str]:
         return []
     items = []
     repeats = [r.get("verdicts") or [] for r in record.get("repeats", [])]
+    # the statements themselves, where the record carries them (docs/tasks.md)
+    statements = record.get("expectations")
+    statements = statements if isinstance(statements, list) else []
     for i, met in enumerate(record.get("majority", [])):
         evidence = " | ".join(str(v[i].get("evidence", "")) for v in repeats if i < len(v))
         votes = "".join("✓" if v[i].get("passed") else "✗" for v in repeats if i < len(v))
+        said = (
+            f' <q class="sf-expect">{escape(_cut(statements[i], 2_000))}</q>'
+            if i < len(statements)
+            else ""
+        )
         items.append(
-            f"<li>e{i + 1}: <b>{'met' if met else 'not met'}</b> ({votes}) {escape(evidence)}</li>"
+            f"<li>e{i + 1}{said}: <b>{'met' if met else 'not met'}</b> ({votes}) "
+            f'<span class="sf-sub">{escape(evidence)}</span></li>'
         )
     failed = " (grading failure)" if record.get("grading_failure") else ""
     return [

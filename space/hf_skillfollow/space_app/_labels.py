@@ -18,9 +18,7 @@ SHORT_HASH = 8
 #: `custom@sha256.<hex>+graders.<...>` (a task file is its content: no name; before,
 #: `custom@file:<name>+sha256...`) and `skill-evals@pool:<name>+sha256.<hex>`
 #: (tasks_custom.load_custom / load_skill_evals).
-_OWN = re.compile(
-    r"^(?P<kind>[\w-]+)@(?:(?:file|pool):(?P<name>.*)\+)?sha256\.(?P<hash>[0-9a-f]+)"
-)
+_OWN = re.compile(r"^(?P<kind>[\w-]+)@(?:(?:file|pool):(?P<name>.*)\+)?sha256\.(?P<hash>[0-9a-f]+)")
 #: Access values the board describes in words; another value (a loading mode a later toolkit
 #: or importer adds) is shown as published.
 _ACCESS_WORDS = {
@@ -43,10 +41,19 @@ def task_set(benchmark: object, version: object) -> str:
     return f"{name} {text[:40]}"
 
 
+_PROTOCOL_COLUMNS = ("access", "retriever", "top_k", "max_calls", "retrieval_policy",
+                     "provenance", "harness", "agent")  # fmt: skip
+
+
 def protocol(row: dict) -> str:
     """The access protocol in words with only the settings that had an effect: a catalog
-    cell has no retriever and no top_k (nothing was searched)."""
+    cell has no retriever and no top_k (nothing was searched); an imported cell's chat-loop
+    settings are placeholders (docs/import.md), so it names its harness, agent and loading
+    mode instead."""
     access = str(row.get("access") or "search")
+    if str(row.get("provenance") or "run") != "run":
+        agent = f", agent {row['agent']}" if _given(row.get("agent")) else ""
+        return f"{access} loading, imported from {row.get('harness') or 'another harness'}{agent}"
     words = _ACCESS_WORDS.get(access, access)
     settings = []
     if access == "search":
@@ -69,7 +76,7 @@ def judge_model(judge: object) -> str:
 
 
 def add_labels(out: pd.DataFrame) -> None:
-    """`task_set`, `protocol`, `judge_model` and `_self_judged` columns, in place."""
+    """`task_set`, `protocol`, `judge_model` (from `judged_by`) and `_self_judged`, in place."""
     if out.empty:
         for name in ("task_set", "protocol", "judge_model"):
             out[name] = pd.Series([], dtype=object)
@@ -77,9 +84,7 @@ def add_labels(out: pd.DataFrame) -> None:
         return
     versions = out["benchmark_version"] if "benchmark_version" in out else [None] * len(out)
     out["task_set"] = [task_set(b, v) for b, v in zip(out["benchmark"], versions, strict=True)]
-    columns = [
-        c for c in ("access", "retriever", "top_k", "max_calls", "retrieval_policy") if c in out
-    ]
+    columns = [c for c in _PROTOCOL_COLUMNS if c in out]
     records = out[columns].to_dict("records") if columns else [{}] * len(out)
     # a few distinct protocols over thousands of cells: word each once
     words: dict[tuple, str] = {}
@@ -88,7 +93,9 @@ def add_labels(out: pd.DataFrame) -> None:
         if key not in words:
             words[key] = protocol(r)
     out["protocol"] = [words[tuple(r.values())] for r in records]
-    judges = out["judge"] if "judge" in out else pd.Series([None] * len(out), index=out.index)
+    judges = (
+        out["judged_by"] if "judged_by" in out else pd.Series([None] * len(out), index=out.index)
+    )
     out["judge_model"] = [judge_model(j) for j in judges]
     out["_self_judged"] = (
         (out["judge_model"] != "") & (out["judge_model"] == out["model"].astype(str))
@@ -101,3 +108,15 @@ def _given(value: object) -> bool:
     if isinstance(value, float) and np.isnan(value):
         return False
     return str(value) != ""
+
+
+#: A Hub model id: `owner/name`, the characters the Hub allows (huggingface_hub's rule).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+
+
+def card_url(model: object) -> str:
+    """The model's card on the Hub when its name is a Hub model id, else ''."""
+    text = str(model)
+    if not _HUB_ID.match(text) or ".." in text or text.endswith((".", "-")):
+        return ""
+    return f"https://huggingface.co/{text}"

@@ -19,6 +19,8 @@ from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
+from hf_skillfollow.space_app._cost import INDISTINGUISHABLE, indistinguishable
+from hf_skillfollow.space_app._labels import card_url
 
 #: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
 MAX_TABLE_ROWS = 200
@@ -200,6 +202,7 @@ def table_html(
     runs_separately: bool,
     all_columns: bool,
     limit: int = MAX_TABLE_ROWS,
+    noise: dict[str, dict] | None = None,
 ) -> str:
     """The table for the first `limit` filtered cells; rows carry their drill-down key."""
     if filtered.empty:
@@ -219,6 +222,7 @@ def table_html(
     ]
     needed += [f"_rep_{threshold}", f"_dis_{threshold}", *extra]
     for row in fast_records(filtered.head(limit), needed):
+        row["_noise"] = (noise or {}).get(row["_key"])
         reportable = bool(row[f"_rep_{threshold}"])
         disagree = bool(row[f"_dis_{threshold}"])
         cls = " ".join(
@@ -313,6 +317,12 @@ def _cell_text(
         )
         source = f'<div class="sf-sub sf-src">{escape(_capped(row["source"]))}</div>'
         name = f'<span class="sf-model">{escape(_capped(row["model"]))}</span>'
+        url = card_url(row["model"])
+        if url:  # the page script leaves a link's click to the link, not to the row
+            name += (
+                f' <a class="sf-card" href="{escape(url)}" target="_blank" '
+                'rel="noopener noreferrer nofollow" title="Model card on the Hub">↗</a>'
+            )
         return f"{name}{_judge_line(row)}{_phone_line(row)}{run}{source}{note}", ""
     if key == "pool":
         protocol = f'<div class="sf-sub">{escape(_capped(row["protocol"]))}</div>'
@@ -335,7 +345,11 @@ def _cell_text(
         note = f"not reportable: n_cond {int(row['n_cond'])} < {threshold}" if star else ""
         ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
         sign = _sign_class(row[key])
-        return f'<b class="{sign}">{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>', note
+        text = f'<b class="{sign}">{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>'
+        if key == "rae" and indistinguishable(row.get("_noise")):
+            text += '<div class="sf-badge sf-badge-bad">≈ judge noise</div>'
+            note = (note + "; " if note else "") + INDISTINGUISHABLE
+        return text, note
     if key == "lift":
         reason = undefined_reason(row, "agg_lift")
         if reason:
@@ -393,7 +407,15 @@ def _judge_line(row: dict) -> str:
         if row.get("_self_judged")
         else ""
     )
-    return f'<div class="sf-judge">judge <b>{escape(_capped(judge))}</b>{flag}</div>'
+    found = row.get("_noise")
+    measured = (
+        f' <span class="sf-badge{" sf-badge-bad" if indistinguishable(found) else ""}" '
+        f'title="flips one judge disagreement could explain">noise b {found["b_explainable"]}/'
+        f"{found['b']} · c {found['c_explainable']}/{found['c']}</span>"
+        if found
+        else ""
+    )
+    return f'<div class="sf-judge">judge <b>{escape(_capped(judge))}</b>{flag}{measured}</div>'
 
 
 def _phone_line(row: dict) -> str:

@@ -68,7 +68,8 @@ def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View
         if state.all_columns
         else board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
     )
-    return _render(cells, T.apply_filters(cells, state.filters), state, plots=plots)
+    filtered = T.apply_filters(cells, state.filters)
+    return _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
 
 
 def first_view(board: Board) -> View:
@@ -84,7 +85,12 @@ def first_view(board: Board) -> View:
 
 
 def _render(
-    cells: pd.DataFrame, filtered: pd.DataFrame, state: T.ViewState, *, plots: bool
+    cells: pd.DataFrame,
+    filtered: pd.DataFrame,
+    state: T.ViewState,
+    *,
+    plots: bool,
+    noise: dict[str, dict] | None = None,
 ) -> View:
     query = T.query_string(
         state.filters, runs=state.runs, all_columns=state.all_columns, pool=state.pool_sources
@@ -95,7 +101,11 @@ def _render(
             cells, filtered, state.filters, shown=shown, runs=state.runs, query=query
         ),
         table=T.table_html(
-            filtered, state.filters, runs_separately=state.runs, all_columns=state.all_columns
+            filtered,
+            state.filters,
+            runs_separately=state.runs,
+            all_columns=state.all_columns,
+            noise=noise,
         ),
         plots=plots_html(filtered, state.filters.min_cond) if plots else "",
     )
@@ -164,6 +174,13 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
             plots = gr.HTML(
                 first.plots, elem_id="sf-plots", js_on_load=None, apply_default_css=False
             )
+        with gr.Tab("Models", id="models") as models_tab:
+            models = gr.HTML(
+                '<p class="sf-empty">Computing the per-model summary…</p>',
+                elem_id="sf-models",
+                js_on_load=None,
+                apply_default_css=False,
+            )
         with gr.Tab("Cell drill-down", id="drill"):
             d = _drill_tab()
         with gr.Tab("Skills", id="skills") as skills_tab:
@@ -175,6 +192,9 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
             )
         with gr.Tab("About", id="about"):
             gr.Markdown(rendered(ABOUT), elem_id="sf-about")
+    models_tab.select(
+        _models_view(board), None, models, show_progress="hidden", api_visibility="private"
+    )
     # Computed on first sight of the tab (it reads every row's skills_returned), then kept.
     skills_tab.select(
         _skills_view(board), None, skills, show_progress="hidden", api_visibility="private"
@@ -190,6 +210,23 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
         for name in ("sort", "open", "task")
     }
     _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
+
+
+def _models_view(board: Board):
+    """The Models tab's HTML (from the cells alone), computed on its first visit."""
+    done: list[str] = []
+
+    def view() -> str:
+        if not done:
+            from hf_skillfollow.space_app import _models
+
+            cells = board.pooled
+            done.append(
+                _models.models_html(_models.models_frame(cells)) + _models.sources_html(cells)
+            )
+        return done[0]
+
+    return view
 
 
 def _skills_view(board: Board):
@@ -367,6 +404,7 @@ def _wire(
     def from_url(request: gr.Request):
         # The page is up: now compute what the start deferred (Board.complete).
         board.complete_soon()
+        board.measure_judges_soon()
         return _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
 
     demo.load(

@@ -320,6 +320,8 @@ async def judged_verdict(backend: Any, task: Any, answer: str, settings: Any) ->
     details = {
         "extracted": answer,
         "grading_failure": judged.failure is not None,
-        "judge_record": judged.record,
+        # the statements themselves travel with their verdicts, so a reader of the traces
+        # (the leaderboard's drill-down) sees what "e1: met" was about
+        "judge_record": {**judged.record, "expectations": list(task.problem["expectations"])},
     }
     return Verdict(task.task_id, judged.passed, judged.reason, details)

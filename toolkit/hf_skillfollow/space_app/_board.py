@@ -82,6 +82,10 @@ class Board:
     #: Called with the complete cells once the deferred intervals are in (the cache write).
     _on_complete: Callable[[pd.DataFrame], None] | None = None
     _complete_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Drill-down key -> judge noise of each judged cell, once measured from its traces
+    #: (`measure_judges_soon`; the table shows a noise badge from then on).
+    judge_noise: dict[str, dict] = field(default_factory=dict)
+    _judges_started: bool = False
 
     @property
     def pooled(self) -> pd.DataFrame:
@@ -118,6 +122,26 @@ class Board:
             threading.Thread(
                 target=self.complete, name="skillfollow-intervals", daemon=True
             ).start()
+
+    def measure_judges_soon(self) -> None:
+        """Measure the judge noise of the judged cells in a background thread, once: their
+        traces are read per source after the first page, never before it."""
+        if self._judges_started or self._pooled.empty:
+            return
+        self._judges_started = True
+        judged = self._pooled.get("judged_by")
+        if judged is None or not (judged.astype(str) != "").any():
+            return
+
+        def measure() -> None:
+            from hf_skillfollow.space_app._cost import judged_noise
+
+            try:
+                self.judge_noise.update(judged_noise(self))
+            except Exception as exc:  # noqa: BLE001 - a bad trace must not stop the board
+                self.warnings.append(f"Judge noise not measured ({type(exc).__name__}: {exc})")
+
+        threading.Thread(target=measure, name="skillfollow-judges", daemon=True).start()
 
     def first_view(self, columns: frozenset[str]) -> pd.DataFrame:
         """`view(False, columns)` without waiting for deferred intervals: NaN where they are
@@ -309,11 +333,30 @@ def _cells_per_source(
         cells = _cells(table, resamples, pool_runs=pool_runs, warnings=warnings,
                        intervals=intervals, source=source)  # fmt: skip
         if len(cells):
-            parts.append(cells.assign(**{SOURCE: source}))
+            parts.append(cells.assign(**{SOURCE: source, LAST_RUN: _last_runs(table, cells)}))
     if not parts:
         return _decorate(pd.DataFrame(columns=_empty_columns(pool_runs)), pool_runs)
     merged = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
     return _decorate(merged, pool_runs, warnings=warnings)
+
+
+#: The start time (`created_at`, UTC) of a cell's newest run: "last updated" on the board.
+LAST_RUN = "last_run"
+
+
+def _last_runs(table: pa.Table, cells: pd.DataFrame) -> list[str]:
+    """Each cell's newest `created_at` in its source (ISO strings sort by time)."""
+    if "created_at" not in table.column_names:
+        return [""] * len(cells)
+    newest = (
+        table.select(["cell_id", "created_at"])
+        .group_by("cell_id")
+        .aggregate([("created_at", "max")])
+    )
+    by_id = dict(
+        zip(newest["cell_id"].to_pylist(), newest["created_at_max"].to_pylist(), strict=True)
+    )
+    return [str(by_id.get(c) or "") for c in cells["cell_id"]]
 
 
 def _cells(

@@ -226,7 +226,9 @@ def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
     highs = _floats(s.rows["rae_ci_high"]) if error_bars else None
     keys = s.rows["_key"].astype(str).to_numpy()
     hovers = [hover_text(row) for row in fast_records(s.rows, list(_HOVER_COLUMNS))]
-    out = [f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(s.name)}">']
+    out = [
+        f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(s.name)}">'
+    ]
     for i in range(len(xs)):
         px, py = sx(xs[i]), sy(ys[i])
         bar = ""
