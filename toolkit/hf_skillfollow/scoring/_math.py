@@ -371,7 +371,10 @@ class _Judge:
         ``\\phantom{0}``, ``~``, or a command math-verify learns to drop later); it fails
         whatever the reference. A gap math-verify reads as content (``\\cdot``, ``\\\\``) or
         cannot read at all is not nothing."""
-        for first, gap, second in numbers_side_by_side(answer):
+        pairs = numbers_side_by_side(answer)
+        if len({gap for _, gap, _ in pairs if gap.strip(" {}")}) > MAX_OTHER_ANSWERS:
+            return pairs[0]  # each gap costs a parse: a crafted answer is not probed at length
+        for first, gap, second in pairs:
             if not gap.strip(" {}") or self._reads_as_nothing(gap):
                 return first, gap, second
         return None
