@@ -281,3 +281,44 @@ def test_a_broken_run_folder_is_in_the_status_file_with_the_command_that_continu
     assert advice in result.output and "run the same command again" not in result.output
     (entry,) = json.loads((out / "sweep-status.json").read_text())["jobs"].values()
     assert entry["status"] == "broken" and advice in entry["reason"]
+
+
+def test_the_shipped_panel_uses_the_providers_model_ids() -> None:
+    """Item 5: Table 22 prints `google/Gemini-2.5-Flash-lite`, the one upper-case id of 17;
+    OpenRouter lists `google/gemini-2.5-flash-lite` (its ids are lower case)."""
+    from hf_skillfollow.sweep import shipped_sweeps
+
+    _, _, cells = load(str(shipped_sweeps()["paper-panel"]))
+    ids = {c.model: c.config.model for c in cells}
+    assert ids["Gemini-2.5-Flash-lite"] == "google/gemini-2.5-flash-lite"
+    assert len(ids) == 17 and all(i == i.lower() for i in ids.values())
+
+
+def test_an_unreachable_ray_address_fails_at_once(tmp_path: Path) -> None:
+    """Item 5: on main `ray.init` on an address where nothing listens had not failed after
+    200 s. The address is probed first (no Ray needed to see it)."""
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.perf_counter()
+    out = CliRunner().invoke(cli, ["sweep", str(_sweep(tmp_path)), "-o", str(tmp_path / "o"),
+                                   "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"])  # fmt: skip
+    assert time.perf_counter() - start < 30
+    assert out.exit_code == 1 and f"--ray-address 127.0.0.1:{port}: nothing answers there" in out.output
+
+
+def test_a_cell_no_node_can_hold_is_refused_with_what_it_asks() -> None:
+    """Item 5: on main a cell asking `num_gpus: 1` of a CPU-only cluster waited forever."""
+    from hf_skillfollow.sweep._executors._ray import unschedulable
+
+    cpu_only = [{"CPU": 2.0, "memory": 1e9}, {"CPU": 1.0}]
+    assert unschedulable({"CPU": 1, "GPU": 0}, cpu_only) is None
+    assert unschedulable({"CPU": 1, "GPU": 1}, cpu_only) == (
+        "no node of the cluster has GPU 1 (the largest node has 0); set the model's `resources` "
+        "to what a node has"
+    )
+    # each resource exists somewhere, but on no one node together
+    split = [{"CPU": 4.0}, {"CPU": 1.0, "model:x": 1.0}]
+    assert "these resources together" in unschedulable({"CPU": 2, "model:x": 1}, split)

@@ -43,6 +43,7 @@ class RayExecutor:
                 "--executor ray: no cluster address; pass --ray-address HOST:PORT or set "
                 "RAY_ADDRESS (start one with `ray start --head`)"
             )
+        _check_reachable(self.address)
         try:
             import ray
         except ImportError:
@@ -65,6 +66,10 @@ class RayExecutor:
         import ray
 
         res = job.cell.resources
+        need = {"CPU": res.num_cpus, "GPU": res.num_gpus, **res.custom}
+        problem = unschedulable(need, [n["Resources"] for n in ray.nodes() if n.get("Alive")])
+        if problem:  # Ray would keep the task pending forever, silently
+            raise ValueError(f"{job.cell.label}: {problem} (Ray cluster {self.address})")
         ref = self._remote.options(
             num_cpus=res.num_cpus, num_gpus=res.num_gpus, resources=dict(res.custom) or None
         ).remote(job)
@@ -76,6 +81,40 @@ class RayExecutor:
             raise (cause or exc) from None
         finally:
             poll.cancel()
+
+
+#: Seconds to wait for the cluster's address to accept a connection before giving up.
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once when nothing listens at a HOST:PORT cluster address: `ray.init` would
+    retry it for minutes without a word (`auto` and `ray://` addresses are left to Ray)."""
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if address == "auto" or address.startswith("ray://") or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise RayUnavailableError(
+            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}; waited at "
+            f"most {CONNECT_TIMEOUT_S:.0f} s); start the cluster with `ray start --head` or fix "
+            "the address"
+        ) from None
+
+
+def unschedulable(need: dict[str, float], nodes: list[dict[str, float]]) -> str | None:
+    """Why no live node of the cluster can ever hold a task needing `need` (None if one can):
+    a cell asking a GPU of a CPU-only cluster waits forever in Ray."""
+    wanted = {k: v for k, v in need.items() if v > 0}
+    if any(all(node.get(k, 0) >= v for k, v in wanted.items()) for node in nodes):
+        return None
+    most = {k: max((node.get(k, 0) for node in nodes), default=0) for k in wanted}
+    short = ", ".join(f"{k} {v:g} (the largest node has {most[k]:g})" for k, v in wanted.items()
+                      if most[k] < v) or "these resources together"  # fmt: skip
+    return f"no node of the cluster has {short}; set the model's `resources` to what a node has"
 
 
 def _is_loopback(address: str) -> bool:
