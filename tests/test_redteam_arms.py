@@ -108,6 +108,15 @@ def test_a_hard_link_to_a_file_outside_is_neither_served_nor_attached(tmp_path: 
         load_skill_evals(pool)
 
 
+def test_a_skill_md_hard_linked_to_a_file_outside_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("---\nname: s1\ndescription: d\n---\nsecret body\n")
+    (tmp_path / "pool" / "s1").mkdir(parents=True)
+    os.link(outside, tmp_path / "pool" / "s1" / "SKILL.md")
+    (error,) = validate_pool(tmp_path / "pool").errors
+    assert error.field == "file" and "a hard link to a file outside" in error.message
+
+
 # --- item 9: pool content in the SD arm -------------------------------------------------------
 
 

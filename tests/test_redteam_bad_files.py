@@ -177,16 +177,23 @@ def test_every_skipped_skill_file_gets_a_finding(tmp_path: Path) -> None:
     good.mkdir(parents=True)
     (good / "SKILL.md").write_text("---\nname: good\ndescription: d\n---\nbody\n")
     deep = root.joinpath(*"abcdefg")  # seven levels down
+    deeper = root.joinpath(*"hijklmnop")  # nine
     hidden = root / ".drafts"
+    hidden_nested = root / ".archive" / "old" / "nested"
     mixed = root / "mixed"
-    for folder, name in ((deep, "SKILL.md"), (hidden, "SKILL.md"), (mixed, "Skill.md")):
+    skipped = [(deep, "SKILL.md"), (deeper, "SKILL.md"), (hidden, "SKILL.md"),
+               (hidden_nested, "SKILL.md"), (mixed, "Skill.md")]  # fmt: skip
+    for folder, name in skipped:
         folder.mkdir(parents=True)
         (folder / name).write_text("---\nname: x\ndescription: d\n---\nbody\n")
     report = validate_pool(root)
     assert [s.skill.name for s in report.skills if s.skill] == ["good"]
     found = {f.file: f.message for f in report.findings}
-    assert "deeper than the 6 searched; not loaded" in found[deep / "SKILL.md"]
+    assert set(found) == {folder / name for folder, name in skipped}
+    for far in (deep, deeper):
+        assert "deeper than the 6 folder levels searched; not loaded" in found[far / "SKILL.md"]
     assert "hidden folder" in found[hidden / "SKILL.md"]
+    assert "hidden folder" in found[hidden_nested / "SKILL.md"]
     assert "(upper case); not loaded" in found[mixed / "Skill.md"]
 
 
