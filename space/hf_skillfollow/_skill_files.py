@@ -170,7 +170,7 @@ def read_skill_md(path: Path) -> str | Finding:
     if not _inside(target, path.parent.resolve()):
         return error(path, "file", "a symlink leading outside the skill folder")
     try:
-        return _decode(_read_regular(target, MAX_SKILL_BYTES))
+        return _decode(_read_regular(target, MAX_SKILL_BYTES, path.parent.resolve()))
     except ReadRefused as exc:
         return error(path, "file", str(exc))
 
@@ -344,13 +344,42 @@ def discover(root: Path) -> tuple[list[Path], list[Finding]]:
             if depth < MAX_SCAN_DEPTH:
                 queue.extend((sub, depth + 1) for sub in subs)
             else:
+                deeper = f"deeper than the {MAX_SCAN_DEPTH} folder levels searched; not loaded"
                 findings += [
-                    warning(sub / SKILL_FILE, "file", f"{depth + 1} folder levels down, deeper "
-                            f"than the {MAX_SCAN_DEPTH} searched; not loaded")
-                    for sub in subs
-                    if _is_skill(sub)
-                ]  # fmt: skip
+                    warning(skill_md, "file", deeper) for sub in subs for skill_md in _passed(sub)
+                ]
     return sorted(found), findings
+
+
+#: Below a folder the scan does not enter (hidden, or past the depth), folders and entries
+#: looked at, only to report the SKILL.md files skipped there.
+_PASSED_DEPTH = 3
+_PASSED_ENTRIES = 500
+
+
+def _passed(folder: Path) -> list[Path]:
+    """The SKILL.md files within `_PASSED_DEPTH` levels of `folder`, a folder the scan skips
+    (a budget of its own, never an error: a large hidden `.venv` costs at most 500 entries)."""
+    found, left = [], _PASSED_ENTRIES
+    stack = [(folder, 0)]
+    while stack and left > 0:
+        current, depth = stack.pop()
+        if _is_skill(current):
+            found.append(current / SKILL_FILE)
+            continue
+        try:
+            with os.scandir(current) as it:
+                entries = [e for _, e in zip(range(left), it, strict=False)]
+        except OSError:
+            continue
+        left -= len(entries)
+        if depth < _PASSED_DEPTH:
+            stack += [
+                (Path(e.path), depth + 1)
+                for e in entries
+                if e.name not in _SKIP_DIRS and e.is_dir(follow_symlinks=False)
+            ]
+    return sorted(found)
 
 
 _NARROW = "; point POOL at the folder that holds the skills"
@@ -390,7 +419,7 @@ def _subfolders(folder: Path, lister: _Lister, findings: list[Finding], root: Pa
             continue
         elif not _skipped(entry.name):
             subs.append(path)
-        elif entry.name not in _SKIP_DIRS and _is_skill(path):
-            message = "in a hidden folder (its name starts with '.'), which is not searched"
-            findings.append(warning(path / SKILL_FILE, "file", f"{message}; not loaded"))
+        elif entry.name not in _SKIP_DIRS:
+            hidden = "in a hidden folder (a name starting with '.'), which is not searched"
+            findings += [warning(f, "file", f"{hidden}; not loaded") for f in _passed(path)]
     return subs
