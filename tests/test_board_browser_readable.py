@@ -4,7 +4,8 @@ One app process over two local sources (`_board_fixtures.write_readable_sources`
 model by search and by catalog, two custom task files, a non-reportable cell whose signs
 disagree and a cell that never retrieved. Each test names the defect it checks; every one
 failed on the board before issue 39. The newcomer test writes the first screen at 1440 and
-390 px to docs/img/ (the screenshots docs/leaderboard.md shows).
+390 px to bench/out/space-browser/ (ignored by git); docs/img/ holds a copy of each, shown
+in docs/leaderboard.md.
 """
 
 from __future__ import annotations
@@ -17,17 +18,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests._board_fixtures import HELPER, write_readable_sources
-from tests.test_space_browser import CHROMIUM, CHROMIUM_ARGS, _contrast
+from tests.test_space_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _contrast
 from tests.test_space_client import _free_port
 
 pytestmark = pytest.mark.browser
 ROWS = "#sf-table tbody tr"
-DOCS_IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
 SEARCH_WORDS = "search_skills tool (bm25s, top 3"
 CATALOG_WORDS = "skill catalog in the prompt"
 
@@ -269,7 +268,7 @@ def test_csv_says_undefined_where_the_page_does(browser, app):
 @pytest.mark.parametrize(("width", "height"), [(1440, 900), (390, 844)])
 def test_newcomer_first_screen_names_what_each_row_measured(browser, app, width, height):
     """The first screen a visitor sees: every row on it names its model, task set and
-    protocol, and a harmed cell (RAE < 0) is marked red. Written to docs/img/ for the docs."""
+    protocol, and a harmed cell (RAE < 0) is marked red."""
     page = _open(browser, app, width=width, height=height)
     rows = page.locator(ROWS)
     on_screen = 0
@@ -287,8 +286,8 @@ def test_newcomer_first_screen_names_what_each_row_measured(browser, app, width,
         if rae < 0:
             assert row.locator(".sf-neg").count() >= 1, text
     assert on_screen >= 1, "no row on the first screen"
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / f"board-{width}.png"))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"newcomer-{width}.png"))
     page.close()
 
 
@@ -411,4 +410,24 @@ def test_models_tab_summarises_each_model_with_its_card_and_each_source_with_its
     assert any(
         s.split("\t")[0].endswith("/lab") and "\t5\t2026-11-30 00:00:00" in s for s in sources
     ), sources
+    page.close()
+
+
+# --- 8. more reading comfort on a phone ------------------------------------------------------
+
+
+def test_phone_table_is_not_a_scroll_box_and_matrices_break_between_words(browser, app):
+    """On main seven rows scrolled inside a 620 px box, and the drill-down's 2×2 tables
+    broke "concordant" letter by letter at 390 px."""
+    page = _open(browser, app, "?nonreportable=1", width=390, height=844)
+    _row(page, "cellZ").wait_for(timeout=60_000)
+    wrap = page.locator(".sf-table-wrap").first
+    assert wrap.evaluate("e => e.scrollHeight <= e.clientHeight + 1"), "rows scroll in a box"
+    page.close()
+    page = _open(browser, app, "?cell=cellK", width=390, height=844, ready="#sf-matrices td")
+    lines = page.locator("#sf-matrices td").evaluate_all(
+        "tds => tds.map(td => Math.round(td.getBoundingClientRect().height"
+        " / parseFloat(getComputedStyle(td).lineHeight)))"
+    )
+    assert lines and max(lines) <= 4, lines  # "c = 1 (harmful flip)": at most a word a line
     page.close()

@@ -20,7 +20,8 @@ CSS = """
 .dark .sf-warn { background: #3b1717; color: #ffe3e0; }
 .sf-summary { font-size: 14px; line-height: 1.6; }
 .sf-summary .sf-csv { font-weight: 600; }
-.sf-sens summary { cursor: pointer; color: var(--body-text-color-subdued); font-size: 13px; }
+.sf-sens summary { cursor: pointer; font-size: 13px; }
+.sf-table-wrap.sf-fits { max-height: none; }
 .sf-table-wrap { overflow: auto; max-height: 620px; border: 1px solid var(--border-color-primary);
   border-radius: 6px; }
 .sf-table { border-collapse: collapse; width: 100%; font-size: 13px;

@@ -29,6 +29,9 @@ DISAGREE_MARK = "⚠"
 ALPHA = 0.05
 SIG_MARK = '<sup class="sf-sig" aria-label="significant">✱</sup>'
 SELF_JUDGED = "self-judged: the model grades its own answers"
+#: Up to this many rows the table is as tall as it needs (the page scrolls, not a box in it);
+#: longer tables scroll in their box, under a header that stays in view.
+FITS_ROWS = 25
 
 
 @dataclass(frozen=True)
@@ -238,7 +241,8 @@ def table_html(
         rows.append(f'<tr{attrs} data-sf-cell="{key_attr}"{rae} tabindex="0">{cells}</tr>')
     return (
         f"<style>{_column_css(columns, all_columns)}</style>"
-        f'<div class="sf-table-wrap"><table class="sf-table sf-board">'
+        f'<div class="sf-table-wrap{" sf-fits" if len(rows) <= FITS_ROWS else ""}">'
+        '<table class="sf-table sf-board">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -299,7 +299,12 @@ def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
                 min_width=160,
             ),
             "show": gr.CheckboxGroup(
-                list(SHOW_CHOICES), value=[], label="Show", elem_id="sf-f-show", min_width=220
+                list(SHOW_CHOICES),
+                value=[],
+                label="Show",
+                elem_id="sf-f-show",
+                min_width=420,  # the toggles side by side: the filters stay one row high
+                scale=2,
             ),
         }
     return c
