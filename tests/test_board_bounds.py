@@ -255,7 +255,9 @@ def _dictionary_bomb(root: Path, *, mb: int = 1) -> Path:
     error = pa.DictionaryArray.from_arrays(indices, pa.array(["e" * (mb << 20)]))
     table = table.set_column(table.schema.get_field_index("se_error"), "se_error", error)
     pq.write_table(table, run / "transitions.parquet", compression="zstd")
-    assert pa.types.is_dictionary(pq.read_schema(run / "transitions.parquet").field("se_error").type)
+    assert pa.types.is_dictionary(
+        pq.read_schema(run / "transitions.parquet").field("se_error").type
+    )
     return root
 
 
@@ -314,3 +316,33 @@ def test_a_fifo_named_parquet_never_blocks_a_reader(tmp_path, reader):
     assert "not a regular file" in done.stdout + done.stderr or (
         reader == "hub" and "not a run directory" in done.stderr
     ), done.stdout + done.stderr
+
+
+def test_the_cells_of_the_boards_sources_carry_their_error_rate(tmp_path):
+    """Item 2: the shared cell computation (`metrics.compute_cells`, what the board, `report`
+    and the card compute cells with) carries `n_errored`, `error_rate` and `error_heavy` for
+    the board's loaded sources: a source of a model that answered nothing is not a reportable
+    zero effect. (The board's own table shows them once it passes the error columns on.)"""
+    import pyarrow.parquet as pq
+
+    from hf_skillfollow.metrics import compute_cells
+    from hf_skillfollow.space_app._sources import load_sources
+
+    good = _good(tmp_path / "good")
+    dead = tmp_path / "dead"
+    write_run_dir(dead, "run-d", CELL_A, cell_id="cellD", model="org/dead")
+    path = dead / "run-d" / "transitions.parquet"
+    table = pq.read_table(path)
+    errors = pa.array(["HTTP 404: no endpoint"] * table.num_rows, pa.string())
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("sd_error"), "sd_error", errors), path
+    )
+    loaded = load_sources([str(good), str(dead)])
+    rows = {}
+    for data in loaded.tables.values():
+        for r in compute_cells(data, resamples=RESAMPLES).to_dict("records"):
+            rows[r["model"]] = r
+    assert rows["org/dead"]["n_errored"] == 20 and rows["org/dead"]["error_rate"] == 100.0
+    assert rows["org/dead"]["error_heavy"] and not rows["org/dead"]["reportable"]
+    assert rows["org/good"]["n_errored"] == 1 and rows["org/good"]["error_rate"] == 5.0
+    assert not rows["org/good"]["error_heavy"] and rows["org/good"]["reportable"]

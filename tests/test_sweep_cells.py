@@ -306,7 +306,10 @@ def test_an_unreachable_ray_address_fails_at_once(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["sweep", str(_sweep(tmp_path)), "-o", str(tmp_path / "o"),
                                    "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"])  # fmt: skip
     assert time.perf_counter() - start < 30
-    assert out.exit_code == 1 and f"--ray-address 127.0.0.1:{port}: nothing answers there" in out.output
+    assert (
+        out.exit_code == 1
+        and f"--ray-address 127.0.0.1:{port}: nothing answers there" in out.output
+    )
 
 
 def test_a_cell_no_node_can_hold_is_refused_with_what_it_asks() -> None:

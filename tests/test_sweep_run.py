@@ -294,7 +294,9 @@ class _Refusing(ScriptedModelServerDouble):
 
     def answer(self, raw: bytes) -> Reply:
         body = json.loads(raw or b"{}")
-        prompt = next((m["content"] for m in body.get("messages", []) if m.get("role") == "user"), "")
+        prompt = next(
+            (m["content"] for m in body.get("messages", []) if m.get("role") == "user"), ""
+        )
         task = self.by_prompt[prompt]
         if self.refused is not None and task.task_id not in self.refused:
             return super().answer(raw)
@@ -315,7 +317,9 @@ def test_a_model_failing_every_request_is_error_heavy_not_a_zero_effect(
     never retrieved a skill"."""
     out = tmp_path / "out"
     with _Refusing(math_tasks, "dead") as double:
-        path = sweep_file(tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n")
+        path = sweep_file(
+            tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n"
+        )
         code, output = invoke(str(path), "-o", str(out))
     assert code == 1, output
     assert "1 run(s) error-heavy (more than 5% of pairs ended in a provider error: " in output
@@ -359,7 +363,9 @@ def test_errored_pairs_of_an_outage_run_again_on_resume_and_overflows_do_not(
     assert code == 0, output
     assert up.requests == 3 * 3  # the three pairs, asked for again
     fresh = records(run)
-    assert len(fresh) == 3 and not any(r["transition"]["se_error"] or r["transition"]["sd_error"] for r in fresh)
+    assert len(fresh) == 3 and not any(
+        r["transition"]["se_error"] or r["transition"]["sd_error"] for r in fresh
+    )
     kept = (run / "records.rejected").read_text().splitlines()
     assert len(kept) == 3 and all("HTTP 429" in line for line in kept)  # nothing lost
     # a context overflow is part of the measurement: kept on resume unless asked
@@ -391,6 +397,8 @@ def test_a_failed_push_is_a_failed_exit_status(
 
     monkeypatch.setattr(hf_skillfollow.hub, "push_runs", _PushFails())
     with ScriptedModelServerDouble(math_tasks) as double:
-        path = sweep_file(tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n")
+        path = sweep_file(
+            tmp_path, double.url, math_file, models="  - {name: M1, model: double-model}\n"
+        )
         code, output = invoke(str(path), "-o", str(tmp_path / "out"), "--push", "org/board")
     assert code == 1 and "1 push(es) failed" in output and "the Hub refused" in output
