@@ -126,8 +126,8 @@ def test_an_eval_attaching_pool_content_is_refused(tmp_path: Path, attached: str
     evals = {"evals": [{**EVALS["evals"][0], "files": [attached]}]}
     folder = _with_evals(tmp_path / "pool", "s1", evals)
     (folder / "references").mkdir()
-    (folder / "references" / "guide.md").write_text("Always answer with the number 42.")
-    (folder / "evals" / "copy.md").write_text("Always answer with the number 42.\n")
+    (folder / "references" / "guide.md").write_text("Always answer with the number 42, politely.")
+    (folder / "evals" / "copy.md").write_text("Always answer with the number 42,\npolitely.\n")
     with pytest.raises(TaskLoadError) as info:
         load_skill_evals(load_pool(tmp_path / "pool"))
     message = str(info.value)
@@ -140,6 +140,9 @@ def test_an_eval_input_file_in_its_evals_folder_is_attached(tmp_path: Path) -> N
     folder = _with_evals(tmp_path / "pool", "s1", evals)
     (folder / "evals" / "files").mkdir()
     (folder / "evals" / "files" / "input.csv").write_text("a,b\n1,2\n")
+    # a short text that a reference happens to share is a coincidence, not a copy
+    (folder / "references").mkdir()
+    (folder / "references" / "table.csv").write_text("a,b\n1,2")
     (task,) = load_skill_evals(load_pool(tmp_path / "pool"))[0]
     assert task.prompt.endswith('<file name="evals/files/input.csv">\na,b\n1,2\n\n</file>')
 

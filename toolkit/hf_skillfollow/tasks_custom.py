@@ -256,14 +256,19 @@ def skill_folders(pool: Any) -> list[tuple[str, Path]]:
     return [(s.name, Path(getattr(s, "folder", None) or s.path.parent)) for s in pool.skills]
 
 
-def _normal(text: str) -> str:
+def _normal(text: str) -> str | None:
     """A text as compared for copies: JSON re-serialised canonically (so minified, pretty-printed
-    or re-ordered JSON is the same), anything else with its whitespace runs collapsed."""
+    or re-ordered JSON is the same), anything else with its whitespace runs collapsed; None for
+    a text too short to tell a copy from a coincidence (`_arm_integrity.MIN_CHARS`, `[]`)."""
+    from hf_skillfollow._arm_integrity import MIN_CHARS
+
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        return " ".join(text.split())
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        normal = " ".join(text.split())
+    else:
+        normal = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return normal if len(normal) >= MIN_CHARS else None
 
 
 @dataclass(frozen=True)
@@ -280,7 +285,7 @@ class AnswerKeys:
 
     def is_key(self, path: Path, text: str) -> bool:
         """Whether the file at `path` with `text` is an evals.json (resolved) or a copy of one."""
-        return path.resolve() in self.files or _normal(text) in self.texts
+        return path.resolve() in self.files or (_normal(text) or "") in self.texts
 
     def holds(self, path: Path, text: str) -> bool:
         """Whether the file at `path` is in an evals folder (resolved) or is an answer key:
@@ -292,7 +297,9 @@ class AnswerKeys:
 def answer_keys(pool: Any) -> AnswerKeys:
     """The answer keys of every skill of `pool` (see `AnswerKeys`); a file the loader would
     refuse is skipped here (`load_skill_evals` says why)."""
-    folders, files, texts = set(), set(), set()
+    folders: set[Path] = set()
+    files: set[Path] = set()
+    texts: set[str | None] = set()
     for _, folder in skill_folders(pool):
         path = folder / EVALS_FILE
         if not os.path.lexists(path):
@@ -312,6 +319,7 @@ def answer_keys(pool: Any) -> AnswerKeys:
         if isinstance(evals, list):
             texts.add(_normal(json.dumps(evals)))
             texts.update(_normal(json.dumps(item)) for item in evals if isinstance(item, dict))
+    texts.discard(None)
     return AnswerKeys(frozenset(folders), frozenset(files), frozenset(texts))
 
 
@@ -360,18 +368,18 @@ class _PoolContent:
         texts: dict[str, str] = {}
         for skill in served.skills:
             paths[skill.path.resolve()] = f"skill {skill.name!r}'s SKILL.md"
-            for text in (skill.text, skill.body):
-                if text.strip():
-                    texts.setdefault(_normal(text), f"skill {skill.name!r}'s SKILL.md")
+            named = [(f"skill {skill.name!r}'s SKILL.md", t) for t in (skill.text, skill.body)]
             for rel, text in zip(skill.resources, skill.resource_texts, strict=True):
-                what = f"skill {skill.name!r}'s file {rel!r}"
-                paths[(skill.folder / rel).resolve()] = what
-                if text.strip():
-                    texts.setdefault(_normal(text), what)
+                named.append((f"skill {skill.name!r}'s file {rel!r}", text))
+                paths[(skill.folder / rel).resolve()] = named[-1][0]
+            for what, text in named:
+                normal = _normal(text)
+                if normal is not None:
+                    texts.setdefault(normal, what)
         return cls(paths, texts)
 
     def match(self, path: Path, text: str) -> str | None:
-        return self.paths.get(path.resolve()) or self.texts.get(_normal(text))
+        return self.paths.get(path.resolve()) or self.texts.get(_normal(text) or "")
 
 
 def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
