@@ -18,16 +18,20 @@ appends only the pairs its run folders lack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 Loading = Literal["on-demand", "nudge", "inject"]
 LOADINGS: tuple[str, ...] = ("on-demand", "nudge", "inject")
+#: the shipped example tasks and skill pool (the defaults of --tasks and --skills)
+EXAMPLES = Path(__file__).resolve().parent.parent / "_data" / "harbor_tasks"
 #: --env names of ours; anything else is handed to Harbor as its environment type or path
 ENVIRONMENTS = {"sandbox": "hf_skillfollow.harness._env:SandboxEnvironment"}
 #: where Harbor puts injected skills when a task names no skills_dir (its default)
@@ -40,6 +44,8 @@ NUDGE = (
 #: the `inject` mode's preface to the skill bodies
 INJECT = "The following Agent Skills apply to this task. Use them where they help.\n\n{bodies}"
 _MAX_INJECT_CHARS = 64_000
+#: settings that do not identify the run: the same command with other values resumes it
+_MAY_CHANGE_ON_RESUME = ("concurrency", "base_url", "api_key_env")
 _LOG_TAIL = 2000
 
 
@@ -54,15 +60,17 @@ class HarborOptions:
     agent: str = "terminus-2"
     """A Harbor agent name, or ``module:Class`` of a custom agent."""
     model: str | None = None
-    """Model name as the agent's client takes it (Terminus: a LiteLLM name, ``openai/NAME``)."""
+    """Model name as the agent's client takes it (Terminus: a LiteLLM name, ``openai/NAME``);
+    None: the embedded llama.cpp model, served here for the run."""
     base_url: str | None = None
     """OpenAI- or Anthropic-compatible endpoint the agent talks to."""
     api_key_env: str | None = None
     """Environment variable holding the endpoint's key (Harbor's ``model_api_key_name``)."""
     tasks: str = ""
-    """A folder of Harbor tasks (or one task), or a registry dataset ``name@version``."""
+    """A folder of Harbor tasks (or one task), or a registry dataset ``name@version``
+    [the shipped example tasks]."""
     skills: Path | None = None
-    """The skill pool installed in the skill-enabled arm."""
+    """The skill pool installed in the skill-enabled arm [the shipped example pool]."""
     trials: int = 1
     """Trials per task and arm (Harbor's ``n_attempts``)."""
     env: str = "sandbox"
@@ -75,6 +83,8 @@ class HarborOptions:
     (`nudge`), or their bodies in the instruction (`inject`)."""
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra agent options as Harbor's ``--ak`` takes them."""
+    agent_timeout_multiplier: float | None = None
+    """Harbor's multiplier of the tasks' agent timeouts (None: Harbor's own, 1.0)."""
 
 
 @dataclass
@@ -135,6 +145,7 @@ def job_config(
         "job_name": arm,
         "jobs_dir": str(work / "jobs"),
         "n_attempts": options.trials,
+        "agent_timeout_multiplier": options.agent_timeout_multiplier,
         # both jobs run at once, so each gets half of the trials in flight
         "n_concurrent_trials": max(1, options.concurrency // 2),
         "quiet": True,
@@ -167,7 +178,8 @@ def _key(options: HarborOptions, pool_hash: str) -> str:
 
     settings = asdict(options)
     settings["skills"] = pool_hash
-    settings.pop("concurrency")  # plumbing: may change on resume
+    for plumbing in _MAY_CHANGE_ON_RESUME:
+        settings.pop(plumbing)
     return stable_hash(settings)[:12]
 
 
@@ -178,9 +190,16 @@ def run_harbor(
     from hf_skillfollow.harness import _stage
     from hf_skillfollow.skills import SkillPoolError, load_pool
 
+    embedded = None
+    if options.model is None:
+        options, embedded = _embedded(options)
+    options = replace(
+        options,
+        tasks=options.tasks or str(EXAMPLES / "tasks"),
+        skills=options.skills or EXAMPLES / "skills",
+    )
     _check(options)
-    if options.skills is None:
-        raise HarnessError("--skills: the skill pool of the skill-enabled arm is required")
+    assert options.skills is not None
     try:
         pool = load_pool(options.skills)
     except (SkillPoolError, OSError, ValueError) as exc:
@@ -226,7 +245,13 @@ def run_harbor(
             "note: --loading inject puts every skill body in the instruction: every task is "
             "in S_call, so RAE = OAE for this cell"
         )
-    asyncio.run(_run_jobs(harbor, work, echo))
+    if embedded is not None:
+        notes.append(
+            "note: no --model: the embedded SmolLM2-135M drives Terminus on this machine; a "
+            "model this small mostly fails agentic tasks, so this run shows the machinery, "
+            "not what the skills are worth"
+        )
+    asyncio.run(_run_jobs(harbor, work, echo, embedded))
     return _import(options, work, notes)
 
 
@@ -239,8 +264,6 @@ def _check(options: HarborOptions) -> None:
         raise HarnessError(f"--concurrency {options.concurrency}: at least 1")
     if not options.tasks:
         raise HarnessError("--tasks: a folder of Harbor tasks or a registry dataset name@version")
-    if not options.model:
-        raise HarnessError("--model: the model the agent uses (e.g. openai/NAME with --base-url)")
 
 
 def _fresh(path: Path) -> Path:
@@ -282,11 +305,81 @@ def harbor_env() -> dict[str, str]:
     env = dict(os.environ)
     # LiteLLM fetches a model price list from the internet at import unless told not to.
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    env.setdefault(_EMBEDDED_KEY, "sk-no-key-required")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-async def _run_jobs(harbor: Path, work: Path, echo: Callable[[str], None]) -> None:
+@dataclass(frozen=True)
+class _Embedded:
+    """The embedded llama.cpp server a run without --model starts for its agent."""
+
+    gguf: Path
+    port: int
+    threads: int
+
+
+#: the key variable the embedded server's agent is told to read (the server needs no key)
+_EMBEDDED_KEY = "SKILLFOLLOW_EMBEDDED_KEY"
+
+
+def _embedded(options: HarborOptions) -> tuple[HarborOptions, _Embedded]:
+    from hf_skillfollow.backends._base import BackendStartupError
+    from hf_skillfollow.backends._local import choose_threads, resolve_gguf
+    from hf_skillfollow.backends._server import free_port
+    from hf_skillfollow.config import DEFAULT_LOCAL_MODEL
+
+    if options.base_url:
+        raise HarnessError("--base-url: give --model with it (no --model runs the embedded model)")
+    try:
+        gguf = resolve_gguf(DEFAULT_LOCAL_MODEL)
+    except BackendStartupError as exc:
+        raise HarnessError(str(exc)) from None
+    server = _Embedded(gguf, free_port(), choose_threads(None))
+    kwargs = dict(options.agent_kwargs)
+    if options.agent == "terminus-2":
+        kwargs.setdefault("max_turns", 4)  # bounded: a 135M model rarely declares the task done
+    return replace(
+        options,
+        model=f"openai/{gguf.name}",
+        base_url=f"http://127.0.0.1:{server.port}/v1",
+        api_key_env=_EMBEDDED_KEY,
+        agent_kwargs=kwargs,
+        # one request at a time on this machine's CPU: a turn takes tens of seconds
+        agent_timeout_multiplier=options.agent_timeout_multiplier or 4.0,
+    ), server
+
+
+@contextlib.asynccontextmanager
+async def _serving(server: _Embedded | None) -> AsyncIterator[None]:
+    """The embedded model's llama.cpp server for the duration of the jobs (nothing without)."""
+    if server is None:
+        yield
+        return
+    import tempfile
+
+    from hf_skillfollow.backends._base import BackendStartupError
+    from hf_skillfollow.backends._local import server_config
+    from hf_skillfollow.backends._server import launched_server
+
+    with tempfile.TemporaryDirectory(prefix="hf-skillfollow-llama-") as tmp:
+        config = Path(tmp) / "server.json"
+        config.write_text(json.dumps(server_config(
+            server.gguf, server.gguf.name, port=server.port, n_threads=server.threads)))  # fmt: skip
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)]
+        try:
+            async with launched_server(
+                "llama.cpp", cmd, ready_url=f"http://127.0.0.1:{server.port}/v1/models",
+                ready_timeout_s=180.0, env={"HOST": "127.0.0.1", "PORT": str(server.port)},
+            ):  # fmt: skip
+                yield
+        except BackendStartupError as exc:
+            raise HarnessError(str(exc)) from None
+
+
+async def _run_jobs(
+    harbor: Path, work: Path, echo: Callable[[str], None], server: _Embedded | None = None
+) -> None:
     """Both jobs at once (arms interleaved in time, so endpoint load falls on both alike)."""
     jobs = work / "jobs"
     jobs.mkdir(exist_ok=True)
@@ -294,6 +387,7 @@ async def _run_jobs(harbor: Path, work: Path, echo: Callable[[str], None]) -> No
     async def one(arm: str) -> None:
         job = jobs / arm
         if (job / "config.json").is_file():
+            _carry_endpoint(job / "config.json", work / f"{arm}.json")
             argv = [str(harbor), "job", "resume", "-p", str(job)]
             echo(f"harbor: resuming the {arm} job in {job}")
         else:
@@ -317,7 +411,19 @@ async def _run_jobs(harbor: Path, work: Path, echo: Callable[[str], None]) -> No
                 "trials are kept: the same command resumes)"
             )
 
-    await asyncio.gather(one("se"), one("sd"))
+    async with _serving(server):
+        await asyncio.gather(one("se"), one("sd"))
+
+
+def _carry_endpoint(recorded: Path, current: Path) -> None:
+    """A resumed job talks to today's endpoint: the recorded job file takes the current
+    `base_url` and key variable (Harbor resumes only an unchanged job file otherwise)."""
+    config = json.loads(recorded.read_text())
+    now = json.loads(current.read_text())["agents"][0]
+    for agent in config.get("agents", []):
+        agent["base_url"] = now["base_url"]
+        agent["model_api_key_name"] = now["model_api_key_name"]
+    recorded.write_text(json.dumps(config, indent=2))
 
 
 def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutcome:
@@ -326,7 +432,8 @@ def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutco
     from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
 
     dataset = _dataset(options.tasks)
-    benchmark = dataset["name"] if dataset else Path(options.tasks).name
+    examples = Path(options.tasks).resolve() == (EXAMPLES / "tasks").resolve()
+    benchmark = dataset["name"] if dataset else "examples" if examples else Path(options.tasks).name
     import_options = ImportOptions(
         skills=work / "skills",
         tasks=None if dataset else work / "tasks" / "se",

@@ -1,0 +1,119 @@
+"""`run --harness harbor` against running the same two Harbor jobs directly, side by side.
+
+One scripted endpoint (tests/_harbor_double.py's Terminus double) with a fixed latency per
+request and a fixed number of request slots, so its limit is known:
+``slots * 60 / latency`` requests per minute. Two modes run the shipped example tasks:
+
+- `ours`: ``hf-skillfollow run --harness harbor`` (staging, both jobs, the import);
+- `direct`: the same two job files given to ``harbor run`` twice at once, then
+  ``hf-skillfollow import harbor`` on the two job folders: what a user would do by hand.
+
+Printed: wall time of each, the overhead ours adds per trial (target: under 5% of the trial
+time), and ours' trials per minute against the endpoint's limit in trials (requests per
+minute over requests per trial; target at --concurrency 8: at least 0.8x).
+
+    .ci/setup-harbor && .venv/bin/python bench/harbor.py [--trials 2] [--concurrency 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests._harbor_double import TerminusModelDouble  # noqa: E402
+from tests._http_double import Reply  # noqa: E402
+
+DATA = ROOT / "toolkit" / "hf_skillfollow" / "_data" / "harbor_tasks"
+
+
+class LimitedDouble(TerminusModelDouble):
+    """The Terminus double behind `slots` request slots of `latency_s` each."""
+
+    def __init__(self, tasks_dir: Path, slots: int, latency_s: float) -> None:
+        super().__init__(tasks_dir)
+        self.slots = threading.Semaphore(slots)
+        self.latency_s = latency_s
+
+    def answer(self, raw: bytes) -> Reply:
+        with self.slots:
+            time.sleep(self.latency_s)
+            return super().answer(raw)
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> float:
+    start = time.monotonic()
+    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{argv[:4]} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return time.monotonic() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=2.0, help="seconds per request")
+    parser.add_argument("--slots", type=int, default=8, help="requests served at once")
+    args = parser.parse_args()
+    harbor = ROOT / ".venv-harbor" / "bin" / "harbor"
+    cli = [sys.executable, "-m", "hf_skillfollow.cli"]
+    env = {**os.environ, "SKILLFOLLOW_HARBOR": str(harbor), "DOUBLE_API_KEY": "double-key",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LimitedDouble(DATA / "tasks", args.slots, args.latency) as model,
+    ):
+        out = Path(tmp)
+        ours = _timed([*cli, "run", "--harness", "harbor", "--model", "openai/double-model",
+                       "--base-url", model.url, "--api-key-env", "DOUBLE_API_KEY",
+                       "--trials", str(args.trials), "--concurrency", str(args.concurrency),
+                       "-o", str(out / "ours"), "--no-report"], env)  # fmt: skip
+        requests = sum(model.requests.values())
+        (work,) = (out / "ours").glob("harbor-*")
+        direct_jobs = out / "direct"
+        procs = []
+        start = time.monotonic()
+        for arm in ("se", "sd"):
+            config = json.loads((work / f"{arm}.json").read_text())
+            config["jobs_dir"] = str(direct_jobs)
+            path = out / f"direct-{arm}.json"
+            path.write_text(json.dumps(config))
+            procs.append(subprocess.Popen([str(harbor), "run", "-c", str(path), "-y"], env=env,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        if any(p.wait() for p in procs):
+            sys.exit("harbor run failed in the direct mode")
+        subprocess.run([*cli, "import", "harbor", "--with-skills", str(direct_jobs / "se"),
+                        "--without-skills", str(direct_jobs / "sd"), "--skills", str(work / "skills"),
+                        "-o", str(out / "direct-runs")], env=env, check=True, capture_output=True)  # fmt: skip
+        direct = time.monotonic() - start
+    n_trials = 2 * 4 * args.trials
+    per_trial = requests / n_trials
+    limit_rpm = args.slots * 60 / args.latency
+    print(f"endpoint: {args.slots} slots x {args.latency:.1f} s -> {limit_rpm:.0f} requests/min; "
+          f"{per_trial:.2f} requests per trial -> limit {limit_rpm / per_trial:.1f} trials/min")  # fmt: skip
+    print(f"{'mode':8} {'wall s':>8} {'trials/min':>11}")
+    for name, wall in (("ours", ours), ("direct", direct)):
+        print(f"{name:8} {wall:8.1f} {n_trials * 60 / wall:11.1f}")
+    trial_s = direct * min(args.concurrency, n_trials) / n_trials
+    print(f"overhead of ours: {(ours - direct) / n_trials:+.2f} s per trial = "
+          f"{100 * (ours - direct) / direct:+.1f}% of the direct wall time (target < 5%); "
+          f"a trial takes ~{trial_s:.1f} s at this concurrency")  # fmt: skip
+    print(
+        f"ours at --concurrency {args.concurrency}: "
+        f"{(n_trials * 60 / ours) / (limit_rpm / per_trial):.2f}x the endpoint's limit "
+        "(target >= 0.8x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
