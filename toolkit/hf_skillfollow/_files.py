@@ -20,7 +20,7 @@ def regular_file(path: str | os.PathLike[str]) -> Path:
     """`path` when it names a regular file (a symlink to one counts); NotRegularFile naming it
     otherwise. The check opens without blocking (`O_NONBLOCK`: a FIFO opens at once) and asks
     the open file, so a FIFO is told apart before any reader blocks on it."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
