@@ -384,3 +384,51 @@ def acp_skill_call(
     """One ACP tool call of kind `skill`, as BenchFlow records it."""
     return {"type": "tool_call", "tool_call_id": call_id, "kind": "skill", "title": skill,
             "status": status, "rawInput": {"skill": skill}, "content": []}  # fmt: skip
+
+
+# ------------------------------------------- Gemini CLI as SkillsBench's Harbor trials hold it
+
+
+def gemini_log(*lines: str) -> str:
+    """`agent/gemini-cli.txt`: the CLI's plain-text output (synthetic lines in its shape). A line
+    the agent printed may parse as JSON on its own (a quoted title, a bracket, a number)."""
+    head = ["YOLO mode is enabled. All tool calls will be automatically approved.",
+            "I will read the input file to see what is needed."]  # fmt: skip
+    return "\n".join([*head, *lines, "Done: the answer is written."]) + "\n"
+
+
+def gemini_atif(*calls: tuple[str, dict[str, Any], str, str]) -> dict[str, Any]:
+    """`agent/trajectory.json` as Harbor converts a Gemini CLI session to ATIF: a user step, then
+    one agent step per (function, arguments, result content, status) call."""
+    steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user", "message": "Do the task."}]
+    for i, (fn, args, content, status) in enumerate(calls):
+        result: dict[str, Any] = {"source_call_id": f"{fn}-{i}", "content": content}
+        if status != "success":
+            result["extra"] = {"status": status}
+        steps.append({
+            "step_id": i + 2, "source": "agent", "message": f"I will call {fn}.",
+            "tool_calls": [{"tool_call_id": f"{fn}-{i}", "function_name": fn, "arguments": args}],
+            "observation": {"results": [result]},
+        })  # fmt: skip
+    return {"schema_version": "ATIF-v1.2", "session_id": "g",
+            "agent": {"name": "gemini-cli", "version": "unknown", "model_name": "gemini-3-flash"},
+            "steps": steps}  # fmt: skip
+
+
+# ------------------- SkillsBench's skill-loading Terminus: the offer as an `available_skills:` list
+
+
+def episodes_offer(names: tuple[str, ...]) -> str:
+    """The first prompt's skill section: a JSON list after `available_skills:` (each entry name,
+    description, location), then `LOADED SKILLS:`. An empty offer has no list at all."""
+    listing = json.dumps(
+        [{"name": n, "description": f'Use for {n}; not "name": "decoy"', "location": f"{SKILLS_DIR}/{n}"}
+         for n in names], indent=2,
+    )  # fmt: skip
+    offer = f"available_skills:\n{listing}\n" if names else ""
+    return (
+        "You are an AI assistant...\n---\nSKILL SYSTEM:\nIf skills are available (shown in "
+        f'"available_skills"), check them first.\n\nSkill context:\n{offer}LOADED SKILLS:\n'
+        'No skills loaded.\n\nTo load a skill, respond with ONLY this JSON:\n{"load_skill": '
+        '"skill-name"}\n---\n\nTask Description:\nDo the task.\n'
+    )

@@ -307,12 +307,18 @@ def test_deep_folders_are_one_error_line(tmp_path: Path) -> None:
     assert "nested more than 12 levels deep" in line
 
 
-def test_oversized_transcript_is_one_error_line(tmp_path: Path) -> None:
+def test_oversized_transcript_leaves_activation_unknown_with_one_note(tmp_path: Path) -> None:
     se, sd = _one_pair(tmp_path)
     with open(se / "a__1" / "agent" / "claude-code.txt", "r+b") as fh:
         fh.truncate(65 * 1024 * 1024)  # sparse: nothing is written
-    line = _cli_error(se, sd, tmp_path / "runs")
-    assert "claude-code.txt" in line
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(cli, ["import", "harbor", "--with-skills", str(se),
+                                      "--without-skills", str(sd), "-o", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    notes = [ln for ln in result.output.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "a__1/claude-code.txt" in notes[0] and "limit" in notes[0]
+    (row,) = _rows(sorted(out.iterdir()))
+    assert (row["detector"], row["returned"]) == ("none", False)
 
 
 def test_a_trial_still_running_is_left_out_until_it_finishes(tmp_path: Path) -> None:

@@ -379,9 +379,12 @@ def test_no_json_line_refused_but_broken_lines_skipped(tmp_path: Path) -> None:
     path.write_text("hello\nworld\n")
     assert "no line is JSON" in _error(path)
     many = tmp_path / "many.jsonl"
-    many.write_text('{"type":"turn.started"}\n' + "garbage\n" * 30)
+    many.write_text('{"type":"turn.started"}\n' + 'garbage\n{"type":"turn.started"}\n' * 30)
     transcript = read_transcript(many)
     assert len(transcript.notes) == 21 and transcript.notes[-1] == "10 more lines skipped"
+    mostly_text = tmp_path / "mostly.jsonl"  # 1 event among 30 text lines: a text log
+    mostly_text.write_text('{"type":"turn.started"}\n' + "garbage\n" * 30)
+    assert "30 of 31 lines are not JSON events" in _error(mostly_text)
 
 
 def test_broken_json_document_named(tmp_path: Path) -> None:

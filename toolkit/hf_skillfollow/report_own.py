@@ -63,10 +63,20 @@ _TRANSITION_COLUMNS = ["run_id", "cell_id", "task_id", "benchmark", "se_correct"
 
 
 def text_for(table: Any, sources: Sequence[str | Path], fmt: str) -> str:
-    """The sections for a transitions table read from `sources` (table and markdown forms)."""
+    """The sections for a transitions table read from `sources` (table and markdown forms).
+
+    `table` is what the cell table was computed from (imported cells' rules applied:
+    `metrics.imported_view`); an imported cell with pairs of unknown activation has no RAE
+    here either (`metrics.activation_unknown`, as `mark_unknown` does for the cell table)."""
     if fmt not in ("table", "markdown"):
         return ""
-    return sections(table.select(_TRANSITION_COLUMNS).to_pylist(), read_trace_rows(sources), fmt)
+    unknown: Sequence[str] = ()
+    if "detector" in table.column_names:
+        from hf_skillfollow.metrics import activation_unknown
+
+        unknown = list(activation_unknown(table.select(["cell_id", "detector"]).to_pandas()))
+    transitions = table.select(_TRANSITION_COLUMNS).to_pylist()
+    return sections(transitions, read_trace_rows(sources), fmt, unknown)
 
 
 def with_json(text: str, table: Any, sources: Sequence[str | Path]) -> str:
@@ -109,13 +119,18 @@ def _plain(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def sections(transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fmt: str) -> str:
-    """The sections as text (`table`) or Markdown (`markdown`); empty when nothing applies."""
+def sections(
+    transitions: list[dict[str, Any]], traces: list[dict[str, Any]], fmt: str,
+    unknown: Sequence[str] = (),
+) -> str:  # fmt: skip
+    """The sections as text (`table`) or Markdown (`markdown`); empty when nothing applies.
+    `unknown`: cells whose RAE is undefined (activation unknown), shown as —."""
     from hf_skillfollow.metrics import _own
 
     if not traces:
         return ""
-    rae = {cell: _signed(v) for cell, v in _own.rae_by_cell(transitions).items()}
+    rae = {cell: "—" if cell in unknown else _signed(v)
+           for cell, v in _own.rae_by_cell(transitions).items()}  # fmt: skip
     blocks = []
     costs = _own.cost(traces)
     if costs:

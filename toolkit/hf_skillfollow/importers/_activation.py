@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hf_skillfollow.importers._base import ImportInputError, Trial
@@ -20,23 +21,46 @@ if TYPE_CHECKING:
 #: `detector` value of a row whose SE trial left no transcript and no harness record.
 NO_TRANSCRIPT = "none"
 _MAX_EVIDENCE = 200
+_MAX_REASON = 300
 
 
-def detect_trial(trial: Trial, pool: Collection[str]) -> Detection | None:
-    """What the trial's transcript (else the harness's own record) shows; None when neither
-    exists. A transcript that cannot be read safely is an ImportInputError naming it."""
+@dataclass(frozen=True)
+class Reading:
+    """What a trial's files say about activation: the detection (None: unknown), the
+    transcript that decided (None: none could be read), and why candidates were passed over."""
+
+    detection: Detection | None
+    transcript: Path | None = None
+    skipped: tuple[str, ...] = ()
+
+
+def detect_trial(trial: Trial, pool: Collection[str]) -> Reading:
+    """The first of the trial's transcript candidates that reads as a transcript its detector
+    understands decides; a candidate that does not (plain text under a transcript's name, a
+    refused file) is passed over with its reason. None readable: the harness's own record,
+    else unknown activation, never a failed import."""
     from hf_skillfollow import transcripts
 
-    try:
-        if trial.transcript is not None:
-            transcript = transcripts.read_transcript(trial.transcript, root=trial.source)
-            return transcripts.detect(transcript, pool)
-        if trial.harness_record is not None:
-            record = transcripts.as_transcript(trial.harness_record, str(trial.source))
-            return transcripts.detect(record, pool, format="harness-record")
-    except ValueError as exc:  # TranscriptError and a detector's refusal
-        raise ImportInputError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
-    return None
+    skipped: list[str] = []
+    for path in trial.transcripts:
+        try:
+            found = transcripts.detect(transcripts.read_transcript(path, root=trial.source), pool)
+        except ValueError as exc:  # TranscriptError and a detector's refusal
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        else:
+            if found.transcript_found:
+                return Reading(found, path, tuple(skipped))
+            reason = found.notes[0] if found.notes else f"no {found.detector} events"
+        skipped.append(f"{path.name}: not a transcript ({reason[:_MAX_REASON]})")
+    if trial.harness_record is not None:
+        record = transcripts.as_transcript(trial.harness_record, str(trial.source))
+        try:
+            found = transcripts.detect(record, pool, format="harness-record")
+        except ValueError as exc:
+            raise ImportInputError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
+        if found.transcript_found:
+            return Reading(found, None, tuple(skipped))
+    return Reading(None, None, tuple(skipped))
 
 
 @dataclass(frozen=True)

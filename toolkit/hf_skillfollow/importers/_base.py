@@ -42,8 +42,10 @@ class Trial:
     """Why the trial has no usable verdict (an exception, no verifier result), else None."""
     source: Path
     """The trial's folder (or file), named in every message about it."""
-    transcript: Path | None = None
-    """Where the agent's transcript is, if the trial left one."""
+    transcripts: tuple[Path, ...] = ()
+    """The files that may hold the agent's transcript, in order of preference: the first one
+    that reads as a transcript decides (a harness's plain-text log under a transcript's name
+    is passed over), none readable leaves activation unknown."""
     agent: str = "unknown"
     agent_version: str = "unknown"
     model: str = "unknown"

@@ -32,7 +32,7 @@ from hf_skillfollow.importers._harbor import (
     harness_record,
     read_trial,
     reward_value,
-    transcript,
+    transcripts,
 )
 from hf_skillfollow.importers._walk import field, find_file, read_json
 
@@ -81,7 +81,7 @@ def read_rollout(
         passed=error is None and reward is not None and reward >= options.pass_threshold,
         error=error,
         source=folder,
-        transcript=transcript(folder, agent, ("trajectory/acp_trajectory.jsonl",)),
+        transcripts=transcripts(folder, agent, ("trajectory/acp_trajectory.jsonl",)),
         agent=agent,
         agent_version=field(data, path, "agent_version", kind=str) or "unknown",
         model=model,

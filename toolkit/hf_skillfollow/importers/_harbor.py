@@ -23,7 +23,7 @@ from hf_skillfollow.importers._base import (
     ImportRequest,
     Trial,
 )
-from hf_skillfollow.importers._walk import field, find_file, given_path, read_json, walk_files
+from hf_skillfollow.importers._walk import existing_files, field, given_path, read_json, walk_files
 
 _MAX_TEXT = 500
 _MAX_NAME = 200
@@ -130,7 +130,7 @@ def read_trial(
         passed=bool(passed),
         error=error,
         source=folder,
-        transcript=transcript(folder, agent),
+        transcripts=transcripts(folder, agent),
         agent=agent,
         agent_version=version,
         model=model,
@@ -227,13 +227,13 @@ def reward_value(value: Any, path: Path, name: str) -> float:
     return float(value)
 
 
-def transcript(folder: Path, agent: str, first: tuple[str, ...] = ()) -> Path | None:
-    """The trial's transcript: `first` (relative paths), then where agents leave theirs."""
+def transcripts(folder: Path, agent: str, first: tuple[str, ...] = ()) -> tuple[Path, ...]:
+    """The trial's transcript candidates, in order: `first` (relative paths), then where agents
+    leave theirs; empty files are none. Which one holds a transcript is decided on reading
+    (`_activation.detect_trial`): SkillsBench's `agent/gemini-cli.txt` is plain text."""
     safe = agent if agent.replace("-", "").replace("_", "").isalnum() else "claude-code"
-    path = find_file(folder, *first, *(t.format(agent=safe) for t in _TRANSCRIPTS))
-    if path is None or path.stat().st_size == 0:
-        return None
-    return path
+    names = dict.fromkeys((*first, *(t.format(agent=safe) for t in _TRANSCRIPTS)))
+    return tuple(p for p in existing_files(folder, *names) if p.stat().st_size > 0)
 
 
 def count(value: Any) -> int:

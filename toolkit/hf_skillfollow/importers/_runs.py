@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hf_skillfollow.importers._activation import (
     NO_TRANSCRIPT,
     Integrity,
+    Reading,
     arm_integrity,
     detect_trial,
 )
@@ -58,10 +59,18 @@ class ImportResult:
 @dataclass(frozen=True)
 class _Decided:
     pair: Pair
-    se: Detection | None
-    sd: Detection | None
+    se_read: Reading
+    sd_read: Reading
     integrity: Integrity
     intended: list[str] | None
+
+    @property
+    def se(self) -> Detection | None:
+        return self.se_read.detection
+
+    @property
+    def sd(self) -> Detection | None:
+        return self.sd_read.detection
 
 
 def write_runs(
@@ -91,15 +100,19 @@ def write_runs(
     if on_total:
         on_total(len(pairing.pairs))
 
+    skipped: list[str] = []
+
     def decide(pair: Pair) -> _Decided:
         names = pool_names if pool_names is not None else (intended.get(pair.task) or ())
         se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
+        skipped.extend(f"{t.source.name}/{why}" for t, r in ((pair.se, se), (pair.sd, sd))
+                       for why in r.skipped)  # fmt: skip
         # without a named pool, the skills offered are what the with-skills trial listed
-        offered = names or (se.listed if se is not None else ())
+        offered = names or (se.detection.listed if se.detection is not None else ())
         integrity = (
             Integrity("unchecked: the baseline runs the previous version of the skill")
             if options.baseline == "old_skill"
-            else arm_integrity(sd, offered)
+            else arm_integrity(sd.detection, offered)
         )
         return _Decided(pair, se, sd, integrity, intended.get(pair.task))
 
@@ -124,6 +137,11 @@ def write_runs(
         # a pair already recorded (re-import, resume) is not read again
         _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
                       lambda p: decided.get((p.task, p.repeat_index)) or decide(p))  # fmt: skip
+    if skipped:
+        result.notes.append(
+            f"{len(skipped)} transcript file(s) passed over as not a transcript (the next one, "
+            f"else activation unknown), e.g. {skipped[0]}"
+        )
     return result
 
 
@@ -356,22 +374,23 @@ def _record(
         "intended_skills": d.intended,
     }  # fmt: skip
     traces = [
-        _trace(manifest, d.pair, d.pair.se, se, len(se.events) if se else 0),
-        _trace(manifest, d.pair, d.pair.sd, d.sd, 0),
+        _trace(manifest, d.pair, d.pair.se, d.se_read, len(se.events) if se else 0),
+        _trace(manifest, d.pair, d.pair.sd, d.sd_read, 0),
     ]
     return PairRecord(d.pair.task, transition, traces)
 
 
 def _trace(
-    manifest: dict[str, Any], pair: Pair, trial: Trial, det: Detection | None, n_calls: int
+    manifest: dict[str, Any], pair: Pair, trial: Trial, read: Reading, n_calls: int
 ) -> dict[str, Any]:
+    det = read.detection
     details = {
         "reason": "imported verifier result",
         "scorer_version": manifest["provenance"],
         "reward": trial.reward,
         "pass_threshold": manifest["import"]["pass_threshold"],
         "trial": trial.source.name,
-        "transcript": None if trial.transcript is None else trial.transcript.name,
+        "transcript": None if read.transcript is None else read.transcript.name,
         "started_at": trial.started_at,
         "task_checksum": trial.checksum,
         "checksum_differs_between_arms": pair.checksum_differs,
@@ -387,7 +406,9 @@ def _trace(
             for e in (det.events if det else ())[:_MAX_QUERIES]
         ],  # fmt: skip
         "listed": list(det.listed[:_MAX_QUERIES]) if det else [],
-        "notes": list((det.notes if det else ())[:10]) + list(trial.notes[:10]),
+        "notes": list((det.notes if det else ())[:10])
+        + list(read.skipped[:5])
+        + list(trial.notes[:10]),
     }
     return {
         "schema_version": manifest["schema_version"],

@@ -25,7 +25,14 @@ from hf_skillfollow.importers._base import (
     ImportRequest,
     Trial,
 )
-from hf_skillfollow.importers._walk import MAX_ENTRIES, field, find_file, given_path, read_json
+from hf_skillfollow.importers._walk import (
+    MAX_ENTRIES,
+    existing_files,
+    field,
+    find_file,
+    given_path,
+    read_json,
+)
 
 _ARMS = ("with_skill", "without_skill", "old_skill")
 _ITERATION = re.compile(r"iteration-(\d{1,6})")
@@ -137,10 +144,10 @@ def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
         error = "no grading.json"
     else:
         passed, rate, error = _verdict(read_json(grading_path, run), grading_path, options)
-    transcript = find_file(run, *_TRANSCRIPTS)
+    transcripts = existing_files(run, *_TRANSCRIPTS)
     return Trial(
         arm=arm, task=task, checksum="", started_at=started, passed=passed, error=error,
-        source=run, transcript=transcript, agent="skill-creator", agent_version="unknown",
+        source=run, transcripts=transcripts, agent="skill-creator", agent_version="unknown",
         reward=rate, seconds=seconds,
     )  # fmt: skip
 

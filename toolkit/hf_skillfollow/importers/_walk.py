@@ -77,13 +77,17 @@ def walk_files(root: Path, name: str) -> Iterator[Path]:
                 yield path
 
 
+def existing_files(folder: Path, *names: str) -> tuple[Path, ...]:
+    """Those of `names` (relative paths) that are regular files inside `folder`, in order."""
+    return tuple(
+        path for path in (folder / name for name in names)
+        if path.is_file() and _inside(path, folder)
+    )  # fmt: skip
+
+
 def find_file(folder: Path, *names: str) -> Path | None:
     """The first of `names` (relative paths) that is a regular file inside `folder`."""
-    for name in names:
-        path = folder / name
-        if path.is_file() and _inside(path, folder):
-            return path
-    return None
+    return next(iter(existing_files(folder, *names)), None)
 
 
 def read_bytes(path: Path, limit: int, root: Path | None = None) -> bytes:

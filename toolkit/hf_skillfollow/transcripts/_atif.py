@@ -29,6 +29,10 @@ from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool
 NAME = "atif"
 
 _SKILL_NAME = re.compile(r"<name>([^<]{1,200})</name>")
+# SkillsBench's skill-loading Terminus lists the offer as JSON after `available_skills:`; a
+# name inside a description would be escaped (\"name\"), so it cannot match here.
+_JSON_LISTING = re.compile(r"available_skills:\s{0,20}\[")
+_JSON_NAME = re.compile(r'"name"\s{0,20}:\s{0,20}"([^"\\]{1,200})"')
 _FAILED_STATUS = frozenset({"error", "failed", "declined"})
 # In a Terminus episode's raw reply: the JSON string of a command's keystrokes, and a skill
 # load request. Both patterns are linear (disjoint alternatives, bounded classes).
@@ -138,7 +142,13 @@ def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
 
 def _list_offered(out: Collector, text: str) -> None:
     """The names in `<available_skills>` blocks (Terminus-2's offer), found with `str.find`
-    so an unclosed block in a hostile message costs one scan, not one per opening tag."""
+    so an unclosed block in a hostile message costs one scan, not one per opening tag; and
+    those of an `available_skills:` JSON list (SkillsBench's skill-loading Terminus)."""
+    listing = _JSON_LISTING.search(text, 0, 2_000_000)
+    if listing is not None:
+        end = text.find("\n]", listing.end(), listing.end() + 1_000_000)
+        block = text[listing.end() : end if end >= 0 else listing.end() + 1_000_000]
+        out.list_names([m.group(1).strip() for m in _JSON_NAME.finditer(block)][:10_000])
     start, blocks = 0, 0
     while blocks < 100:
         begin = text.find("<available_skills>", start, 2_000_000)

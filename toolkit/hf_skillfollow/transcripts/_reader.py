@@ -184,7 +184,7 @@ def _document(name: str, text: str, max_events: int, max_depth: int) -> Transcri
 def _jsonl(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
     events: list[Any] = []
     notes = _Notes()
-    parsed = 0
+    parsed = objects = 0
     lines = text.split("\n")  # not splitlines(): U+2028 may stand raw inside a JSON string
     if lines[-1] == "":
         lines.pop()
@@ -202,13 +202,26 @@ def _jsonl(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
         if depth > max_depth:
             raise TranscriptError(f"{where}: JSON nested {depth} deep (limit {max_depth})")
         try:
-            events.append(loads_untrusted(line))
-            parsed += 1
+            value = loads_untrusted(line)
         except ValueError:
             events.append(None)
             notes.add(f"line {index + 1}: not JSON, skipped")
+            continue
+        events.append(value)
+        parsed += 1
+        objects += isinstance(value, Mapping | list)
     if not parsed:
         raise TranscriptError(f"{name}: no line is JSON")
+    text_lines = sum(1 for line in lines if line.strip()) - objects
+    if text_lines > objects:
+        # A plain-text log (Gemini CLI's gemini-cli.txt) can hold a line that parses as JSON
+        # (a quoted title, a number, a one-line object the agent printed): a stream whose lines
+        # are mostly not JSON events is text, not a JSONL transcript. A killed agent's torn
+        # last line is one line among many events.
+        raise TranscriptError(
+            f"{name}: {text_lines} of {objects + text_lines} lines are not JSON events: "
+            "plain text, not a JSONL transcript"
+        )
     return Transcript(source=name, events=tuple(events), notes=notes.result())
 
 
