@@ -7,6 +7,7 @@ and the output folder only. Expected cell lists and counts are written out by ha
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import tomllib
@@ -335,7 +336,11 @@ def test_ray_executor_problems_are_one_clear_line(
     out = CliRunner().invoke(cli, args)
     assert out.exit_code == 1 and "no cluster address; pass --ray-address" in out.output
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
-    out = CliRunner().invoke(cli, [*args, "--ray-address", "127.0.0.1:1"])
+    with socket.socket() as head:  # something answers at the address (it is probed first)
+        head.bind(("127.0.0.1", 0))
+        head.listen()
+        address = f"127.0.0.1:{head.getsockname()[1]}"
+        out = CliRunner().invoke(cli, [*args, "--ray-address", address])
     assert out.exit_code == 1 and "pip install 'hf-skillfollow[ray]'" in out.output
     assert "Traceback" not in out.output
 
