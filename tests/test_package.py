@@ -88,7 +88,12 @@ def test_wheel_ships_skill_pools_and_card_templates(tmp_path: Path) -> None:
     )
     (wheel,) = tmp_path.glob("hf_skillfollow-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = {Path(n).parent.name for n in names if n.endswith("/SKILL.md")}
+    skill_files = [n for n in names if n.endswith("/SKILL.md")]
+    # the example pool of `run --harness harbor` ships beside its tasks (docs/harness.md)
+    examples = {Path(n).parent.name for n in skill_files if "/_data/harbor_tasks/" in n}
+    shipped = {Path(n).parent.name for n in skill_files if "/_data/harbor_tasks/" not in n}
     on_disk = {p.parent.name for p in (REPO / "skills").glob("*/*/SKILL.md")}
     assert shipped == on_disk and len(on_disk) == 17
+    assert examples == {"house-slugs", "ledger-totals", "status-report"}
+    assert any(n.endswith("harbor_tasks/tasks/sum-sales/tests/test.sh") for n in names)
     assert any(n.endswith("dataset_cards/results_card.md.j2") for n in names)
