@@ -132,13 +132,58 @@ def write_skill_evals(run_dir: Path, **identity: object) -> Path:
     return run_dir
 
 
+#: An imported Harbor cell (cellH, org/agent-model, two trials of each task):
+#: task -> ((se, sd, returned) of trial 1, of trial 2). Trial 2 of t6 has an arm-integrity
+#: violation, so it is left out: 11 pairs, S_call 8 (b 3, c 2, a 3), RAE = 100·1/8 = +12.5,
+#: n_cond 8 (not reportable at 10); A/A flips over the 5 tasks with two trials: SE 0 of 5,
+#: SD 1 of 5 (t2) = 20%; the detector decided every row (100%).
+IMPORTED_TRIALS = {
+    "t1": ((True, False, True), (True, False, True)),
+    "t2": ((True, False, True), (True, True, True)),
+    "t3": ((True, True, True), (True, True, True)),
+    "t4": ((False, True, True), (False, True, True)),
+    "t5": ((False, False, False), (False, False, False)),
+    "t6": ((True, True, False), (True, True, False)),
+}
+IMPORTED = {"model": "org/agent-model", "benchmark": "skillsbench",
+            "benchmark_version": "skillsbench@1.0", "access": "on-demand",
+            "provenance": "imported:harbor", "harness": "harbor", "agent": "claude-code@2.0.1"}  # fmt: skip
+
+
+def write_imported(root: Path) -> None:
+    """Two imported runs of cellH (`IMPORTED_TRIALS`), one row an arm-integrity violation."""
+    from hf_skillfollow.schema import transitions_from_rows
+    from tests._rows import transition_row
+
+    for trial in (0, 1):
+        rows = []
+        for task, outcomes in IMPORTED_TRIALS.items():
+            se, sd, got = outcomes[trial]
+            bad = trial == 1 and task == "t6"
+            rows.append(
+                transition_row(
+                    run_id=f"run-h{trial + 1}", cell_id="cellH", repeat_index=trial, seed=trial,
+                    task_id=task, se_correct=se, sd_correct=sd, invoked=got, returned=got,
+                    n_calls=int(got), queries=["Skill(prefix-sum)"] if got else [],
+                    skills_returned=["prefix-sum"] if got else [], detector="claude-code",
+                    trigger_kind="instructions" if got else None,
+                    arm_integrity="violation: SKILL.md read in the SD trial" if bad else "ok",
+                    **IMPORTED,
+                )
+            )  # fmt: skip
+        run_dir = root / f"run-h{trial + 1}"
+        run_dir.mkdir(parents=True)
+        pq.write_table(transitions_from_rows(rows), run_dir / "transitions.parquet")
+
+
 def write_readable_sources(root: Path) -> list[str]:
     """Two sources whose rows differ only in what they measured (issue 39):
 
     `lab`: acme/helper-7b on mbppplus by search (HURTS, cellS) and by catalog (HELPS, cellK),
     on two custom task files (HELPS as cellJ1 on tasks-a, HURTS as cellJ2 on tasks-b) and on
     its pool's skill evals (cellE, `SKILL_EVAL_TASKS`);
-    `community`: org/small-1b (FEW, cellN) and org/never-1b (NEVER, cellZ) on mbppplus."""
+    `community`: org/small-1b (FEW, cellN) and org/never-1b (NEVER, cellZ) on mbppplus, and
+    an imported Harbor cell (cellH, `IMPORTED_TRIALS`)."""
     from tests._fixtures_hub import write_run_dir
 
     lab, community = root / "lab", root / "community"
@@ -155,4 +200,5 @@ def write_readable_sources(root: Path) -> list[str]:
     write_skill_evals(lab / "run-e1", model=HELPER)
     write_run_dir(community, "run-n1", FEW, cell_id="cellN", model="org/small-1b")
     write_run_dir(community, "run-z1", NEVER, cell_id="cellZ", model="org/never-1b")
+    write_imported(community)
     return [str(lab), str(community)]

@@ -129,8 +129,8 @@ def test_lift_vs_rae_draws_non_reportable_cells_hollow_and_counts_them_in_neithe
     legend = figure.locator(".sf-legend").inner_text()
     # reportable at 10: cellK, cellJ1 agree; cellS, cellJ2 disagree; cellN neither
     assert "signs agree (2)" in legend and "sign disagreement ⚠ (2)" in legend, legend
-    # cellN and cellE (n_cond 6 each; cellE's RAE is 0)
-    assert "not reportable: n_cond below the threshold (2)" in legend, legend
+    # cellN, cellE (n_cond 6 each; cellE's RAE is 0) and cellH (n_cond 8, imported)
+    assert "not reportable: n_cond below the threshold (3)" in legend, legend
     page.close()
 
 
@@ -314,7 +314,8 @@ def test_skills_tab_credits_flips_to_a_lone_skill_and_shows_one_that_never_trigg
     assert never[1:3] == ["0", "0"] and never[6].startswith("0/3"), never
     pair = cells("two-pointer-pair-sum", "lab")
     assert pair[1:6] == ["46", "5", "0", "0 / 0", "—"] and pair[6].startswith("2/2"), pair
-    assert cells("prefix-sum", "community")[1] == "6"  # cellN's S_call; another source's row
+    # another source's row: cellN's 6 S_call tasks and cellH's 8 (its violating pair left out)
+    assert cells("prefix-sum", "community")[1:6] == ["14", "2", "8", "3 / 2", "+12.5"]
     assert page.locator("#sf-skills tr[data-skill='binary-search'] button").count() == 0
     page.locator(
         "#sf-skills tr[data-skill='prefix-sum'] button", has_text="skill-evals"
@@ -430,4 +431,25 @@ def test_phone_table_is_not_a_scroll_box_and_matrices_break_between_words(browse
         " / parseFloat(getComputedStyle(td).lineHeight)))"
     )
     assert lines and max(lines) <= 4, lines  # "c = 1 (harmful flip)": at most a word a line
+    page.close()
+
+
+# --- new cells this phase brings: imported harness runs --------------------------------------
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_imported_cell_says_harness_agent_detector_violations_and_aa_noise(browser, app, width):
+    """cellH (`IMPORTED_TRIALS`): on main it read as a search_skills cell with bm25s top 3
+    (placeholders), its violating pair counted, and no detector or A/A figure anywhere."""
+    page = _open(browser, app, "?nonreportable=1", width=width, height=900 if width > 400 else 844)
+    row = _row(page, "cellH")
+    row.wait_for(timeout=60_000)
+    text = _visible_text(row)
+    assert "on-demand loading, imported from harbor, agent claude-code@2.0.1" in text, text
+    assert "bm25s" not in text and "search_skills" not in text
+    assert "skillsbench 1.0" in text and "1 arm-integrity violation" in text, text
+    assert "8 / 11" in text and "+12.5" in text, text  # the violating pair left out
+    if width > 400:
+        assert "detector claude-code, decided 100% of rows" in text, text
+        assert "A/A flips SE 0% · SD 20%" in text, text
     page.close()

@@ -109,6 +109,9 @@ class Board:
             filled = self._pooled.assign(
                 **cell_intervals(self._pooled, resamples=self.resamples, seed=SEED)
             )
+            # an RAE left undefined (imported pairs without a transcript) has no interval
+            undefined = filled["rae"].isna().to_numpy()
+            filled.loc[undefined, ["rae_ci_low", "rae_ci_high"]] = np.nan
             with self._lock:
                 self._pooled = filled
                 self._views.clear()
@@ -161,6 +164,7 @@ class Board:
         for name, values in found.items():
             if name in out.columns:
                 out.loc[labels, name] = values
+        out.loc[out["rae"].isna().to_numpy(), ["rae_ci_low", "rae_ci_high"]] = np.nan
         return out
 
     @property
@@ -333,7 +337,12 @@ def _cells_per_source(
         cells = _cells(table, resamples, pool_runs=pool_runs, warnings=warnings,
                        intervals=intervals, source=source)  # fmt: skip
         if len(cells):
-            parts.append(cells.assign(**{SOURCE: source, LAST_RUN: _last_runs(table, cells)}))
+            parts.append(
+                cells.assign(
+                    **{SOURCE: source, LAST_RUN: _last_runs(table, cells)},
+                    **_pair_summaries(table, cells),
+                )
+            )
     if not parts:
         return _decorate(pd.DataFrame(columns=_empty_columns(pool_runs)), pool_runs)
     merged = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
@@ -359,6 +368,97 @@ def _last_runs(table: pa.Table, cells: pd.DataFrame) -> list[str]:
     return [str(by_id.get(c) or "") for c in cells["cell_id"]]
 
 
+#: Per-cell summaries of the pair columns imported and harness runs carry (docs/import.md).
+DETECTORS, DECIDED, VIOLATIONS = "detectors", "detector_decided_pct", "arm_violations"
+#: The A/A noise floor of an imported cell: each arm's flip rate between its own trials of a
+#: task (`metrics.imported_summary`), shown beside RAE.
+AA_SE, AA_SD = "aa_flip_rate_se", "aa_flip_rate_sd"
+
+
+def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
+    """Per cell: the activation detectors its rows name, the share of rows one of them
+    decided (not `none`: no transcript), and the rows with an arm-integrity violation. Empty
+    or zero where the columns are absent or null (the chat loop's rows before them)."""
+    out: dict[str, list] = {DETECTORS: [""] * len(cells), DECIDED: [np.nan] * len(cells),
+                            VIOLATIONS: [0] * len(cells), AA_SE: [np.nan] * len(cells),
+                            AA_SD: [np.nan] * len(cells)}  # fmt: skip
+    names = table.column_names
+    if "provenance" in names:
+        imported = pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")
+        if pc.any(imported).as_py():
+            from hf_skillfollow.metrics._imported import imported_summary
+
+            # over the rows the metrics use (a violating pair left out), as the report does
+            kept = _measured_rows(table.filter(imported))[0]
+            floors = {s["cell_id"]: s for s in imported_summary(kept.to_pylist(), {})}
+            for i, cell_id in enumerate(cells["cell_id"]):
+                if cell_id in floors:
+                    out[AA_SE][i] = floors[cell_id]["aa_flip_rate_se"]
+                    out[AA_SD][i] = floors[cell_id]["aa_flip_rate_sd"]
+    if "cell_id" not in names or not ({"detector", "arm_integrity"} & set(names)):
+        return out
+    detected = "detector" in names and pc.any(pc.is_valid(table["detector"])).as_py()
+    violated = (
+        "arm_integrity" in names
+        and pc.any(pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)).as_py()
+    )
+    if not (detected or violated):  # a chat-loop source: nothing to summarise
+        return out
+    parts = [table["cell_id"]]
+    columns = ["cell_id"]
+    if "detector" in names:
+        detector = table["detector"]
+        decided = pc.and_kleene(pc.is_valid(detector), pc.not_equal(detector, "none"))
+        parts += [pc.cast(pc.fill_null(decided, False), pa.int64()), pc.is_valid(detector)]
+        parts[-1] = pc.cast(parts[-1], pa.int64())
+        columns += ["decided", "detected"]
+    if "arm_integrity" in names:
+        bad = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
+        parts.append(pc.cast(bad, pa.int64()))
+        columns.append("violation")
+    sums = (
+        pa.table(parts, names=columns)
+        .group_by("cell_id")
+        .aggregate([(c, "sum") for c in columns[1:]])
+    )
+    found = {r["cell_id"]: r for r in sums.to_pylist()}
+    if "detector" in names:
+        pairs = table.select(["cell_id", "detector"]).filter(pc.is_valid(table["detector"]))
+        kinds = pairs.group_by(["cell_id", "detector"]).aggregate([]).to_pylist()
+        by_cell: dict[str, list[str]] = {}
+        for r in kinds:
+            by_cell.setdefault(r["cell_id"], []).append(str(r["detector"]))
+    for i, cell_id in enumerate(cells["cell_id"]):
+        r = found.get(cell_id)
+        if r is None:
+            continue
+        if r.get("detected_sum"):
+            out[DETECTORS][i] = ", ".join(sorted(by_cell.get(cell_id, [])))
+            out[DECIDED][i] = 100.0 * r["decided_sum"] / r["detected_sum"]
+        out[VIOLATIONS][i] = int(r.get("violation_sum") or 0)
+    return out
+
+
+def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]]]:
+    """The rows the metrics use, as `hf-skillfollow report` takes them (cli/_report.py): a pair
+    with an arm-integrity violation is left out (the SD arm saw the skills), and an imported
+    cell with pairs whose with-skills trial left no transcript gets RAE, Δskip and coverage
+    undefined (cell_id -> (such pairs, pairs)). Rows without those columns pass unchanged."""
+    names = set(table.column_names)
+    if not {"provenance", "arm_integrity"} <= names:
+        return table, {}
+    from hf_skillfollow.metrics._imported import activation_unknown, imported_view
+
+    violated = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
+    if pc.any(violated).as_py():  # most sources have none: no frame to build
+        wanted = [c for c in ("cell_id", "returned", "arm_integrity", "trigger_kind") if c in names]
+        keep, _, _ = imported_view(table.select(wanted).to_pandas())
+        table = table.filter(pa.array(keep))
+    if "detector" not in names or not pc.any(pc.is_valid(table["detector"])).as_py():
+        return table, {}
+    return table, activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
+
+
 def _cells(
     table: pa.Table | None,
     resamples: int,
@@ -375,6 +475,7 @@ def _cells(
 
     data = table.drop_columns([c for c in _HEAVY_COLUMNS if c in table.column_names])
     try:
+        data, unknown = _measured_rows(data)
         cells = compute_cells(
             data,
             group_by=None,
@@ -384,6 +485,10 @@ def _cells(
             seed=SEED,
             intervals=intervals,
         )
+        if unknown:
+            from hf_skillfollow.metrics._imported import mark_unknown
+
+            cells = mark_unknown(cells, unknown)
     except Exception as exc:  # a bug or bad value must not blank the page; say what failed
         where = f"of source '{source}' " if source else ""
         warnings.append(

@@ -76,6 +76,9 @@ def _source_skills(source: str, table: pa.Table) -> pd.DataFrame:
     names = [c for c in _COLUMNS if c in table.column_names]
     if "skills_returned" not in names or table.num_rows == 0:
         return pd.DataFrame()
+    if "arm_integrity" in table.column_names:  # as the metrics: a violating pair is left out
+        bad = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
+        table = table.filter(pc.invert(bad))
     own = pc.equal(table["benchmark"], SKILL_EVALS)
     returned = pc.fill_null(table["returned"], False)
     t = table.filter(pc.or_(returned, pc.fill_null(own, False))).select(names)

@@ -18,7 +18,15 @@ import pandas as pd
 from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app import _verification
-from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS
+from hf_skillfollow.space_app._board import (
+    AA_SD,
+    AA_SE,
+    DECIDED,
+    DEFAULT_MIN_COND,
+    DETECTORS,
+    THRESHOLDS,
+    VIOLATIONS,
+)
 from hf_skillfollow.space_app._cost import INDISTINGUISHABLE, indistinguishable
 from hf_skillfollow.space_app._labels import card_url
 
@@ -266,7 +274,8 @@ def _column_css(columns: list[Column], all_columns: bool) -> str:
 #: Cell columns a table row reads (the rest of the wide frame is never copied per row).
 _ROW_COLUMNS = (
     "_key", "model", "source", "conflicts", "run_id", "benchmark", "task_set", "pool_condition",
-    "protocol", "judge_model", "_self_judged", "partition", "n_runs", "n_pairs",
+    "protocol", "judge_model", "_self_judged", "partition", "n_runs", "n_pairs", DETECTORS,
+    DECIDED, VIOLATIONS, AA_SE, AA_SD,
     "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
     "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
     "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
@@ -330,7 +339,7 @@ def _cell_text(
         return f"{name}{_judge_line(row)}{_phone_line(row)}{run}{source}{note}", ""
     if key == "pool":
         protocol = f'<div class="sf-sub">{escape(_capped(row["protocol"]))}</div>'
-        return escape(_capped(row["pool_condition"])) + protocol, ""
+        return escape(_capped(row["pool_condition"])) + protocol + _measured_line(row), ""
     if key in {"benchmark", "partition"}:
         return escape(_capped(row[COLUMN_BY_KEY[key].source])), ""
     if key == "runs":
@@ -350,6 +359,8 @@ def _cell_text(
         ci = interval(row[f"{key}_ci_low"], row[f"{key}_ci_high"])
         sign = _sign_class(row[key])
         text = f'<b class="{sign}">{pp(row[key])}</b>{star} <span class="sf-ci">{ci}</span>'
+        if key == "rae":
+            text += _aa_line(row)
         if key == "rae" and indistinguishable(row.get("_noise")):
             text += '<div class="sf-badge sf-badge-bad">≈ judge noise</div>'
             note = (note + "; " if note else "") + INDISTINGUISHABLE
@@ -425,7 +436,47 @@ def _judge_line(row: dict) -> str:
 def _phone_line(row: dict) -> str:
     """What a phone hides with the wide columns, in one line: task set · pool · protocol."""
     text = f"{row['task_set']} · {row['pool_condition']} · {row['protocol']}"
-    return f'<div class="sf-sub sf-phone">{escape(_capped(text, 2 * SHOWN_CHARS))}</div>'
+    line = f'<div class="sf-sub sf-phone">{escape(_capped(text, 2 * SHOWN_CHARS))}</div>'
+    return line + f'<div class="sf-phone">{_measured_line(row)}</div>' if _violations(row) else line
+
+
+def _aa_line(row: dict) -> str:
+    """An imported cell's A/A noise floor beside RAE: how often each arm disagreed with itself
+    between trials of one task (nothing when no task had two trials)."""
+    se, sd = row.get(AA_SE), row.get(AA_SD)
+    if fmt.is_undefined(se) and fmt.is_undefined(sd):
+        return ""
+    shown = " · ".join(
+        f"{arm} {'—' if fmt.is_undefined(v) else f'{float(v):.0f}%'}"
+        for arm, v in (("SE", se), ("SD", sd))
+    )
+    return (
+        f'<div class="sf-sub" title="A/A flip rate: each arm against its own repeated trials">'
+        f"A/A flips {shown}</div>"
+    )
+
+
+def _violations(row: dict) -> int:
+    value = row.get(VIOLATIONS)
+    return 0 if value is None or fmt.is_undefined(value) else int(value)
+
+
+def _measured_line(row: dict) -> str:
+    """How activation was decided (imported and harness rows) and any arm-integrity
+    violation: a cell whose SD arm saw the skills did not measure what its numbers say."""
+    out = ""
+    names = row.get(DETECTORS)
+    if names:
+        share = row.get(DECIDED)
+        decided = "" if fmt.is_undefined(share) else f", decided {float(share):.0f}% of rows"
+        out += f'<div class="sf-sub">detector {escape(_capped(names))}{decided}</div>'
+    bad = _violations(row)
+    if bad:
+        out += (
+            f'<div class="sf-flag sf-sub">{DISAGREE_MARK} {bad} arm-integrity '
+            f"violation{'s' if bad > 1 else ''}</div>"
+        )
+    return out
 
 
 def _extra_columns(filtered: pd.DataFrame) -> list[str]:
