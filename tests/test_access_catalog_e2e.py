@@ -9,7 +9,8 @@ by `tests._model_double.scripted_answer`. Everything on the toolkit's side is re
 Agent Skills shapes, MATH-500 scoring, `report`, `push` (to `RecordingHfApiDouble`, the
 `HfApi` stand-in, because huggingface.co is unreachable) and the leaderboard Space in its own
 process. Every expected count is worked out below from the double's script, never by the
-code under test. The last test runs `--access catalog` on the real embedded model.
+code under test. The last test runs `--access catalog` on the real embedded model; on real
+vLLM it runs in tests/test_vllm.py (one engine for a search and a catalog cell).
 """
 
 from __future__ import annotations
@@ -432,37 +433,3 @@ def test_catalog_run_on_the_embedded_model(tmp_path: Path, data_dir: Path) -> No
         system = t["messages"][0]["content"]
         assert ("<available_skills>" in system) == (t["arm"] == "se")
     assert "RAE" in proc.stdout
-
-
-@pytest.mark.vllm
-@pytest.mark.timeout(1800)  # first start compiles the model: minutes on a busy 2-core CPU
-def test_vllm_catalog_paired_run(tmp_path: Path, data_dir: Path) -> None:
-    """`--access catalog` on in-process vLLM (SmolLM2-135M, hermes parser), forced first
-    activation: the catalog's two tools go through the chat template and the JSON-Schema
-    constraint holds the forced call to the enum of names."""
-    import importlib.util
-    import os
-
-    from tests.test_vllm import MODEL_DIR, RUN_ARGS, VLLM_ENV
-
-    if importlib.util.find_spec("vllm") is None or not (MODEL_DIR / "config.json").is_file():
-        pytest.fail("vLLM or its converted model is missing; run .ci/setup-vllm")
-    out = tmp_path / "runs"
-    env = {**VLLM_ENV, **os.environ}
-    proc = subprocess.run(
-        [sys.executable, "-m", "hf_skillfollow.cli", "run", "--backend", "vllm", "--tasks-file",
-         str(data_dir / "mbppplus-v0.1.0.jsonl"), *RUN_ARGS, "--skills", str(_pool(tmp_path)),
-         "--access", "catalog", "-o", str(out)],
-        capture_output=True, text=True, timeout=1500, env=env,
-    )  # fmt: skip
-    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    rows = _rows(run_dir)
-    assert rows and {r["access"] for r in rows} == {"catalog"}
-    assert all(r["se_error"] is None and r["sd_error"] is None for r in rows), rows
-    for trace in pq.read_table(run_dir / "traces.parquet").to_pylist():
-        if trace["arm"] != "se":
-            continue
-        (call,) = json.loads(trace["messages"][2]["tool_calls"])
-        assert call["function"]["name"] == "activate_skill"
-        assert json.loads(call["function"]["arguments"])["name"] in ("alpha-search", "beta-count")

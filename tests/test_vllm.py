@@ -173,7 +173,7 @@ def _run_cli(backend: str, data_dir: Path, out: Path) -> Path:
     return run_dir
 
 
-def _check_run(run_dir: Path, backend: str) -> list[dict]:
+def _check_run(run_dir: Path, backend: str, first_call=None) -> list[dict]:  # noqa: ANN001
     manifest = json.loads((run_dir / "manifest.json").read_text())
     transitions = pq.read_table(run_dir / "transitions.parquet")
     assert transitions.schema.equals(TRANSITIONS_SCHEMA, check_metadata=False)
@@ -195,7 +195,7 @@ def _check_run(run_dir: Path, backend: str) -> list[dict]:
     # Both arms really generated text with the model.
     assert all(t["completion_tokens"] > 0 and t["prompt_tokens"] > 0 for t in trace_rows)
     for trace in (t for t in trace_rows if t["arm"] == "se"):
-        _check_forced_first_turn(trace["messages"])
+        (first_call or _check_forced_first_turn)(trace["messages"])
     return rows
 
 
@@ -210,6 +210,13 @@ def _check_forced_first_turn(messages: list[dict]) -> None:
     assert call["function"]["arguments"].lstrip().startswith("{"), call
     assert '"query"' in call["function"]["arguments"], call
     assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == call["id"]
+
+
+def _check_forced_activation(messages: list[dict]) -> None:
+    """Catalog, forced: the SE arm's first reply activates a skill of the two-skill library."""
+    (call,) = json.loads(messages[2]["tool_calls"])
+    assert call["function"]["name"] == "activate_skill"
+    assert json.loads(call["function"]["arguments"])["name"] in ("alpha-search", "beta-count")
 
 
 @pytest.mark.vllm
@@ -232,8 +239,49 @@ def test_cpu_build_runs_without_chunked_prefill(vllm_ready: Path) -> None:
 
 @pytest.mark.vllm
 @pytest.mark.timeout(1800)  # first start compiles the model: minutes on a busy 2-core CPU
-def test_in_process_vllm_paired_run(vllm_ready: Path, data_dir: Path, tmp_path: Path) -> None:
-    _check_run(_run_cli("vllm", data_dir, tmp_path / "runs"), "vllm")
+def test_one_in_process_engine_runs_a_search_and_a_catalog_cell(
+    vllm_ready: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """`--backend vllm` through `hf-skillfollow sweep`: the search protocol (the shipped pool)
+    and the catalog protocol (a two-skill library) as two cells of one sweep, which share the
+    model's one in-process engine (one engine start instead of two `run`s' two), each checked
+    as `run` leaves it. Catalog, forced: the first SE turn activates a skill of the library,
+    its two tools having gone through the chat template and the JSON-Schema constraint holding
+    the forced call to the enum of names."""
+    from tests.test_access_catalog_e2e import _pool
+
+    tasks_file = data_dir / "mbppplus-v0.1.0.jsonl"
+    sweep = tmp_path / "vllm.yaml"
+    sweep.write_text(
+        "name: vllm\nmax_cells: 2\n"
+        "settings: {tool_parser: hermes, retrieval_policy: forced, max_tokens: 64, max_calls: 2,"
+        " temperature: 0.7, seed: 3, engine_options: {max_model_len: 8192}}\n"
+        f"models:\n  - {{name: smol, model: '{MODEL_DIR}', backend: vllm}}\n"
+        f"benchmarks:\n  - {{benchmark: mbppplus, tasks_file: '{tasks_file}', limit: {N_TASKS}}}\n"
+        f"include:\n  - {{access: [catalog], skill_pools: ['{_pool(tmp_path)}']}}\n"
+    )
+    out = tmp_path / "runs"
+    cmd = [
+        sys.executable,
+        "-m",
+        "hf_skillfollow.cli",
+        "sweep",
+        str(sweep),
+        "-o",
+        str(out),
+        "--plain",
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=1500, env={**VLLM_ENV, **os.environ}
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert "cells 2/2 done" in proc.stdout, proc.stdout[-2000:]
+    runs = {pq.read_table(d / "transitions.parquet")["access"][0].as_py(): d
+            for d in out.iterdir() if (d / "transitions.parquet").is_file()}  # fmt: skip
+    assert sorted(runs) == ["catalog", "search"]
+    _check_run(runs["search"], "vllm")
+    rows = _check_run(runs["catalog"], "vllm", first_call=_check_forced_activation)
+    assert {r["access"] for r in rows} == {"catalog"}
 
 
 @pytest.mark.vllm
