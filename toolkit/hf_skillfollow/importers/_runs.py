@@ -94,6 +94,7 @@ def write_runs(
             f"no task has trials in both arms ({len(collected.trials)} trial(s) read"
             + (f", {pairing.n_dropped} left unpaired" if pairing.n_dropped else "")
             + "); nothing to import"
+            + "".join(f"; {n}" for n in collected.notes if "trial (result.json) found" in n)
         )
     pool_names, pool_name, pool_hash = _pool(options)
     intended = _intended(options, {p.task for p in pairing.pairs})
@@ -105,6 +106,10 @@ def write_runs(
     def decide(pair: Pair) -> _Decided:
         names = pool_names if pool_names is not None else (intended.get(pair.task) or ())
         se, sd = detect_trial(pair.se, names), detect_trial(pair.sd, names)
+        listed = se.detection.listed if se.detection is not None else ()
+        if not names and listed and any(e.skill not in listed for e in se.detection.events):
+            # the skills offered are those the trial listed: one it never offered is no activation
+            se = detect_trial(pair.se, listed)
         skipped.extend(f"{t.source.name}/{why}" for t, r in ((pair.se, se), (pair.sd, sd))
                        for why in r.skipped)  # fmt: skip
         # without a named pool, the skills offered are what the with-skills trial listed

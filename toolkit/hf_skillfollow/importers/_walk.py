@@ -35,6 +35,9 @@ def _inside(path: Path, root: Path) -> bool:
 def given_path(path: Path, flag: str) -> Path:
     """A path given on the command line: it must exist and be a folder or a regular file."""
     if not path.exists():
+        if path.is_symlink():
+            raise ImportInputError(f"{flag} {path}: a symbolic link that leads nowhere (a loop or "
+                                   "a missing target)")  # fmt: skip
         raise ImportInputError(f"{flag} {path}: no such file or folder")
     if not (path.is_dir() or path.is_file()):
         raise ImportInputError(f"{flag} {path}: not a folder or a regular file")

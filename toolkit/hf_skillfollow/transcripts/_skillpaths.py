@@ -14,6 +14,7 @@ character classes, literal alternatives, no nested repetition), and the scan is 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Collection, Iterator
 
@@ -96,7 +97,10 @@ def path_ref(path: object, pool: Collection[str]) -> SkillRef | None:
     """The skill and kind a file at `path` belongs to, or None."""
     if not isinstance(path, str) or len(path) > 4096:
         return None
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    # `skills/pdf/../../other/SKILL.md` is other's file, not pdf's: `..` is resolved first.
+    parts = [
+        p for p in posixpath.normpath(path.replace("\\", "/")).split("/") if p not in ("", ".")
+    ]
     if len(parts) >= 2 and parts[-1].lower() == "skill.md":
         name = in_pool(parts[-2], pool)
         if name:
