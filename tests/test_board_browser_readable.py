@@ -321,6 +321,10 @@ def test_skills_tab_credits_flips_to_a_lone_skill_and_shows_one_that_never_trigg
         "#sf-skills tr[data-skill='prefix-sum'] button", has_text="skill-evals"
     ).first.click()
     page.locator("#sf-matrices").get_by_text("b = 2").first.wait_for(timeout=60_000)
+    # cellE's tally: prefix-sum came back on 6 tasks, harmful on prefix-sum/3 (alone) and
+    # two-pointer-pair-sum/2 (with it), helpful on prefix-sum/1 and /2 (alone)
+    tally = page.locator("#sf-tally tr[data-skill='prefix-sum'] td").all_inner_texts()
+    assert [t.strip() for t in tally[1:]] == ["2", "2", "6", "1", "2"], tally
     page.close()
 
 

@@ -518,6 +518,8 @@ def test_harmful_flips_tallied_per_skill_by_hand(client):
         ("prefix-sum", "2", "9", "20"),
         ("two-pointer-pair-sum", "0", "9", "18"),
     ]
+    # every S_call task received two skills: no flip is one skill's alone
+    assert {(r["harmful, alone"], r["helpful, alone"]) for r in parse_table(tally)} == {("0", "0")}
 
 
 def test_never_retrieved_cell_says_so_in_the_drill_down(client):

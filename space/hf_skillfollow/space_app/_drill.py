@@ -202,10 +202,11 @@ def natural_key(text: str) -> tuple:
 
 def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:
     """Per returned skill: harmful and helpful flips it was returned on, and tasks it reached."""
-    columns = ["skill", "harmful", "helpful", "returned_on"]
+    columns = ["skill", "harmful", "helpful", "returned_on", "harmful_alone", "helpful_alone"]
     if rows.empty:
         return pd.DataFrame(columns=columns)
     harmful, helpful, reached = Counter(), Counter(), Counter()
+    harmful_alone, helpful_alone = Counter(), Counter()
     for skills, se, sd in zip(
         rows["skills_returned"], rows["se_correct"], rows["sd_correct"], strict=True
     ):
@@ -213,9 +214,13 @@ def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:
         reached.update(names)
         if bool(se) != bool(sd):
             (helpful if bool(se) else harmful).update(names)
+            if len(names) == 1:  # the one skill received: the flip is that skill's alone
+                (helpful_alone if bool(se) else harmful_alone).update(names)
     table = pd.DataFrame(
-        [(s, harmful[s], helpful[s], reached[s]) for s in reached], columns=columns
-    )
+        [(s, harmful[s], helpful[s], reached[s], harmful_alone[s], helpful_alone[s])
+         for s in reached],
+        columns=columns,
+    )  # fmt: skip
     return table.sort_values(
         ["harmful", "helpful", "skill"], ascending=[False, True, True]
     ).reset_index(drop=True)
@@ -265,7 +270,9 @@ def tally_html(table: pd.DataFrame) -> str:
     body = "".join(
         f'<tr data-skill="{escape(str(r.skill))}"><td>{escape(str(r.skill))}</td>'
         f'<td class="sf-num{" sf-bad" if r.harmful else ""}">{r.harmful}</td>'
-        f'<td class="sf-num">{r.helpful}</td><td class="sf-num">{r.returned_on}</td></tr>'
+        f'<td class="sf-num">{r.helpful}</td><td class="sf-num">{r.returned_on}</td>'
+        f'<td class="sf-num{" sf-bad" if r.harmful_alone else ""}">{r.harmful_alone}</td>'
+        f'<td class="sf-num">{r.helpful_alone}</td></tr>'
         for r in table.itertuples(index=False)
     )
     return (
@@ -274,6 +281,9 @@ def tally_html(table: pd.DataFrame) -> str:
         '<th title="Harmful flips (SD correct, SE wrong) on tasks where this skill was returned">harmful flips</th>'
         '<th title="Helpful flips (SD wrong, SE correct) on tasks where this skill was returned">helpful flips</th>'
         '<th title="Tasks where this skill was returned">returned on</th>'
+        '<th title="Harmful flips where it was the only skill received: the flip is its alone">'
+        "harmful, alone</th>"
+        '<th title="Helpful flips where it was the only skill received">helpful, alone</th>'
         f"</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
