@@ -5,13 +5,15 @@ from __future__ import annotations
 ABOUT_MD = """
 ## What this board measures
 
-An LLM agent gets a `search_skills(query)` tool over a library of procedural skills. Every
-task is run twice with the same prompt, decoding settings and seed: **SE** (skill-enabled,
-the tool is defined) and **SD** (skill-disabled, the tool definition removed). Each task
-gives a pair of binary outcomes, summarised in a 2×2 table. (Cells marked `catalog` in
-"Pool / condition" use the other access protocol: the SE prompt lists every skill's name and
-description and the model activates skills by name, as Agent Skills clients do; there
-S_call is "a skill was activated". The two protocols never pool.)
+An LLM agent gets access to a library of procedural skills. Every task is run twice with the
+same prompt, decoding settings and seed: **SE** (skill-enabled) and **SD** (skill-disabled,
+no skill tool). Each task gives a pair of binary outcomes, summarised in a 2×2 table. How
+the skills reach the model is the cell's *protocol*, said in words under "Pool / protocol":
+the `search_skills(query)` tool (the retriever and top-k returned skills), or a skill
+catalog in the SE prompt from which the model activates skills by name, as Agent Skills
+clients do (there S_call is "a skill was activated"; no retriever is involved), or, for runs
+imported from another harness, its loading mode. Cells measured under different protocols,
+judges or task sets never pool.
 
 | | SE correct | SE wrong |
 |---|---|---|
@@ -30,8 +32,9 @@ named. Every number here is recomputed when the Space starts, from the published
 
 ## The metrics (percentage points unless a count)
 
-- **n** — paired tasks; **n_cond** — tasks where the SE run called `search_skills` *and* at
-  least one skill came back (the retrieval-invoked subset S_call).
+- **n** — paired tasks; **n_cond** — tasks where the SE run called a skill tool *and* at
+  least one skill came back, by a search or an activation (the retrieval-invoked subset
+  S_call).
 - **Coverage** = 100·n_cond/n — the trigger rate.
 - **RAE** (retrieval-invoked actual-use effect) = 100·(b − c)/n_cond over S_call, with a 95%
   percentile interval from a seeded paired multinomial bootstrap and an exact two-sided
@@ -48,6 +51,16 @@ named. Every number here is recomputed when the Space starts, from the published
 - **Sign disagreement ⚠** — a reportable cell whose aggregate lift and RAE have opposite
   signs. Cells with an undefined aggregate lift keep their RAE but are left out of
   disagreement counts.
+
+## Judged cells
+
+A maintainer's own tasks graded by expectations (`custom`, `skill-evals`) are judged by an
+LLM: each row names its judge, and *self-judged* marks a model grading its own answers. The
+judge grades each answer several times; a flip whose verdict one judge disagreement could
+turn is *explainable* by judge noise. The row's noise badge counts them (`noise b 1/1 · c
+3/3`), and when every flip is explainable the RAE is marked *≈ judge noise*: the cell does not
+tell the skills' effect apart from the judge's. The drill-down shows each expectation's
+statement, verdict, votes and evidence.
 
 ## Why aggregate lift misleads
 
