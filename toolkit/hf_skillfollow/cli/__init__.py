@@ -24,6 +24,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "hf_skillfollow.cli._annotate:annotate",
         "Label why retrieval helped or hurt (blinded LLM), and audit the labels.",
     ),
+    "tasks": (
+        "hf_skillfollow.cli._tasks:tasks",
+        "Work with your own task files: export the tests tasks as Harbor tasks.",
+    ),
     "import": (
         "hf_skillfollow.cli._import:import_",
         "Import with/without-skills runs of Harbor, skill-creator or BenchFlow as run folders.",
