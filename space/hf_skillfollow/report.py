@@ -9,10 +9,11 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow import formatting as fmt
-from hf_skillfollow._escape import for_markdown, for_terminal, frame_to_csv
+from hf_skillfollow._escape import for_markdown, for_terminal, for_terminal_text, frame_to_csv
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,6 +55,32 @@ def render(
     return _rich_table(cells, width, notes)
 
 
+def arm_integrity_text(table: Any, fmt: str) -> str:
+    """The arm-integrity line under the table forms: pairs checked and pairs whose skill-disabled
+    arm held pool skill content (the `arm_integrity` column; docs/design.md, "Arm integrity")."""
+    if fmt not in ("table", "markdown") or "arm_integrity" not in table.column_names:
+        return ""
+    from hf_skillfollow._arm_integrity import is_violation
+
+    rows = table.select(["cell_id", "arm_integrity"]).to_pylist()
+    checked = [r for r in rows if r["arm_integrity"] not in (None, "unchecked")]
+    if not checked:
+        return ""
+    bad = [r for r in checked if is_violation(r["arm_integrity"])]
+    escape = for_markdown if fmt == "markdown" else partial(for_terminal_text, keep="")
+    line = (
+        f"Arm integrity: {len(checked)} pair(s) checked, {len(bad)} with a violation (pool "
+        "skill content in the skill-disabled arm)"
+    )
+    if bad:
+        cells: dict[str, int] = {}
+        for r in bad:
+            cells[str(r["cell_id"])[:8]] = cells.get(str(r["cell_id"])[:8], 0) + 1
+        per_cell = ", ".join(f"{cell}: {n}" for cell, n in sorted(cells.items()))
+        line += f"; per cell {per_cell}; first: {bad[0]['arm_integrity'][:300]}"
+    return "\n" + escape(line) + "\n"
+
+
 def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:
     """One JSON-ready object per cell: plain Python values, NaN and missing as None."""
     return [{str(k): _plain(v) for k, v in row.items()} for row in cells.to_dict("records")]
@@ -92,21 +119,63 @@ def _with_ci(row: dict[str, Any], name: str) -> str:
     return fmt.with_interval(row[name], row[name + "_ci_low"], row[name + "_ci_high"])
 
 
+def _error_heavy_text(row: dict[str, Any]) -> str | None:
+    """What an error-heavy cell shows instead of an effect: its errors were scored incorrect,
+    so a number there would measure the endpoint (a model failing every request read as
+    `OAE +0.0`, "never retrieved a skill")."""
+    if not row.get("error_heavy"):
+        return None
+    return f"not reported: {fmt.pp(row['error_rate'], signed=False)}% of pairs errored"
+
+
+def _errors_text(row: dict[str, Any]) -> str:
+    if "error_rate" not in row:
+        return fmt.undefined("not counted")
+    return f"{fmt.pp(row['error_rate'], signed=False)}% ({row['n_errored']})"
+
+
+def _oae_text(row: dict[str, Any]) -> str:
+    return _error_heavy_text(row) or _with_ci(row, "oae")
+
+
 def _rae_text(row: dict[str, Any]) -> str:
+    heavy = _error_heavy_text(row)
+    if heavy:
+        return heavy
+    if _activation_unknown(row):
+        return fmt.undefined(row["rae_reason"])
     if row["n_cond"] == 0:
         return NEVER_RETRIEVED
     return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
 
 
+def _activation_unknown(row: dict[str, Any]) -> bool:
+    """An imported cell some of whose with-skills trials left no transcript (docs/import.md)."""
+    reason = row.get("rae_reason")
+    return isinstance(reason, str) and reason.startswith("activation unknown")
+
+
 def _skip_text(row: dict[str, Any]) -> str:
+    if row.get("error_heavy"):
+        return "not reported"
+    if _activation_unknown(row):
+        return fmt.undefined("activation unknown")
     return fmt.undefined("n_skip = 0") if row["n_skip"] == 0 else fmt.pp(row["delta_skip"])
+
+
+def _coverage_text(row: dict[str, Any]) -> str:
+    if _activation_unknown(row):
+        return fmt.undefined("activation unknown")
+    return f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})"
 
 
 def _flags(row: dict[str, Any]) -> str:
     flags = []
     if row["sign_disagree"]:
         flags.append("RAE and agg lift disagree in sign")
-    if not row["reportable"] and row["n_cond"] > 0:
+    if row.get("error_heavy"):
+        flags.append("error-heavy (errored pairs over the threshold): not a measurement")
+    elif not row["reportable"] and row["n_cond"] > 0:
         flags.append("n_cond below threshold")
     return "; ".join(flags)
 
@@ -116,16 +185,16 @@ def _display_rows(
 ) -> tuple[list[str], list[list[str]]]:
     labels = _label_columns(cells)
     header = [
-        " · ".join(labels), "runs", "n", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
+        " · ".join(labels), "runs", "n", "errors", "coverage (n_cond)", "RAE [95% CI]", "b/c · McNemar p",
         "Δskip", "OAE [95% CI]", "agg lift", "Δselect", "flags",
     ]  # fmt: skip
     rows = []
     for row in cells.to_dict("records"):
         rows.append([
-            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]),
-            f"{fmt.pp(row['coverage'], signed=False)}% ({row['n_cond']})", _rae_text(row),
+            _label(row, labels, escape), str(row["n_runs"]), str(row["n_pairs"]), _errors_text(row),
+            _coverage_text(row), _rae_text(row),
             f"{row['b_cond']}/{row['c_cond']} · {fmt.p_value(row['mcnemar_p'])}", _skip_text(row),
-            _with_ci(row, "oae"), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
+            _oae_text(row), fmt.pp(row["agg_lift"]), fmt.pp(row["delta_select"]), _flags(row),
         ])  # fmt: skip
     return header, rows
 
@@ -139,7 +208,9 @@ def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
         "Δskip = paired effect on the other tasks; OAE = paired effect on all tasks "
         "= coverage·RAE + (1 − coverage)·Δskip. SE and SD of a task share one seed; arms are run independently. "
         "* = not reportable (n_cond below the threshold); agg lift and Δselect are undefined when retrieval "
-        "happened on no task or on every task.",
+        "happened on no task or on every task. errors = pairs with an arm that ended in a provider error "
+        "(scored incorrect); a cell whose errors pass the threshold (--max-error-rate, 5% by default) is "
+        "error-heavy and its effects are not reported.",
     ]
     if notes:
         lines.append(notes)
@@ -333,4 +404,90 @@ def _rich_repeat_table(header: list[str], rows: list[list[str]], width: int | No
         table.add_row(*r)
     console.print(table)
     console.print(REPEATS_NOTE)
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------ imported cells (import)
+
+IMPORTED_NOTE = (
+    "Imported cells (docs/import.md): trials another harness ran, not re-run here; activation "
+    "decided from each with-skills transcript by the detector named. Arm-integrity violations "
+    "(pool skills listed or used in the without-skills trial) are left out of every count above "
+    "unless --include-arm-violations. Coverage by trigger kind: instructions loaded (Skill tool, "
+    "SKILL.md read) or only a resource of the skill used. RAE (with transcript) counts only the "
+    "pairs whose with-skills trial left a transcript. A/A: each arm's own flip rate between its "
+    "trials of a task (tasks with >= 2 trials in that arm); 'noise could explain' = S_call b/c "
+    "flips on tasks where an arm flipped against itself. Trigger precision: activations of the "
+    "task's intended skill / all activations, over tasks that name one."
+)
+
+
+def imported_text(summaries: list[dict[str, Any]], fmt_name: str, width: int | None = None) -> str:
+    """The imported cells' section (table or Markdown; '' when no cell is imported)."""
+    if not summaries or fmt_name not in ("table", "markdown"):
+        return ""
+    escape = for_markdown if fmt_name == "markdown" else for_terminal
+    header = [
+        "imported cell", "pairs", "arm violations", "no transcript", "detectors",
+        "coverage instr. / resource", "RAE (with transcript) b/c", "A/A flip SE / SD (tasks)",
+        "noise could explain", "trigger precision",
+    ]  # fmt: skip
+    rows, skill_rows = [], []
+    for s in summaries:
+        label = " · ".join(escape(s[k]) for k in ("agent", "model", "provenance"))
+        detectors = ", ".join(
+            f"{escape(name)} {100 * n / s['n_pairs']:.0f}%" for name, n in s["detectors"].items()
+        )
+        rae = fmt.undefined("no pair in S_call") if s["n_cond_known"] == 0 else fmt.pp(s["rae_known"])
+        rows.append([
+            label, str(s["n_pairs"]), str(s["n_arm_violations"]), str(s["n_no_transcript"]),
+            detectors,
+            f"{fmt.pp(s['coverage_instructions'], signed=False)}% / "
+            f"{fmt.pp(s['coverage_resource'], signed=False)}%",
+            f"{rae} ({s['b_cond_known']}/{s['c_cond_known']} of {s['n_cond_known']})",
+            f"{_rate(s['aa_flip_rate_se'])} / {_rate(s['aa_flip_rate_sd'])} "
+            f"({s['aa_tasks_se']}/{s['aa_tasks_sd']})",
+            str(s["aa_explainable_flips"]),
+            "—" if not s["precision_activations"] else
+            f"{fmt.pp(s['trigger_precision'], signed=False)}% ({s['precision_hits']}/{s['precision_activations']})",
+        ])  # fmt: skip
+        skill_rows.extend(
+            [label, escape(k["skill"]), str(k["n"]), f"{k['b']}/{k['c']}", fmt.pp(k["rae"])]
+            for k in s["skills"]
+        )
+    skill_header = ["imported cell", "skill activated", "pairs", "b/c", "RAE"]
+    if fmt_name == "markdown":
+        parts = ["", "**Imported cells**", "", _md_table(header, rows), "", IMPORTED_NOTE]
+        if skill_rows:
+            parts += ["", "**Per skill (imported cells)**", "", _md_table(skill_header, skill_rows)]
+        return "\n".join(parts) + "\n"
+    return _rich_tables(
+        [("Imported cells", header, rows), ("Per skill (imported cells)", skill_header, skill_rows)],
+        width, IMPORTED_NOTE,
+    )  # fmt: skip
+
+
+def _rate(value: float) -> str:
+    return "—" if math.isnan(value) else f"{value:.0f}%"
+
+
+def _rich_tables(tables: list[tuple[str, list[str], list[list[str]]]], width: int | None, note: str) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    out = io.StringIO()
+    console = Console(file=out, width=width or _default_width(), force_terminal=False,
+                      color_system=None, highlight=False)  # fmt: skip
+    for title, header, rows in tables:
+        if not rows:
+            continue
+        table = Table(title=title)
+        for name in header:
+            table.add_column(name)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+        if note:
+            console.print(note)
+            note = ""
     return out.getvalue()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hf_skillfollow._files import NotRegularFile, regular_file
 from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import BACKFILL, TRANSITIONS_SCHEMA, SchemaError, validate_transitions
@@ -51,7 +52,7 @@ def read_transitions(*sources: str | Path) -> pa.Table:
 
 def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
     path = Path(source).expanduser()
-    if path.is_file():
+    if path.is_file() or (path.exists() and not path.is_dir()):  # a FIFO: refused by name
         return [(str(path), _read_file(path))]
     if path.is_dir():
         files = _folder_files(path)
@@ -91,6 +92,12 @@ def _folder_files(folder: Path) -> list[Path]:
 
 
 def _read_file(path: Path) -> pa.Table:
+    try:
+        regular_file(path)
+    except NotRegularFile as exc:
+        raise SourceError(str(exc)) from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot be read ({exc.strerror})") from None
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,6 +163,20 @@ class RunStore:
         if torn or bad:
             self._set_aside(bad, torn)
         return notes
+
+    def set_aside_where(self, select: Callable[[dict[str, Any]], bool], reason: str) -> int:
+        """Move the records `select` picks to records.rejected (kept, never deleted), so their
+        tasks run again; the number moved. For a records file `recover` has made safe."""
+        if not self.records_path.is_file():
+            return 0
+        picked = []
+        for number, raw in enumerate(self.records_path.read_bytes().split(b"\n")[:-1], start=1):
+            record, _ = _parse_record(raw) if raw.strip() else (None, "")
+            if record is not None and select(record):
+                picked.append(BadLine(number, reason, raw + b"\n"))
+        if picked:
+            self._set_aside(picked, b"")
+        return len(picked)
 
     def _set_aside(self, bad: list[BadLine], torn: bytes) -> None:
         # Keep the bytes first (appended, fsynced), then drop them from the records: a crash

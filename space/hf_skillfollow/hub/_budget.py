@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from hf_skillfollow._files import regular_file
 from hf_skillfollow.hub._layout import HubError
 
 _MiB = 1 << 20
@@ -69,6 +70,10 @@ class Meter:
     def check(self, path: Path, file: pq.ParquetFile | None = None) -> None:
         """Count `path` (opened as `file` when the caller has it) or raise BudgetError."""
         b = self.budget
+        try:
+            regular_file(path)  # before anything opens it: a FIFO would block the reader
+        except OSError as exc:
+            raise HubError(f"{self.source}: {exc}") from None
         self.file_bytes += os.path.getsize(path)
         self._over("bytes of parquet files", self.file_bytes, b.file_bytes, path)
         file = file if file is not None else _open(path)
@@ -142,12 +147,29 @@ def _footer_bound(meta: pq.FileMetaData) -> int:
     return bound
 
 
+def is_string_like(kind: pa.DataType) -> bool:
+    """Whether values of `kind` are variable-length bytes: every string and binary type, and
+    a dictionary of them (a file written by pyarrow keeps a `dictionary<string>` column as
+    one in its footer, and its one dictionary value may be referenced by every row)."""
+    if pa.types.is_dictionary(kind):
+        return is_string_like(kind.value_type)
+    return any(
+        check(kind)
+        for check in (
+            pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+            pa.types.is_large_binary, pa.types.is_fixed_size_binary,
+            getattr(pa.types, "is_string_view", lambda _: False),
+            getattr(pa.types, "is_binary_view", lambda _: False),
+        )
+    )  # fmt: skip
+
+
 def _string_leaves(schema: pa.Schema) -> list[str]:
     """Column paths (as `read_dictionary` takes them) of every string leaf."""
     out: list[str] = []
 
     def walk(path: str, kind: pa.DataType) -> None:
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind):
+        if is_string_like(kind):
             out.append(path)
         elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
             walk(f"{path}.list.element", kind.value_type)

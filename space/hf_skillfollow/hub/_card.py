@@ -207,7 +207,7 @@ def _cell_lines(cells: list[dict[str, Any]], marks: Mapping[str, str]) -> list[s
     md = for_markdown
     return [
         f"| {md(c['model'])} | {md(c['benchmark'])} | {md(c['partition'])} | {md(c['pool'])} "
-        f"| {c['runs']} | {c['n']} | {c['n_cond']} | {c['coverage']} | {c['rae']} | {c['oae']} "
+        f"| {c['runs']} | {c['n']} | {c['errors']} | {c['n_cond']} | {c['coverage']} | {c['rae']} | {c['oae']} "
         f"| {c['delta_skip']} | {c['agg_lift']} | {c['sign_disagree']} | {c['reportable']} "
         f"| {md(marks.get(c['cell_id'], 'not re-scored'))} |"
         for c in cells

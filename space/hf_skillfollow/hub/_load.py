@@ -19,6 +19,7 @@ from typing import Literal
 
 import pyarrow as pa
 
+from hf_skillfollow._files import regular_file
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
     RUN_ANNOTATIONS,
@@ -222,7 +223,7 @@ def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") 
         import pyarrow.parquet as pq
 
         try:
-            file = pq.ParquetFile(path, pre_buffer=False)
+            file = pq.ParquetFile(regular_file(path), pre_buffer=False)
         except (pa.ArrowException, OSError) as exc:
             raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
         with lock:  # the footer says what decoding costs: checked before any row is read

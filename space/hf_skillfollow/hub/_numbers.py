@@ -52,6 +52,8 @@ def _plain(record: Mapping[str, Any]) -> dict[str, Any]:
 def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
     """One row of the card's cells table."""
     benchmark, model, pool, partition, cell_id = cell_display_key(m)
+    heavy = bool(m.get("error_heavy"))
+    hidden = f"not reported: {_pp(m.get('error_rate'), signed=False)}% of pairs errored"
     return {
         "cell_id": cell_id,
         "model": model,
@@ -60,10 +62,11 @@ def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
         "pool": pool,
         "runs": _int(m.get("n_runs")),
         "n": _int(m.get("n_pairs")),
+        "errors": f"{_pp(m.get('error_rate'), signed=False)}%" + (" **error-heavy**" if heavy else ""),
         "n_cond": _int(m.get("n_cond")),
         "coverage": _pp(m.get("coverage"), signed=False),
-        "rae": _with_interval(m.get("rae"), m.get("rae_ci_low"), m.get("rae_ci_high")),
-        "oae": _with_interval(m.get("oae"), m.get("oae_ci_low"), m.get("oae_ci_high")),
+        "rae": hidden if heavy else _with_interval(m.get("rae"), m.get("rae_ci_low"), m.get("rae_ci_high")),
+        "oae": hidden if heavy else _with_interval(m.get("oae"), m.get("oae_ci_low"), m.get("oae_ci_high")),
         "delta_skip": _pp(m.get("delta_skip")),
         "agg_lift": _pp(m.get("agg_lift")),
         "sign_disagree": _flag(m),

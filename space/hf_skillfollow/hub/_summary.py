@@ -37,7 +37,7 @@ PROTOCOL_COLUMNS = (
     "temperature", "max_tokens", "backend",
 )  # fmt: skip
 OUTCOME_COUNTS = ("a_all", "b_all", "c_all", "d_all")
-_FORMAT = 2  # 2: a listed cell's counts end with its summed metrics._own.COST_COLUMNS
+_FORMAT = 3  # 2: a listed cell's counts end with its summed metrics._own.COST_COLUMNS; 3: n_errored
 
 
 def summed_columns() -> tuple[str, ...]:

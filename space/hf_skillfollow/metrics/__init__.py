@@ -19,8 +19,15 @@ from hf_skillfollow.metrics._effects import (
     rae,
     share,
 )
+from hf_skillfollow.metrics._imported import (
+    activation_unknown,
+    imported_summary,
+    imported_view,
+    mark_unknown,
+)
 from hf_skillfollow.metrics._leaderboard import (
     COUNT_COLUMNS,
+    MAX_ERROR_RATE,
     METRIC_COLUMNS,
     cell_counts,
     cell_intervals,
@@ -43,12 +50,14 @@ from hf_skillfollow.metrics._repeats import (
 
 __all__ = [
     "COUNT_COLUMNS",
+    "MAX_ERROR_RATE",
     "METRIC_COLUMNS",
     "SCHEME_VERSION",
     "TASK_CLASSES",
     "CellCounts",
     "Effect",
     "accuracy_gap",
+    "activation_unknown",
     "cell_counts",
     "cell_intervals",
     "classify",
@@ -59,6 +68,9 @@ __all__ = [
     "delta_skip",
     "diff_cdf",
     "disagreement_sensitivity",
+    "imported_summary",
+    "imported_view",
+    "mark_unknown",
     "mcnemar_exact",
     "newcombe_interval",
     "oae",

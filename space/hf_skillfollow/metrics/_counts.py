@@ -27,6 +27,9 @@ class CellCounts:
     n_adherent: np.ndarray  # S_call rows whose SE answer follows a returned skill
     n_effective: np.ndarray  # ... and are correct
     n_adherence_unknown: np.ndarray  # S_call rows without an adherence value
+    #: pairs with an arm that ended in a provider error (its answer is empty, scored wrong):
+    #: not a measurement of the model, so `error_rate` flags a cell made of them
+    n_errored: np.ndarray
 
     @property
     def n_pairs(self) -> np.ndarray:
@@ -55,6 +58,7 @@ def count_cells(
     invoked: np.ndarray,
     adherence: np.ndarray,
     adherence_known: np.ndarray,
+    errored: np.ndarray | None = None,
 ) -> CellCounts:
     """Sum the outcome categories of each row into its group (pooling = summing counts)."""
     # Category 0..3 = a, b, c, d; one bincount over (group, category, returned) does all eight.
@@ -76,4 +80,7 @@ def count_cells(
         n_adherent=per_group(adherent),
         n_effective=per_group(adherent & se.astype(bool)),
         n_adherence_unknown=per_group(in_call & ~adherence_known),
+        n_errored=per_group(
+            np.zeros(len(group), dtype=bool) if errored is None else errored.astype(bool)
+        ),
     )

@@ -58,6 +58,24 @@ def nullable_bool_column(data: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
     return values, known
 
 
+def nonempty_column(data: Any, name: str) -> np.ndarray:
+    """Whether each row of a string column holds text (null and "" are False); all False
+    when the column is absent (rows written before it, or a minimal frame)."""
+    if name not in column_names(data):
+        return np.zeros(n_rows(data), dtype=bool)
+    if _is_arrow(data):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        col = data.column(name)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        lengths = pc.fill_null(pc.binary_length(col), 0)
+        return lengths.to_numpy(zero_copy_only=False) > 0
+    series = data[name]
+    return (series.notna() & (series.astype(str).str.len() > 0)).to_numpy(dtype=bool)
+
+
 def int_column(data: Any, name: str) -> np.ndarray:
     """A non-nullable integer column as int64."""
     if _is_arrow(data):

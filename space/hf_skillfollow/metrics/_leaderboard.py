@@ -28,8 +28,11 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "mcnemar_p", "mcnemar_p_all", "delta_skip", "delta_skip_reason",
     "agg_lift", "agg_lift_reason", "delta_select", "delta_select_reason",
     "n_adherent", "n_effective", "adherence", "effective", "adherence_reason",
-    "reportable", "sign_disagree",
+    "reportable", "sign_disagree", "n_errored", "error_rate", "error_heavy",
 )  # fmt: skip
+#: Share of a cell's pairs (percent) that may end in a provider error before the cell is
+#: error-heavy: not reportable, its effects not shown as measured (docs/design.md).
+MAX_ERROR_RATE = 5.0
 
 
 def compute_cells(
@@ -42,6 +45,7 @@ def compute_cells(
     seed: int = 0,
     confidence: float = 0.95,
     intervals: bool = True,
+    max_error_rate: float = MAX_ERROR_RATE,
 ) -> pd.DataFrame:
     """Paired metrics per cell from transitions rows (a pyarrow Table or pandas DataFrame).
 
@@ -60,6 +64,7 @@ def compute_cells(
         counts,
         groups.n_runs,
         min_cond=min_cond,
+        max_error_rate=max_error_rate,
         resamples=resamples,
         seed=seed,
         confidence=confidence,
@@ -98,6 +103,7 @@ def compute_cells_from_counts(
     resamples: int = 20_000,
     seed: int = 0,
     confidence: float = 0.95,
+    max_error_rate: float = MAX_ERROR_RATE,
 ) -> pd.DataFrame:
     """`compute_cells` from `cell_counts` rows (a pandas DataFrame or pyarrow Table).
 
@@ -121,6 +127,7 @@ def compute_cells_from_counts(
         resamples=resamples,
         seed=seed,
         confidence=confidence,
+        max_error_rate=max_error_rate,
     )
 
 
@@ -133,6 +140,7 @@ def compute_cells_from_sums(
     resamples: int = 20_000,
     seed: int = 0,
     confidence: float = 0.95,
+    max_error_rate: float = MAX_ERROR_RATE,
 ) -> pd.DataFrame:
     """`compute_cells` from counts already summed per cell: one entry per cell in `identity`
     (column -> values), `sums` (each of COUNT_COLUMNS -> values) and `n_runs`."""
@@ -144,6 +152,7 @@ def compute_cells_from_sums(
         cell,
         np.asarray(n_runs, dtype=np.int64),
         min_cond=min_cond,
+        max_error_rate=max_error_rate,
         resamples=resamples,
         seed=seed,
         confidence=confidence,
@@ -156,12 +165,17 @@ def _cells_frame(
     n_runs: np.ndarray,
     *,
     min_cond: int,
+    max_error_rate: float = MAX_ERROR_RATE,
     **boot: Any,
 ) -> pd.DataFrame:
     import pandas as pd
 
     metrics = _metrics(counts, n_runs, **boot)
-    metrics["reportable"] = counts.n_cond >= int(min_cond)
+    # a cell whose pairs are mostly provider errors measured the endpoint, not the skills
+    metrics["n_errored"] = counts.n_errored
+    metrics["error_rate"] = _effects.share(counts.n_errored, counts.n_pairs).value
+    metrics["error_heavy"] = np.nan_to_num(metrics["error_rate"], nan=0.0) > float(max_error_rate)
+    metrics["reportable"] = (counts.n_cond >= int(min_cond)) & ~metrics["error_heavy"]
     rae, lift = metrics["rae"], metrics["agg_lift"]
     with np.errstate(invalid="ignore"):
         metrics["sign_disagree"] = (
@@ -186,6 +200,7 @@ def _count(data: Any, groups: _pooling.Groups) -> CellCounts:
         invoked=_frame.bool_column(data, "invoked"),
         adherence=adherence,
         adherence_known=known,
+        errored=_frame.nonempty_column(data, "se_error") | _frame.nonempty_column(data, "sd_error"),
     )
 
 

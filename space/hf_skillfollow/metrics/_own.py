@@ -7,7 +7,9 @@ published. Definitions are in docs/tasks.md ("Judge noise", "Report"):
 - judge noise: the share of judged (answer, expectation) items with at least two valid
   repeats whose repeats disagree (self-disagreement), majority ties, grading failures, and
   the b and c flips a single judge disagreement could explain (a flip with a *fragile*
-  answer: one disagreeing repeat away from the other verdict);
+  answer: one disagreeing repeat away from the other verdict, or decided by fewer valid
+  repeats than asked), out of the flips between two judged answers (an errored arm's empty
+  answer is not judged, and `tests` or `answer` tasks have no judge);
 - the answers that address a grader, per arm;
 - per skill (skill-evals): n, coverage (the skill itself retrieved on its own evals), b, c,
   RAE over those evals, and the expectation pass rate per arm.
@@ -59,8 +61,18 @@ def cost(traces: Iterable[Row]) -> dict[str, dict[str, float]]:
 
 
 def _record(row: Row) -> dict[str, Any] | None:
+    """The judge's record of a judged answer; None where the judge was not asked (no record,
+    or an empty answer of an errored arm, recorded as `not_judged`)."""
     text = row.get("judge_verdicts")
-    return None if not text else json.loads(text)
+    record = None if not text else json.loads(text)
+    return None if record is None or record.get("not_judged") else record
+
+
+def _fragile(record: dict[str, Any]) -> bool:
+    """One judge disagreement could turn the verdict: the recorded fragility, or fewer valid
+    repeats than asked (records written before that rule count it here too)."""
+    asked = (record.get("settings") or {}).get("repeats", 0)
+    return bool(record.get("fragile")) or int(record.get("n_valid", 0)) < int(asked)
 
 
 def _flip(t: Row) -> str | None:
@@ -79,7 +91,7 @@ def judge_noise(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[str, 
     judged = {
         (str(r["run_id"]), str(r["task_id"]), str(r["arm"])): r
         for r in traces
-        if r.get("judge_verdicts")
+        if _record(r) is not None
     }
     out: dict[str, dict[str, Any]] = {}
     for (_, cell), sums in cost_sums(transitions, judged.values()).items():
@@ -88,7 +100,10 @@ def judge_noise(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[str, 
             s[name] += sums[column]
     for t in transitions:
         flip = _flip(t)
-        if flip is not None:
+        # only a flip between two judged answers is the judge's to explain: not a `tests` or
+        # `answer` task's, nor one with an errored (unjudged) arm
+        key = (str(t["run_id"]), str(t["task_id"]))
+        if flip is not None and all((*key, arm) in judged for arm in ("se", "sd")):
             out[str(t["cell_id"])][flip] += 1
     for cell in [c for c, s in out.items() if not s["answers"]]:
         del out[cell]
@@ -199,6 +214,7 @@ def cost_sums(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[tuple[s
         flips[(run, task)] = _flip(t)
         out.setdefault((run, cell), dict.fromkeys(COST_COLUMNS, 0))
     fragile: set[tuple[str, str]] = set()
+    judged: set[tuple[str, str, str]] = set()
     for r in traces:
         key = (str(r["run_id"]), str(r["task_id"]))
         arm = str(r["arm"])
@@ -212,17 +228,18 @@ def cost_sums(transitions: Iterable[Row], traces: Iterable[Row]) -> dict[tuple[s
         rec = _record(r)
         if rec is None:
             continue
+        judged.add((*key, arm))
         s["judged_answers"] += 1
         s["grading_failures"] += bool(rec.get("grading_failure"))
         s["judge_ties"] += int(rec.get("ties", 0))
         if rec.get("n_valid", 0) >= 2:
             s["judge_items"] += len(rec["unanimous"])
             s["judge_disagreeing"] += sum(not u for u in rec["unanimous"])
-        if rec.get("fragile"):
+        if _fragile(rec):
             fragile.add(key)
     for key in fragile:
         flip = flips[key]
-        if flip is not None:
+        if flip is not None and all((*key, arm) in judged for arm in ("se", "sd")):
             out[owner[key]][f"{flip}_explainable"] += 1
     return out
 

@@ -61,8 +61,13 @@ class Loaded:
 
 
 def source_id(source: str) -> str:
-    """A short stable name of a source for keys and URLs (its label may hold any text)."""
-    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    """The stable name of a source in keys, links and trace keys (its label may hold any text).
+
+    The whole sha256 of the name: a prefix of it can be matched by brute force (32 bits took
+    minutes), and a source whose id equals another's would take over that source's cell keys,
+    `?cell=` links and traces. `load_sources` still refuses a second source with a loaded
+    source's id."""
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def with_source(table: pa.Table, source: str) -> pa.Table:
@@ -161,7 +166,15 @@ def load_sources(sources: Sequence[str]) -> Loaded:
         out.warnings.append(
             f"No sources configured: pass SOURCE arguments or set {ENV_SOURCES} (comma-separated Hub repo ids or local folders)"
         )
+    ids: dict[str, str] = {}
     for source in sources:
+        taken = ids.setdefault(source_id(source), source)
+        if taken != source:
+            out.warnings.append(
+                f"Source '{source}' skipped: its id equals that of source '{taken}', so keys, "
+                "links and traces could not tell the two apart"
+            )
+            continue
         table, warning = _load_one(source, _reader(source))
         if warning:
             out.warnings.append(warning)

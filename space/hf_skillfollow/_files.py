@@ -1,0 +1,34 @@
+"""The one rule for opening a data file someone else wrote: only a regular file is read.
+
+A FIFO named `x.parquet` in a local source blocks whoever opens it for reading until a
+writer comes (forever, on a board); a device never ends. Every reader of rows files (local
+sources, run directories, results repo folders, the read budget) asks `regular_file` first.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+class NotRegularFile(OSError):
+    """A path that names a FIFO, device, socket or folder where a data file was expected."""
+
+
+def regular_file(path: str | os.PathLike[str]) -> Path:
+    """`path` when it names a regular file (a symlink to one counts); NotRegularFile naming it
+    otherwise. The check opens without blocking (`O_NONBLOCK`: a FIFO opens at once) and asks
+    the open file, so a FIFO is told apart before any reader blocks on it."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "not a file"
+        )
+        raise NotRegularFile(f"{path}: {kind}, not a regular file; only regular files are read")
+    return Path(path)
