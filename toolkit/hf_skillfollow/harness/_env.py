@@ -67,6 +67,11 @@ class SandboxEnvironment(BaseEnvironment):
         del force_build  # nothing is built
         self._base_uid = 1_000_000 + 65536 * random.randrange(1, 16000)
         self._cgroup = _make_cgroup(self.session_id, self.task_env_config.memory_mb)
+        if self._cgroup is None:
+            self.logger.warning(
+                "sandbox: no writable memory cgroup (v1) on this host: the trial runs without "
+                "a memory limit (the process cap and the tmpfs size still hold)"
+            )
         spec = {"storage_mb": self.task_env_config.storage_mb or _DEFAULT_STORAGE_MB}
         self._helper = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "hf_skillfollow.harness._nsinit", json.dumps(spec),
@@ -78,8 +83,16 @@ class SandboxEnvironment(BaseEnvironment):
         assert self._helper.stdin and self._helper.stdout
         if (await self._helper.stdout.readline()).strip() != b"userns":
             raise RuntimeError(f"sandbox: could not start ({await self._helper_error()})")
-        for kind in ("uid", "gid"):
-            Path(f"/proc/{self._helper.pid}/{kind}_map").write_text(f"0 {self._base_uid} 65536\n")
+        try:
+            for kind in ("uid", "gid"):
+                Path(f"/proc/{self._helper.pid}/{kind}_map").write_text(
+                    f"0 {self._base_uid} 65536\n"
+                )
+        except OSError as exc:
+            raise RuntimeError(
+                f"sandbox: cannot map the trial's user namespace ({exc.strerror}): the sandbox "
+                "environment needs Harbor to run as root; use a Docker or cloud --env otherwise"
+            ) from None
         self._helper.stdin.write(b"go\n")
         await self._helper.stdin.drain()
         word, _, rest = (await self._helper.stdout.readline()).decode().strip().partition(" ")
