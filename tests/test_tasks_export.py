@@ -195,11 +195,17 @@ def test_verifier_judges_each_assert_with_its_own_operator(tmp_path: Path) -> No
 
 
 def test_verifier_keeps_the_candidate_apart(tmp_path: Path) -> None:
-    """The candidate prints, raises, writes its own reward and looks for the expected results:
-    none of it changes a verdict that only the judge writes."""
+    """The candidate prints, raises, writes its own reward, looks for the expected results and
+    sends a huge output: none of it changes a verdict that only the judge writes."""
     tasks = _jsonl(
         tmp_path / "t.jsonl",
-        [{"id": "apart", "prompt": "p", "tests": "assert g(1) == 'secret-1'\nassert g(2) == 2\n"}],
+        [
+            {
+                "id": "apart",
+                "prompt": "p",
+                "tests": "assert g(1) == 'secret-1'\nassert g(2) == 2\nassert g(3) == 3\n",
+            }
+        ],
     )
     out = tmp_path / "harbor"
     export_harbor(tasks, out)
@@ -217,6 +223,8 @@ def test_verifier_keeps_the_candidate_apart(tmp_path: Path) -> None:
         "def g(x):\n"
         "    if x == 2:\n"
         "        raise ValueError('no')\n"
+        "    if x == 3:\n"
+        "        return 'x' * (2 << 20)\n"
         "    found = glob.glob('../tests/expected*')\n"
         "    return 'secret-1' if not found else json.load(open(found[0]))[0]['expected']\n"
     )
@@ -224,6 +232,7 @@ def test_verifier_keeps_the_candidate_apart(tmp_path: Path) -> None:
     assert reward == "0\n"
     assert verdicts[0]["passed"] is True  # computed, not read: the file was gone
     assert verdicts[1]["reason"].startswith("raised ValueError: no")
+    assert verdicts[2]["reason"] == "output too large"  # over 1 MiB, 64x its expected result
     assert not (run / "logs" / "reward.json").exists()
     assert not (run / "tests" / "expected.json").exists()
 
@@ -418,3 +427,37 @@ def test_exported_task_runs_through_harbor_in_the_sandbox(tmp_path: Path, monkey
         assert len(verdicts) == {"add": 3, "square": 2}[task]
     assert rewards == {("add", "se"): {"reward": 1.0}, ("add", "sd"): {"reward": 0.0},
                        ("square", "se"): {"reward": 1.0}, ("square", "sd"): {"reward": 1.0}}  # fmt: skip
+
+
+def test_verifier_stops_a_solution_that_runs_too_long(tmp_path: Path) -> None:
+    """Its wall limit shortened to 2 s in this copy of the fixed verifier (60 s shipped): a
+    solution that loops in its second call, or on loading, fails with `timeout`; a process it
+    started in its session is gone with it."""
+    tasks = _jsonl(
+        tmp_path / "t.jsonl",
+        [{"id": "slow", "prompt": "p", "tests": "assert f(1) == 1\nassert f(2) == 2\n"}],
+    )
+    out = tmp_path / "harbor"
+    export_harbor(tasks, out)
+    script = out / "slow" / "tests" / "verify.py"
+    text = script.read_text()
+    assert "\nWALL_S = 60\n" in text
+    script.write_text(text.replace("\nWALL_S = 60\n", "\nWALL_S = 2\n"))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    loops = (
+        "import subprocess\n"
+        "def f(x):\n"
+        "    if x == 2:\n"
+        "        subprocess.Popen(['sleep', '31.4159'])\n"
+        "        while True:\n"
+        "            pass\n"
+        "    return x\n"
+    )
+    reward, verdicts, _ = verify(out / "slow", loops, runs)
+    assert reward == "0\n"
+    assert [v["passed"] for v in verdicts] == [True, False] and verdicts[1]["reason"] == "timeout"
+    alive = subprocess.run(["pgrep", "-f", "^sleep 31.4159$"], capture_output=True, text=True)
+    assert alive.stdout.strip() == ""
+    reward, verdicts, _ = verify(out / "slow", "while True:\n    pass\n", runs)
+    assert reward == "0\n" and "timed out" in verdicts[0]["reason"]

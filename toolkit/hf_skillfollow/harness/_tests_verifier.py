@@ -272,7 +272,11 @@ def _verdicts(checks, lines, timed_out):
         elif i + 1 >= len(lines):
             verdict["reason"] = "timeout" if timed_out else "not reached: the candidate ended"
         else:
-            verdict.update(_one(check, _line(lines[i + 1])))
+            # an output far larger than its expected result is not decoded (as in the grader)
+            limit = max(1 << 20, 64 * len(check["expected"]))
+            too_large = len(lines[i + 1]) > limit
+            line = {"err": "output too large"} if too_large else _line(lines[i + 1])
+            verdict.update(_one(check, line))
         verdicts.append(verdict)
     return verdicts
 
