@@ -242,8 +242,10 @@ def run_harbor(
     )
     if options.loading == "inject":
         notes.append(
-            "note: --loading inject puts every skill body in the instruction: every task is "
-            "in S_call, so RAE = OAE for this cell"
+            "note: --loading inject puts every skill body in the instruction, so every task "
+            "had the skills and OAE is the effect (by design RAE = OAE); the rows' activation "
+            "columns still come from the transcripts, where a body read in the instruction "
+            "leaves no event"
         )
     if embedded is not None:
         notes.append(
