@@ -18,18 +18,22 @@ every assert holds, else 0 (Harbor reads ``reward.txt`` when no ``reward.json`` 
 ``reward.json`` left by the candidate is removed).
 """
 
+from __future__ import annotations
+
 import ast
 import collections
 import contextlib
 import ctypes
 import decimal
 import fractions
+import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 #: the candidate's whole run (load and every call): wall and CPU seconds
 WALL_S = 60
@@ -48,7 +52,7 @@ class NotPlain(Exception):
 # --- the candidate's side ------------------------------------------------------------------
 
 
-def _encode(value, depth=0, count=None):
+def _encode(value: Any, depth: int = 0, count: list[int] | None = None) -> list[Any]:
     """``value`` as tagged JSON; only plain data (as the chat loop's grader carries)."""
     count = count if count is not None else [0]
     count[0] += 1
@@ -92,7 +96,7 @@ def _encode(value, depth=0, count=None):
     raise NotPlain(f"an output of type {kind.__name__!r} is not plain data")
 
 
-def serve(solution):
+def serve(solution: str) -> None:
     """The candidate's process: load ``solution``, call its entry point per input line."""
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the candidate prints goes to stderr, never into the outputs
@@ -100,8 +104,6 @@ def serve(solution):
     entry, inputs = request["entry_point"], request["inputs"]
     sys.path.insert(0, os.path.dirname(os.path.abspath(solution)))
     try:
-        import importlib.util
-
         spec = importlib.util.spec_from_file_location("solution", solution)
         module = importlib.util.module_from_spec(spec)
         sys.modules["solution"] = module
@@ -129,11 +131,11 @@ def serve(solution):
         out.flush()
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def _limit_candidate():
+def _limit_candidate() -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_CPU, (WALL_S, WALL_S))
@@ -144,7 +146,7 @@ def _limit_candidate():
 # --- the judge's side ------------------------------------------------------------------------
 
 
-def _decode(tree, depth=0):
+def _decode(tree: Any, depth: int = 0) -> Any:
     """A decoded output: built from the tags only, never by calling anything of the candidate's."""
     if depth > MAX_DEPTH or not isinstance(tree, list) or not tree or type(tree[0]) is not str:
         raise ValueError("malformed output")
@@ -176,7 +178,7 @@ def _decode(tree, depth=0):
     raise ValueError(f"malformed output (tag {tag[:10]!r})")
 
 
-def holds(op, tol, flipped, out, expected):
+def holds(op: str, tol: Any, flipped: bool, out: Any, expected: Any) -> bool:
     """Whether one assert holds for output ``out``: the comparison it states, no other."""
     if op == "truthy":
         return bool(out)
@@ -190,7 +192,7 @@ def holds(op, tol, flipped, out, expected):
     return bool(diff < tol) if op == "abs<" else bool(diff <= tol)
 
 
-def _read(path):
+def _read(path: str) -> Any:
     with open(path, "rb") as fh:
         blob = fh.read(DATA_BYTES + 1)
     if len(blob) > DATA_BYTES:
@@ -198,7 +200,9 @@ def _read(path):
     return json.loads(blob.decode("utf-8"))
 
 
-def _run_candidate(tests_dir, solution, entry, inputs):
+def _run_candidate(
+    tests_dir: str, solution: str, entry: str, inputs: list[str]
+) -> tuple[list[str], bool]:
     """The candidate's output lines (at most ``OUTPUT_BYTES``) and whether it ran out of time."""
     request = json.dumps({"entry_point": entry, "inputs": inputs}).encode()
     script = os.path.join(os.path.abspath(tests_dir), "verify.py")
@@ -234,7 +238,7 @@ def _run_candidate(tests_dir, solution, entry, inputs):
     return lines, timed_out or proc.returncode == -signal.SIGXCPU
 
 
-def judge(tests_dir, solution, log_dir):
+def judge(tests_dir: str, solution: str, log_dir: str) -> int:
     """Every assert's verdict, written to ``log_dir``; the reward (1 or 0)."""
     _not_dumpable()
     expected_path = os.path.join(tests_dir, "expected.json")
@@ -259,7 +263,7 @@ def judge(tests_dir, solution, log_dir):
     return reward
 
 
-def _verdicts(checks, lines, timed_out):
+def _verdicts(checks: list[dict], lines: list[str], timed_out: bool) -> list[dict]:
     head = _line(lines[0]) if lines else None
     verdicts = []
     for i, check in enumerate(checks):
@@ -281,7 +285,7 @@ def _verdicts(checks, lines, timed_out):
     return verdicts
 
 
-def _line(text):
+def _line(text: str) -> dict:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -289,7 +293,7 @@ def _line(text):
     return data if isinstance(data, dict) else {"err": "malformed output line"}
 
 
-def _one(check, line):
+def _one(check: dict, line: dict) -> dict:
     if "ok" not in line:
         return {"reason": str(line.get("err", "malformed output line"))[:400]}
     try:
@@ -305,13 +309,13 @@ def _one(check, line):
     return {"passed": True} if passed else {"reason": "wrong output"}
 
 
-def _not_dumpable():
+def _not_dumpable() -> None:
     """Keep the candidate (same uid) from reading the judge's memory (Linux; best effort)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if len(argv) == 3 and argv[1] == "--serve":
         serve(argv[2])
         return 0
