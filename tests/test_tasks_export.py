@@ -429,6 +429,13 @@ def test_exported_task_runs_through_harbor_in_the_sandbox(tmp_path: Path, monkey
                        ("square", "se"): {"reward": 1.0}, ("square", "sd"): {"reward": 1.0}}  # fmt: skip
 
 
+def _reads(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # the process ended meanwhile
+        return b""
+
+
 def test_verifier_stops_a_solution_that_runs_too_long(tmp_path: Path) -> None:
     """Its wall limit shortened to 2 s in this copy of the fixed verifier (60 s shipped): a
     solution that loops in its second call, or on loading, fails with `timeout`; a process it
@@ -457,7 +464,8 @@ def test_verifier_stops_a_solution_that_runs_too_long(tmp_path: Path) -> None:
     reward, verdicts, _ = verify(out / "slow", loops, runs)
     assert reward == "0\n"
     assert [v["passed"] for v in verdicts] == [True, False] and verdicts[1]["reason"] == "timeout"
-    alive = subprocess.run(["pgrep", "-f", "^sleep 31.4159$"], capture_output=True, text=True)
-    assert alive.stdout.strip() == ""
+    assert not [
+        p for p in Path("/proc").glob("[0-9]*/cmdline") if _reads(p) == b"sleep\x0031.4159\x00"
+    ]
     reward, verdicts, _ = verify(out / "slow", "while True:\n    pass\n", runs)
     assert reward == "0\n" and "timed out" in verdicts[0]["reason"]
