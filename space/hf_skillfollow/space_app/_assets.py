@@ -69,6 +69,8 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
 .sf-badge { display: inline-block; border-radius: 4px; padding: 0 5px; font-size: 12px;
   font-weight: 600; border: 1px solid currentColor; }
 .sf-badge-bad { color: #b3261e; }
+.sf-board td div.sf-badge { display: block; width: fit-content; margin: 2px 0 0 auto;
+  font-size: 11px; }
 .dark .sf-badge-bad { color: #ff8a80; }
 .sf-nomatch .sf-reset { font-weight: 600; margin-left: .5em; }
 #sf-matrices td, #sf-matrices th { word-break: normal; overflow-wrap: normal; }

@@ -86,6 +86,8 @@ class Board:
     #: (`measure_judges_soon`; the table shows a noise badge from then on).
     judge_noise: dict[str, dict] = field(default_factory=dict)
     _judges_started: bool = False
+    #: Set once the judge noise is measured (or failed): the page redraws its table then.
+    judges_done: threading.Event = field(default_factory=threading.Event)
 
     @property
     def pooled(self) -> pd.DataFrame:
@@ -126,14 +128,20 @@ class Board:
                 target=self.complete, name="skillfollow-intervals", daemon=True
             ).start()
 
+    @property
+    def has_judged(self) -> bool:
+        """Whether any cell names a judge (`judged_by`)."""
+        judged = self._pooled.get("judged_by")
+        return judged is not None and bool((judged.astype(str) != "").any())
+
     def measure_judges_soon(self) -> None:
         """Measure the judge noise of the judged cells in a background thread, once: their
         traces are read per source after the first page, never before it."""
         if self._judges_started or self._pooled.empty:
             return
         self._judges_started = True
-        judged = self._pooled.get("judged_by")
-        if judged is None or not (judged.astype(str) != "").any():
+        if not self.has_judged:
+            self.judges_done.set()
             return
 
         def measure() -> None:
@@ -143,6 +151,8 @@ class Board:
                 self.judge_noise.update(judged_noise(self))
             except Exception as exc:  # noqa: BLE001 - a bad trace must not stop the board
                 self.warnings.append(f"Judge noise not measured ({type(exc).__name__}: {exc})")
+            finally:
+                self.judges_done.set()
 
         threading.Thread(target=measure, name="skillfollow-judges", daemon=True).start()
 

@@ -392,6 +392,18 @@ def _wire(
     # The page script writes "<value>\t<counter>" into the hidden boxes, so every click is a
     # new value and `change` fires; the handlers strip the counter.
     boxes["sort"].change(resort, inputs, [summary, table], **common)
+    if board.has_judged:
+        # The judge noise is measured from the judged cells' traces after the page is up
+        # (Board.measure_judges_soon); the table is drawn again once, when it is in.
+        timer = gr.Timer(1.0)
+
+        def noise_in(*values):
+            if not board.judges_done.is_set():
+                return gr.skip(), gr.skip(), gr.skip()
+            v = render_view(board, state_from_inputs(*values), plots=False)
+            return v.summary, v.table, gr.Timer(active=False)
+
+        timer.tick(noise_in, inputs, [summary, table, timer], **common)
 
     drill_out = [d[k] for k in ("header", "matrices", "decomposition", "tally", "flips", "traces")]
     boxes["open"].change(
