@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,6 +18,46 @@ import pyarrow.parquet as pq
 from hf_skillfollow.schema import annotations_from_rows
 
 VICTIM = {"cell_id": "cellV", "model": "org/victim", "skill_pool": "coding"}
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium through Playwright (never `playwright install`)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_space_browser import CHROMIUM, CHROMIUM_ARGS
+
+    assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: apt-get install -y chromium"
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def start_board(tmp: Path, sources: list[str], cache: str) -> tuple[subprocess.Popen, str]:
+    """`hf-skillfollow leaderboard SOURCES` on a free 127.0.0.1 port (500 resamples, the
+    start-up cache in `cache` or `off`), once it answers; its log is tmp/server.log."""
+    from tests.test_space_client import _free_port
+
+    port = _free_port()
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
+               SKILLFOLLOW_BOARD_CACHE=cache)  # fmt: skip
+    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", *sources,
+           "--port", str(port), "--no-discover", "--resamples", "500"]  # fmt: skip
+    log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                break
+        except OSError:
+            time.sleep(0.2)
+    return proc, url
 
 
 def write_annotations(run_dir: Path, annotator: str, *, bad_column: bool = False) -> Path:

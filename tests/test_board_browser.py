@@ -9,21 +9,14 @@ that loads is seen, not guessed.
 from __future__ import annotations
 
 import http.server
-import os
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from urllib.parse import quote
 
 import pytest
 
-from tests._board_fixtures import VICTIM
+from tests._board_fixtures import VICTIM, chromium, start_board
 from tests._board_fixtures import write_annotations as _annotations
 from tests._fixtures_hub import CELL_A, write_run_dir
-from tests.test_space_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_space_client import _free_port
 
 pytestmark = pytest.mark.browser
 LONG = "org/" + "w" * 296  # 300 characters, no space to break at
@@ -59,22 +52,7 @@ def app(tmp_path_factory, tracker):
     _annotations(run, f"a` ![t]({tracker}/annotator.png) <img src={tracker}/raw.png> `b")
     wide = tmp / "wide"
     write_run_dir(wide, "run-w", CELL_A, cell_id="cellW", model=LONG)
-    port = _free_port()
-    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
-               SKILLFOLLOW_BOARD_CACHE=str(tmp / "cache"))  # fmt: skip
-    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", str(named), str(wide),
-           "--port", str(port), "--no-discover", "--resamples", "500"]  # fmt: skip
-    log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                break
-        except OSError:
-            time.sleep(0.2)
+    proc, url = start_board(tmp, [str(named), str(wide)], cache=str(tmp / "cache"))
     yield url, "cellV"  # a bare cell_id opens the one cell that has it
     proc.terminate()
     proc.wait(timeout=30)
@@ -82,13 +60,8 @@ def app(tmp_path_factory, tracker):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: apt-get install -y chromium"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def test_markdown_in_an_annotator_name_is_text_in_the_drill_down(browser, app):

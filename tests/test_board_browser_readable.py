@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
-from tests._board_fixtures import HELPER, write_readable_sources
-from tests.test_space_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _contrast
-from tests.test_space_client import _free_port
+from tests._board_fixtures import HELPER, chromium, start_board, write_readable_sources
+from tests.test_space_browser import ARTIFACTS, _contrast
 
 pytestmark = pytest.mark.browser
 ROWS = "#sf-table tbody tr"
@@ -34,23 +28,7 @@ CATALOG_WORDS = "skill catalog in the prompt"
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("readable")
-    sources = write_readable_sources(tmp)
-    port = _free_port()
-    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1",
-               SKILLFOLLOW_BOARD_CACHE="off")  # fmt: skip
-    cmd = [sys.executable, "-m", "hf_skillfollow.cli", "leaderboard", *sources,
-           "--port", str(port), "--no-discover", "--resamples", "500"]  # fmt: skip
-    log = open(tmp / "server.log", "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (tmp / "server.log").read_text()[-3000:]
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                break
-        except OSError:
-            time.sleep(0.2)
+    proc, url = start_board(tmp, write_readable_sources(tmp), cache="off")
     yield url
     proc.terminate()
     proc.wait(timeout=30)
@@ -58,13 +36,8 @@ def app(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: apt-get install -y chromium"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 def _open(browser, url: str, query: str = "", width: int = 1440, height: int = 900,

@@ -174,31 +174,13 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
             plots = gr.HTML(
                 first.plots, elem_id="sf-plots", js_on_load=None, apply_default_css=False
             )
-        with gr.Tab("Models", id="models") as models_tab:
-            models = gr.HTML(
-                '<p class="sf-empty">Computing the per-model summary…</p>',
-                elem_id="sf-models",
-                js_on_load=None,
-                apply_default_css=False,
-            )
+        _lazy_tab("Models", "models", _once(lambda: _models_view(board)))
         with gr.Tab("Cell drill-down", id="drill"):
             d = _drill_tab()
-        with gr.Tab("Skills", id="skills") as skills_tab:
-            skills = gr.HTML(
-                '<p class="sf-empty">Computing the per-skill view…</p>',
-                elem_id="sf-skills",
-                js_on_load=None,
-                apply_default_css=False,
-            )
+        # it reads every row's skills_returned: only when asked for
+        _lazy_tab("Skills", "skills", _once(lambda: _skills_view(board)))
         with gr.Tab("About", id="about"):
             gr.Markdown(rendered(ABOUT), elem_id="sf-about")
-    models_tab.select(
-        _models_view(board), None, models, show_progress="hidden", api_visibility="private"
-    )
-    # Computed on first sight of the tab (it reads every row's skills_returned), then kept.
-    skills_tab.select(
-        _skills_view(board), None, skills, show_progress="hidden", api_visibility="private"
-    )
     boxes = {
         name: gr.Textbox(
             value=T.DEFAULT_SORT if name == "sort" else "",
@@ -212,44 +194,52 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
     _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
 
 
-def _models_view(board: Board):
-    """The Models tab's HTML (from the cells alone), computed on its first visit."""
-    done: list[str] = []
-
-    def view() -> str:
-        if not done:
-            from hf_skillfollow.space_app import _models
-
-            cells = board.pooled
-            done.append(
-                _models.models_html(_models.models_frame(cells)) + _models.sources_html(cells)
-            )
-        return done[0]
-
-    return view
+def _lazy_tab(title: str, name: str, view) -> None:
+    """A tab whose HTML `view()` gives on its first visit (the page opens without it)."""
+    with gr.Tab(title, id=name) as tab:
+        html = gr.HTML(
+            f'<p class="sf-empty">Computing the {name} view…</p>',
+            elem_id=f"sf-{name}",
+            js_on_load=None,
+            apply_default_css=False,
+        )
+    tab.select(view, None, html, show_progress="hidden", api_visibility="private")
 
 
-def _skills_view(board: Board):
-    """The Skills tab's HTML, computed once (on the first visit) from the rows."""
+def _once(compute):
+    """`compute()` on the first call, its text on every later one (one at a time)."""
     done: list[str] = []
     lock = threading.Lock()
 
     def view() -> str:
         with lock:
             if not done:
-                from hf_skillfollow.space_app import _skills
-
-                cells = board.pooled
                 try:
-                    frame = _skills.skill_frame(board.tables, cells)
+                    done.append(compute())
                 except Exception as exc:  # a bug or bad value must not leave the tab blank
-                    note = f"The per-skill view failed ({type(exc).__name__}: {exc})."
+                    note = f"This view failed ({type(exc).__name__}: {exc})."
                     return f'<p class="sf-empty">{_escape(note)}</p>'
-                keys, labels = cells["_key"].astype(str), cells["label"].astype(str)
-                done.append(_skills.skills_html(frame, dict(zip(keys, labels, strict=True))))
             return done[0]
 
     return view
+
+
+def _models_view(board: Board) -> str:
+    """The Models tab: per model, then per source (from the cells alone)."""
+    from hf_skillfollow.space_app import _models
+
+    cells = board.pooled
+    return _models.models_html(_models.models_frame(cells)) + _models.sources_html(cells)
+
+
+def _skills_view(board: Board) -> str:
+    """The Skills tab, from the rows' skills_returned."""
+    from hf_skillfollow.space_app import _skills
+
+    cells = board.pooled
+    frame = _skills.skill_frame(board.tables, cells)
+    keys, labels = cells["_key"].astype(str), cells["label"].astype(str)
+    return _skills.skills_html(frame, dict(zip(keys, labels, strict=True)))
 
 
 def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
