@@ -357,6 +357,17 @@ def test_csv_names_the_judge(browser, app):
     assert rows["cellJ1"]["judged_by"] == "acme/judge-70b@p1"
     assert rows["cellJ1"]["judge_model"] == "acme/judge-70b"
     assert rows["cellS"]["judge_model"] == ""
+    # once the noise is measured (the table shows its badge), the CSV carries it too
+    page.locator(f"{ROWS}[data-sf-cell^='cellJ2@'] .sf-badge-bad").first.wait_for(timeout=60_000)
+    body = page.request.get(app + href).text()
+    rows = {r["cell_id"]: r for r in csv.DictReader(io.StringIO(body))}
+    own = rows["cellJ2"]
+    assert (own["judge_b"], own["judge_b_explainable"]) == ("1", "1"), own
+    assert (own["judge_c"], own["judge_c_explainable"]) == ("3", "3"), own
+    assert own["judge_noise_indistinguishable"] == "True"
+    assert (rows["cellJ1"]["judge_b_explainable"], rows["cellJ1"]["judge_b"]) == ("0", "9")
+    assert rows["cellJ1"]["judge_noise_indistinguishable"] == "False"
+    assert rows["cellS"]["judge_b"] == ""  # no judge
     page.close()
 
 

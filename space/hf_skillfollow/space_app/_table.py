@@ -507,8 +507,18 @@ def _raw(value: object) -> str:
 _NOT_IN_ALL = {"label", "partition", "pool_condition", "reportable", "sign_disagree"}
 
 
-def csv_frame(filtered: pd.DataFrame, min_cond: int) -> pd.DataFrame:
-    """Every filtered row with raw (unrounded) values, flags at the chosen threshold."""
+#: The judge-noise columns of the CSV and the API (empty until the noise is measured, and for
+#: cells without a judge): `metrics._own.judge_noise` of the cell's traces.
+NOISE_COLUMNS = {"judge_b": "b", "judge_b_explainable": "b_explainable", "judge_c": "c",
+                 "judge_c_explainable": "c_explainable",
+                 "judge_self_disagreement_pct": "self_disagreement"}  # fmt: skip
+
+
+def csv_frame(
+    filtered: pd.DataFrame, min_cond: int, noise: dict[str, dict] | None = None
+) -> pd.DataFrame:
+    """Every filtered row with raw (unrounded) values, flags at the chosen threshold, and the
+    judge noise of the judged cells once measured (`noise`: drill-down key -> figures)."""
     keep = [
         c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL - {"label"}
     ]
@@ -519,12 +529,23 @@ def csv_frame(filtered: pd.DataFrame, min_cond: int) -> pd.DataFrame:
     if "mcnemar_p" in out and "n_cond" in out:  # no retrieval: undefined, as the page says
         never = pd.to_numeric(out["n_cond"], errors="coerce").to_numpy() == 0
         out["mcnemar_p"] = np.where(never, np.nan, pd.to_numeric(out["mcnemar_p"], errors="coerce"))
+    found = [(noise or {}).get(k) for k in filtered["_key"]] if "_key" in filtered else []
+    for column, name in NOISE_COLUMNS.items():
+        values = [None if f is None else f[name] for f in found]
+        kind = "Float64" if name == "self_disagreement" else "Int64"  # counts stay whole
+        out[column] = pd.array(values, dtype=kind) if values else np.nan
+    out["judge_noise_indistinguishable"] = [indistinguishable(f) for f in found] or False
     return out
 
 
-def records(filtered: pd.DataFrame, min_cond: int, limit: int | None = None) -> list[dict]:
+def records(
+    filtered: pd.DataFrame,
+    min_cond: int,
+    limit: int | None = None,
+    noise: dict[str, dict] | None = None,
+) -> list[dict]:
     """JSON-ready rows of the filtered view (raw values, NaN as None) for the API."""
-    frame = csv_frame(filtered if limit is None else filtered.head(limit), min_cond)
+    frame = csv_frame(filtered if limit is None else filtered.head(limit), min_cond, noise)
     frame = frame.astype(object).where(frame.notna(), None)
     return frame.to_dict("records")
 

@@ -444,7 +444,7 @@ def _wire(
         """The filtered, sorted cells with raw values (NaN as null), flags at min_cond."""
         state = state_from_inputs(benchmarks, partitions, pools, model, min_cond, show, sort)
         filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
-        return T.records(filtered, state.filters.min_cond)
+        return T.records(filtered, state.filters.min_cond, noise=board.judge_noise)
 
     for fn in (cell, traces, cells):
         gr.api(fn, api_name=fn.__name__)
@@ -574,7 +574,7 @@ def _csv_route(board: Board):
             return PlainTextResponse(f"bad query: {exc}", status_code=400)
         filtered = T.apply_filters(board.cells(state.runs, state.pool_sources), state.filters)
         # Model names and ids are the submitters': a leading = + - @ would run in a spreadsheet.
-        body = frame_to_csv(T.csv_frame(filtered, state.filters.min_cond))
+        body = frame_to_csv(T.csv_frame(filtered, state.filters.min_cond, board.judge_noise))
         return Response(
             body,
             media_type="text/csv; charset=utf-8",
