@@ -35,6 +35,7 @@ def transition_row(**overrides: Any) -> dict[str, Any]:
         "provenance": "run",
         "harness": "hf-skillfollow",
         "agent": "hf-skillfollow",
+        "judged_by": "",
         "task_id": "t",
         "se_correct": False,
         "sd_correct": False,
