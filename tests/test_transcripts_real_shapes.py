@@ -46,3 +46,31 @@ def test_the_preamble_word_available_skills_lists_nothing() -> None:
     # A without-skills copy of the task keeps the instruction text but has no list.
     episodes = [{"episode": 0, "prompt": episodes_offer(()), "response": "{}"}]
     assert detect(as_transcript(episodes), ()).listed == ()
+
+
+def test_unterminated_escaped_quotes_are_counted_in_linear_time(tmp_path: Path) -> None:
+    import time
+
+    # Before: every later quote re-scanned the rest of the line (20,000 pairs: ~13 s; these 30,000 well over 3 s).
+    line = tmp_path / "stream.jsonl"
+    line.write_text('{"type": "x"}\n' * 3 + '"' + '\\"' * 30_000 + "\n")
+    start = time.perf_counter()
+    transcript = read_transcript(line)
+    assert time.perf_counter() - start < 3.0
+    assert transcript.notes == ("line 4: not JSON, skipped",)
+
+
+def test_a_command_naming_thousands_of_skill_files_is_fast() -> None:
+    import time
+
+    # Before: the whole call (2 MB) was serialised again for each of its 2,000 skill files.
+    paths = " ".join(f"/root/.claude/skills/s{i}/SKILL.md" for i in range(2_000))
+    command = f"cat {paths}; echo {'x' * 2_000_000}"  # a long tail past the scanned part
+    events = [{"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}]}},
+        {"type": "user", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "…"}]}}]  # fmt: skip
+    start = time.perf_counter()
+    found = detect(as_transcript(events), ())
+    assert time.perf_counter() - start < 3.0
+    assert len(found.activated()) == 2_000

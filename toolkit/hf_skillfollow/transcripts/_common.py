@@ -139,8 +139,10 @@ class Collector:
         self.events.append(ActivationEvent(skill, kind, index, evidence(call), ok))
 
     def add_refs(self, refs: list[SkillRef], index: int, call: object, ok: bool) -> None:
+        # One command can name thousands of skill files: its evidence is made once, not per ref.
+        shown = evidence(call) if refs else ""
         for skill, kind in refs:
-            self.add(skill, kind, index, call, ok)
+            self.add(skill, kind, index, shown, ok)
 
     def add_call(self, name: object, args: object, index: int, call: object, ok: bool) -> None:
         """One tool call: its skill refs, or a failed Skill-tool load of an unknown name."""

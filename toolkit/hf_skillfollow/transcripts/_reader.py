@@ -36,8 +36,10 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 #: Most notes kept per transcript; the rest are counted in the last one.
 MAX_NOTES = 20
 
-# A JSON string literal (escapes included); the alternatives cannot overlap, so no backtracking.
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# A JSON string literal (escapes included), possessive so nothing is scanned twice; an
+# unterminated one runs to the end of the text (else each later quote would rescan the rest:
+# quadratic on `"\"\"\"...`). The parser reads brackets past it as string text too.
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
