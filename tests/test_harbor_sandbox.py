@@ -75,3 +75,63 @@ def test_untrusted_verifier_stays_inside(tmp_path: Path, monkeypatch) -> None:
         assert json.loads(result.read_text())["verifier_result"]["rewards"]["reward"] == 1.0
     assert canary.read_text() == "host secret" and not target.exists()
     assert not Path("/usr/bin/owned").exists()
+
+
+RELAY_CHECKS = """#!/bin/bash
+got=""
+ok() {{ if bash -c "$2" >/dev/null 2>&1; then :; else got="$got $1"; fi; }}
+no() {{ if bash -c "$2" >/dev/null 2>&1; then got="$got $1"; fi; }}
+ok endpoint-through-relay "python3 -c 'import urllib.request; body = urllib.request.urlopen(\\"http://127.0.0.1:{port}/v1/models\\", timeout=10).read(); assert b\\"double-model\\" in body'"
+no other-host-port "python3 -c 'import socket; socket.create_connection((\\"127.0.0.1\\", {other}), timeout=3)'"
+ok preinstalled-tool-on-path "test \\"$(hello-tool)\\" = 'tool ok'"
+no write-preinstalled "touch {tool}/owned"
+echo "unexpected:$got" > /logs/verifier/relay.txt
+if [ -z "$got" ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+
+def test_loopback_relay_and_read_only_paths(tmp_path: Path) -> None:
+    """The environment's own options: only the allowed port of the host's loopback is reached
+    from inside (at the same address), and a pre-installed tool is on PATH, read-only."""
+    import socket
+    import subprocess
+
+    harbor = Path(os.environ.get("SKILLFOLLOW_HARBOR", ROOT / ".venv-harbor" / "bin" / "harbor"))
+    if not harbor.is_file():
+        pytest.fail("Harbor is not installed: run .ci/setup-harbor (the harbor marker needs it)")
+    tool = tmp_path / "tool"
+    tool.mkdir()
+    (tool / "hello-tool").write_text("#!/bin/sh\necho 'tool ok'\n")
+    (tool / "hello-tool").chmod(0o755)
+    task = tmp_path / "tasks" / "relay"
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "instruction.md").write_text("Nothing to do.\n")
+    (task / "task.toml").write_text(
+        '[verifier]\ntimeout_sec = 120.0\nenvironment_mode = "shared"\n'
+        '[environment]\nnetwork_mode = "no-network"\nworkdir = "/app"\n'
+    )
+    with TerminusModelDouble(tmp_path / "tasks") as model, socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = int(model.url.split(":")[-1].split("/")[0])
+        checks = RELAY_CHECKS.format(port=port, other=other.getsockname()[1], tool=tool)
+        (task / "tests" / "test.sh").write_text(checks)
+        job = {
+            "job_name": "relay", "jobs_dir": str(tmp_path / "jobs"), "n_attempts": 1, "quiet": True,
+            "environment": {
+                "import_path": "hf_skillfollow.harness._env:SandboxEnvironment",
+                "kwargs": {"loopback_ports": [port], "read_only_paths": [str(tool)],
+                           "path_prepend": [str(tool)]},
+            },
+            "agents": [{"name": "nop"}], "datasets": [{"path": str(tmp_path / "tasks")}],
+        }  # fmt: skip
+        (tmp_path / "job.json").write_text(json.dumps(job))
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        done = subprocess.run([str(harbor), "run", "-c", str(tmp_path / "job.json"), "-y"],
+                              env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (result,) = (tmp_path / "jobs" / "relay").glob("relay__*/result.json")
+    assert (result.parent / "verifier" / "relay.txt").read_text().strip() == "unexpected:"
+    assert json.loads(result.read_text())["verifier_result"]["rewards"]["reward"] == 1.0
+    assert not (tool / "owned").exists()

@@ -105,6 +105,13 @@ def test_job_files_differ_only_in_the_skills(tmp_path: Path, loading: str) -> No
         "delete": True,
     }
     assert (se["n_attempts"], se["datasets"][0]["path"]) == (2, str(tmp_path / "tasks" / "se"))
+    # Terminus types from Harbor's process: no port of the host is opened to the trial; an
+    # agent running inside gets the endpoint's port through the relay, and nothing else
+    assert "kwargs" not in se["environment"]
+    inside = job_config(
+        HarborOptions(**{**options.__dict__, "agent": "claude-code"}), "se", tmp_path, folders, ""
+    )
+    assert inside["environment"]["kwargs"] == {"loopback_ports": [1]}
     # any other difference is caught
     sd["agents"][0]["model_name"] = "openai/other"
     sd["n_concurrent_trials"] = 9

@@ -24,16 +24,19 @@ import json
 import os
 import random
 import shlex
+import shutil
 import signal
 import sys
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_filter
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
+from hf_skillfollow.harness._relay import pipe
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: a command's stdout/stderr kept (the rest is read and dropped) and a transfer's bytes
@@ -43,10 +46,35 @@ _NPROC = 512
 _DEFAULT_MEMORY_MB = 4096
 _DEFAULT_STORAGE_MB = 2048
 _CGROUP = Path("/sys/fs/cgroup/memory")
+_OPEN_TREE, _OPEN_TREE_CLONE, _AT_FDCWD, _AT_RECURSIVE = 428, 1, -100, 0x8000
+#: where the relay's sockets appear inside a trial
+_RELAY_DIR = "/run/hf-skillfollow-relay"
 
 
 class SandboxEnvironment(BaseEnvironment):
     """One trial's namespaces; see the module docstring."""
+
+    def __init__(
+        self,
+        *args: Any,
+        loopback_ports: list[int] | None = None,
+        read_only_paths: list[str] | None = None,
+        path_prepend: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Harbor's arguments, plus this environment's own (``--ek`` / job ``kwargs``):
+        `loopback_ports`, ports of the host's 127.0.0.1 that the trial may reach at the same
+        address (a model endpoint for an agent running inside); `read_only_paths`, absolute
+        host folders shown read-only at the same path (an agent installed beforehand); and
+        `path_prepend`, folders put first on the trial's PATH."""
+        self._ports = [int(p) for p in loopback_ports or []]
+        self._ro_paths = [str(Path(p).resolve()) for p in read_only_paths or []]
+        for path in self._ro_paths:
+            if not Path(path).is_dir():
+                raise ValueError(f"read_only_paths: {path} is not a folder")
+        self._path = ":".join([*(path_prepend or []), _PATH])
+        self._init_pid: int | None = None
+        super().__init__(*args, **kwargs)
 
     @staticmethod
     def type() -> str:
@@ -72,12 +100,25 @@ class SandboxEnvironment(BaseEnvironment):
                 "sandbox: no writable memory cgroup (v1) on this host: the trial runs without "
                 "a memory limit (the process cap and the tmpfs size still hold)"
             )
-        spec = {"storage_mb": self.task_env_config.storage_mb or _DEFAULT_STORAGE_MB}
-        self._helper = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "hf_skillfollow.harness._nsinit", json.dumps(spec),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
+        self._relay_dir = tempfile.mkdtemp(prefix="hf-skillfollow-relay-") if self._ports else None
+        sources = [(p, p) for p in self._ro_paths]
+        if self._relay_dir is not None:
+            os.chmod(self._relay_dir, 0o755)  # the trial's uid is not ours
+            sources.append((self._relay_dir, _RELAY_DIR))
+        fds = [_detached_copy(source) for source, _ in sources]
+        spec = {
+            "storage_mb": self.task_env_config.storage_mb or _DEFAULT_STORAGE_MB,
+            "binds": [[fd, target] for fd, (_, target) in zip(fds, sources, strict=True)],
+        }
+        try:
+            self._helper = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "hf_skillfollow.harness._nsinit", json.dumps(spec),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True, pass_fds=fds,
+            )  # fmt: skip
+        finally:
+            for fd in fds:
+                os.close(fd)
         if self._cgroup is not None:
             (self._cgroup / "cgroup.procs").write_text(str(self._helper.pid))
         assert self._helper.stdin and self._helper.stdout
@@ -101,8 +142,32 @@ class SandboxEnvironment(BaseEnvironment):
                 f"sandbox: could not build the root ({rest or await self._helper_error()})"
             )
         self._init_pid = int(rest)
+        if self._ports:
+            await self._start_relay()
         await self.exec(f"mkdir -p {shlex.quote(self._workdir)}")
         await self._provision()
+
+    async def _start_relay(self) -> None:
+        """Each allowed port: a Unix socket here that connects to the host's 127.0.0.1:PORT,
+        and `_relay` inside listening on the trial's 127.0.0.1:PORT and carrying to it."""
+        assert self._relay_dir is not None
+        self._relay_servers = []
+        for port in self._ports:
+            path = f"{self._relay_dir}/{port}.sock"
+            server = await asyncio.start_unix_server(_to_host_port(port), path=path)
+            os.chmod(path, 0o777)  # the trial's uid is not ours
+            self._relay_servers.append(server)
+        script = (Path(__file__).parent / "_relay.py").read_text()
+        specs = [f"{port}={_RELAY_DIR}/{port}.sock" for port in self._ports]
+        self._relay = await asyncio.create_subprocess_exec(
+            *self._argv(["/usr/bin/python3", "-c", script, *specs], None, None),
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        assert self._relay.stdout
+        line = await asyncio.wait_for(self._relay.stdout.readline(), timeout=30)
+        if line.strip() != b"listening":
+            raise RuntimeError("sandbox: the loopback relay did not start")
 
     async def _helper_error(self) -> str:
         assert self._helper.stderr
@@ -148,6 +213,11 @@ class SandboxEnvironment(BaseEnvironment):
             with contextlib.suppress(ProcessLookupError):
                 helper.kill()
             await helper.wait()
+        for server in getattr(self, "_relay_servers", []):
+            server.close()
+        relay_dir = getattr(self, "_relay_dir", None)
+        if relay_dir is not None:
+            shutil.rmtree(relay_dir, ignore_errors=True)
         cgroup = getattr(self, "_cgroup", None)
         if cgroup is not None:
             for _ in range(50):
@@ -158,8 +228,10 @@ class SandboxEnvironment(BaseEnvironment):
                     await asyncio.sleep(0.1)
 
     def _argv(self, command: list[str], cwd: str | None, env: dict[str, str] | None) -> list[str]:
-        merged = {"HOME": "/root", "PATH": _PATH, "LANG": "C.UTF-8", "TERM": "xterm-256color",
+        merged = {"HOME": "/root", "PATH": self._path, "LANG": "C.UTF-8", "TERM": "xterm-256color",
                   **self._recipe.env, **self._startup_env(), **(self._merge_env(env) or {})}  # fmt: skip
+        if self._init_pid is None:
+            raise RuntimeError("sandbox: the environment is not running")
         inside = [
             "nsenter", "--target", str(self._init_pid), "--user", "--mount", "--net", "--ipc",
             "--uts", "--pid", "--root", "--wd", "--",
@@ -269,6 +341,33 @@ class SandboxEnvironment(BaseEnvironment):
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             # The data filter refuses absolute names, `..` and links leading out of target_dir.
             tar.extractall(target_dir, filter=transfer_tar_filter)
+
+
+def _detached_copy(path: str) -> int:
+    """A descriptor of a detached copy of the mount tree at `path` (open_tree), which the
+    trial's init attaches inside its own mount namespace (a plain descriptor cannot be)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_RECURSIVE
+    fd = libc.syscall(_OPEN_TREE, _AT_FDCWD, path.encode(), flags)
+    if fd < 0:
+        raise RuntimeError(f"sandbox: cannot share {path}: {os.strerror(ctypes.get_errno())}")
+    return int(fd)
+
+
+def _to_host_port(port: int) -> Any:
+    """A Unix-socket connection handler carrying bytes to the host's 127.0.0.1:`port` only."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    return handle
 
 
 async def _bounded(stream: asyncio.StreamReader, cap: int) -> bytes:

@@ -34,6 +34,9 @@ LOADINGS: tuple[str, ...] = ("on-demand", "nudge", "inject")
 EXAMPLES = Path(__file__).resolve().parent.parent / "_data" / "harbor_tasks"
 #: --env names of ours; anything else is handed to Harbor as its environment type or path
 ENVIRONMENTS = {"sandbox": "hf_skillfollow.harness._env:SandboxEnvironment"}
+#: Harbor agents that run in Harbor's own process and only type into the trial: they need no
+#: network inside it
+HOST_SIDE_AGENTS = frozenset({"terminus", "terminus-1", "terminus-2", "oracle", "nop"})
 #: where Harbor puts injected skills when a task names no skills_dir (its default)
 SKILLS_DIR = "/runtime/skills"
 #: the `nudge` mode's one line (protocol data: it enters the cell through the job file hash)
@@ -141,6 +144,11 @@ def job_config(
     elif arm == "se" and options.loading == "inject":
         extra = [INJECT.format(bodies=bodies)]
     dataset = _dataset(options.tasks) or {"path": str(work / "tasks" / arm)}
+    environment: dict[str, Any] = {("import_path" if ":" in env else "type"): env, "delete": True}
+    port = _loopback_port(options.base_url)
+    if options.env == "sandbox" and port and options.agent not in HOST_SIDE_AGENTS:
+        # an agent that runs inside the trial reaches its endpoint through the relay only
+        environment["kwargs"] = {"loopback_ports": [port]}
     return {
         "job_name": arm,
         "jobs_dir": str(work / "jobs"),
@@ -149,11 +157,23 @@ def job_config(
         # both jobs run at once, so each gets half of the trials in flight
         "n_concurrent_trials": max(1, options.concurrency // 2),
         "quiet": True,
-        "environment": {("import_path" if ":" in env else "type"): env, "delete": True},
+        "environment": environment,
         "agents": [agent],
         "datasets": [dataset],
         "extra_instructions": extra,
     }
+
+
+def _loopback_port(url: str | None) -> int | None:
+    """The port of an http(s) URL on 127.0.0.1/localhost, else None."""
+    from urllib.parse import urlsplit
+
+    if not url:
+        return None
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost"):
+        return None
+    return parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def arm_differences(se: dict[str, Any], sd: dict[str, Any]) -> list[str]:

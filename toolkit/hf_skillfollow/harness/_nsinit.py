@@ -31,6 +31,7 @@ _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MOVE_MOUNT, _AT_FDCWD, _F_EMPTY_PATH = 429, -100, 4
 _MNT_DETACH, _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 2, 1, 4
 _STAGE = "/tmp"
 #: the host's trees shown read-only inside (the top-level links of a merged /usr are copied)
@@ -60,6 +61,10 @@ def _bind_read_only(source: str, target: str) -> None:
 
 def _build_root(spec: dict) -> None:
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    # Each bind's source arrives as a detached copy of its mount that the host made
+    # (open_tree): this uid may not traverse the folders above it, and a plain descriptor
+    # would name a mount of the host's namespace, which cannot be bound here.
+    held = [(int(fd), target) for fd, target in spec.get("binds", [])]
     _mount(
         "sandbox", _STAGE, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={spec['storage_mb']}m,mode=755"
     )
@@ -92,6 +97,16 @@ def _build_root(spec: dict) -> None:
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"{new}/dev/{link}")
     _mount("shm", f"{new}/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64m,mode=1777")
+    for fd, target in held:  # read-only, at the path the job names (an agent's install, a relay)
+        os.makedirs(f"{new}{target}", exist_ok=True)
+        _check(
+            _libc.syscall(
+                _MOVE_MOUNT, fd, b"", _AT_FDCWD, f"{new}{target}".encode(), _F_EMPTY_PATH
+            ),
+            f"move_mount {target}",
+        )
+        _mount(None, f"{new}{target}", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID)
+        os.close(fd)
     os.mkdir(f"{new}/proc")
     _mount("proc", f"{new}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.mkdir(f"{new}/.old")
