@@ -162,3 +162,24 @@ def test_hostile_task_agent_and_model_names_in_every_output(tmp_path: Path, fmt:
     if fmt == "json":
         (cell,) = json.loads(report.output)
         assert cell["model"] == who["model"]  # the data is kept, escaped by JSON
+
+
+@pytest.mark.parametrize("copy_to", ["sd", "se"])
+def test_a_copy_of_a_trial_in_another_folder_is_one_error_line(
+    tmp_path: Path, copy_to: str
+) -> None:
+    # SkillsBench's archive holds some trials twice (minimax-traj/ and minimax-m2.1+claude-code/).
+    import shutil
+
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    write_trial(sd, "a__2", "task-a", stream=cc_stream(init=False))
+    target = {"se": se, "sd": sd}[copy_to] / "copy"
+    shutil.copytree(se / "a__1", target / "a__1")
+    line = _error_line(_import(se, sd, tmp_path / "runs"))
+    where = (
+        "under both --with-skills and --without-skills"
+        if copy_to == "sd"
+        else "twice under --with-skills"
+    )
+    assert "trial 'a__1' is also at" in line and f"({where}); give each trial once" in line

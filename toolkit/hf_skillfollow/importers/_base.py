@@ -60,6 +60,9 @@ class Trial:
     notes: tuple[str, ...] = ()
     dataset: str = ""
     """The registry dataset the task came from, as recorded (Harbor's `source`), else ''."""
+    trial_id: str = ""
+    """The harness's name for the trial (Harbor's `trial_name`, BenchFlow's `rollout_name`):
+    one trial found twice (a copy in another folder) is an error, never a pair or a repeat."""
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ def read_rollout(
             count(field(data, path, "agent_result", "n_output_tokens")),
         ),
         seconds=_seconds(folder, data),
+        trial_id=field(data, path, "rollout_name", kind=str) or "",
     )
 
 

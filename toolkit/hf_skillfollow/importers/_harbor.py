@@ -58,6 +58,7 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
     trials: list[Trial] = []
     notes: list[str] = []
     where: dict[Path, Arm] = {}
+    ids: dict[str, Trial] = {}
     unfinished = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
@@ -81,6 +82,8 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
                         else f"{result_path}: given twice"
                     )
                 where[key] = arm
+                if trial.trial_id:
+                    _once(trial, ids, flag)
                 trials.append(trial)
                 found += 1
             if not found:
@@ -91,6 +94,19 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
             "out: import again once they finish"
         )
     return Collected(trials, notes, harness)
+
+
+def _once(trial: Trial, seen: dict[str, Trial], flag: str) -> None:
+    """A trial found a second time (a copy of its folder elsewhere: SkillsBench's archive holds
+    some trials in two folders) would pair with itself or count twice: one error naming both."""
+    other = seen.setdefault(trial.trial_id, trial)
+    if other is not trial:
+        where = ("under both --with-skills and --without-skills" if other.arm != trial.arm
+                 else f"twice under {flag}")  # fmt: skip
+        raise ImportInputError(
+            f"{trial.source}: trial {trial.trial_id[:_MAX_NAME]!r} is also at {other.source} "
+            f"({where}); give each trial once"
+        )
 
 
 def read_trial(
@@ -142,6 +158,7 @@ def read_trial(
         ),
         seconds=_seconds(data),
         dataset=_dataset(data, path),
+        trial_id=field(data, path, "trial_name", kind=str) or "",
     )
 
 
