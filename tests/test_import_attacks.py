@@ -183,3 +183,25 @@ def test_a_copy_of_a_trial_in_another_folder_is_one_error_line(
         else "twice under --with-skills"
     )
     assert "trial 'a__1' is also at" in line and f"({where}); give each trial once" in line
+
+
+def test_a_hostile_skill_name_is_never_a_skill_without_a_pool(tmp_path: Path) -> None:
+    # Without --skills, a name is a skill only if it is a plain name ([A-Za-z0-9._-]): markup,
+    # escapes and paths in a Skill call or the init listing never reach a row or an output.
+    from tests._trial_fixtures import cc_call, cc_result
+
+    evil = "pdf[/]\x1b]8;;http://x\x07<b>"
+    stream = [{"type": "system", "subtype": "init", "session_id": "s", "tools": ["Skill"],
+               "skills": [evil, "ok-skill"], "slash_commands": []},
+              cc_call("t1", "Skill", {"skill": evil}), cc_result("t1", f"Launching skill: {evil}")]  # fmt: skip
+    se, sd = write_job(tmp_path / "se"), write_job(tmp_path / "sd")
+    write_trial(se, "a__1", "task-a", stream=stream)
+    write_trial(sd, "a__2", "task-a", stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    assert _import(se, sd, out).exit_code == 0
+    row = _row(out)
+    assert (row["returned"], row["invoked"], row["skills_returned"]) == (False, False, [])
+    (run,) = out.iterdir()
+    traces = pq.read_table(run / "traces.parquet").to_pylist()
+    se_trace = next(t for t in traces if t["arm"] == "se")
+    assert json.loads(se_trace["scorer_details"])["listed"] == ["ok-skill"]
