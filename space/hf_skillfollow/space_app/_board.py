@@ -396,7 +396,7 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     if "provenance" in names:
         imported = pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")
         if pc.any(imported).as_py():
-            from hf_skillfollow.metrics._imported import imported_summary
+            from hf_skillfollow.metrics import imported_summary
 
             # over the rows the metrics use (a violating pair left out), as the report does
             kept = _measured_rows(table.filter(imported))[0]
@@ -457,7 +457,7 @@ def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]
     names = set(table.column_names)
     if not {"provenance", "arm_integrity"} <= names:
         return table, {}
-    from hf_skillfollow.metrics._imported import activation_unknown, imported_view
+    from hf_skillfollow.metrics import activation_unknown, imported_view
 
     violated = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
     if pc.any(violated).as_py():  # most sources have none: no frame to build
@@ -496,7 +496,7 @@ def _cells(
             intervals=intervals,
         )
         if unknown:
-            from hf_skillfollow.metrics._imported import mark_unknown
+            from hf_skillfollow.metrics import mark_unknown
 
             cells = mark_unknown(cells, unknown)
     except Exception as exc:  # a bug or bad value must not blank the page; say what failed
