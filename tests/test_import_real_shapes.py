@@ -129,3 +129,29 @@ def test_json_listing_in_a_without_skills_episode_list_is_an_arm_violation(tmp_p
     (row,) = _rows(out).values()
     assert row["returned"] is True and row["skills_returned"] == ["pdf-tools"]
     assert row["arm_integrity"] == "violation: listed at start-up: csv-clean, pdf-tools"
+
+
+def test_a_gemini_trial_with_only_its_chat_recording(tmp_path: Path) -> None:
+    """Some SkillsBench Gemini CLI trials hold agent/gemini-cli.trajectory.json (the CLI's chat
+    recording) and no agent/trajectory.json. task-r: SE's recording activates pdf-tools
+    (activate_skill, success); SD's recording has no tool call."""
+    from tests._transcript_fixtures import gemini_recording
+
+    recording = gemini_recording()
+    recording["messages"][1]["toolCalls"][0]["args"] = {"name": "pdf-tools"}
+    del recording["messages"][2]  # the failed xlsx read
+    quiet = {**recording, "messages": recording["messages"][:1]}
+    se, sd = write_job(tmp_path / "se", "gemini-cli"), write_job(tmp_path / "sd", "gemini-cli")
+    for job, name, reward, doc in ((se, "r__1", 1.0, recording), (sd, "r__2", 0.0, quiet)):
+        folder = write_trial(job, name, "task-r", reward=reward, **_GEMINI)
+        (folder / "agent" / "gemini-cli.txt").write_text(gemini_log())
+        (folder / "agent" / "gemini-cli.trajectory.json").write_text(json.dumps(doc))
+    out = tmp_path / "runs"
+    _import(se, sd, out, "--skills", str(write_pool(tmp_path / "pool")))
+    row = _rows(out)["task-r"]
+    assert (row["detector"], row["returned"], row["skills_returned"]) == (
+        "gemini-cli",
+        True,
+        ["pdf-tools"],
+    )
+    assert row["arm_integrity"] == "ok"
