@@ -31,7 +31,7 @@ _MAX_NAME = 200
 #: first: it carries tool results, which tell a failed load from a successful one).
 _TRANSCRIPTS = (
     "agent/{agent}.txt", "agent/{agent}.jsonl", "agent/trajectory.json",
-    # Gemini CLI's own chat recording: some SkillsBench trials hold it without trajectory.json
+    # Gemini CLI's own chat recording, for a trial that left no trajectory.json
     "agent/{agent}.trajectory.json",
     "agent/claude-code.txt", "agent/codex.txt", "agent/opencode.txt", "agent/gemini-cli.txt",
     "agent/openhands.txt", "agent/claude_agent_acp.txt", "agent/trajectory.jsonl",
