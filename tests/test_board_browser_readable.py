@@ -124,6 +124,13 @@ def test_rows_that_differ_in_what_they_measured_read_differently(browser, app, w
     assert "custom tasks-a.jsonl #1111aaaa" in a and "custom tasks-b.jsonl #3333cccc" in b
     wrap = page.locator(".sf-table-wrap").first
     assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "table scrolls sideways"
+    if width > 400:  # the model's name on one line, not broken mid-word
+        name = _row(page, "cellS").locator("td").first
+        lines = name.evaluate(
+            "td => { const r = document.createRange(); r.selectNodeContents(td.firstChild);"
+            " return r.getClientRects().length; }"
+        )
+        assert lines == 1, lines
     page.close()
 
 
