@@ -108,3 +108,127 @@ class TerminusModelDouble(ChatServerDouble):
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
         })  # fmt: skip
+
+
+# Claude Code through Harbor: tool calls per (task, arm), one per model turn (by hand):
+#   sum-sales    SE reads ledger-totals' SKILL.md (Read), runs its script (Bash) -> pass;
+#                SD sums with awk -> 1234.5 -> fail                          helpful flip, S_call
+#   count-lines  both count with wc, no skill read -> pass, pass           concordant, S_skip
+CLAUDE_SKILLS = "/logs/agent/sessions/skills"  # where Harbor's claude-code agent puts them
+CLAUDE_SCRIPTS: dict[tuple[str, str], list[tuple[str, dict]]] = {
+    ("sum-sales", "se"): [
+        ("Read", {"file_path": f"{CLAUDE_SKILLS}/ledger-totals/SKILL.md"}),
+        ("Bash", {"command": f"python3 {CLAUDE_SKILLS}/ledger-totals/scripts/ledger_total.py "
+                             "/app/sales.csv amount > /app/total.txt", "description": "total"}),
+    ],
+    ("sum-sales", "sd"): [
+        ("Bash", {"command": "awk -F, 'NR>1{s+=$2} END{print s}' /app/sales.csv > /app/total.txt",
+                  "description": "total"}),
+    ],
+    ("count-lines", "se"): [("Bash", {"command": "wc -l < /app/notes.txt > /app/count.txt", "description": "count"})],
+    ("count-lines", "sd"): [("Bash", {"command": "wc -l < /app/notes.txt > /app/count.txt", "description": "count"})],
+}  # fmt: skip
+
+
+def _sse(blocks: list[dict], stop: str) -> bytes:
+    """One Anthropic Messages streaming answer (the event sequence of the Messages API)."""
+    events: list[tuple[str, dict]] = [("message_start", {"type": "message_start", "message": {
+        "id": "msg_double", "type": "message", "role": "assistant", "model": "claude-double",
+        "content": [], "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 1}}})]  # fmt: skip
+    for i, block in enumerate(blocks):
+        if block["type"] == "text":
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events += [("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}),
+                   ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                   ("content_block_stop", {"type": "content_block_stop", "index": i})]  # fmt: skip
+    events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                  "usage": {"output_tokens": 20}}),
+               ("message_stop", {"type": "message_stop"})]  # fmt: skip
+    return "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
+
+
+class ClaudeModelDouble:
+    """A scripted Anthropic Messages endpoint for Claude Code on 127.0.0.1 (a model provider
+    double, as `TerminusModelDouble`). It tells the arms apart as a model would: the
+    skill-enabled arm's request lists the pool's skills (Claude Code's skill catalogue), the
+    other does not. Requests it cannot place (Claude Code's own side requests) get "Done."."""
+
+    def __init__(self, tasks_dir: Path, skills: list[str]) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.instructions = {
+            d.name: " ".join((d / "instruction.md").read_text().split())
+            for d in sorted(tasks_dir.iterdir()) if (d / "instruction.md").is_file()
+        }  # fmt: skip
+        self.skills = skills
+        self.requests: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                data, kind = double.answer(self.path, json.loads(raw or b"{}"))
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def answer(self, path: str, body: dict) -> tuple[bytes, str]:
+        if "count_tokens" in path:
+            return json.dumps({"input_tokens": 100}).encode(), "application/json"
+        messages = body.get("messages", [])
+        text = " ".join(json.dumps(messages[:1]).replace("\\n", " ").split())
+        task = next((t for t, ins in self.instructions.items() if ins in text), None)
+        catalogue = json.dumps(body)  # wherever Claude Code lists its skills in the request
+        arm = "se" if any(s in catalogue for s in self.skills) else "sd"
+        # Claude Code merges and rewrites its history between requests: the number of tool
+        # results it sends back is the number of scripted moves already made.
+        turn = sum(
+            1
+            for m in messages
+            if isinstance(m.get("content"), list)
+            for part in m["content"]
+            if isinstance(part, dict) and part.get("type") == "tool_result"
+        )
+        script = CLAUDE_SCRIPTS.get((task or "", arm), []) if body.get("tools") else []
+        if task is not None and body.get("tools"):
+            with self._lock:
+                self.requests[(task, arm)] += 1
+        if turn < len(script):
+            name, args = script[turn]
+            blocks, stop = (
+                [{"type": "tool_use", "id": f"toolu_{turn}", "name": name, "input": args}],
+                "tool_use",
+            )
+        else:
+            blocks, stop = [{"type": "text", "text": "Done."}], "end_turn"
+        if not body.get("stream"):
+            message = {"id": "msg_double", "type": "message", "role": "assistant", "model": "claude-double",
+                       "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                       "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 5}}  # fmt: skip
+            return json.dumps(message).encode(), "application/json"
+        return _sse(blocks, stop), "text/event-stream"
+
+    def __enter__(self) -> ClaudeModelDouble:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

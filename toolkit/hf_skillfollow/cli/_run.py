@@ -22,7 +22,7 @@ from hf_skillfollow.registries import BACKENDS, HARNESSES, RETRIEVERS
 _LOCAL_DEFAULTS = {"max_tokens": 512, "partition_size": 10}
 
 
-def _engine_options(values: tuple[str, ...]) -> dict[str, Any]:
+def _engine_options(values: tuple[str, ...], flag: str = "--engine-option") -> dict[str, Any]:
     import json
 
     options: dict[str, Any] = {}
@@ -30,7 +30,7 @@ def _engine_options(values: tuple[str, ...]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise click.BadParameter(
-                f"expected KEY=VALUE, got {item!r}", param_hint="--engine-option"
+                f"expected KEY=VALUE, got {item!r}", param_hint=flag
             )
         try:
             options[key] = json.loads(raw)
@@ -211,6 +211,12 @@ def _build_config(params: dict[str, Any]):
     "modal, e2b, ... or module:Class [sandbox].",
 )
 @click.option(
+    "--env-option",
+    multiple=True,
+    help="--harness: the environment's own option KEY=VALUE (JSON value; repeatable), e.g. "
+    'read_only_paths=["/opt/agents"] for --env sandbox.',
+)
+@click.option(
     "--loading",
     type=click.Choice(LOADINGS),
     help="--harness: how SE gets the skills: installed (on-demand), plus a line naming where "
@@ -239,7 +245,7 @@ def run(
 
     secrets = url_secrets(params.get("base_url"))
     harness = {k: params.pop(k) for k in _HARNESS_ONLY}
-    if harness["harness"] is not None or any(v is not None for v in harness.values()):
+    if harness["harness"] is not None or any(v not in (None, ()) for v in harness.values()):
         _run_harness(harness, params, output_dir, resume_dir, report, resamples, secrets)
         return
     if set_aside_bad_records and resume_dir is None:
@@ -291,7 +297,9 @@ def run(
 
 
 #: `run` flags that only a harness reads (popped before the chat loop's config is built)
-_HARNESS_ONLY = ("harness", "agent", "harness_tasks", "trials", "harness_env", "loading")
+_HARNESS_ONLY = (
+    "harness", "agent", "harness_tasks", "trials", "harness_env", "env_option", "loading",
+)  # fmt: skip
 #: the chat loop's flags that a harness reads too
 _HARNESS_SHARED = {"model", "base_url", "api_key_env", "skills_dir", "concurrency"}
 
@@ -311,8 +319,9 @@ def _run_harness(
 
     name = harness.pop("harness")
     if name is None:
-        given = next(k for k, v in harness.items() if v is not None)
-        raise click.UsageError(f"--{given.removeprefix('harness_')}: only with --harness")
+        given = next(k for k, v in harness.items() if v not in (None, ()))
+        flag = given.removeprefix("harness_").replace("_", "-")
+        raise click.UsageError(f"--{flag}: only with --harness")
     if resume_dir is not None:
         raise click.UsageError("--resume: with --harness, the same command again resumes")
     for key in _given(params):
@@ -330,6 +339,7 @@ def _run_harness(
         "env": harness["harness_env"],
         "concurrency": params.get("concurrency"),
         "loading": harness["loading"],
+        "env_options": _engine_options(harness["env_option"], "--env-option") or None,
     }
     options = HarborOptions(**{k: v for k, v in values.items() if v is not None})
     try:

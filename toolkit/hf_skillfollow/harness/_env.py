@@ -82,7 +82,24 @@ class SandboxEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        return EnvironmentCapabilities(disable_internet=True)
+        # An allowlist is enforced for the host's loopback only (the relay's ports); any other
+        # entry is refused below rather than silently given no network.
+        return EnvironmentCapabilities(
+            disable_internet=True,
+            network_allowlist=True,
+            network_allowlist_hostnames=True,
+            network_allowlist_ipv4_addresses=True,
+        )
+
+    def validate_network_policy_support(self, network_policy: Any = None) -> None:
+        super().validate_network_policy_support(network_policy)
+        policy = network_policy or self.network_policy
+        others = [h for h in policy.allowed_hosts if h not in ("127.0.0.1", "localhost")]
+        if others:
+            raise ValueError(
+                f"the sandbox environment reaches no network but the host's loopback ports of "
+                f"its loopback_ports option; the task or agent asks for {', '.join(others[:3])}"
+            )
 
     def _validate_definition(self) -> None:
         self._recipe = read_dockerfile(self.environment_dir)

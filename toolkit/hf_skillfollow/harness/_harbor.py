@@ -86,6 +86,9 @@ class HarborOptions:
     (`nudge`), or their bodies in the instruction (`inject`)."""
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     """Extra agent options as Harbor's ``--ak`` takes them."""
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """The environment's own options (Harbor's ``--ek``); for `sandbox`: `read_only_paths`,
+    `path_prepend`, `loopback_ports` (docs/harness.md)."""
     agent_timeout_multiplier: float | None = None
     """Harbor's multiplier of the tasks' agent timeouts (None: Harbor's own, 1.0)."""
 
@@ -145,10 +148,13 @@ def job_config(
         extra = [INJECT.format(bodies=bodies)]
     dataset = _dataset(options.tasks) or {"path": str(work / "tasks" / arm)}
     environment: dict[str, Any] = {("import_path" if ":" in env else "type"): env, "delete": True}
+    kwargs = dict(options.env_options)
     port = _loopback_port(options.base_url)
     if options.env == "sandbox" and port and options.agent not in HOST_SIDE_AGENTS:
         # an agent that runs inside the trial reaches its endpoint through the relay only
-        environment["kwargs"] = {"loopback_ports": [port]}
+        kwargs["loopback_ports"] = sorted({*kwargs.get("loopback_ports", []), port})
+    if kwargs:
+        environment["kwargs"] = kwargs
     return {
         "job_name": arm,
         "jobs_dir": str(work / "jobs"),
