@@ -4,13 +4,14 @@ Three modes run the same tasks with the same seed, decoding and protocol through
 runner (agent, retrieval, sandboxed scoring, fsynced records):
 
 - `vllm (batched)`: `--backend vllm`, the whole partition advancing in lock-step batches;
-- `vllm-server (concurrency C)`: vLLM's OpenAI server with the runner's bounded concurrency;
+- `vllm-server (concurrency C)`: `--backend vllm-server` (vLLM's OpenAI server, started and
+  stopped by the backend) with the runner's bounded concurrency;
 - `vllm-server (one at a time)`: the same server, one request at a time.
 
 Only the runs are timed; engine and server start-up are printed separately. Run it with the
 interpreter of the vLLM venv (`.ci/setup-vllm` makes it and the model):
 
-    .venv-vllm/bin/python bench/vllm.py [--tasks 12] [--max-tokens 96] [--concurrency 4]
+    .venv-vllm/bin/python bench/vllm.py [--tasks 12] [--max-tokens 96] [--concurrency 4] [--out DIR]
 
 Target on a 2-core CPU: batched at least 3x one-at-a-time.
 """
@@ -31,9 +32,7 @@ from pathlib import Path
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from hf_skillfollow.backends import open_backend  # noqa: E402
-from hf_skillfollow.backends._openai import OpenAIBackend  # noqa: E402
-from hf_skillfollow.backends._server import free_port, launched_server  # noqa: E402
-from hf_skillfollow.backends._vllm_server import StrictToolsBackend, server_command  # noqa: E402
+from hf_skillfollow.backends._base import BackendWrapper, ChatRequest, ChatResult  # noqa: E402
 from hf_skillfollow.config import RunConfig  # noqa: E402
 from hf_skillfollow.runner import PairOutcome, execute, plan_new_run  # noqa: E402
 
@@ -71,6 +70,7 @@ async def _timed_run(mode: str, config: RunConfig, backend, out: Path) -> Figure
     start = time.monotonic()
     await execute(plan, backend, outcomes.append)
     wall = time.monotonic() - start
+    plan.store.write_tables()  # untimed: the run directory as `run` leaves it
     records = plan.store.read_records()
     completion = sum(tr["completion_tokens"] for r in records for tr in r["traces"])
     errors = [
@@ -87,7 +87,7 @@ async def bench_batched(config: RunConfig, out: Path) -> tuple[Figures, float]:
     start = time.monotonic()
     async with open_backend(config) as backend:
         startup = time.monotonic() - start
-        figures = await _timed_run("vllm (batched, in-process)", config, backend, out)
+        figures = await _timed_run("vllm (batched, in-process)", config, backend, out / "batched")
         sizes = backend.batch_sizes
         figures.batches = (
             f"{len(sizes)} generate calls, sizes {sizes[:8]}{' ...' if len(sizes) > 8 else ''}"
@@ -95,31 +95,32 @@ async def bench_batched(config: RunConfig, out: Path) -> tuple[Figures, float]:
     return figures, startup
 
 
+class OneAtATime(BackendWrapper):
+    """At most one request in flight, whatever the runner's concurrency."""
+
+    def __init__(self, inner: object) -> None:
+        super().__init__(inner)  # type: ignore[arg-type]
+        self._lock = asyncio.Lock()
+
+    async def chat(self, request: ChatRequest) -> ChatResult:
+        async with self._lock:
+            return await self.inner.chat(request)
+
+
 async def bench_server(config: RunConfig, out: Path) -> tuple[list[Figures], float]:
-    """One server, two clients: the runner's concurrency, then strictly one request at a time."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    """One server, started by the `vllm-server` backend itself: the runner's concurrency,
+    then strictly one request at a time."""
     start = time.monotonic()
-    cmd = server_command(config, port)
-    async with launched_server("vllm", cmd, ready_url=f"{base}/v1/models", ready_timeout_s=1800):
+    async with open_backend(config) as backend:
         startup = time.monotonic() - start
-        results = []
-        for label, concurrency in (
-            (f"vllm-server (concurrency {config.concurrency})", config.concurrency),
-            ("vllm-server (one at a time)", 1),
-        ):
-            run_config = config.model_copy(update={"concurrency": concurrency})
-            client = OpenAIBackend(
-                base_url=f"{base}/v1",
-                api_key="sk-no-key-required",
-                model=config.model,
-                concurrency=concurrency,
-            )
-            try:
-                results.append(await _timed_run(label, run_config, StrictToolsBackend(client), out))
-            finally:
-                await client.aclose()
-    return results, startup
+        concurrent = await _timed_run(
+            f"vllm-server (concurrency {config.concurrency})", config, backend, out / "server"
+        )
+        single = config.model_copy(update={"concurrency": 1})
+        one = await _timed_run(
+            "vllm-server (one at a time)", single, OneAtATime(backend), out / "server-one"
+        )
+    return [concurrent, one], startup
 
 
 def _config(args: argparse.Namespace, backend: str) -> RunConfig:
@@ -132,7 +133,7 @@ def _config(args: argparse.Namespace, backend: str) -> RunConfig:
         limit=args.tasks,
         max_tokens=args.max_tokens,
         temperature=0.7,
-        seed=0,
+        seed=args.seed,
         concurrency=args.concurrency,
         engine_options={"max_model_len": 8192},
     )
@@ -163,7 +164,7 @@ def _print(figures: list[Figures], startups: dict[str, float]) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-vllm-") as tmp:
-        out = Path(tmp)
+        out = args.out or Path(tmp)
         batched, batched_startup = await bench_batched(_config(args, "vllm"), out)
         print(f"batched done: {batched.pairs} pairs in {batched.wall_s:.1f} s", flush=True)
         served, server_startup = await bench_server(_config(args, "vllm-server"), out)
@@ -186,6 +187,12 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=96, help="per model turn [%(default)s]")
     parser.add_argument(
         "--concurrency", type=int, default=4, help="the runner's concurrency [%(default)s]"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the runs' seed [%(default)s]")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="keep the run directories here (batched/, server/, server-one/) [a temp folder]",
     )
     parser.add_argument(
         "--retrieval-policy",

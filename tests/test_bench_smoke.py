@@ -7,9 +7,11 @@ figures. No timing is asserted: the figures of a tiny run on a shared machine me
 only that the bench still reaches them. A bench added to bench/ without an entry in `TINY`
 fails `test_every_bench_has_tiny_arguments`.
 
-Where each runs: the default suite, except `vllm.py` (marked `vllm`: it needs the vLLM venv
-of `.ci/setup-vllm`, CI step 3) and the Ray part of `sweep.py` (marked `slow` and `ray`: the
-`ray` extra is installed in CI step 2).
+Where each runs: the default suite, except `vllm.py` (it needs the vLLM venv of
+`.ci/setup-vllm`: tests/test_vllm.py runs it in the vllm step, CI step 3), `harbor.py`
+(marked `harbor`: it needs Harbor in .venv-harbor, CI step 4), the Ray part of
+`sweep.py` (marked `slow` and `ray`: the `ray` extra is installed in CI step 2) and the whole
+shape of `score.py` (slow: each EvalPlus process lives at least 20 s).
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ TINY: dict[str, tuple[Tiny, ...]] = {
     # Its whole corpus is small: it runs at its own size.
     "grader_addressing.py": (
         Tiny("", ("whole corpus:", "held out:", "precision", "recall")),
+    ),
+    # Needs Harbor in .venv-harbor: the harbor step (CI step 4) runs it.
+    "harbor.py": (
+        Tiny(
+            "--trials 1 --concurrency 2 --latency 0.05 --slots 4",
+            ("endpoint:", "ours ", "direct ", "overhead of ours:", "the endpoint's limit"),
+            marks=(pytest.mark.harbor,),
+            timeout_s=900,
+        ),
     ),
     "harness.py": (
         Tiny(
@@ -111,16 +122,10 @@ TINY: dict[str, tuple[Tiny, ...]] = {
              "ratio verify / score"),
         ),
     ),
-    # In-process batched vLLM and a vLLM server, from the vLLM venv (CI step 3).
-    "vllm.py": (
-        Tiny(
-            "--tasks 1 --max-tokens 16 --concurrency 2 --tasks-file {data}/mbppplus-v0.1.0.jsonl",
-            ("vllm (batched, in-process)", "vllm-server (one at a time)",
-             "batched / one-at-a-time:"),
-            marks=(pytest.mark.vllm,),
-            timeout_s=1800,
-        ),
-    ),
+    # Needs the vLLM venv: tests/test_vllm.py::test_bench_vllm_batched_and_server_runs runs it
+    # at a tiny size in the vllm step (CI step 3) and checks the runs it leaves, which spares
+    # that step two more engine starts.
+    "vllm.py": (),
 }  # fmt: skip
 
 
