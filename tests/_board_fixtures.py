@@ -94,10 +94,11 @@ HELPS = {(True, False, True): 9, (False, True, True): 1, (True, True, True): 2,
 #: McNemar p = 2·5/16 = 0.625; lift = 7/10 − 2/10 = +50: a reportable sign disagreement.
 HURTS = {(True, False, True): 1, (False, True, True): 3, (True, True, True): 6,
          (True, True, False): 2, (False, False, False): 8}  # fmt: skip
-#: Too few retrievals to report: S_call b=1 c=3 a=2 (n_cond 6 < 10), S_skip a=2 d=8.
-#: RAE = −33.3, lift = 3/6 − 2/10 = +30: the signs disagree, but the cell is not reportable.
+#: Too few retrievals to report: S_call b=1 c=3 a=2 (n_cond 6 < 10), S_skip a=2 d=12.
+#: RAE = −33.3, lift = 3/6 − 2/14 = +35.7: the signs disagree, but the cell is not reportable.
+#: 20 pairs, so `outcome_rows`' one errored pair is 5%, not error-heavy.
 FEW = {(True, False, True): 1, (False, True, True): 3, (True, True, True): 2,
-       (True, True, False): 2, (False, False, False): 8}  # fmt: skip
+       (True, True, False): 2, (False, False, False): 12}  # fmt: skip
 #: Never retrieved: S_skip a=5 b=3 c=1 d=11; RAE and McNemar p undefined.
 NEVER = {(True, True, False): 5, (True, False, False): 3, (False, True, False): 1,
          (False, False, False): 11}  # fmt: skip
@@ -250,3 +251,45 @@ def write_readable_sources(root: Path) -> list[str]:
     write_run_dir(community, "run-z1", NEVER, cell_id="cellZ", model="org/never-1b")
     write_imported(community)
     return [str(lab), str(community)]
+
+
+# --- issue 38: errored pairs ---------------------------------------------------------------
+#: 40 pairs, S_call b=12 c=2 a=6 (n_cond 20), S_skip a=10 d=10: RAE = 100·10/20 = +50.0.
+FORTY = {(True, False, True): 12, (False, True, True): 2, (True, True, True): 6,
+         (True, True, False): 10, (False, False, False): 10}  # fmt: skip
+OUTAGE = "HTTP 503 from the provider: Service Unavailable"
+
+
+def write_error_source(root: Path) -> str:
+    """One source with two 40-pair cells of `FORTY`'s outcomes (rows written here, so the
+    errors are exactly these): cellDOWN, every pair of which ended in a provider error in
+    both arms (a model that failed every request: each empty answer scored wrong, so every
+    pair is d, none retrieved), and cellONE, one pair of which errored in the SD arm
+    (2.5%: reportable, RAE +50.0)."""
+    from hf_skillfollow.schema import transitions_from_rows
+    from tests._rows import transition_row
+
+    def rows(run_id: str, cell_id: str, model: str, down: bool) -> list[dict]:
+        out = []
+        for (se, sd, got), n in FORTY.items():
+            for _ in range(n):
+                i = len(out)
+                got = got and not down
+                out.append(transition_row(
+                    run_id=run_id, cell_id=cell_id, model=model, task_id=f"Mbpp/{i + 2}",
+                    se_correct=se and not down, sd_correct=sd and not down, invoked=got,
+                    returned=got, n_calls=int(got), queries=[f"query {i}"] if got else [],
+                    skills_returned=["prefix-sum"] if got else [],
+                    se_error=OUTAGE if down else None,
+                    sd_error=OUTAGE if down or i == 7 else None,
+                ))  # fmt: skip
+        return out
+
+    source = root / "errors"
+    for run_id, cell_id, model, down in (("run-down", "cellDOWN", "org/down-7b", True),
+                                         ("run-one", "cellONE", "org/flaky-7b", False)):  # fmt: skip
+        run_dir = source / run_id
+        run_dir.mkdir(parents=True)
+        table = transitions_from_rows(rows(run_id, cell_id, model, down))
+        pq.write_table(table, run_dir / "transitions.parquet")
+    return str(source)

@@ -88,7 +88,7 @@ def test_about_tab_reads_to_the_end_past_a_plain_text_tag(browser, app):
 
 
 def test_lift_vs_rae_draws_non_reportable_cells_hollow_and_counts_them_in_neither(browser, app):
-    """cellN (n_cond 6) has RAE −33.3 and lift +30; on main it was a blue "signs agree" point
+    """cellN (n_cond 6) has RAE −33.3 and lift +35.7; on main it was a blue "signs agree" point
     inside the shaded quadrant and counted in "signs agree (3)"."""
     page = _open(browser, app, "?nonreportable=1")
     figure = page.locator("#sf-plots figure", has_text="Aggregate lift vs RAE").first

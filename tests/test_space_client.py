@@ -356,7 +356,8 @@ def test_table_shows_key_columns_with_units_and_the_flag_beside_the_lift(client)
     lo, hi = (float(x) for x in a["RAE pp [95% CI]"][7:-1].split(","))
     assert lo < 35.0 < hi
     assert a["RAE pp [95% CI]"].count(".") == 3  # value and both ends at one decimal
-    assert a["n_cond / n"] == "20 / 68 (29.4%)" and a["b / c"] == "9 / 2" and a["Runs"] == "2"
+    assert a["n_cond / n"] == "20 / 68 (29.4%)errored 0.0% (0)"  # the error rate under it
+    assert a["b / c"] == "9 / 2" and a["Runs"] == "2"
     assert a["McNemar p"] == "0.0654" and a["Δselect pp"] == "-15.0" and a["Agg lift pp"] == "+26.2"
     assert b["RAE pp [95% CI]"].startswith("-33.3 [")
     assert b["Agg lift pp"] == "⚠ +19.0"  # 100·(4/12 − 4/28) = 19.05

@@ -51,6 +51,8 @@ DEFAULT_MIN_COND = 10
 SEED = 0
 # Columns the toolkit does not need for metrics; leaving them in arrow keeps load fast.
 _HEAVY_COLUMNS = ("queries", "skills_returned", "se_error", "sd_error", SOURCE)
+#: The error columns, whose text the metrics read only as "did this arm error" (`n_errored`).
+_ERROR_COLUMNS = ("se_error", "sd_error")
 #: The source part of a drill-down key for cells pooled across sources.
 ALL_SOURCES = "all"
 
@@ -483,7 +485,7 @@ def _cells(
         return pd.DataFrame(columns=_empty_columns(pool_runs))
     from hf_skillfollow.metrics import compute_cells
 
-    data = table.drop_columns([c for c in _HEAVY_COLUMNS if c in table.column_names])
+    data = _light(table)
     try:
         data, unknown = _measured_rows(data)
         cells = compute_cells(
@@ -506,6 +508,36 @@ def _cells(
         )
         return pd.DataFrame(columns=_empty_columns(pool_runs))
     return cells.reset_index(drop=True)
+
+
+def _light(table: pa.Table) -> pa.Table:
+    """`table` as the metrics need it: the heavy columns dropped, and the error texts replaced
+    by one marker column (`se_error` "e" where either arm errored, else null) so that
+    `n_errored` is counted without copying or decoding a provider's error strings."""
+    errors = [c for c in _ERROR_COLUMNS if c in table.column_names]
+    data = table.drop_columns([c for c in _HEAVY_COLUMNS if c in table.column_names])
+    if not errors:
+        return data
+    errored = _nonempty(table[errors[0]])
+    for name in errors[1:]:
+        errored = pc.or_(errored, _nonempty(table[name]))
+    marker = pc.if_else(errored, pa.scalar("e"), pa.scalar(None, pa.string()))
+    return data.append_column("se_error", marker)
+
+
+def _nonempty(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Whether each value holds text (null and "" are False), from the string lengths alone:
+    a dictionary-encoded column is measured on its dictionary, never decoded row by row."""
+    if pa.types.is_null(column.type):
+        return pa.chunked_array([pa.array(np.zeros(len(column), dtype=bool))], pa.bool_())
+    chunks = []
+    for chunk in column.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
+        else:
+            lengths = pc.binary_length(chunk)
+        chunks.append(pc.fill_null(pc.greater(lengths, 0), False))
+    return pa.chunked_array(chunks, pa.bool_())
 
 
 def _per_run_cells(
@@ -672,11 +704,20 @@ def _decorate(
     out["_key"] = _keys(out, pool_runs, across, warnings)
     n_cond = pd.to_numeric(out["n_cond"], errors="coerce").to_numpy(dtype=float)
     product = _floats(out["agg_lift"]) * _floats(out["rae"])
+    # an error-heavy cell is reportable at no threshold: its errors were scored incorrect
+    heavy = error_heavy(out)
     for t in THRESHOLDS:
-        reportable = n_cond >= t
+        reportable = (n_cond >= t) & ~heavy
         out[f"_rep_{t}"] = reportable
         out[f"_dis_{t}"] = reportable & (np.nan_to_num(product, nan=0.0) < 0)
     return _numpy_backed(out)
+
+
+def error_heavy(cells: pd.DataFrame) -> np.ndarray:
+    """Which cells are error-heavy (`metrics.MAX_ERROR_RATE`); none where the column is absent."""
+    if "error_heavy" not in cells:
+        return np.zeros(len(cells), dtype=bool)
+    return cells["error_heavy"].fillna(False).to_numpy(dtype=bool)
 
 
 def cell_key(cell_id: str, source: str | None, run_id: str | None = None) -> str:

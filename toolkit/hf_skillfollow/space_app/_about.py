@@ -47,7 +47,11 @@ named. Every number here is recomputed when the Space starts, from the published
   tasks were *without* any skill. Undefined (with agg lift) when retrieval happened on all
   or on no tasks.
 - **Reportable** — n_cond at least the chosen threshold (10 by default; 5/10/15/20 offered so
-  you can see how conclusions move).
+  you can see how conclusions move), and not error-heavy.
+- **Errored / error-heavy** — under n_cond / n, the share (and count) of pairs with an arm
+  that ended in a provider error: its empty answer is scored wrong, so it measures the
+  endpoint, not the skills. Over 5% of pairs the cell is *error-heavy*: flagged ⚠, never
+  reportable, and its effects read "not reported: N% of pairs errored".
 - **Sign disagreement ⚠** — a reportable cell whose aggregate lift and RAE have opposite
   signs. Cells with an undefined aggregate lift keep their RAE but are left out of
   disagreement counts.

@@ -56,6 +56,7 @@ CSS = """
 sup.sf-sig { font-size: 9px; margin-left: 1px; }
 .sf-judge { font-size: 11px; }
 .sf-phone { display: none; }
+.sf-board td .sf-errors { white-space: normal; }
 .sf-board td:first-child { min-width: 11em; }
 .sf-model { overflow-wrap: anywhere; }
 .sf-defs summary { cursor: pointer; font-size: 13px; }

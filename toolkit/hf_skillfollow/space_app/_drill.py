@@ -18,6 +18,13 @@ from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app._board import ALL_SOURCES, Board
 from hf_skillfollow.space_app._labels import SEARCH_ONLY
 from hf_skillfollow.space_app._sources import SOURCE, source_id
+from hf_skillfollow.space_app._table import (
+    DISAGREE_MARK,
+    ERROR_HEAVY,
+    errors_text,
+    is_error_heavy,
+    not_reported,
+)
 
 NO_CELL = "Pick a cell: click a row of the leaderboard or a point of a plot."
 HARMFUL, HELPFUL = "harmful (c)", "helpful (b)"
@@ -93,8 +100,20 @@ def header_html(cell: pd.Series, key: str) -> str:
         f'<div class="sf-drill-head" data-sf-open="{escape(key)}">'
         f"<h3>{escape(_capped(cell['label']))}</h3>"
         f'<p class="sf-protocol">{escape(protocol_sentence(cell))}</p>'
-        f"<p>{items}</p></div>"
+        f"{_errors_line(cell)}<p>{items}</p></div>"
     )
+
+
+def _errors_line(cell: pd.Series) -> str:
+    """The cell's errored pairs; an error-heavy cell says its effects are not reported."""
+    line = f'<p class="sf-errors"><b>errored pairs</b> {escape(errors_text(cell))}'
+    if is_error_heavy(cell):
+        line += (
+            f' — <span class="sf-flag sf-heavy">{DISAGREE_MARK} {ERROR_HEAVY}: '
+            f"{escape(not_reported(cell))}</span> (the errors were scored incorrect, so the "
+            "effects would measure the endpoint, not the skills)"
+        )
+    return line + "</p>"
 
 
 def protocol_sentence(cell: pd.Series) -> str:
@@ -137,6 +156,9 @@ def decomposition_markdown(cell: pd.Series) -> str:
     """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers."""
     from hf_skillfollow.report import NEVER_RETRIEVED
 
+    if is_error_heavy(cell):  # the same numbers the table withholds
+        text = f"**Decomposition.** {not_reported(cell)}: OAE, RAE and Δskip are not shown."
+        return "\n\n".join(p for p in (text, str(cell.get("_annotations") or "")) if p)
     n, n_cond = int(cell["n_pairs"]), int(cell["n_cond"])
     oae, rae, skip = (_num(cell[c]) for c in ("oae", "rae", "delta_skip"))
     cov = n_cond / n if n else math.nan

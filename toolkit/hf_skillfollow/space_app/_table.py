@@ -17,6 +17,7 @@ import pandas as pd
 
 from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.metrics import MAX_ERROR_RATE
 from hf_skillfollow.space_app import _verification
 from hf_skillfollow.space_app._board import (
     AA_SD,
@@ -26,6 +27,7 @@ from hf_skillfollow.space_app._board import (
     DETECTORS,
     THRESHOLDS,
     VIOLATIONS,
+    error_heavy,
 )
 from hf_skillfollow.space_app._cost import INDISTINGUISHABLE, indistinguishable
 from hf_skillfollow.space_app._labels import card_url
@@ -40,6 +42,12 @@ SELF_JUDGED = "self-judged: the model grades its own answers"
 #: Up to this many rows the table is as tall as it needs (the page scrolls, not a box in it);
 #: longer tables scroll in their box, under a header that stays in view.
 FITS_ROWS = 25
+ERRORS_TIP = (
+    "pairs with an arm that ended in a provider error (its empty answer scored wrong), % of all "
+    f"pairs (count); over {MAX_ERROR_RATE:g}% the cell is error-heavy: not a measurement, its "
+    "effects not reported"
+)
+ERROR_HEAVY = "error-heavy"
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("pool", "Pool / protocol", "Skill pool and its condition (normal, filler, ...); under it, how the skills reached the model (the access protocol, with only the settings that had an effect)", "pool_condition", False),
     Column("partition", "Partition", "Task partition: seed · number of tasks", "partition", False),
     Column("runs", "Runs", "Config-identical runs pooled into this cell", "n_runs"),
-    Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %", "n_cond", True, True),
+    Column("n_cond", "n_cond / n", "Retrieval-invoked tasks (the SE run received a skill) / all paired tasks, and coverage = n_cond/n in %. Under them, the errored pairs: " + ERRORS_TIP, "n_cond", True, True),
     Column("rae", "RAE pp [95% CI]", "Retrieval-invoked actual-use effect, percentage points: 100·(b−c)/n_cond over the tasks where a skill came back, with its 95% paired-bootstrap interval. * = not reportable at the chosen n_cond threshold", "rae", True, True),
     Column("lift", "Agg lift pp", "Aggregate lift, percentage points: SE accuracy on retrieved − on non-retrieved tasks (selection-biased). ⚠ = its sign disagrees with RAE", "agg_lift", True, True),
     Column("select", "Δselect pp", "Selection gap, percentage points: the same split in the SD run, where no skill exists — how much easier the retrieved tasks were anyway", "delta_select"),
@@ -68,7 +76,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("oae", "OAE pp [95% CI]", "Overall skill-access effect, percentage points: 100·(b−c)/n over all tasks, with its 95% interval", "oae"),
     Column("skip", "Δskip pp", "Paired effect on the tasks without a retrieved skill, percentage points", "delta_skip"),
     Column("bc", "b / c", "Helpful (b) / harmful (c) flips among the retrieval-invoked tasks", "b_cond"),
-    Column("reportable", "Reportable", "n_cond at least the chosen threshold", "n_cond", False),
+    Column("reportable", "Reportable", "n_cond at least the chosen threshold, and not error-heavy", "n_cond", False),
     Column("rescored", "Re-scored", _verification.TIP, _verification.RESCORED, False),
 )  # fmt: skip
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
@@ -158,7 +166,9 @@ def sensitivity(cells: pd.DataFrame, f: Filters) -> pd.DataFrame:
     """Reportable cells and sign disagreements at each n_cond threshold, under the other filters."""
     from hf_skillfollow.metrics import disagreement_sensitivity
 
-    table = disagreement_sensitivity(cells[_base_mask(cells, f)], thresholds=THRESHOLDS)
+    # an error-heavy cell is reportable at no threshold (the metrics' count does not know it)
+    mask = _base_mask(cells, f) & ~error_heavy(cells)
+    table = disagreement_sensitivity(cells[mask], thresholds=THRESHOLDS)
     rate = table["disagreement_rate"].map(lambda v: "—" if pd.isna(v) else f"{v:.1f}%")
     return pd.DataFrame(
         {
@@ -236,9 +246,9 @@ def table_html(
         row["_noise"] = (noise or {}).get(row["_key"])
         reportable = bool(row[f"_rep_{threshold}"])
         disagree = bool(row[f"_dis_{threshold}"])
-        cls = " ".join(
-            name for name, on in (("sf-nonrep", not reportable), ("sf-disagree", disagree)) if on
-        )
+        flags = (("sf-nonrep", not reportable), ("sf-disagree", disagree),
+                 ("sf-error-heavy", is_error_heavy(row)))  # fmt: skip
+        cls = " ".join(name for name, on in flags if on)
         cells = "".join(
             _td(c, row, reportable, disagree, threshold, runs_separately) for c in columns
         )
@@ -279,6 +289,7 @@ _ROW_COLUMNS = (
     "n_cond", "n_skip", "coverage", "rae", "rae_ci_low", "rae_ci_high", "rae_reason", "oae",
     "oae_ci_low", "oae_ci_high", "agg_lift", "agg_lift_reason", "delta_select",
     "delta_select_reason", "delta_skip", "delta_skip_reason", "mcnemar_p", "b_cond", "c_cond",
+    "n_errored", "error_rate", "error_heavy",
 )  # fmt: skip
 
 
@@ -344,10 +355,14 @@ def _cell_text(
         return escape(_capped(row[COLUMN_BY_KEY[key].source])), ""
     if key == "runs":
         return str(int(row["n_runs"])), ""
+    if key in _EFFECTS and is_error_heavy(row):
+        text = not_reported(row)
+        return _why(text if key in {"rae", "oae"} else "not reported"), text
     if key == "n_cond":
         cov = pp(row["coverage"], signed=False)
         return (
-            f'{int(row["n_cond"])} / {int(row["n_pairs"])} <span class="sf-sub">({cov}%)</span>',
+            f'{int(row["n_cond"])} / {int(row["n_pairs"])} <span class="sf-sub">({cov}%)</span>'
+            + errors_html(row, block=True),
             "",
         )
     if key in {"rae", "oae"}:
@@ -395,6 +410,8 @@ def _cell_text(
     if key == "reportable":
         if reportable:
             return "yes", ""
+        if is_error_heavy(row):
+            return f'<span class="sf-no">no</span> <span class="sf-sub">{ERROR_HEAVY}</span>', ""
         return (
             f'<span class="sf-no">no</span> <span class="sf-sub">n_cond&nbsp;&lt;&nbsp;{threshold}</span>',
             "",
@@ -402,6 +419,42 @@ def _cell_text(
     if key == "rescored":
         return _verification.mark_html(row), ""
     raise KeyError(key)
+
+
+#: Columns that show an effect (or its test): an error-heavy cell shows none of them.
+_EFFECTS = frozenset({"rae", "oae", "lift", "select", "skip", "p"})
+
+
+def is_error_heavy(row: pd.Series | dict) -> bool:
+    value = row.get("error_heavy")
+    return bool(value) and not fmt.is_undefined(value)
+
+
+def not_reported(row: pd.Series | dict) -> str:
+    """What an error-heavy cell shows instead of an effect, in the words of `report` and the
+    card: a model failing every request would otherwise read as a measured `OAE +0.0`."""
+    return f"not reported: {pp(row.get('error_rate'), signed=False)}% of pairs errored"
+
+
+def errors_text(row: pd.Series | dict) -> str:
+    """The cell's errored pairs as `report` writes them: "2.5% (1)"; — when not counted."""
+    rate = row.get("error_rate")
+    if rate is None or fmt.is_undefined(rate):
+        return "—"
+    return f"{pp(rate, signed=False)}% ({int(row.get('n_errored') or 0)})"
+
+
+def errors_html(row: pd.Series | dict, *, block: bool = False) -> str:
+    """ "errored `errors_text`", after the error-heavy flag in red when the cell is one
+    (`block`: each on a line of its own that may wrap, so the n_cond column stays narrow)."""
+    text = f"errored {escape(errors_text(row))}"
+    tag = "div" if block else "span"
+    if block:
+        text = f'<div class="sf-sub sf-errors">{text}</div>'
+    if not is_error_heavy(row):
+        return text
+    size = " sf-sub sf-errors" if block else ""
+    return f'<{tag} class="sf-flag sf-heavy{size}">{DISAGREE_MARK} {ERROR_HEAVY}</{tag}> {text}'
 
 
 def _sign_class(value: object) -> str:
@@ -434,7 +487,8 @@ def _judge_line(row: dict) -> str:
 
 
 def _phone_line(row: dict) -> str:
-    """What a phone hides with the wide columns, in one line: task set · pool · protocol."""
+    """What a phone hides with the wide columns, in one line: task set · pool · protocol.
+    (The errored pairs are under n_cond, which a phone shows.)"""
     text = f"{row['task_set']} · {row['pool_condition']} · {row['protocol']}"
     line = f'<div class="sf-sub sf-phone">{escape(_capped(text, 2 * SHOWN_CHARS))}</div>'
     return line + f'<div class="sf-phone">{_measured_line(row)}</div>' if _violations(row) else line

@@ -19,7 +19,7 @@ from hf_skillfollow.space_app import _cost, _drill, _plots, _verification
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
 from hf_skillfollow.space_app._assets import CSS, HEAD
-from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board
+from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board, error_heavy
 from hf_skillfollow.space_app._markdown import rendered
 
 INTRO = (
@@ -112,6 +112,7 @@ def _render(
 
 
 def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
+    filtered = filtered[~error_heavy(filtered)]  # its effects are no measurement to plot
     if filtered.empty:  # three empty frames say nothing the table's reset line does not
         return ""
     disagree = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
