@@ -28,10 +28,10 @@ from hf_skillfollow.importers._harbor import (
     Unfinished,
     check_names,
     collect,
-    count,
     harness_record,
     read_trial,
     reward_value,
+    tokens,
     transcripts,
 )
 from hf_skillfollow.importers._walk import field, find_file, read_json
@@ -87,10 +87,7 @@ def read_rollout(
         model=model,
         reward=reward,
         harness_record=harness_record(data, path),
-        tokens=(
-            count(field(data, path, "agent_result", "n_input_tokens")),
-            count(field(data, path, "agent_result", "n_output_tokens")),
-        ),
+        tokens=tokens(data, path),
         seconds=_seconds(folder, data),
         trial_id=field(data, path, "rollout_name", kind=str) or "",
     )

@@ -154,10 +154,7 @@ def read_trial(
         model=model,
         reward=reward,
         harness_record=harness_record(data, path),
-        tokens=(
-            count(field(data, path, "agent_result", "n_input_tokens")),
-            count(field(data, path, "agent_result", "n_output_tokens")),
-        ),
+        tokens=tokens(data, path),
         seconds=_seconds(data),
         dataset=_dataset(data, path),
         trial_id=field(data, path, "trial_name", kind=str) or "",
@@ -255,7 +252,15 @@ def transcripts(folder: Path, agent: str, first: tuple[str, ...] = ()) -> tuple[
     return tuple(p for p in existing_files(folder, *names) if p.stat().st_size > 0)
 
 
-def count(value: Any) -> int:
+def tokens(data: dict[str, Any], path: Path) -> tuple[int, int]:
+    """The (input, output) token counts in `agent_result` (Harbor's and BenchFlow's)."""
+    return (
+        _count(field(data, path, "agent_result", "n_input_tokens")),
+        _count(field(data, path, "agent_result", "n_output_tokens")),
+    )
+
+
+def _count(value: Any) -> int:
     """A recorded token count, 0 when absent or not a count."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
