@@ -45,27 +45,38 @@ def import_() -> None:
     """Import with/without-skills runs of another harness as paired run folders (docs/import.md)."""
 
 
+def _trial_arms(harness: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The arm and verdict options of a format whose trials are folders given per arm."""
+
+    def add(f: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
+                         help=f"{harness} job or trial folder of the with-skills arm (repeatable; "
+                              "searched recursively)."),
+            click.option("--without-skills", "without_paths", type=_PATH, multiple=True,
+                         required=True,
+                         help=f"{harness} job or trial folder of the without-skills arm "
+                              "(repeatable)."),
+            click.option("--pass-threshold", type=float, default=1.0, show_default=True,
+                         help="A trial passes when its verifier reward reaches this."),
+        ]  # fmt: skip
+        f = _common(f)
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return add
+
+
 @import_.command("harbor")
-@click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
-              help="Job or trial folder of the with-skills arm (repeatable; searched recursively).")  # fmt: skip
-@click.option("--without-skills", "without_paths", type=_PATH, multiple=True, required=True,
-              help="Job or trial folder of the without-skills arm (repeatable).")  # fmt: skip
-@click.option("--pass-threshold", type=float, default=1.0, show_default=True,
-              help="A trial passes when its verifier reward reaches this.")  # fmt: skip
-@_common
+@_trial_arms("Harbor")
 def harbor(**kwargs: Any) -> None:
     """Harbor trial folders (result.json, config.json, agent/...): SkillsBench, Terminal-Bench."""
     _import("harbor", **kwargs)
 
 
 @import_.command("benchflow")
-@click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
-              help="BenchFlow job or trial folder of the with-skills arm (repeatable).")  # fmt: skip
-@click.option("--without-skills", "without_paths", type=_PATH, multiple=True, required=True,
-              help="BenchFlow job or trial folder of the without-skills arm (repeatable).")  # fmt: skip
-@click.option("--pass-threshold", type=float, default=1.0, show_default=True,
-              help="A trial passes when its verifier reward reaches this.")  # fmt: skip
-@_common
+@_trial_arms("BenchFlow")
 def benchflow(**kwargs: Any) -> None:
     """BenchFlow trial folders (result.json with n_skill_invocations)."""
     _import("benchflow", **kwargs)
