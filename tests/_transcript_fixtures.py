@@ -390,42 +390,27 @@ def gemini_trial() -> list[dict]:
     """
     ts = "2026-01-25T18:08:28.541Z"
 
-    def use(tid: str, name: str, params: dict) -> dict:
-        return {
-            "type": "tool_use",
-            "timestamp": ts,
-            "tool_name": name,
-            "tool_id": tid,
-            "parameters": params,
-        }
+    def call(n: int, name: str, params: dict, status: str, output: str) -> list[dict]:
+        """Tool call `n` and its result, as the stream holds them (the id is `<name>-<n>`)."""
+        tid = f"{name}-{n}"
+        return [
+            dict(type="tool_use", timestamp=ts, tool_name=name, tool_id=tid, parameters=params),
+            dict(type="tool_result", timestamp=ts, tool_id=tid, status=status, output=output),
+        ]
 
-    def result(tid: str, status: str, output: str) -> dict:
-        return {
-            "type": "tool_result",
-            "timestamp": ts,
-            "tool_id": tid,
-            "status": status,
-            "output": output,
-        }
-
+    missing = 'Error: Skill "docx" not found. Available skills are: pdf, xlsx'
     return [
         {"type": "init", "timestamp": ts, "session_id": SESSION, "model": "gemini-3-flash-preview"},
-        use("activate_skill-1", "activate_skill", {"name": "pdf"}),
-        result("activate_skill-1", "success", '<activated_skill name="pdf">'),
-        use("activate_skill-2", "activate_skill", {"name": "docx"}),
-        result(
-            "activate_skill-2",
-            "error",
-            'Error: Skill "docx" not found. Available skills are: pdf, xlsx',
-        ),
-        use("list_directory-3", "list_directory", {"dir_path": "/root/.gemini/skills/pdf"}),
-        result("list_directory-3", "success", "SKILL.md"),
-        use(
-            "run_shell_command-4",
+        *call(1, "activate_skill", {"name": "pdf"}, "success", '<activated_skill name="pdf">'),
+        *call(2, "activate_skill", {"name": "docx"}, "error", missing),
+        *call(3, "list_directory", {"dir_path": "/root/.gemini/skills/pdf"}, "success", "SKILL.md"),
+        *call(
+            4,
             "run_shell_command",
             {"command": "cat /root/.gemini/skills/xlsx/SKILL.md"},
+            "success",
+            "---\nname: xlsx",
         ),
-        result("run_shell_command-4", "success", "---\nname: xlsx"),
         {"type": "result", "timestamp": ts, "status": "success", "stats": {"total_tokens": 10}},
     ]
 

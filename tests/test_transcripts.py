@@ -29,10 +29,11 @@ def _summary(detection) -> list[tuple[str, str, int, bool]]:
     return [(e.skill, e.kind, e.event_index, e.succeeded) for e in detection.events]
 
 
-def _detect_file(path: Path, data: object, fmt: str, pool, *, document: bool = False):
-    """Write `data` as a real file (JSONL lines, or one JSON document), read it back bounded,
-    check that its content names the format `fmt`, and detect against `pool`."""
-    (fx.write_json if document else fx.write_jsonl)(path, data)
+def _detect_file(path: Path, data: object, fmt: str, pool):
+    """Write `data` as a real file (one JSON document when `path` ends in .json, else JSONL
+    lines), read it back bounded, check that its content names the format `fmt`, and detect
+    against `pool`."""
+    (fx.write_json if path.suffix == ".json" else fx.write_jsonl)(path, data)
     transcript = read_transcript(path)
     assert sniff_format(transcript) == fmt
     return detect(transcript, pool)
@@ -88,9 +89,7 @@ def test_claude_code_skill_call_without_result_did_not_return() -> None:
 
 
 def test_terminus_atif_keystrokes(tmp_path: Path) -> None:
-    found = _detect_file(
-        tmp_path / "trajectory.json", fx.terminus_trial(), "atif", ["pdf", "xlsx"], document=True
-    )
+    found = _detect_file(tmp_path / "trajectory.json", fx.terminus_trial(), "atif", ["pdf", "xlsx"])
     assert _summary(found) == [("xlsx", "instructions", 2, True), ("pdf", "resource", 3, True)]
     assert found.listed == ("pdf", "xlsx")
     assert found.events[0].evidence == (
@@ -102,11 +101,7 @@ def test_terminus_atif_keystrokes(tmp_path: Path) -> None:
 
 def test_claude_code_converted_to_atif(tmp_path: Path) -> None:
     found = _detect_file(
-        tmp_path / "trajectory.json",
-        fx.claude_code_atif_trial(),
-        "atif",
-        ["pdf", "xlsx"],
-        document=True,
+        tmp_path / "trajectory.json", fx.claude_code_atif_trial(), "atif", ["pdf", "xlsx"]
     )
     assert _summary(found) == [
         ("pdf", "instructions", 1, False),
@@ -477,11 +472,7 @@ def test_gemini_cli_converted_to_atif() -> None:
 
 def test_skillsbench_terminus_episode_list(tmp_path: Path) -> None:
     found = _detect_file(
-        tmp_path / "trajectory.json",
-        fx.terminus_episodes_trial(),
-        "atif",
-        ["pdf", "xlsx"],
-        document=True,
+        tmp_path / "trajectory.json", fx.terminus_episodes_trial(), "atif", ["pdf", "xlsx"]
     )
     assert _summary(found) == [
         ("pdf-tools", "instructions", 0, False),
@@ -631,7 +622,6 @@ def test_gemini_cli_chat_recording(tmp_path: Path) -> None:
         fx.gemini_recording(),
         "gemini-cli",
         ["pdf", "xlsx"],
-        document=True,
     )
     assert _summary(found) == [
         ("pdf", "instructions", 1, True),
