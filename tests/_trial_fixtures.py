@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 POOL = ("pdf-tools", "csv-clean")
 SKILLS_DIR = "/root/.claude/skills"
@@ -104,6 +104,16 @@ def cc_result(call_id: str, text: str, error: bool = False) -> dict[str, Any]:
     return {"type": "user", "message": {"role": "user", "content": [block]}}
 
 
+class Call(NamedTuple):
+    """One Claude Code tool call for `cc_stream`: the tool, its input, the result text, and
+    whether the result is an error."""
+
+    tool: str
+    args: dict[str, Any]
+    text: str
+    error: bool = False
+
+
 def cc_stream(
     *calls: tuple[str, dict[str, Any], str, bool], init: bool = True
 ) -> list[dict[str, Any]]:
@@ -154,30 +164,18 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
     """
     se = write_job(root / "claude-code-opus-no-skills-ablation")
     sd = write_job(root / "claude-code-opus-with-skills-v2")
-    skill = ("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools", False)
+    skill = Call("Skill", {"skill": "pdf-tools"}, "Launching skill: pdf-tools")
     write_trial(se, "a__1", "task-a", reward=1.0, stream=cc_stream(skill))
     write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
-    read = (
-        "Read",
-        {"file_path": f"{SKILLS_DIR}/csv-clean/SKILL.md"},
-        "---\nname: csv-clean",
-        False,
-    )
+    read = Call("Read", {"file_path": f"{SKILLS_DIR}/csv-clean/SKILL.md"}, "---\nname: csv-clean")
     write_trial(se, "b__1", "task-b", reward=0.0, stream=cc_stream(read))
     write_trial(sd, "b__2", "task-b", reward=1.0, stream=cc_stream(init=False))
-    unknown = (
-        "Skill",
-        {"skill": "pdf-tools"},
-        "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>",
-        True,
-    )
+    refused = "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>"
+    unknown = Call("Skill", {"skill": "pdf-tools"}, refused, error=True)
     write_trial(se, "c__1", "task-c", reward=1.0, stream=cc_stream(unknown))
     write_trial(sd, "c__2", "task-c", reward=1.0, stream=cc_stream(init=False))
-    script = (
-        "Bash",
-        {"command": f"python {SKILLS_DIR}/csv-clean/scripts/clean.py in.csv"},
-        "cleaned",
-        False,
+    script = Call(
+        "Bash", {"command": f"python {SKILLS_DIR}/csv-clean/scripts/clean.py in.csv"}, "cleaned"
     )
     write_trial(se, "d__1", "task-d", reward=1.0, stream=cc_stream(script))
     write_trial(sd, "d__2", "task-d", reward=0.0, stream=cc_stream(init=False))
@@ -187,7 +185,7 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
                "exception_traceback": "...", "occurred_at": "2026-01-26T03:15:00"}  # fmt: skip
     write_trial(se, "f__1", "task-f", reward=None, exception=timeout, stream=cc_stream())
     write_trial(sd, "f__2", "task-f", reward=1.0, stream=cc_stream(init=False))
-    listing = ("Bash", {"command": f"ls {SKILLS_DIR}/"}, "csv-clean\npdf-tools", False)
+    listing = Call("Bash", {"command": f"ls {SKILLS_DIR}/"}, "csv-clean\npdf-tools")
     write_trial(
         se, "g__1", "task-g", reward=1.0, started="2026-01-26T03:00:00", stream=cc_stream(listing)
     )
@@ -199,11 +197,8 @@ def build_claude_code(root: Path) -> tuple[Path, Path]:
     write_trial(
         sd, "h__2", "task-h", reward=0.0, checksum="no-skills-copy", stream=cc_stream(init=False)
     )
-    sd_read = (
-        "Read",
-        {"file_path": f"{SKILLS_DIR}/pdf-tools/SKILL.md"},
-        "---\nname: pdf-tools",
-        False,
+    sd_read = Call(
+        "Read", {"file_path": f"{SKILLS_DIR}/pdf-tools/SKILL.md"}, "---\nname: pdf-tools"
     )
     write_trial(se, "i__1", "task-i", reward=1.0, stream=cc_stream(skill))
     write_trial(sd, "i__2", "task-i", reward=1.0, stream=cc_stream(sd_read, init=False))
@@ -221,26 +216,17 @@ def build_terminus(root: Path) -> tuple[Path, Path]:
     se = write_job(root / "terminus-jobs-a", agent="terminus-2")
     sd = write_job(root / "terminus-jobs-b", agent="terminus-2")
     kw: dict[str, Any] = {"agent": "terminus-2", "version": "2.0.0"}
+    three, four = "2026-01-26T03:00:00", "2026-01-26T04:00:00"
     read_pdf = atif(["cat /root/.agents/skills/pdf-tools/SKILL.md\n", "python solve.py\n"])
-    write_trial(
-        se, "x__1", "task-x", reward=1.0, started="2026-01-26T03:00:00", atif=read_pdf, **kw
-    )
-    write_trial(
-        se, "x__2", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=read_pdf, **kw
-    )
+    write_trial(se, "x__1", "task-x", reward=1.0, started=three, atif=read_pdf, **kw)
+    write_trial(se, "x__2", "task-x", reward=0.0, started=four, atif=read_pdf, **kw)
     plain = atif(["python solve.py\n"], listed=())
-    write_trial(sd, "x__3", "task-x", reward=0.0, started="2026-01-26T03:00:00", atif=plain, **kw)
-    write_trial(sd, "x__4", "task-x", reward=0.0, started="2026-01-26T04:00:00", atif=plain, **kw)
+    write_trial(sd, "x__3", "task-x", reward=0.0, started=three, atif=plain, **kw)
+    write_trial(sd, "x__4", "task-x", reward=0.0, started=four, atif=plain, **kw)
     write_trial(se, "y__1", "task-y", reward=1.0, atif=atif(["ls /root/.agents/skills/\n"]), **kw)
     write_trial(sd, "y__2", "task-y", reward=1.0, atif=plain, **kw)
-    write_trial(
-        se,
-        "z__1",
-        "task-z",
-        reward=1.0,
-        atif=atif(["cat /root/.agents/skills/csv-clean/SKILL.md\n"]),
-        **kw,
-    )
+    read_csv = atif(["cat /root/.agents/skills/csv-clean/SKILL.md\n"])
+    write_trial(se, "z__1", "task-z", reward=1.0, atif=read_csv, **kw)
     write_trial(sd, "z__2", "task-z", reward=1.0, atif=plain, **kw)
     return se, sd
 
