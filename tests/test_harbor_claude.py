@@ -55,7 +55,7 @@ def test_claude_code_paired_run(tmp_path: Path, monkeypatch) -> None:
     assert set(model.requests) == {("sum-sales", "se"), ("sum-sales", "sd"),
                                    ("count-lines", "se"), ("count-lines", "sd")}  # fmt: skip
     rows = {}
-    for run in (tmp_path / "runs").glob("imported-*"):
+    for run in (tmp_path / "runs").glob("run-harbor-*"):
         for row in pq.read_table(run / "transitions.parquet").to_pylist():
             rows[row["task_id"]] = row
     assert set(rows) == {"sum-sales", "count-lines"}

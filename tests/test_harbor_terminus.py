@@ -58,7 +58,7 @@ def _args(url: str, out: Path, trials: int = 2) -> list[str]:
 
 def _rows(runs: Path) -> list[dict]:
     rows = []
-    for run in sorted(runs.glob("imported-*")):
+    for run in sorted(runs.glob("run-harbor-*")):
         rows += pq.read_table(run / "transitions.parquet").to_pylist()
     return rows
 
@@ -108,7 +108,7 @@ def test_terminus_paired_run(tmp_path: Path, harbor: Path, monkeypatch) -> None:
         assert list(row["skills_returned"]) == skills, row["task_id"]
         assert row["returned"] is bool(skills)
         assert row["detector"] == "atif" and row["arm_integrity"] == "ok"
-        assert row["provenance"] == "imported:harbor" and row["access"] == "on-demand"
+        assert row["provenance"] == "run:harbor" and row["access"] == "on-demand"
         if skills:
             assert row["trigger_kind"] == "instructions"
     # The skill's script ran in the sandbox: its exact output is what the verifier passed.

@@ -149,9 +149,11 @@ TRANSITIONS: tuple[Column, ...] = (
     ),
     # Added with `hf-skillfollow import` (docs/import.md): rows written before them are runs
     # of the chat loop, which is what their backfill says.
-    Column("provenance", "string", "`run` (the toolkit ran both arms) or `imported:<format>` "
-           "(trials another harness ran, read by `hf-skillfollow import`); rows before the "
-           "column: run", "cell", source="provenance", backfill="run"),
+    Column("provenance", "string", "`run` (the toolkit ran both arms in its chat loop), "
+           "`run:<harness>` (the toolkit ran both arms through that harness, `run --harness "
+           "harbor`) or `imported:<format>` (trials another harness ran, read by "
+           "`hf-skillfollow import`); rows before the column: run", "cell",
+           source="provenance", backfill="run"),
     Column("harness", "string", "the program that ran the arms: `hf-skillfollow` (the chat "
            "loop) or the imported format (harbor, skill-creator, benchflow); rows before the "
            "column: hf-skillfollow", "cell", source="harness", backfill="hf-skillfollow"),
@@ -209,7 +211,8 @@ TRANSITIONS: tuple[Column, ...] = (
     # Imported rows only (docs/import.md), but `arm_integrity`, which chat-loop rows carry too;
     # null on rows before the columns.
     _pair("detector", "string", "imported: the transcript detector that decided activation "
-          "(`none` when the SE trial has no transcript: activation unknown), else null",
+          "(`none` when the SE trial has no transcript: activation unknown; `inject` for an "
+          "inject cell, whose SE trials all received the skills in the instruction), else null",
           nullable=True),
     _pair("trigger_kind", "string", "imported, in S_call: `instructions` when an activated skill's "
           "instructions were loaded (Skill tool, SKILL.md read), `resource` when only a resource "

@@ -410,8 +410,9 @@ def _rich_repeat_table(header: list[str], rows: list[list[str]], width: int | No
 # ------------------------------------------------------------------ imported cells (import)
 
 IMPORTED_NOTE = (
-    "Imported cells (docs/import.md): trials another harness ran, not re-run here; activation "
-    "decided from each with-skills transcript by the detector named. Arm-integrity violations "
+    "Imported cells (docs/import.md): trials another harness ran, not re-run here; cells of "
+    "provenance run:<harness> were run by hf-skillfollow through that harness (docs/harness.md). "
+    "Activation decided from each with-skills transcript by the detector named. Arm-integrity violations "
     "(pool skills listed or used in the without-skills trial) are left out of every count above "
     "unless --include-arm-violations. Coverage by trigger kind: instructions loaded (Skill tool, "
     "SKILL.md read) or only a resource of the skill used. RAE (with transcript) counts only the "
@@ -423,12 +424,22 @@ IMPORTED_NOTE = (
 
 
 def imported_text(summaries: list[dict[str, Any]], fmt_name: str, width: int | None = None) -> str:
-    """The imported cells' section (table or Markdown; '' when no cell is imported)."""
+    """The section of the cells whose activation a transcript decided: imported, or run through
+    a harness (table or Markdown; '' when there is none)."""
     if not summaries or fmt_name not in ("table", "markdown"):
         return ""
     escape = for_markdown if fmt_name == "markdown" else for_terminal
+    note = IMPORTED_NOTE + "".join(
+        f" {escape(s['agent'])} · {escape(s['model'])} (inject loading): the skill bodies were "
+        "in the instruction, so every task is in S_call and RAE = OAE (detector inject)."
+        for s in summaries if s.get("access") == "inject"
+    )  # fmt: skip
+    ran = [s for s in summaries if str(s.get("provenance")).startswith("run:")]
+    title = ("Imported cells" if not ran else "Harness-run cells" if len(ran) == len(summaries)
+             else "Imported and harness-run cells")  # fmt: skip
+    cell = "imported cell" if not ran else "cell"
     header = [
-        "imported cell", "pairs", "arm violations", "no transcript", "detectors",
+        cell, "pairs", "arm violations", "no transcript", "detectors",
         "coverage instr. / resource", "RAE (with transcript) b/c", "A/A flip SE / SD (tasks)",
         "noise could explain", "trigger precision",
     ]  # fmt: skip
@@ -455,16 +466,16 @@ def imported_text(summaries: list[dict[str, Any]], fmt_name: str, width: int | N
             [label, escape(k["skill"]), str(k["n"]), f"{k['b']}/{k['c']}", fmt.pp(k["rae"])]
             for k in s["skills"]
         )
-    skill_header = ["imported cell", "skill activated", "pairs", "b/c", "RAE"]
+    skill_header = [cell, "skill activated", "pairs", "b/c", "RAE"]
+    per_skill = f"Per skill ({title[0].lower()}{title[1:]})"
     if fmt_name == "markdown":
-        parts = ["", "**Imported cells**", "", _md_table(header, rows), "", IMPORTED_NOTE]
+        parts = ["", f"**{title}**", "", _md_table(header, rows), "", note]
         if skill_rows:
-            parts += ["", "**Per skill (imported cells)**", "", _md_table(skill_header, skill_rows)]
+            parts += ["", f"**{per_skill}**", "", _md_table(skill_header, skill_rows)]
         return "\n".join(parts) + "\n"
     return _rich_tables(
-        [("Imported cells", header, rows), ("Per skill (imported cells)", skill_header, skill_rows)],
-        width, IMPORTED_NOTE,
-    )  # fmt: skip
+        [(title, header, rows), (per_skill, skill_header, skill_rows)], width, note
+    )
 
 
 def _rate(value: float) -> str:

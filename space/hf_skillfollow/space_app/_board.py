@@ -396,7 +396,8 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
                             AA_SD: [np.nan] * len(cells)}  # fmt: skip
     names = table.column_names
     if "provenance" in names:
-        imported = pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")
+        # imported or run through a harness (`run:<harness>`): not the chat loop's `run`
+        imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
         if pc.any(imported).as_py():
             from hf_skillfollow.metrics import imported_summary
 

@@ -54,11 +54,15 @@ def protocol(row: dict) -> str:
     """The access protocol in words with only the settings that had an effect: a catalog
     cell has no retriever and no top_k (nothing was searched); an imported cell's chat-loop
     settings are placeholders (docs/import.md), so it names its harness, agent and loading
-    mode instead."""
+    mode instead; so does a cell the toolkit ran through a harness (`run:<harness>`,
+    docs/harness.md), which is not imported."""
     access = str(row.get("access") or "search")
-    if str(row.get("provenance") or "run") != "run":
+    provenance = str(row.get("provenance") or "run")
+    if provenance != "run":
         agent = f", agent {row['agent']}" if _given(row.get("agent")) else ""
-        return f"{access} loading, imported from {row.get('harness') or 'another harness'}{agent}"
+        harness = row.get("harness") or "another harness"
+        how = "run through" if provenance.startswith("run:") else "imported from"
+        return f"{access} loading, {how} {harness}{agent}"
     words = _ACCESS_WORDS.get(access, access)
     settings = []
     if access == "search":

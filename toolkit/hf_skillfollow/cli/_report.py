@@ -214,7 +214,9 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    is_imported = pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:")
+    # imported (`imported:<format>`) or run through a harness (`run:<harness>`): the chat
+    # loop's rows are `run` (docs/design.md)
+    is_imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
     violated = pc.starts_with(pc.fill_null(table["arm_integrity"], ""), "violation")
     if not (pc.any(is_imported).as_py() or pc.any(violated).as_py()):
         return table, None
@@ -232,7 +234,7 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     at = table.schema.get_field_index("returned")
     table = table.set_column(at, "returned", pa.array(returned)).filter(pa.array(keep))
     unknown = activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
-    mine = table.filter(pc.starts_with(pc.fill_null(table["provenance"], "run"), "imported:"))
+    mine = table.filter(pc.not_equal(pc.fill_null(table["provenance"], "run"), "run"))
     n = sum(excluded.values())
     note = (
         f" {n} pair(s) with an arm-integrity violation (docs/import.md) "

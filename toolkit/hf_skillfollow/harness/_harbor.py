@@ -50,6 +50,8 @@ _MAX_INJECT_CHARS = 64_000
 #: settings that do not identify the run: the same command with other values resumes it
 _MAY_CHANGE_ON_RESUME = ("concurrency", "base_url", "api_key_env")
 _LOG_TAIL = 2000
+#: the rows' `provenance`: hf-skillfollow ran both arms, through Harbor (not `imported:harbor`)
+PROVENANCE = "run:harbor"
 
 
 class HarnessError(ValueError):
@@ -269,9 +271,8 @@ def run_harbor(
     if options.loading == "inject":
         notes.append(
             "note: --loading inject puts every skill body in the instruction, so every task "
-            "had the skills and OAE is the effect (by design RAE = OAE); the rows' activation "
-            "columns still come from the transcripts, where a body read in the instruction "
-            "leaves no event"
+            "had the skills: the rows put every task in S_call (detector inject), so RAE = "
+            "OAE by design; the transcripts' own events stay in the traces"
         )
     if embedded is not None:
         notes.append(
@@ -475,6 +476,7 @@ def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutco
             [work / "jobs" / "sd"],
             import_options,
             output_dir=work.parent,
+            provenance=PROVENANCE,
         )
     except ImportInputError as exc:
         raise HarnessError(f"import of {work / 'jobs'}: {exc}") from None

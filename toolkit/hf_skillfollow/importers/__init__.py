@@ -7,6 +7,7 @@ each trial activated; `_runs` writes run folders through the runner's `store.Run
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from hf_skillfollow.importers._base import (
     Trial,
 )
 from hf_skillfollow.importers._runs import ImportResult
+
+#: `imported:<format>` (another harness ran the trials) or `run:<harness>` (this toolkit did)
+_PROVENANCE = re.compile(r"(imported|run):[a-z0-9][a-z0-9_.-]{0,39}")
 
 __all__ = [
     "LOADING_MODES",
@@ -42,6 +46,7 @@ def import_runs(
     paths: Sequence[Path] = (),
     on_total: Callable[[int], None] | None = None,
     on_pair: Callable[[bool], None] | None = None,
+    provenance: str | None = None,
 ) -> ImportResult:
     """Import one format's trials into run folders under `output_dir`; return what was done.
 
@@ -53,6 +58,10 @@ def import_runs(
     ordinary run folders (one per repeat) that `report`, `push`, `verify` and the board read;
     importing the same trials again adds nothing, and an interrupted import resumes.
     `on_total(n)` is called once with the number of pairs, `on_pair(error)` after each.
+    `provenance` is the rows' `provenance` column: `imported:<fmt>` by default (trials another
+    harness ran); `run:<harness>` when hf-skillfollow itself ran the trials through that
+    harness (`run --harness harbor` passes `run:harbor`), which the board and report do not
+    call imported.
     Raises `ImportInputError` (one line naming the file, field or flag) on bad input.
     """
     from hf_skillfollow.importers._runs import write_runs
@@ -65,10 +74,14 @@ def import_runs(
         )
     if not 0.0 <= options.pass_threshold <= 1e9:
         raise ImportInputError(f"--pass-threshold {options.pass_threshold}: not a reward level")
+    if provenance is not None and not _PROVENANCE.fullmatch(provenance):
+        raise ImportInputError(
+            f"provenance {provenance[:60]!r}: not imported:<format> or run:<harness>"
+        )
     try:
         collect = IMPORTERS.resolve(fmt)
     except ValueError as exc:
         raise ImportInputError(str(exc)) from None
     request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options)
     collected = collect(request)
-    return write_runs(fmt, collected, options, Path(output_dir), on_pair, on_total)
+    return write_runs(fmt, collected, options, Path(output_dir), on_pair, on_total, provenance)

@@ -36,6 +36,8 @@ MAX_CALLS = 1_000_000  # the harness sets no budget of skill calls
 _MAX_QUERIES = 50
 _MAX_QUERY_CHARS = 300
 _MAX_INTENDED = 200
+#: `detector` of an `inject` cell's rows: the skills came in the instruction (docs/import.md)
+INJECTED = "inject"
 
 
 @dataclass
@@ -63,6 +65,7 @@ class _Decided:
     sd_read: Reading
     integrity: Integrity
     intended: list[str] | None
+    offered: tuple[str, ...] = ()
 
     @property
     def se(self) -> Detection | None:
@@ -80,8 +83,10 @@ def write_runs(
     output_dir: Path,
     on_pair: Callable[[bool], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    provenance: str | None = None,
 ) -> ImportResult:
-    """Pair the collected trials, decide activation, and write (or complete) the run folders."""
+    """Pair the collected trials, decide activation, and write (or complete) the run folders.
+    `provenance` is the rows' `provenance` (default `imported:<fmt>`)."""
     from dataclasses import replace
 
     options = replace(options, baseline=collected.baseline or options.baseline)
@@ -119,7 +124,7 @@ def write_runs(
             if options.baseline == "old_skill"
             else arm_integrity(sd.detection, offered)
         )
-        return _Decided(pair, se, sd, integrity, intended.get(pair.task))
+        return _Decided(pair, se, sd, integrity, intended.get(pair.task), tuple(offered))
 
     decided: dict[tuple[str, int], _Decided] = {}
     if pool_names is None:
@@ -133,7 +138,8 @@ def write_runs(
         from hf_skillfollow.config import stable_hash
 
         pool_name, pool_hash = "listed", "names-" + stable_hash(listed)
-    identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash)
+    identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash,
+                         provenance or f"imported:{fmt}")
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
@@ -199,7 +205,7 @@ def _one(values: set[str], what: str, flag_hint: str) -> str:
 
 def _identity(
     fmt: str, harness: str, pairing: Pairing, options: ImportOptions, pool_name: str,
-    pool_hash: str,
+    pool_hash: str, provenance: str,
 ) -> dict[str, Any]:  # fmt: skip
     """Everything the run folders of this import share, its cell id included."""
     from hf_skillfollow.config import cell_id, stable_hash
@@ -226,7 +232,7 @@ def _identity(
         datasets.pop() if len(datasets) == 1 and "" not in datasets else fmt
     )
     protocol = {
-        "provenance": f"imported:{fmt}", "harness": harness, "agent": agents["se"],
+        "provenance": provenance, "harness": harness, "agent": agents["se"],
         "model": models["se"], "benchmark": benchmark, "access": options.loading,
         "pass_threshold": options.pass_threshold,
         "pass_rate_threshold": options.pass_rate_threshold, "trigger": options.trigger,
@@ -241,7 +247,7 @@ def _identity(
     return {
         "cell_id": cid,
         "schema_version": SCHEMA_VERSION,
-        "provenance": f"imported:{fmt}",
+        "provenance": provenance,
         "harness": harness,
         "agent": agents["se"],
         "config": {
@@ -284,7 +290,10 @@ def _write_repeat(
 ) -> None:  # fmt: skip
     from hf_skillfollow.store import RunDirError, RunStore
 
-    run_id = f"imported-{identity['cell_id']}-r{k}"
+    # `imported-…` for an import, `run-harbor-…` for the harness's own runs (provenance run:harbor)
+    provenance = str(identity["provenance"])
+    prefix = "imported" if provenance.startswith("imported:") else provenance.replace(":", "-")
+    run_id = f"{prefix}-{identity['cell_id']}-r{k}"
     store = RunStore(output_dir / run_id)
     started = sorted(t for t in (_iso(p.se.started_at) for p in pairs) if t)
     manifest = {
@@ -359,13 +368,18 @@ def _record(
     kinds = set((se.kinds() if se else {}).get(s) for s in skills)
     # a harness's count of unnamed invocations (BenchFlow) tells no kind
     kind = "instructions" if "instructions" in kinds else "resource" if skills else "record"
+    detector = se.detector if se is not None else NO_TRANSCRIPT
+    if options.loading == "inject":
+        # the bodies were in the instruction: every with-skills trial received every offered
+        # skill whatever its transcript shows, so every task is in S_call and RAE = OAE
+        skills, returned, kind, detector = list(d.offered), True, "instructions", INJECTED
     queries = [e.evidence[:_MAX_QUERY_CHARS] for e in (se.events if se else ())][:_MAX_QUERIES]
     transition = {
         **columns,
         "task_id": d.pair.task,
         "se_correct": d.pair.se.passed,
         "sd_correct": d.pair.sd.passed,
-        "invoked": bool(se and se.invoked),
+        "invoked": bool(se and se.invoked) or options.loading == "inject",
         "returned": returned,
         "n_calls": len(se.events) if se else 0,
         "queries": queries,
@@ -373,7 +387,7 @@ def _record(
         "se_error": d.pair.se.error,
         "sd_error": d.pair.sd.error,
         "adherence": None,
-        "detector": se.detector if se is not None else NO_TRANSCRIPT,
+        "detector": detector,
         "trigger_kind": kind if returned else None,
         "arm_integrity": d.integrity.status,
         "intended_skills": d.intended,

@@ -101,10 +101,11 @@ def _pct(k: int, n: int) -> float:
 def imported_summary(
     rows: Iterable[Mapping[str, Any]], excluded: Mapping[str, int]
 ) -> list[dict[str, Any]]:
-    """One summary per imported cell (rows of non-imported cells are passed over)."""
+    """One summary per cell whose activation a transcript decided: imported (`imported:<format>`)
+    and run through a harness (`run:<harness>`); the chat loop's rows (`run`) are passed over."""
     by_cell: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
-        if str(r.get("provenance") or "run").startswith("imported:"):
+        if str(r.get("provenance") or "run") != "run":
             by_cell[str(r["cell_id"])].append(r)
     return [_cell(cell, rs, excluded.get(cell, 0)) for cell, rs in by_cell.items()]
 
@@ -119,6 +120,7 @@ def _cell(cell: str, rows: list[Mapping[str, Any]], n_excluded: int) -> dict[str
         "provenance": rows[0].get("provenance"),
         "agent": rows[0].get("agent"),
         "model": rows[0].get("model"),
+        "access": rows[0].get("access"),
         "n_pairs": len(rows),
         "n_arm_violations": n_excluded,
         "n_no_transcript": len(rows) - len(known),
