@@ -135,7 +135,10 @@ def _config(args: argparse.Namespace, backend: str) -> RunConfig:
         temperature=0.7,
         seed=args.seed,
         concurrency=args.concurrency,
-        engine_options={"max_model_len": 8192},
+        engine_options={
+            "max_model_len": 8192,
+            **({"enforce_eager": True} if args.enforce_eager else {}),
+        },
     )
 
 
@@ -189,6 +192,9 @@ def _parse() -> argparse.Namespace:
         "--concurrency", type=int, default=4, help="the runner's concurrency [%(default)s]"
     )
     parser.add_argument("--seed", type=int, default=0, help="the runs' seed [%(default)s]")
+    parser.add_argument(
+        "--enforce-eager", action="store_true", help="no torch.compile (a quicker start)"
+    )
     parser.add_argument(
         "--out",
         type=Path,

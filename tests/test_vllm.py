@@ -43,20 +43,10 @@ N_TASKS = 3
 # fails to load its own entries, "'function' object has no attribute 'finalize_loading'", so
 # each start compiled again: ~55 s); the older torch.compile cache it falls back to loads.
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_USE_AOT_COMPILE": "0"}
-# Small enough for 2 CPU cores; hermes is the parser whose `<tool_call>{json}</tool_call>`
-# format the forced first turn and the model's own replies are parsed with.
-RUN_ARGS = [
-    "--model", str(MODEL_DIR),
-    "--tool-parser", "hermes",
-    "--retrieval-policy", "forced",
-    "--limit", str(N_TASKS),
-    "--max-tokens", "64",
-    "--max-calls", "2",
-    "--temperature", "0.7",
-    "--seed", "3",
-    "--engine-option", "max_model_len=8192",
-    "--no-report",
-]  # fmt: skip
+# The sweep's engine runs eager: no torch.compile (minutes on a fresh machine's first start,
+# and 38 s of warm-up per start with the cache warm, measured 4 Dec at load ~10; 0.4 s eager).
+# The bench's engine and server compile, as users' do: in one eager run of 4 Dec the server
+# answered both forced first turns unconstrained (docs/vllm.md).
 
 
 # --- no vLLM needed -------------------------------------------------------------------------
@@ -153,27 +143,6 @@ def vllm_ready() -> Path:
     return MODEL_DIR
 
 
-def _run_cli(backend: str, data_dir: Path, out: Path) -> Path:
-    env = {**VLLM_ENV, **os.environ}
-    tasks = ["--tasks-file", str(data_dir / "mbppplus-v0.1.0.jsonl")]
-    cmd = [
-        sys.executable,
-        "-m",
-        "hf_skillfollow.cli",
-        "run",
-        "--backend",
-        backend,
-        *tasks,
-        *RUN_ARGS,
-        "-o",
-        str(out),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, env=env)
-    assert proc.returncode == 0, f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    return run_dir
-
-
 def _check_run(  # noqa: ANN001
     run_dir: Path, backend: str, first_call=None, n_tasks: int = N_TASKS, forced: bool = True
 ) -> list[dict]:
@@ -258,7 +227,7 @@ def test_one_in_process_engine_runs_a_search_and_a_catalog_cell(
     sweep.write_text(
         "name: vllm\nmax_cells: 2\n"
         "settings: {tool_parser: hermes, retrieval_policy: forced, max_tokens: 64, max_calls: 2,"
-        " temperature: 0.7, seed: 3, engine_options: {max_model_len: 8192}}\n"
+        " temperature: 0.7, seed: 3, engine_options: {max_model_len: 8192, enforce_eager: true}}\n"
         f"models:\n  - {{name: smol, model: '{MODEL_DIR}', backend: vllm}}\n"
         f"benchmarks:\n  - {{benchmark: mbppplus, tasks_file: '{tasks_file}', limit: {N_TASKS}}}\n"
         f"include:\n  - {{access: [catalog], skill_pools: ['{_pool(tmp_path)}']}}\n"
