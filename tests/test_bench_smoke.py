@@ -105,7 +105,7 @@ TINY: dict[str, tuple[Tiny, ...]] = {
     "space_bare.py": (),
     "sweep.py": (
         Tiny(
-            "--parts 1,2 --cells 2 --tasks 1 --latency 0.01 --concurrency 2",
+            "--parts 1,2 --cells 1 --tasks 1 --latency 0.01 --concurrency 2",
             ("median: serial", "median overhead", "sweep vs serial runs", "overhead per cell"),
         ),
         Tiny(
