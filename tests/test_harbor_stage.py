@@ -161,3 +161,33 @@ def test_example_tasks_are_harbor_tasks() -> None:
         json.dumps(load_pool(DATA / "skills").names)
         == '["house-slugs", "ledger-totals", "status-report"]'
     )
+
+
+def test_resume_carries_a_new_endpoint_into_finished_trials(tmp_path: Path) -> None:
+    """The embedded server's port is new on every run: Harbor resumes only when the job file,
+    its lock and each finished trial's config and lock name the endpoint it plans with."""
+    from hf_skillfollow.harness._harbor import _carry_endpoint
+
+    old = {"name": "terminus-2", "base_url": "http://127.0.0.1:1/v1", "model_api_key_name": "K"}
+    job = tmp_path / "jobs" / "se"
+    (job / "done__1").mkdir(parents=True)
+    (job / "running__2").mkdir()
+    (job / "config.json").write_text(json.dumps({"agents": [old]}))
+    (job / "lock.json").write_text(json.dumps({"trials": [{"agent": old}, {"agent": old}]}))
+    for trial in ("done__1", "running__2"):
+        (job / trial / "config.json").write_text(json.dumps({"agent": old}))
+        (job / trial / "lock.json").write_text(json.dumps({"agent": old}))
+    (job / "done__1" / "result.json").write_text(json.dumps({"config": {"agent": old}}))
+    new = {**old, "base_url": "http://127.0.0.1:2/v1", "model_api_key_name": "NEW"}
+    (tmp_path / "se.json").write_text(json.dumps({"agents": [new]}))
+    _carry_endpoint(job / "config.json", tmp_path / "se.json")
+
+    def read(*parts: str) -> dict:
+        return json.loads(job.joinpath(*parts).read_text())
+
+    assert read("config.json")["agents"] == [new]
+    assert read("lock.json")["trials"] == [{"agent": new}, {"agent": new}]
+    assert read("done__1", "config.json") == read("done__1", "lock.json") == {"agent": new}
+    # what the finished trial used stays recorded; an unfinished trial is redone, not edited
+    assert read("done__1", "result.json") == {"config": {"agent": old}}
+    assert read("running__2", "config.json") == {"agent": old}

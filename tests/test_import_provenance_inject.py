@@ -112,3 +112,22 @@ def test_on_demand_report_says_nothing_of_inject(cc: dict[str, Path]) -> None:
     import_runs("harbor", [cc["se"]], [cc["sd"]], ImportOptions(skills=cc["pool"]),
                 output_dir=cc["out"])  # fmt: skip
     assert "RAE = OAE" not in _report(cc["out"], "markdown")
+
+
+def test_run_harness_report_applies_the_transcript_rules(
+    cc: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report `run --harness harbor` prints (cli._run._print_report) shows the same
+    section and leaves out the violating pair, as `report` does."""
+    from hf_skillfollow.cli._run import _print_report
+
+    monkeypatch.setenv("COLUMNS", "250")
+    ran = import_runs("harbor", [cc["se"]], [cc["sd"]], ImportOptions(skills=cc["pool"]),
+                      output_dir=cc["out"], provenance="run:harbor")  # fmt: skip
+    _print_report(ran.run_dirs, 200, transcripts=True)
+    out = capsys.readouterr().out
+    assert "Harness-run cells" in out and "claude-code 88%, none 12%" in out  # 7 and 1 of 8
+    assert "(2/1 of 3)" in out  # S_call b/c over the pairs with a transcript
+    # coverage is undefined for the cell (task-e has no transcript), as `report` says; without
+    # the rules the row would read 9 pairs and coverage 44.4% (4 of 9)
+    assert "n/a (activation unknown)" in out and "│ 8 │" in out and "44.4%" not in out

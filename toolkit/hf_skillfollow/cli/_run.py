@@ -351,7 +351,7 @@ def _run_harness(
     for run_dir in outcome.run_dirs:
         echo(f"wrote {run_dir}")
     if report and outcome.run_dirs:
-        _print_report(outcome.run_dirs, resamples)
+        _print_report(outcome.run_dirs, resamples, transcripts=True)
 
 
 def _pool_warnings(plan: Any) -> list[str]:
@@ -409,13 +409,29 @@ async def _judge_backend(plan: Any, backend: Any) -> AsyncIterator[Any]:
         yield judge
 
 
-def _print_report(run_dirs: list[Path], resamples: int) -> None:
+def _print_report(run_dirs: list[Path], resamples: int, transcripts: bool = False) -> None:
+    """The report of the runs just made; `transcripts` (a harness run, activation read from the
+    agents' transcripts) applies `report`'s rules and section for such cells, as `report` would."""
     from hf_skillfollow.metrics import compute_cells
     from hf_skillfollow.report import arm_integrity_text, render
     from hf_skillfollow.report_own import text_for
     from hf_skillfollow.sources import read_transitions
 
-    table = read_transitions(*run_dirs)
+    read = table = read_transitions(*run_dirs)
+    imported = None
+    if transcripts:
+        from hf_skillfollow.cli._report import _imported_view
+
+        table, imported = _imported_view(read, "any", False)
     cells = compute_cells(table, resamples=resamples)
+    if imported is not None:
+        from hf_skillfollow.metrics import mark_unknown
+
+        cells = mark_unknown(cells, imported["unknown"])
     text = render(cells, "table") + text_for(table, run_dirs, "table")
-    echo(text + arm_integrity_text(table, "table"), block=True)
+    text += arm_integrity_text(read, "table")
+    if imported is not None:
+        from hf_skillfollow.cli._report import _with_imported
+
+        text = _with_imported(text, imported["summary"], "table", None)
+    echo(text, block=True)

@@ -350,6 +350,11 @@ class _Embedded:
 
 #: the key variable the embedded server's agent is told to read (the server needs no key)
 _EMBEDDED_KEY = "SKILLFOLLOW_EMBEDDED_KEY"
+#: Terminus's completion budget per turn with the embedded model. Terminus sends no max_tokens
+#: and llama.cpp then generates to the end of its 8,192-token context: a 135M model rarely
+#: stops by itself, so one turn ran ~7 minutes here and every trial hit its agent timeout.
+#: 512 tokens hold Terminus's JSON answer (analysis, plan, a few commands).
+EMBEDDED_MAX_TOKENS = 512
 
 
 def _embedded(options: HarborOptions) -> tuple[HarborOptions, _Embedded]:
@@ -368,6 +373,7 @@ def _embedded(options: HarborOptions) -> tuple[HarborOptions, _Embedded]:
     kwargs = dict(options.agent_kwargs)
     if options.agent == "terminus-2":
         kwargs.setdefault("max_turns", 4)  # bounded: a 135M model rarely declares the task done
+        kwargs.setdefault("llm_call_kwargs", {"max_tokens": EMBEDDED_MAX_TOKENS})
     return replace(
         options,
         model=f"openai/{gguf.name}",
@@ -446,13 +452,35 @@ async def _run_jobs(
 
 def _carry_endpoint(recorded: Path, current: Path) -> None:
     """A resumed job talks to today's endpoint: the recorded job file takes the current
-    `base_url` and key variable (Harbor resumes only an unchanged job file otherwise)."""
-    config = json.loads(recorded.read_text())
+    `base_url` and key variable (Harbor resumes only an unchanged job file otherwise), and so
+    do the job's `lock.json` and each finished trial's `config.json` and `lock.json`, which
+    Harbor matches against the planned trials (else "Existing trial config does not match
+    planned job config": the embedded server's port is new on every run). The endpoint a
+    trial used stays in its `result.json`."""
     now = json.loads(current.read_text())["agents"][0]
-    for agent in config.get("agents", []):
-        agent["base_url"] = now["base_url"]
-        agent["model_api_key_name"] = now["model_api_key_name"]
-    recorded.write_text(json.dumps(config, indent=2))
+    job = recorded.parent
+    files = [recorded, job / "lock.json"]
+    for result in job.glob("*/result.json"):  # a finished trial; an unfinished one is redone
+        files += [result.parent / "config.json", result.parent / "lock.json"]
+    for path in files:
+        if path.is_file() and not path.is_symlink():
+            config = json.loads(path.read_text())
+            _set_endpoint(config, now["base_url"], now["model_api_key_name"])
+            path.write_text(json.dumps(config, indent=2))
+
+
+def _set_endpoint(node: Any, base_url: str, key_name: str, depth: int = 0) -> None:
+    """Every agent entry (a dict with `base_url` and `model_api_key_name`) takes the endpoint."""
+    if depth > 8:
+        return
+    if isinstance(node, dict):
+        if "base_url" in node and "model_api_key_name" in node:
+            node["base_url"], node["model_api_key_name"] = base_url, key_name
+        children = list(node.values())
+    else:
+        children = node if isinstance(node, list) else []
+    for child in children:
+        _set_endpoint(child, base_url, key_name, depth + 1)
 
 
 def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutcome:
