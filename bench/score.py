@@ -198,6 +198,10 @@ def _report_limit(timings: dict[str, list[Timing]], costs: list[float], workers:
         if not ours:
             continue
         limit = own_limit(costs, passes, workers)
+        if limit <= 0:
+            # A tiny --limit of cheap tasks: their canonical CPU rounds to nothing, so no ratio.
+            print(f"  {phase}: the canonical solutions' CPU is too small to measure; no limit")
+            continue
         fastest = min(ours, key=lambda t: t.wall)
         best, cpu = fastest.wall, fastest.cpu
         how = f"{passes} x {sum(costs):.1f} s / {workers} workers"
