@@ -11,11 +11,11 @@ at fault).
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hf_skillfollow._escape import visible_controls
 from hf_skillfollow.importers._base import ImportInputError
 
 MAX_DEPTH = 12
@@ -93,33 +93,18 @@ def find_file(folder: Path, *names: str) -> Path | None:
     return next(iter(existing_files(folder, *names)), None)
 
 
-def read_bytes(path: Path, limit: int, root: Path | None = None) -> bytes:
+def read_bytes(path: Path, limit: int, root: Path) -> bytes:
     """At most `limit` bytes of a regular file (refused past the limit), never following a
     link out of `root` and never opening a FIFO, socket or device for reading."""
-    if root is not None and not _inside(path, root):
-        raise ImportInputError(f"{path}: a symbolic link out of {root}; not read")
+    from hf_skillfollow.transcripts._reader import TranscriptError, read_bounded
+
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise ImportInputError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ImportInputError(f"{path}: not a regular file; not read")
-    if info.st_size > limit:
-        raise ImportInputError(f"{path}: {info.st_size:,} bytes, over the {limit:,}-byte limit")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped after the check
-            raise ImportInputError(f"{path}: not a regular file; not read")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise ImportInputError(f"{path}: over the {limit:,}-byte limit")
-    return data
+        return read_bounded(path, root, limit, visible_controls(str(path)))
+    except TranscriptError as exc:
+        raise ImportInputError(str(exc)) from None
 
 
-def read_json(path: Path, root: Path | None = None) -> Any:
+def read_json(path: Path, root: Path) -> Any:
     """The JSON document in `path` (bounded size, nesting counted before parsing)."""
     from hf_skillfollow.transcripts._reader import loads_bounded
 

@@ -128,29 +128,50 @@ def read_transcript(
     return found
 
 
-def _read_text(file: Path, root: Path, max_bytes: int, name: str) -> str:
+def read_bounded(file: Path, root: Path, max_bytes: int, name: str) -> bytes:
+    """The bytes of the regular file `file`, at most `max_bytes`, read only when it resolves
+    inside `root`; `TranscriptError` naming `name` otherwise. Also the importers' reader of
+    trial-folder files: a FIFO, socket or device is refused before it is opened."""
     try:
         info = os.lstat(file)
     except OSError as exc:
         raise TranscriptError(f"{name}: cannot read ({exc.strerror})") from None
-    # Any symlink on the way (the file itself or a folder above it) must stay inside root.
-    if not file.resolve().is_relative_to(root.resolve()):
+    # Any symlink on the way (the file itself or a folder above it) must stay inside root;
+    # a symlink loop (RuntimeError on Python 3.11) leads nowhere inside it either.
+    try:
+        inside = file.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
         kind = "symlink" if stat.S_ISLNK(info.st_mode) else "path"
         raise TranscriptError(f"{name}: {kind} leads out of {visible_controls(str(root))}")
+    try:
+        info = os.stat(file)
+    except OSError as exc:
+        raise TranscriptError(f"{name}: cannot read ({exc.strerror})") from None
+    _check_regular(info, max_bytes, name)
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise TranscriptError(f"{name}: cannot open ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as handle:
         # fstat on the open descriptor: what was checked is what is read.
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise TranscriptError(f"{name}: not a regular file")
-        if info.st_size > max_bytes:
-            raise TranscriptError(f"{name}: {info.st_size} bytes (limit {max_bytes})")
+        _check_regular(os.fstat(handle.fileno()), max_bytes, name)
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise TranscriptError(f"{name}: over {max_bytes} bytes")
+    return data
+
+
+def _check_regular(info: os.stat_result, max_bytes: int, name: str) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise TranscriptError(f"{name}: not a regular file")
+    if info.st_size > max_bytes:
+        raise TranscriptError(f"{name}: {info.st_size} bytes (limit {max_bytes})")
+
+
+def _read_text(file: Path, root: Path, max_bytes: int, name: str) -> str:
+    data = read_bounded(file, root, max_bytes, name)
     nul = data.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(f"{name}: binary data (NUL byte at {nul})")
