@@ -64,16 +64,28 @@ def nonempty_column(data: Any, name: str) -> np.ndarray:
     if name not in column_names(data):
         return np.zeros(n_rows(data), dtype=bool)
     if _is_arrow(data):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        col = data.column(name)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        lengths = pc.fill_null(pc.binary_length(col), 0)
-        return lengths.to_numpy(zero_copy_only=False) > 0
+        return _nonempty_arrow(data.column(name))
     series = data[name]
     return (series.notna() & (series.astype(str).str.len() > 0)).to_numpy(dtype=bool)
+
+
+def _nonempty_arrow(column: Any) -> np.ndarray:
+    """`nonempty_column` of one Arrow column, from the string lengths alone: a
+    dictionary-encoded column is measured on its dictionary, never decoded row by row (the
+    board's tables hold providers' error texts), and an all-null column is all False."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_null(column.type):
+        return np.zeros(len(column), dtype=bool)
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in column.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
+        else:
+            lengths = pc.binary_length(chunk)
+        parts.append(pc.fill_null(lengths, 0).to_numpy(zero_copy_only=False) > 0)
+    return np.concatenate(parts)
 
 
 def int_column(data: Any, name: str) -> np.ndarray:

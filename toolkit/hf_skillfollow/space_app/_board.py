@@ -519,26 +519,11 @@ def _light(table: pa.Table) -> pa.Table:
     data = table.drop_columns([c for c in _HEAVY_COLUMNS if c in table.column_names])
     if not errors:
         return data
-    errored = _nonempty(table[errors[0]])
-    for name in errors[1:]:
-        errored = pc.or_(errored, _nonempty(table[name]))
-    marker = pc.if_else(errored, pa.scalar("e"), pa.scalar(None, pa.string()))
+    from hf_skillfollow.metrics._frame import nonempty_column
+
+    errored = np.logical_or.reduce([nonempty_column(table, name) for name in errors])
+    marker = pc.if_else(pa.array(errored), pa.scalar("e"), pa.scalar(None, pa.string()))
     return data.append_column("se_error", marker)
-
-
-def _nonempty(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Whether each value holds text (null and "" are False), from the string lengths alone:
-    a dictionary-encoded column is measured on its dictionary, never decoded row by row."""
-    if pa.types.is_null(column.type):
-        return pa.chunked_array([pa.array(np.zeros(len(column), dtype=bool))], pa.bool_())
-    chunks = []
-    for chunk in column.chunks:
-        if pa.types.is_dictionary(chunk.type):
-            lengths = pc.take(pc.binary_length(chunk.dictionary), chunk.indices)
-        else:
-            lengths = pc.binary_length(chunk)
-        chunks.append(pc.fill_null(pc.greater(lengths, 0), False))
-    return pa.chunked_array(chunks, pa.bool_())
 
 
 def _per_run_cells(
