@@ -245,7 +245,7 @@ def run(
 
     secrets = url_secrets(params.get("base_url"))
     harness = {k: params.pop(k) for k in _HARNESS_ONLY}
-    if harness["harness"] is not None or any(v not in (None, ()) for v in harness.values()):
+    if any(v not in (None, ()) for v in harness.values()):
         _run_harness(harness, params, output_dir, resume_dir, report, resamples, secrets)
         return
     if set_aside_bad_records and resume_dir is None:
