@@ -155,11 +155,12 @@ def cases(task: Task) -> tuple[list[str], list[dict]]:
     from hf_skillfollow.scoring._custom import _statement
 
     found: list = []
-    for node in ast.parse(task.problem["tests"]).body:
+    tree = ast.parse(task.problem["tests"])
+    for node in tree.body:
         _statement(node, found, candidate=None)
     if len(found) != len(task.problem["base_input"]):
         raise TaskLoadError(f"task {task.task_id!r}: its asserts could not be read back")
-    lines = [n.lineno for n in _asserts(task.problem["tests"])]
+    lines = [n.lineno for n in _asserts(tree)]
     inputs = [repr(list(args)) for _, args, _, _ in found]
     expected = [
         {"line": line, "op": op, "tol": repr(tol), "flipped": flipped, "expected": repr(value)}
@@ -168,10 +169,10 @@ def cases(task: Task) -> tuple[list[str], list[dict]]:
     return inputs, expected
 
 
-def _asserts(tests: str) -> list[ast.Assert]:
-    """The asserts of `tests` in order, those inside `def check(...)` included."""
+def _asserts(tree: ast.Module) -> list[ast.Assert]:
+    """The asserts of a parsed `tests` in order, those inside `def check(...)` included."""
     found: list[ast.Assert] = []
-    for node in ast.parse(tests).body:
+    for node in tree.body:
         body = node.body if isinstance(node, ast.FunctionDef) else [node]
         found += [n for n in body if isinstance(n, ast.Assert)]
     return found
