@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hf_skillfollow._arm_integrity import OK, VIOLATION, is_violation
 from hf_skillfollow.importers._base import ImportInputError, Trial
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Integrity:
 
     @property
     def violated(self) -> bool:
-        return self.status.startswith("violation")
+        return is_violation(self.status)
 
 
 def arm_integrity(sd: Detection | None, pool: Collection[str]) -> Integrity:
@@ -82,7 +83,7 @@ def arm_integrity(sd: Detection | None, pool: Collection[str]) -> Integrity:
     listed = [s for s in sd.listed if not pool or s in pool]
     used = [e for e in sd.events if e.succeeded and (not pool or e.skill in pool)]
     if not listed and not used:
-        return Integrity("ok")
+        return Integrity(OK)
     parts = []
     if listed:
         parts.append(f"listed at start-up: {', '.join(sorted(set(listed))[:5])}")
@@ -93,4 +94,4 @@ def arm_integrity(sd: Detection | None, pool: Collection[str]) -> Integrity:
             f"({first.evidence[:_MAX_EVIDENCE]})"
             + (f" and {len(used) - 1} more" if len(used) > 1 else "")
         )
-    return Integrity("violation: " + "; ".join(parts))
+    return Integrity(VIOLATION + "; ".join(parts))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._arm_integrity import VIOLATION, is_violation
 from hf_skillfollow.importers._activation import (
     NO_TRANSCRIPT,
     Integrity,
@@ -326,9 +327,9 @@ def _write_repeat(
             store.append_record(_record(manifest, columns, d, options))
             result.n_written += 1
             status = d.integrity.status
-        if status.startswith("violation"):
+        if is_violation(status):
             result.violations.append(
-                f"{pair.task} (repeat {k}, {pair.sd.source.name}): {status.removeprefix('violation: ')}"
+                f"{pair.task} (repeat {k}, {pair.sd.source.name}): {status.removeprefix(VIOLATION)}"
             )
         if on_pair:
             on_pair(bool(pair.se.error or pair.sd.error))
