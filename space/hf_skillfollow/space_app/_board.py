@@ -411,11 +411,9 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     if "cell_id" not in names or not ({"detector", "arm_integrity"} & set(names)):
         return out
     detected = "detector" in names and pc.any(pc.is_valid(table["detector"])).as_py()
-    violated = (
-        "arm_integrity" in names
-        and pc.any(pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)).as_py()
-    )
-    if not (detected or violated):  # a chat-loop source: nothing to summarise
+    bad = violated_rows(table) if "arm_integrity" in names else None
+    # a chat-loop source: nothing to summarise
+    if not (detected or (bad is not None and pc.any(bad).as_py())):
         return out
     parts = [table["cell_id"]]
     columns = ["cell_id"]
@@ -425,8 +423,7 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
         parts += [pc.cast(pc.fill_null(decided, False), pa.int64()), pc.is_valid(detector)]
         parts[-1] = pc.cast(parts[-1], pa.int64())
         columns += ["decided", "detected"]
-    if "arm_integrity" in names:
-        bad = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
+    if bad is not None:
         parts.append(pc.cast(bad, pa.int64()))
         columns.append("violation")
     sums = (
@@ -452,6 +449,12 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     return out
 
 
+def violated_rows(table: pa.Table) -> pa.ChunkedArray:
+    """Per row, whether its `arm_integrity` records a violation (null is not one): the prefix
+    test `hf-skillfollow report` makes (cli/_report.py), on the whole column at once."""
+    return pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
+
+
 def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]]]:
     """The rows the metrics use, as `hf-skillfollow report` takes them (cli/_report.py): a pair
     with an arm-integrity violation is left out (the SD arm saw the skills), and an imported
@@ -462,8 +465,7 @@ def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]
         return table, {}
     from hf_skillfollow.metrics import activation_unknown, imported_view
 
-    violated = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
-    if pc.any(violated).as_py():  # most sources have none: no frame to build
+    if pc.any(violated_rows(table)).as_py():  # most sources have none: no frame to build
         wanted = [c for c in ("cell_id", "returned", "arm_integrity", "trigger_kind") if c in names]
         keep, _, _ = imported_view(table.select(wanted).to_pandas())
         table = table.filter(pa.array(keep))

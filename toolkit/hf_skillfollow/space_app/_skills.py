@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app._board import violated_rows
 from hf_skillfollow.space_app._sources import SOURCE
 from hf_skillfollow.space_app._table import _capped, pp
 
@@ -77,8 +78,7 @@ def _source_skills(source: str, table: pa.Table) -> pd.DataFrame:
     if "skills_returned" not in names or table.num_rows == 0:
         return pd.DataFrame()
     if "arm_integrity" in table.column_names:  # as the metrics: a violating pair is left out
-        bad = pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
-        table = table.filter(pc.invert(bad))
+        table = table.filter(pc.invert(violated_rows(table)))
     own = pc.equal(table["benchmark"], SKILL_EVALS)
     returned = pc.fill_null(table["returned"], False)
     t = table.filter(pc.or_(returned, pc.fill_null(own, False))).select(names)
