@@ -59,3 +59,9 @@ def mean_sd(mean: Any, sd: Any, signed: bool = True) -> str:
     if is_undefined(mean):
         return UNDEFINED
     return f"{pp(mean, signed)} ± {pp(sd, signed=False)}"
+
+
+def not_reported(error_rate: Any) -> str:
+    """What an error-heavy cell shows instead of an effect (report, card, board): its errors
+    were scored incorrect, so a number there would measure the endpoint, not the model."""
+    return f"not reported: {pp(error_rate, signed=False)}% of pairs errored"

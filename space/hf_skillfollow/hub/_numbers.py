@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from hf_skillfollow.formatting import UNDEFINED as NA
 from hf_skillfollow.formatting import count as _int
+from hf_skillfollow.formatting import not_reported
 from hf_skillfollow.formatting import pp as _pp
 from hf_skillfollow.formatting import with_interval as _with_interval
 
@@ -53,7 +54,7 @@ def cell_display(m: Mapping[str, Any]) -> dict[str, Any]:
     """One row of the card's cells table."""
     benchmark, model, pool, partition, cell_id = cell_display_key(m)
     heavy = bool(m.get("error_heavy"))
-    hidden = f"not reported: {_pp(m.get('error_rate'), signed=False)}% of pairs errored"
+    hidden = not_reported(m.get("error_rate"))
     return {
         "cell_id": cell_id,
         "model": model,

@@ -433,7 +433,7 @@ def is_error_heavy(row: pd.Series | dict) -> bool:
 def not_reported(row: pd.Series | dict) -> str:
     """What an error-heavy cell shows instead of an effect, in the words of `report` and the
     card: a model failing every request would otherwise read as a measured `OAE +0.0`."""
-    return f"not reported: {pp(row.get('error_rate'), signed=False)}% of pairs errored"
+    return fmt.not_reported(row.get("error_rate"))
 
 
 def errors_text(row: pd.Series | dict) -> str:
