@@ -13,6 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from hf_skillfollow.formatting import is_undefined
+
 #: Hex digits of a content hash shown in a label (the drill-down header has the whole version).
 SHORT_HASH = 8
 #: `custom@sha256.<hex>+graders.<...>` (a task file is its content: no name; before,
@@ -121,11 +123,7 @@ def _worded(out: pd.DataFrame, columns: list[str], word) -> np.ndarray:
 
 
 def _given(value: object) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, float) and np.isnan(value):
-        return False
-    return str(value) != ""
+    return not is_undefined(value) and str(value) != ""
 
 
 #: A Hub model id: `owner/name`, the characters the Hub allows (huggingface_hub's rule).
