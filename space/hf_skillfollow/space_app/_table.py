@@ -439,7 +439,7 @@ def not_reported(row: pd.Series | dict) -> str:
 def errors_text(row: pd.Series | dict) -> str:
     """The cell's errored pairs as `report` writes them: "2.5% (1)"; — when not counted."""
     rate = row.get("error_rate")
-    if rate is None or fmt.is_undefined(rate):
+    if fmt.is_undefined(rate):
         return "—"
     return f"{pp(rate, signed=False)}% ({int(row.get('n_errored') or 0)})"
 
@@ -512,7 +512,7 @@ def _aa_line(row: dict) -> str:
 
 def _violations(row: dict) -> int:
     value = row.get(VIOLATIONS)
-    return 0 if value is None or fmt.is_undefined(value) else int(value)
+    return 0 if fmt.is_undefined(value) else int(value)
 
 
 def _measured_line(row: dict) -> str:
