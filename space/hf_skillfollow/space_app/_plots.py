@@ -115,23 +115,22 @@ def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
 def _prepare(
     cells: pd.DataFrame, disagree: np.ndarray, x: str, y: str
 ) -> tuple[pd.DataFrame, np.ndarray, str]:
-    narrow = cells[list(dict.fromkeys((*_HOVER_COLUMNS, "benchmark", "_key", x, y)))]
-    xs, ys = _floats(narrow[x]), _floats(narrow[y])
-    ok = ~np.isnan(xs) & ~np.isnan(ys)
-    data, flag = narrow[ok], np.asarray(disagree, dtype=bool)[ok]
-    keep, note = capped(data, flag)
-    return data.take(keep), flag[keep], note
+    data, flag, _, note = _prepare_also(cells, disagree, np.zeros(len(cells)), x, y)
+    return data, flag, note
 
 
 def _prepare_also(
     cells: pd.DataFrame, disagree: np.ndarray, also: np.ndarray, x: str, y: str
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, str]:
-    """`_prepare`, with `also` (one value per cell) taken along the same rows."""
-    xs, ys = _floats(cells[x]), _floats(cells[y])
-    ok = ~np.isnan(xs) & ~np.isnan(ys)
-    data, flag, note = _prepare(cells, disagree, x, y)
-    positions = np.flatnonzero(ok)[capped(cells[ok], np.asarray(disagree, dtype=bool)[ok])[0]]
-    return data, flag, np.asarray(also)[positions], note
+    """The cells with both values (capped: `capped`), their flags, and `also` (one value per
+    cell) taken along the same rows."""
+    narrow = cells[list(dict.fromkeys((*_HOVER_COLUMNS, "benchmark", "_key", x, y)))]
+    xs, ys = _floats(narrow[x]), _floats(narrow[y])
+    ok = np.flatnonzero(~np.isnan(xs) & ~np.isnan(ys))
+    flag = np.asarray(disagree, dtype=bool)[ok]
+    keep, note = capped(narrow.take(ok), flag)
+    positions = ok[keep]
+    return narrow.take(positions), flag[keep], np.asarray(also)[positions], note
 
 
 def capped(
