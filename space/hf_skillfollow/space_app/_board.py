@@ -420,8 +420,8 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     if "detector" in names:
         detector = table["detector"]
         decided = pc.and_kleene(pc.is_valid(detector), pc.not_equal(detector, "none"))
-        parts += [pc.cast(pc.fill_null(decided, False), pa.int64()), pc.is_valid(detector)]
-        parts[-1] = pc.cast(parts[-1], pa.int64())
+        parts += [pc.cast(pc.fill_null(decided, False), pa.int64()),
+                  pc.cast(pc.is_valid(detector), pa.int64())]  # fmt: skip
         columns += ["decided", "detected"]
     if bad is not None:
         parts.append(pc.cast(bad, pa.int64()))
