@@ -21,6 +21,7 @@ from hf_skillfollow.space_app._sources import SOURCE, source_id
 from hf_skillfollow.space_app._table import (
     DISAGREE_MARK,
     ERROR_HEAVY,
+    SELF_JUDGED,
     errors_text,
     is_error_heavy,
     not_reported,
@@ -122,7 +123,7 @@ def protocol_sentence(cell: pd.Series) -> str:
     judge = cell.get("judge_model")
     judged = f"; answers graded by the judge {_capped(judge)}" if judge else ""
     if judge and judge == cell.get("model"):
-        judged += " (self-judged: the model grades its own answers)"
+        judged += f" ({SELF_JUDGED})"
     return _capped(
         f"Each task of {task_set} was run twice with {_capped(cell.get('model'))}: with skills of "
         f"the pool {_capped(cell.get('skill_pool'))} ({_capped(cell.get('condition'))}) by "
