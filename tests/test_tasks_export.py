@@ -349,6 +349,33 @@ def _reads(path: Path) -> bytes:
         return b""
 
 
+def test_a_solution_ended_by_the_cpu_limit_reads_as_a_timeout(tmp_path: Path) -> None:
+    """Two threads hashing (hashlib lets go of the GIL) use CPU faster than the wall clock runs,
+    so the CPU limit, not the wall timer, ends the candidate while it loads: still `timed out`
+    (CI once saw `exit status -9` here, when both limits were equal)."""
+    tasks = _jsonl(
+        tmp_path / "t.jsonl", [{"id": "burn", "prompt": "p", "tests": "assert f(1) == 1\n"}]
+    )
+    out = tmp_path / "harbor"
+    export_harbor(tasks, out)
+    script = out / "burn" / "tests" / "verify.py"
+    script.write_text(script.read_text().replace("\nWALL_S = 60\n", "\nWALL_S = 3\n"))
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    burn = (
+        "import hashlib, threading\n"
+        "def spin():\n"
+        "    data = bytes(1 << 22)\n"
+        "    while True:\n"
+        "        hashlib.sha256(data).digest()\n"
+        "for _ in range(2):\n"
+        "    threading.Thread(target=spin, daemon=True).start()\n"
+        "spin()\n"
+    )
+    reward, verdicts, _ = verify(out / "burn", burn, runs)
+    assert reward == "0\n" and "timed out" in verdicts[0]["reason"], verdicts
+
+
 def test_verifier_stops_a_solution_that_runs_too_long(tmp_path: Path) -> None:
     """Its wall limit shortened to 2 s in this copy of the fixed verifier (60 s shipped): a
     solution that loops in its second call, or on loading, fails with `timeout`; a process it

@@ -138,7 +138,9 @@ def _describe(exc: BaseException) -> str:
 def _limit_candidate() -> None:
     import resource
 
-    resource.setrlimit(resource.RLIMIT_CPU, (WALL_S, WALL_S))
+    # SIGXCPU at the wall limit, SIGKILL a second later: a loop ended by the CPU limit
+    # before the wall timer fires still reads as a timeout, never as a bare kill
+    resource.setrlimit(resource.RLIMIT_CPU, (WALL_S, WALL_S + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_BYTES, OUTPUT_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -231,11 +233,12 @@ def _run_candidate(
         text = sink.read(OUTPUT_BYTES).decode("utf-8", "replace")
         errors.seek(max(0, errors.seek(0, os.SEEK_END) - 400))
         tail = errors.read(400).decode("utf-8", "replace")
+    timed_out = timed_out or proc.returncode == -signal.SIGXCPU
     lines = text.splitlines()
     if not lines:  # it ended before loading the solution: say how
         ended = "timed out" if timed_out else f"exit status {proc.returncode}"
         lines = [json.dumps({"load_error": f"the candidate process ended ({ended}): {tail}"})]
-    return lines, timed_out or proc.returncode == -signal.SIGXCPU
+    return lines, timed_out
 
 
 def judge(tests_dir: str, solution: str, log_dir: str) -> int:
