@@ -214,17 +214,18 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    # imported (`imported:<format>`) or run through a harness (`run:<harness>`): the chat
-    # loop's rows are `run` (docs/design.md)
-    is_imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
-    violated = pc.starts_with(pc.fill_null(table["arm_integrity"], ""), "violation")
-    if not (pc.any(is_imported).as_py() or pc.any(violated).as_py()):
-        return table, None
     from hf_skillfollow.metrics._imported import (
         activation_unknown,
         imported_summary,
         imported_view,
+        violations,
     )
+
+    # imported (`imported:<format>`) or run through a harness (`run:<harness>`): the chat
+    # loop's rows are `run` (docs/design.md)
+    is_imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
+    if not (pc.any(is_imported).as_py() or violations(table["arm_integrity"].to_pandas()).any()):
+        return table, None
 
     wanted = ["cell_id", "returned", "arm_integrity", "trigger_kind"]
     frame = table.select([c for c in wanted if c in names]).to_pandas()

@@ -45,7 +45,7 @@ def imported_view(
     returned = frame["returned"].to_numpy(dtype=bool)
     excluded: dict[str, int] = {}
     if "arm_integrity" in frame.columns:
-        violated = frame["arm_integrity"].fillna("").astype(str).str.startswith("violation")
+        violated = violations(frame["arm_integrity"])
         counts = frame.loc[violated, "cell_id"].value_counts()
         excluded = {str(k): int(v) for k, v in counts.items()}
         if not include_violations:
@@ -55,6 +55,12 @@ def imported_view(
         # chat-loop rows (null kind) hand the instructions over with every returned skill
         returned = returned & (kind.isna() | (kind == "instructions")).to_numpy()
     return keep, returned, excluded
+
+
+def violations(arm_integrity: pd.Series) -> pd.Series:
+    """Per row, whether its `arm_integrity` value records a violation (null, `ok` and
+    `unchecked` do not)."""
+    return arm_integrity.fillna("").astype(str).str.startswith("violation")
 
 
 def activation_unknown(frame: pd.DataFrame) -> dict[str, tuple[int, int]]:
