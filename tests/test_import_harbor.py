@@ -6,6 +6,8 @@ tests/_trial_fixtures.py, not produced by the code under test.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -175,8 +177,17 @@ def test_report_of_claude_code_import(cc: dict[str, Path]) -> None:
         "csv-clean": (2, 1, 1),
         "pdf-tools": (1, 1, 0),
     }
+    # the text's arm-integrity line as data: every without-skills trial has a transcript
+    # (9 checked), task-i's violates and is left out
+    assert (cell["n_arm_checked"], cell["n_arm_violations"], cell["n_arm_left_out"]) == (9, 1, 1)
     (both,) = json.loads(runner.invoke(cli, [*base, "--include-arm-violations"]).output)
     assert (both["n_pairs"], both["a_all"]) == (9, 3)
+    assert (both["n_arm_checked"], both["n_arm_violations"], both["n_arm_left_out"]) == (9, 1, 0)
+    csv_out = runner.invoke(cli, [*base[:-1], "csv", "--repeats"])
+    assert csv_out.exit_code == 0, csv_out.output
+    (row,) = csv.DictReader(io.StringIO(csv_out.output))
+    assert (row["n_arm_checked"], row["n_arm_violations"], row["n_arm_left_out"]) == ("9", "1", "1")
+    assert row["n_pairs"] == "8" and "oae_run_mean" in row
     (instr,) = json.loads(runner.invoke(cli, [*base, "--trigger", "instructions"]).output)
     assert (
         instr["imported"]["n_cond_known"],

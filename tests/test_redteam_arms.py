@@ -194,6 +194,15 @@ def test_the_arm_integrity_check_flags_skill_content_in_the_sd_request(
     )  # fmt: skip
     assert report.returncode == 0, report.stderr[-2000:]
     assert "Arm integrity: 2 pair(s) checked, 1 with a violation" in report.stdout
+    as_json = subprocess.run(
+        [sys.executable, "-m", "hf_skillfollow.cli", "report", str(run_dir), "--resamples", "200",
+         "--format", "json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert as_json.returncode == 0, as_json.stderr[-2000:]
+    (cell,) = json.loads(as_json.stdout)
+    assert (cell["n_pairs"], cell["n_arm_checked"], cell["n_arm_violations"]) == (1, 2, 1)
+    assert cell["n_arm_left_out"] == 1
 
 
 # --- item 10: look-alike names ----------------------------------------------------------------

@@ -96,8 +96,9 @@ def _plain(value: Any) -> Any:
 
 def identity_columns(cells: pd.DataFrame) -> list[str]:
     from hf_skillfollow.metrics import METRIC_COLUMNS
+    from hf_skillfollow.metrics._imported import ARM_COLUMNS
 
-    return [c for c in cells.columns if c not in METRIC_COLUMNS]
+    return [c for c in cells.columns if c not in METRIC_COLUMNS and c not in ARM_COLUMNS]
 
 
 def _label_columns(cells: pd.DataFrame) -> list[str]:

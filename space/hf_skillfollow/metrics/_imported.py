@@ -3,6 +3,8 @@
 - `imported_view`: the rows the paired metrics use: arm-integrity violations left out unless
   asked for, and with ``trigger="instructions"`` S_call restricted to pairs whose activated
   skill's instructions were loaded (a resource used alone no longer counts).
+- `violations`, `arm_integrity_counts`: which rows record an arm-integrity violation; per
+  cell, the pairs checked, with a violation and left out (`report`'s JSON and CSV columns).
 - `activation_unknown`: per cell, the pairs whose with-skills trial left no transcript; RAE,
   Δskip and coverage of such a cell are undefined (`mark_unknown`), OAE is not.
 - `imported_summary`: per imported cell, the share of rows each detector decided, coverage
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
+
+from hf_skillfollow.metrics import _frame, _pooling
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +32,8 @@ if TYPE_CHECKING:
 #: `detector` value of a pair whose with-skills trial left no transcript (importers).
 NO_TRANSCRIPT = "none"
 UNKNOWN_REASON = "activation unknown: {k} of {n} pair(s) have no with-skills transcript"
+#: Per-cell arm-integrity counts (`arm_integrity_counts`) that `report` adds to its JSON and CSV.
+ARM_COLUMNS = ("n_arm_checked", "n_arm_violations", "n_arm_left_out")
 
 
 def imported_view(
@@ -45,7 +51,7 @@ def imported_view(
     returned = frame["returned"].to_numpy(dtype=bool)
     excluded: dict[str, int] = {}
     if "arm_integrity" in frame.columns:
-        violated = frame["arm_integrity"].fillna("").astype(str).str.startswith("violation")
+        violated = violations(frame["arm_integrity"])
         counts = frame.loc[violated, "cell_id"].value_counts()
         excluded = {str(k): int(v) for k, v in counts.items()}
         if not include_violations:
@@ -55,6 +61,36 @@ def imported_view(
         # chat-loop rows (null kind) hand the instructions over with every returned skill
         returned = returned & (kind.isna() | (kind == "instructions")).to_numpy()
     return keep, returned, excluded
+
+
+def violations(arm_integrity: pd.Series) -> pd.Series:
+    """Per row, whether its `arm_integrity` value records a violation (null, `ok` and
+    `unchecked` do not)."""
+    return arm_integrity.fillna("").astype(str).str.startswith("violation")
+
+
+def arm_integrity_counts(data: Any, keys: Sequence[str], *, left_out: bool) -> pd.DataFrame:
+    """Per group of `keys` (the report's cells), over every row read: pairs whose arm integrity
+    was checked (not null, not `unchecked`), those with a violation, and those of them the
+    metrics left out (all of them when `left_out`, else none). `data` is a pyarrow Table or
+    pandas DataFrame; the group identities are taken as `compute_cells` takes them."""
+    import numpy as np
+    import pandas as pd
+
+    groups = _pooling.make_groups(data, keys)
+    status = pd.Series(
+        _frame.take(data, "arm_integrity", np.arange(_frame.n_rows(data))), dtype=object
+    )
+    checked = status.notna() & (status != "unchecked")
+
+    def per_group(mask: pd.Series) -> np.ndarray:
+        counts = np.bincount(groups.codes, weights=mask.to_numpy(), minlength=groups.n_groups)
+        return counts.astype(np.int64)
+
+    violated = per_group(violations(status))
+    counts = (per_group(checked), violated, violated if left_out else np.zeros_like(violated))
+    identity = {k: _frame.take(data, k, groups.first_row) for k in keys}
+    return pd.DataFrame({**identity, **dict(zip(ARM_COLUMNS, counts, strict=True))})
 
 
 def activation_unknown(frame: pd.DataFrame) -> dict[str, tuple[int, int]]:

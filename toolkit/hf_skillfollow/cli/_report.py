@@ -130,6 +130,10 @@ def report(
             from hf_skillfollow.metrics._imported import mark_unknown
 
             cells = mark_unknown(cells, imported["unknown"])
+        if fmt in ("json", "csv") and not correlate and "arm_integrity" in read.column_names:
+            # the text forms' arm-integrity line, as data (violations left out counted too)
+            left_out = imported is not None and not include_arm_violations
+            cells = _with_arm_counts(cells, read, group_by, pool_runs, left_out)
     except (ValueError, RuntimeError, OSError) as exc:  # SchemaError, SourceError, HubError
         raise click.ClickException(str(exc)) from None
     notes = (
@@ -244,6 +248,19 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     ) if n else ""  # fmt: skip
     return table, {"unknown": unknown, "summary": imported_summary(mine.to_pylist(), excluded),
                    "note": note}  # fmt: skip
+
+
+def _with_arm_counts(cells, read, group_by, pool_runs: bool, left_out: bool):  # noqa: ANN001, ANN202
+    """`cells` with each one's arm-integrity counts (`metrics._imported.ARM_COLUMNS`), when any
+    pair of the rows read was checked."""
+    from hf_skillfollow.metrics._imported import arm_integrity_counts
+    from hf_skillfollow.metrics._pooling import group_columns
+
+    keys = list(group_columns(group_by, pool_runs))
+    counts = arm_integrity_counts(read, keys, left_out=left_out)
+    if not counts["n_arm_checked"].any():
+        return cells
+    return cells.merge(counts, on=keys, how="left", sort=False)
 
 
 def _with_imported(text: str, summary, fmt: str, width: int | None) -> str:  # noqa: ANN001
