@@ -126,7 +126,7 @@ def _error_heavy_text(row: dict[str, Any]) -> str | None:
     `OAE +0.0`, "never retrieved a skill")."""
     if not row.get("error_heavy"):
         return None
-    return f"not reported: {fmt.pp(row['error_rate'], signed=False)}% of pairs errored"
+    return fmt.not_reported(row["error_rate"])
 
 
 def _errors_text(row: dict[str, Any]) -> str:
