@@ -36,6 +36,10 @@ MAX_EXPECTATION_CHARS = 2_000
 MAX_ATTACHED_BYTES = 64 * 1024
 MAX_ATTACHED_TOTAL = 256 * 1024
 MAX_ATTACHED_FILES = 8
+#: files an eval names, copied into an agent's workspace (`load_skill_evals(workspace=True)`,
+#: docs/harness.md): any bytes (a PDF too), each at most this many, all together at most
+MAX_WORKSPACE_FILE_BYTES = 8 * 1024 * 1024
+MAX_WORKSPACE_TOTAL = 32 * 1024 * 1024
 
 
 def warn(message: str) -> None:
@@ -382,11 +386,14 @@ class _PoolContent:
         return self.paths.get(path.resolve()) or self.texts.get(_normal(text) or "")
 
 
-def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
+def load_skill_evals(pool: Any, *, workspace: bool = False) -> tuple[list[Task], str]:
     """Every eval of every skill of `pool` that has `evals/evals.json`, as tasks `<skill>/<id>`.
 
     An eval's attached `files` go into the prompt of both arms: one that is an answer key
-    (`AnswerKeys`), a SKILL.md or a file the SE arm is served is refused (docs/tasks.md)."""
+    (`AnswerKeys`), a SKILL.md or a file the SE arm is served is refused (docs/tasks.md).
+    `workspace`: the files are not attached but kept as bytes in the task's
+    ``problem["workspace_files"]`` (relative name, content), for an agent's workspace
+    (docs/harness.md): the same guards, any bytes, larger bounds, the prompt the eval's own."""
     tasks: list[Task] = []
     digest = hashlib.sha256()
     keys = answer_keys(pool)
@@ -404,8 +411,11 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
                 f"{folder / 'SKILL.md'}: field 'name': skill {name!r} holds '/'; a skill with "
                 "evals needs a name without it (the spec allows letters, digits and hyphens)"
             )
-        for task in _skill_tasks(name, folder, path, blob, MAX_TASKS - len(tasks), guard):
+        room = MAX_TASKS - len(tasks)
+        for task in _skill_tasks(name, folder, path, blob, room, guard, workspace):
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
+            for rel, content in task.problem.get("workspace_files", ()):
+                digest.update(rel.encode() + b"\x00" + content + b"\x00")
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
             raise TaskLoadError(f"{path}: the pool's evals exceed {MAX_TASKS} tasks")
@@ -413,12 +423,14 @@ def load_skill_evals(pool: Any) -> tuple[list[Task], str]:
         raise TaskLoadError(
             f"skill pool {pool.name}: no skill has {EVALS_FILE} (see docs/tasks.md, 'Skill evals')"
         )
-    return tasks, f"skill-evals@pool:{pool.name}+sha256.{digest.hexdigest()[:16]}"
+    form = "+workspace" if workspace else ""
+    return tasks, f"skill-evals@pool:{pool.name}{form}+sha256.{digest.hexdigest()[:16]}"
 
 
 def _skill_tasks(
-    skill: str, folder: Path, path: Path, blob: bytes, room: int, guard: _AttachGuard
-) -> list[Task]:
+    skill: str, folder: Path, path: Path, blob: bytes, room: int, guard: _AttachGuard,
+    workspace: bool = False,
+) -> list[Task]:  # fmt: skip
     """The tasks of one `evals.json`; `room` is how many more tasks the pool may have."""
     data = _json(blob, str(path))
     evals = data.get("evals") if isinstance(data, dict) else None
@@ -446,8 +458,13 @@ def _skill_tasks(
             raise TaskLoadError(f"{where}: field 'id': duplicate id")
         seen.add(eval_id)
         prompt = _text(item, "prompt", where, MAX_PROMPT_CHARS)
-        prompt += attachments(item.get("files"), folder, where, guard)
+        copied: dict[str, Any] = {}
+        if workspace:
+            copied["workspace_files"] = workspace_files(item.get("files"), folder, where, guard)
+        else:
+            prompt += attachments(item.get("files"), folder, where, guard)
         problem = {
+            **copied,
             "domain_tag": None,
             "expectations": expectations(
                 item.get("expectations"), f"{where}: field 'expectations'"
@@ -518,6 +535,45 @@ def attachments(files: Any, folder: Path, where: str, guard: _AttachGuard | None
         # a file name may hold quotes, '<' or newlines: escaped, it cannot leave the attribute
         parts.append(f'\n\n<file name="{html.escape(name)}">\n{text}\n</file>')
     return "".join(parts)
+
+
+def workspace_files(
+    files: Any, folder: Path, where: str, guard: _AttachGuard
+) -> tuple[tuple[str, bytes], ...]:
+    """The files an eval names, as (relative name, bytes), to copy into an agent's workspace
+    (the same in both arms). `attachments`' guards: inside the skill folder (no absolute
+    path, no `..` or symlink out, no FIFO), none an answer key or pool content; any bytes
+    (a PDF is what a workspace task is for), bounded by `MAX_WORKSPACE_FILE_BYTES` each and
+    `MAX_WORKSPACE_TOTAL` together. A name is kept as a relative POSIX path without `.` or
+    `..` parts, since it becomes a path in the workspace."""
+    if files is None:
+        return ()
+    if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
+        raise TaskLoadError(
+            f"{where}: field 'files': a list of at most {MAX_ATTACHED_FILES} relative paths"
+        )
+    root = folder.resolve()
+    out: dict[str, bytes] = {}
+    total = 0
+    for name in files:
+        if not isinstance(name, str) or not name.strip():
+            raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
+        label = f"{where}: file {name[:200]!r}"
+        parts = Path(name).parts
+        if Path(name).is_absolute() or ".." in parts or "\\" in name:
+            raise TaskLoadError(
+                f"{label}: not a relative path inside the skill folder {folder} (no '..')"
+            )
+        blob = _bounded_read(root / name, root, MAX_WORKSPACE_FILE_BYTES, label)
+        total += len(blob)
+        if total > MAX_WORKSPACE_TOTAL:
+            raise TaskLoadError(f"{label}: the eval's files exceed {MAX_WORKSPACE_TOTAL} bytes")
+        guard.check(root / name, blob.decode("utf-8", "replace"), label)
+        rel = Path(*[p for p in parts if p != "."]).as_posix()
+        if rel in out:
+            raise TaskLoadError(f"{label}: named twice")
+        out[rel] = blob
+    return tuple(out.items())
 
 
 def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:

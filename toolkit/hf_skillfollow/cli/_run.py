@@ -301,7 +301,9 @@ _HARNESS_ONLY = (
     "harness", "agent", "harness_tasks", "trials", "harness_env", "env_option", "loading",
 )  # fmt: skip
 #: the chat loop's flags that a harness reads too
-_HARNESS_SHARED = {"model", "base_url", "api_key_env", "skills_dir", "concurrency"}
+_HARNESS_SHARED = {"model", "base_url", "api_key_env", "skills_dir", "concurrency", "benchmark",
+                   "judge_model", "judge_backend", "judge_base_url", "judge_api_key_env",
+                   "judge_repeats", "judge_max_tokens"}  # fmt: skip
 
 
 def _run_harness(
@@ -340,6 +342,10 @@ def _run_harness(
         "concurrency": params.get("concurrency"),
         "loading": harness["loading"],
         "env_options": _engine_options(harness["env_option"], "--env-option") or None,
+        # --benchmark skill-evals: the pool's evals as workspace tasks, judged (docs/harness.md)
+        "benchmark": params.get("benchmark"),
+        "judge": {k: v for k, v in params.items() if k.startswith("judge_") and v is not None}
+        or None,
     }
     options = HarborOptions(**{k: v for k, v in values.items() if v is not None})
     try:

@@ -188,12 +188,18 @@ def _task_toml(task: Task, version: str) -> str:
         "solution_file": SOLUTION,
         **({"domain": domain} if domain else {}),
     }
+    return task_toml(meta, verifier_timeout=120.0)
+
+
+def task_toml(meta: dict[str, str], *, verifier_timeout: float) -> str:
+    """A written task's `task.toml`: `meta` as `[metadata]` strings (escaped), the verifier's
+    timeout, the agent's 600 s, no network, the workdir `/app`."""
     lines = ['schema_version = "1.4"', "", "[metadata]"]
     lines += [f"{key} = {toml_string(value)}" for key, value in meta.items()]
     lines += [
         "",
         "[verifier]",
-        "timeout_sec = 120.0",
+        f"timeout_sec = {float(verifier_timeout)}",
         'environment_mode = "shared"',
         "",
         "[agent]",

@@ -93,6 +93,12 @@ class HarborOptions:
     `path_prepend`, `loopback_ports` (docs/harness.md)."""
     agent_timeout_multiplier: float | None = None
     """Harbor's multiplier of the tasks' agent timeouts (None: Harbor's own, 1.0)."""
+    benchmark: str | None = None
+    """`skill-evals`: the tasks are the pool's own evals as workspace tasks, graded by the
+    blinded judge after the trials (`_evals_tasks`, `_judged`); None: `--tasks`."""
+    judge: dict[str, Any] = field(default_factory=dict)
+    """With `skill-evals`: the `--judge-*` flags as given (`_judged.JUDGE_FLAGS` names);
+    unset ones default to the agent's model at its endpoint."""
 
 
 @dataclass
@@ -208,6 +214,11 @@ def _key(options: HarborOptions, pool_hash: str) -> str:
     settings["skills"] = pool_hash
     for plumbing in _MAY_CHANGE_ON_RESUME:
         settings.pop(plumbing)
+    # the trials do not depend on the judge (its verdicts are kept per judge, `_judged`), and
+    # a run of --tasks keeps the key it had before skill evals existed
+    settings.pop("judge")
+    if settings["benchmark"] is None:
+        settings.pop("benchmark")
     return stable_hash(settings)[:12]
 
 
@@ -218,12 +229,13 @@ def run_harbor(
     from hf_skillfollow.harness import _stage
     from hf_skillfollow.skills import SkillPoolError, load_pool
 
+    _check_evals(options)
     embedded = None
     if options.model is None:
         options, embedded = _embedded(options)
     options = replace(
         options,
-        tasks=options.tasks or str(EXAMPLES / "tasks"),
+        tasks=options.tasks or ("" if options.benchmark else str(EXAMPLES / "tasks")),
         skills=options.skills or EXAMPLES / "skills",
     )
     _check(options)
@@ -232,10 +244,21 @@ def run_harbor(
         pool = load_pool(options.skills)
     except (SkillPoolError, OSError, ValueError) as exc:
         raise HarnessError(f"--skills {options.skills}: {str(exc).splitlines()[0]}") from None
+    evals = judge = None
+    if options.benchmark is not None:
+        from hf_skillfollow.harness import _evals_tasks, _judged
+
+        evals = _evals_tasks.load(pool)
+        pool = evals.served  # the answer keys are withdrawn from what the SE arm is given
+        judge = _judged.judge_config(options.model, options.base_url, options.api_key_env,
+                                     options.judge, embedded is not None)  # fmt: skip
     harbor = harbor_executable()
-    work = output_dir / f"harbor-{_key(options, pool.content_hash)}"
+    versions = pool.content_hash + (f"+{evals.version}" if evals is not None else "")
+    work = output_dir / f"harbor-{_key(options, versions)}"
     notes: list[str] = []
     try:
+        if evals is not None:
+            options = replace(options, tasks=str(evals.write(work / "evals-tasks")))
         folders = _stage.stage_pool(pool, _fresh(work / "skills"))
         if _dataset(options.tasks) is None:
             tasks = _stage.find_tasks(Path(options.tasks))
@@ -281,7 +304,35 @@ def run_harbor(
             "not what the skills are worth"
         )
     asyncio.run(_run_jobs(harbor, work, echo, embedded))
-    return _import(options, work, notes)
+    judging = None
+    if evals is not None:
+        from hf_skillfollow.harness._judged import judge_trials
+
+        judging = judge_trials(work, evals.tasks, judge, options.concurrency, echo)
+    return _import(options, work, notes, judging)
+
+
+def _check_evals(options: HarborOptions) -> None:
+    """`--benchmark` and the judge flags with a harness: skill evals only, as the chat loop
+    names them, and the judge only where something is judged."""
+    if options.benchmark is None:
+        if options.judge:
+            flag = "--" + next(iter(options.judge)).replace("_", "-")
+            raise HarnessError(
+                f"{flag}: only with --benchmark skill-evals (nothing else is judged)"
+            )
+        return
+    if options.benchmark != "skill-evals":
+        raise HarnessError(
+            f"--benchmark {options.benchmark}: with --harness, only skill-evals (the pool's "
+            "evals as workspace tasks); give other tasks as Harbor tasks with --tasks"
+        )
+    if options.tasks:
+        raise HarnessError(
+            "--tasks: not with --benchmark skill-evals (its tasks are the pool's evals)"
+        )
+    if options.skills is None:
+        raise HarnessError("--benchmark skill-evals: name the skill pool with --skills POOL")
 
 
 def _check(options: HarborOptions) -> None:
@@ -291,7 +342,7 @@ def _check(options: HarborOptions) -> None:
         raise HarnessError(f"--trials {options.trials}: at least 1")
     if options.concurrency < 1:
         raise HarnessError(f"--concurrency {options.concurrency}: at least 1")
-    if not options.tasks:
+    if not options.tasks and options.benchmark is None:
         raise HarnessError("--tasks: a folder of Harbor tasks or a registry dataset name@version")
 
 
@@ -483,14 +534,18 @@ def _set_endpoint(node: Any, base_url: str, key_name: str, depth: int = 0) -> No
         _set_endpoint(child, base_url, key_name, depth + 1)
 
 
-def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutcome:
+def _import(
+    options: HarborOptions, work: Path, notes: list[str], judging: Any = None
+) -> HarborOutcome:
     """The trial folders through part 1's Harbor importer into ordinary run folders: the one
-    place this harness calls the importer."""
+    place this harness calls the importer. `judging` (skill evals): the blinded judge's
+    verdicts replace the trials' placeholder rewards."""
     from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
 
     dataset = _dataset(options.tasks)
     examples = Path(options.tasks).resolve() == (EXAMPLES / "tasks").resolve()
     benchmark = dataset["name"] if dataset else "examples" if examples else Path(options.tasks).name
+    benchmark = options.benchmark or benchmark
     import_options = ImportOptions(
         skills=work / "skills",
         tasks=None if dataset else work / "tasks" / "se",
@@ -505,6 +560,7 @@ def _import(options: HarborOptions, work: Path, notes: list[str]) -> HarborOutco
             import_options,
             output_dir=work.parent,
             provenance=PROVENANCE,
+            judging=judging,
         )
     except ImportInputError as exc:
         raise HarnessError(f"import of {work / 'jobs'}: {exc}") from None

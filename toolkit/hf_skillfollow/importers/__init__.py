@@ -14,9 +14,11 @@ from pathlib import Path
 from hf_skillfollow.importers._base import (
     LOADING_MODES,
     Collected,
+    Graded,
     ImportInputError,
     ImportOptions,
     ImportRequest,
+    Judging,
     Trial,
 )
 from hf_skillfollow.importers._runs import ImportResult
@@ -27,10 +29,12 @@ _PROVENANCE = re.compile(r"(imported|run):[a-z0-9][a-z0-9_.-]{0,39}")
 __all__ = [
     "LOADING_MODES",
     "Collected",
+    "Graded",
     "ImportInputError",
     "ImportOptions",
     "ImportRequest",
     "ImportResult",
+    "Judging",
     "Trial",
     "import_runs",
 ]
@@ -47,6 +51,7 @@ def import_runs(
     on_total: Callable[[int], None] | None = None,
     on_pair: Callable[[bool], None] | None = None,
     provenance: str | None = None,
+    judging: Judging | None = None,
 ) -> ImportResult:
     """Import one format's trials into run folders under `output_dir`; return what was done.
 
@@ -62,6 +67,8 @@ def import_runs(
     harness ran); `run:<harness>` when hf-skillfollow itself ran the trials through that
     harness (`run --harness harbor` passes `run:harbor`), which the board and report do not
     call imported.
+    `judging`: the trials' verdicts are the blinded judge's (`Judging`), not their rewards;
+    the judge is part of the cell, and the traces carry its record, as in a judged run.
     Raises `ImportInputError` (one line naming the file, field or flag) on bad input.
     """
     from hf_skillfollow.importers._runs import write_runs
@@ -84,4 +91,6 @@ def import_runs(
         raise ImportInputError(str(exc)) from None
     request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options)
     collected = collect(request)
-    return write_runs(fmt, collected, options, Path(output_dir), on_pair, on_total, provenance)
+    return write_runs(
+        fmt, collected, options, Path(output_dir), on_pair, on_total, provenance, judging
+    )

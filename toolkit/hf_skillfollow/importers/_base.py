@@ -8,7 +8,7 @@ trial it finds into a `Trial`. It never decides activation (a transcript detecto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -109,6 +109,32 @@ class Collected:
     baseline: str | None = None
     """What the without-skills arm ran when the format says (skill-creator: `without_skill`, or
     `old_skill`, the previous version of the skill, whose use is then no arm violation)."""
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One trial's verdict given after the harness ran, by the blinded judge (`run --harness
+    harbor --benchmark skill-evals`, `harness/_judged.py`): it replaces the trial's reward."""
+
+    passed: bool
+    answer: str
+    """What the judge read as the answer: the agent's final message and its output files."""
+    reason: str
+    record: dict[str, Any]
+    """The judge's record (`judge_verdicts`): every repeat's verdicts, the judge's settings."""
+
+
+@dataclass(frozen=True)
+class Judging:
+    """The judge of an import whose verdicts are the blinded judge's, not the trials' rewards.
+
+    `identity` (`JudgeSettings.identity()`) is part of the cell id and the manifest's
+    `judge` (the rows' `judged_by`), as for a judged chat-loop run; `verdicts` are keyed by
+    each trial's resolved folder. A trial without one (it ended in an exception, so nothing
+    was judged) keeps its error and is scored incorrect."""
+
+    identity: dict[str, Any]
+    verdicts: Mapping[Path, Graded]
 
 
 class Importer(Protocol):

@@ -25,7 +25,14 @@ from hf_skillfollow.importers._activation import (
     arm_integrity,
     detect_trial,
 )
-from hf_skillfollow.importers._base import Collected, ImportInputError, ImportOptions, Trial
+from hf_skillfollow.importers._base import (
+    Collected,
+    Graded,
+    ImportInputError,
+    ImportOptions,
+    Judging,
+    Trial,
+)
 from hf_skillfollow.importers._pairing import Pair, Pairing, pair_trials
 
 if TYPE_CHECKING:
@@ -85,9 +92,11 @@ def write_runs(
     on_pair: Callable[[bool], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     provenance: str | None = None,
+    judging: Judging | None = None,
 ) -> ImportResult:
     """Pair the collected trials, decide activation, and write (or complete) the run folders.
-    `provenance` is the rows' `provenance` (default `imported:<fmt>`)."""
+    `provenance` is the rows' `provenance` (default `imported:<fmt>`); `judging`: the
+    verdicts are the blinded judge's (`Judging`)."""
     from dataclasses import replace
 
     options = replace(options, baseline=collected.baseline or options.baseline)
@@ -140,7 +149,7 @@ def write_runs(
 
         pool_name, pool_hash = "listed", "names-" + stable_hash(listed)
     identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash,
-                         provenance or f"imported:{fmt}")
+                         provenance or f"imported:{fmt}", judging)  # fmt: skip
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
@@ -148,7 +157,8 @@ def write_runs(
     for k in sorted(by_repeat):
         # a pair already recorded (re-import, resume) is not read again
         _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
-                      lambda p: decided.get((p.task, p.repeat_index)) or decide(p))  # fmt: skip
+                      lambda p: decided.get((p.task, p.repeat_index)) or decide(p),
+                      judging)  # fmt: skip
     if skipped:
         result.notes.append(
             f"{len(skipped)} transcript file(s) passed over as not a transcript (the next one, "
@@ -206,7 +216,7 @@ def _one(values: set[str], what: str, flag_hint: str) -> str:
 
 def _identity(
     fmt: str, harness: str, pairing: Pairing, options: ImportOptions, pool_name: str,
-    pool_hash: str, provenance: str,
+    pool_hash: str, provenance: str, judging: Judging | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Everything the run folders of this import share, its cell id included."""
     from hf_skillfollow.config import cell_id, stable_hash
@@ -239,6 +249,8 @@ def _identity(
         "pass_rate_threshold": options.pass_rate_threshold, "trigger": options.trigger,
         "baseline": options.baseline,
     }  # fmt: skip
+    if judging is not None:  # the judge defines the cell where it grades, as in `run`
+        protocol["judge"] = judging.identity
     prompts = "imported-" + stable_hash({"harness": harness, "loading": options.loading})
     cid = cell_id(protocol, skill_pool_hash=pool_hash, prompts_hash=prompts,
                   benchmark_version=task_set)  # fmt: skip
@@ -247,6 +259,7 @@ def _identity(
 
     return {
         "cell_id": cid,
+        **({"judge": judging.identity} if judging is not None else {}),
         "schema_version": SCHEMA_VERSION,
         "provenance": provenance,
         "harness": harness,
@@ -287,7 +300,7 @@ def _identity(
 def _write_repeat(
     identity: dict[str, Any], k: int, pairs: list[Pair], options: ImportOptions,
     output_dir: Path, result: ImportResult, on_pair: Callable[[bool], None] | None,
-    decide: Callable[[Pair], _Decided],
+    decide: Callable[[Pair], _Decided], judging: Judging | None = None,
 ) -> None:  # fmt: skip
     from hf_skillfollow.store import RunDirError, RunStore
 
@@ -324,7 +337,7 @@ def _write_repeat(
             status = str(done[pair.task].get("arm_integrity") or "")
         else:
             d = decide(pair)
-            store.append_record(_record(manifest, columns, d, options))
+            store.append_record(_record(manifest, columns, d, options, judging))
             result.n_written += 1
             status = d.integrity.status
         if is_violation(status):
@@ -359,10 +372,12 @@ def _activated(det: Detection | None, trigger: str) -> list[str]:
 
 
 def _record(
-    manifest: dict[str, Any], columns: dict[str, Any], d: _Decided, options: ImportOptions
-) -> Any:
+    manifest: dict[str, Any], columns: dict[str, Any], d: _Decided, options: ImportOptions,
+    judging: Judging | None = None,
+) -> Any:  # fmt: skip
     from hf_skillfollow.record import PairRecord
 
+    graded = {arm: _graded(judging, trial) for arm, trial in (("se", d.pair.se), ("sd", d.pair.sd))}
     se = d.se
     skills = _activated(se, options.trigger)
     returned = bool(se is not None and se.called(options.trigger))
@@ -378,8 +393,8 @@ def _record(
     transition = {
         **columns,
         "task_id": d.pair.task,
-        "se_correct": d.pair.se.passed,
-        "sd_correct": d.pair.sd.passed,
+        "se_correct": _passed(d.pair.se, graded["se"], judging),
+        "sd_correct": _passed(d.pair.sd, graded["sd"], judging),
         "invoked": bool(se and se.invoked) or options.loading == "inject",
         "returned": returned,
         "n_calls": len(se.events) if se else 0,
@@ -397,7 +412,46 @@ def _record(
         _trace(manifest, d.pair, d.pair.se, d.se_read, len(se.events) if se else 0),
         _trace(manifest, d.pair, d.pair.sd, d.sd_read, 0),
     ]
+    if judging is not None:
+        for trace, trial in zip(traces, (d.pair.se, d.pair.sd), strict=True):
+            trace.update(_judged_columns(trial, graded[trial.arm], trace["scorer_details"]))
+            trace["correct"] = _passed(trial, graded[trial.arm], judging)
     return PairRecord(d.pair.task, transition, traces)
+
+
+def _graded(judging: Judging | None, trial: Trial) -> Graded | None:
+    return None if judging is None else judging.verdicts.get(trial.source.resolve())
+
+
+def _passed(trial: Trial, graded: Graded | None, judging: Judging | None) -> bool:
+    """The verifier's verdict, or in a judged import the judge's (a trial it did not judge,
+    one that ended in an error, is incorrect, its error kept)."""
+    if judging is None:
+        return trial.passed
+    return graded is not None and graded.passed and trial.error is None
+
+
+def _judged_columns(trial: Trial, graded: Graded | None, details: str) -> dict[str, Any]:
+    """A judged trial's trace: the judge's verdict and record in the columns a judged
+    chat-loop run fills (`grader`, `judge`, `judge_verdicts`, `addresses_grader`), and the
+    answer the judge read as the final answer; the verifier's reward stays in the details."""
+    from hf_skillfollow.judge import addresses_grader
+
+    scorer = json.loads(details)
+    if graded is None:
+        scorer["reason"] = f"not judged: {trial.error or 'no verdict'}"
+        return {"grader": "expectations", "judge": None, "judge_verdicts": None,
+                "addresses_grader": False, "scorer_details": json.dumps(scorer, default=str)}  # fmt: skip
+    scorer["reason"] = graded.reason
+    return {
+        "grader": "expectations",
+        "judge": graded.record.get("judge"),
+        "judge_verdicts": json.dumps(graded.record, sort_keys=True),
+        "addresses_grader": addresses_grader(graded.answer),
+        "final_answer": graded.answer,
+        "extracted": graded.answer,
+        "scorer_details": json.dumps(scorer, default=str),
+    }
 
 
 def _trace(

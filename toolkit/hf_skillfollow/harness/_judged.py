@@ -1,0 +1,263 @@
+"""The blinded judge over a harness run's skill-eval trials (docs/harness.md).
+
+After both Harbor jobs have run, each finished trial is graded by the chat loop's judge, the
+same mechanism and the same protocol strings (`scoring._custom.judged_verdict`: the blinded
+request, K repeats, majority, ties, an empty answer never judged). What the judge reads as
+the answer is what skill-creator's grader reads of an eval run: the agent's final message
+(the last agent step of the trial's ATIF ``agent/trajectory.json``) and the files it left in
+``/app/outputs/`` (collected by the task's verifier into ``verifier/outputs.json``), each file
+as ``<file name="outputs/...">`` after the message. The request holds nothing of the arm:
+two trials that left the same message and files give byte-identical requests.
+
+A trial that ended in an exception is not judged (its error makes it incorrect, as an arm that
+ended in an error in the chat loop). Each verdict is kept in the work folder
+(``judged/<judge key>/<arm>/<trial>.json``), so running the same command again judges only
+the trials it has not judged yet; another judge judges again into its own folder and cell.
+
+Trial folders are untrusted: every file is read bounded, without following a link out of the
+trial folder, and a malformed ``outputs.json`` is said in the answer, never trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import html
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hf_skillfollow.harness._harbor import HarnessError
+from hf_skillfollow.importers import Graded, Judging
+
+#: bounds on what is read back from a trial folder
+MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
+MAX_OUTPUTS_JSON_BYTES = 4 * 1024 * 1024
+_MAX_FILES = 32
+_MAX_FILE_CHARS = 64 * 1024
+_MAX_NAME = 300
+#: the judge flags of `run` that a harness run on skill evals reads
+JUDGE_FLAGS = ("judge_model", "judge_backend", "judge_base_url", "judge_api_key_env",
+               "judge_repeats", "judge_max_tokens")  # fmt: skip
+
+
+class JudgeRunError(HarnessError):
+    """The judge cannot be set up or a trial cannot be judged; one line naming why."""
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files a trial left in its outputs folder, as the verifier collected them."""
+
+    files: tuple[tuple[str, str | None, int], ...] = ()
+    """(name, text or None for a binary file, bytes) per collected file."""
+    left_out: tuple[tuple[str, str], ...] = ()
+    """(name, why) per file the collector left out (too large, a link, ...)."""
+    problem: str | None = None
+    """Why the collected files could not be read, else None."""
+
+
+def judge_config(
+    agent_model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    judge: dict[str, Any],
+    embedded: bool,
+) -> Any:
+    """The `RunConfig` whose judge (`judge_config()`) grades the trials: `--judge-*` as given,
+    else the agent's own model at its own endpoint (a LiteLLM ``openai/NAME`` is ``NAME`` at
+    the OpenAI-compatible endpoint), or the embedded model when the agent ran on it."""
+    from pydantic import ValidationError
+
+    from hf_skillfollow.config import RunConfig
+
+    base: dict[str, Any] = {"backend": "local"}
+    if not embedded:
+        model = str(agent_model)
+        base = {
+            "backend": "openai",
+            "model": model.removeprefix("openai/"),
+            "base_url": base_url,
+            "api_key_env": api_key_env,
+        }
+    values = {k: v for k, v in judge.items() if k in JUDGE_FLAGS and v is not None}
+    values.update({k: v for k, v in base.items() if v is not None})
+    try:
+        return RunConfig(benchmark="skill-evals", **values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
+        raise JudgeRunError(f"{flag}: {err['msg']}") from None
+
+
+def final_message(trial: Path) -> str:
+    """The agent's last message in the trial's ATIF trajectory ('' when there is none)."""
+    from hf_skillfollow.importers import ImportInputError
+    from hf_skillfollow.importers._walk import read_bytes
+
+    path = trial / "agent" / "trajectory.json"
+    if not path.is_file() or path.is_symlink():
+        return ""
+    try:
+        document = json.loads(read_bytes(path, MAX_TRAJECTORY_BYTES, trial).decode("utf-8"))
+    except (ImportInputError, UnicodeDecodeError, ValueError, RecursionError):
+        return ""
+    steps = document.get("steps") if isinstance(document, dict) else None
+    for step in reversed(steps if isinstance(steps, list) else []):
+        if isinstance(step, dict) and step.get("source") == "agent":
+            message = step.get("message")
+            if isinstance(message, str) and message.strip():
+                return message.strip()
+    return ""
+
+
+def read_outputs(trial: Path) -> Outputs:
+    """The trial's ``verifier/outputs.json`` (`_outputs_collector`), checked and bounded."""
+    from hf_skillfollow.importers import ImportInputError
+    from hf_skillfollow.importers._walk import read_bytes
+
+    path = trial / "verifier" / "outputs.json"
+    if not path.is_file() or path.is_symlink():
+        return Outputs(problem="the verifier collected no outputs.json")
+    try:
+        data = json.loads(read_bytes(path, MAX_OUTPUTS_JSON_BYTES, trial).decode("utf-8"))
+    except (ImportInputError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return Outputs(problem=f"outputs.json cannot be read ({str(exc)[:200]})")
+    try:
+        files = tuple(_file(f) for f in _items(data, "files"))
+        left = tuple((_name(f["name"]), str(f["why"])[:200]) for f in _items(data, "left_out"))
+    except (KeyError, TypeError, ValueError) as exc:
+        return Outputs(problem=f"outputs.json is not the collector's ({str(exc)[:200]})")
+    return Outputs(files, left)
+
+
+def _items(data: Any, key: str) -> list[dict[str, Any]]:
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) > _MAX_FILES:
+        raise ValueError(f"'{key}' is not a list of at most {_MAX_FILES}")
+    if not all(isinstance(i, dict) for i in items):
+        raise ValueError(f"'{key}' holds a non-object")
+    return items
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_NAME:
+        raise ValueError("a file name is not a short string")
+    return value
+
+
+def _file(entry: dict[str, Any]) -> tuple[str, str | None, int]:
+    text, size = entry.get("text"), entry.get("bytes")
+    if text is not None and (not isinstance(text, str) or len(text) > _MAX_FILE_CHARS):
+        raise ValueError("a file's text is not a bounded string")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise ValueError("a file's size is not a count")
+    return _name(entry["name"]), text, size
+
+
+def answer_text(message: str, outputs: Outputs) -> str:
+    """What the judge reads as the answer: the final message, then each output file as the
+    chat loop shows a file (`<file name="...">`, the name escaped), a binary one and one left
+    out by its name and why, so the judge is told what it does not see."""
+    parts = [message]
+    for name, text, size in outputs.files:
+        label = html.escape(f"outputs/{name}")
+        if text is None:
+            parts.append(f'<file name="{label}" bytes="{size}">(binary file, not shown)</file>')
+        else:
+            parts.append(f'<file name="{label}">\n{text}\n</file>')
+    for name, why in outputs.left_out:
+        parts.append(f'<file name="{html.escape(f"outputs/{name}")}">(not collected: '
+                     f"{html.escape(why)})</file>")  # fmt: skip
+    if outputs.problem is not None:
+        parts.append(f"(output files not read: {html.escape(outputs.problem)})")
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def _trials(job: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(trial folder, result) of every finished trial of one Harbor job folder."""
+    from hf_skillfollow.importers import ImportInputError
+    from hf_skillfollow.importers._walk import read_json
+
+    found = []
+    for result in sorted(job.glob("*/result.json")):
+        if result.is_symlink() or result.parent.is_symlink():
+            continue
+        try:
+            data = read_json(result, job)
+        except ImportInputError:
+            continue  # the importer names it
+        if isinstance(data, dict) and "trial_name" in data:
+            found.append((result.parent, data))
+    return found
+
+
+def judge_trials(
+    work: Path,
+    tasks: dict[str, Any],
+    config: Any,
+    concurrency: int,
+    echo: Callable[[str], None],
+) -> Judging:
+    """Judge every finished, error-free trial of both jobs under ``work/jobs`` (those judged
+    before are read back); the `Judging` the importer records."""
+    from hf_skillfollow.config import stable_hash
+    from hf_skillfollow.runner import judge_settings
+
+    settings = judge_settings(config)
+    identity = settings.identity()
+    store = work / "judged" / stable_hash(identity)[:12]
+    verdicts: dict[Path, Graded] = {}
+    todo: list[tuple[Path, Path, Any, str]] = []
+    for arm in ("se", "sd"):
+        for folder, result in _trials(work / "jobs" / arm):
+            if result.get("exception_info") is not None:
+                continue  # an errored trial is incorrect, not judged (the importer keeps why)
+            task = tasks.get(str(result.get("task_name")))
+            if task is None:
+                raise JudgeRunError(f"{folder}: task {result.get('task_name')!r} is no eval")
+            cached = store / arm / f"{folder.name}.json"
+            if cached.is_file():
+                verdicts[folder.resolve()] = Graded(**json.loads(cached.read_text()))
+            else:
+                todo.append((folder, cached, task, answer_text(final_message(folder),
+                                                               read_outputs(folder))))  # fmt: skip
+    if todo:
+        echo(f"judge: {len(todo)} trial(s) to grade with {settings.judge}")
+        graded = asyncio.run(_judge_all(config, settings, todo, concurrency))
+        for (folder, *_), one in zip(todo, graded, strict=True):
+            verdicts[folder.resolve()] = one
+    return Judging(identity, verdicts)
+
+
+async def _judge_all(
+    config: Any, settings: Any, todo: list[tuple[Path, Path, Any, str]], concurrency: int
+) -> list[Graded]:
+    from hf_skillfollow.backends import open_backend
+    from hf_skillfollow.scoring._custom import judged_verdict
+
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(cached: Path, task: Any, answer: str, backend: Any) -> Graded:
+        async with gate:
+            verdict = await judged_verdict(backend, task, answer, settings)
+        graded = Graded(bool(verdict.passed), answer, verdict.reason,
+                        verdict.details["judge_record"])  # fmt: skip
+        # kept at once: an interrupted run keeps every verdict given before it stopped
+        _write_atomic(cached, json.dumps(dataclasses.asdict(graded), sort_keys=True))
+        return graded
+
+    async with open_backend(config.judge_config()) as backend:
+        return list(await asyncio.gather(*(one(c, t, a, backend) for _, c, t, a in todo)))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
