@@ -16,13 +16,20 @@ import json
 from typing import Any
 
 
-def safe_text(text: str) -> str:
-    """``text`` with every lone surrogate written as its ``\\uXXXX`` escape."""
+def utf8_encodable(text: str) -> bool:
+    """Whether UTF-8 can encode ``text``: it holds no lone surrogate."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text
+        return False
+    return True
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every lone surrogate written as its ``\\uXXXX`` escape."""
+    if utf8_encodable(text):
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def safe_data(value: Any) -> Any:

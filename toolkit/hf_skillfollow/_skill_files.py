@@ -24,6 +24,7 @@ from hf_skillfollow._skill_findings import (
     short,
     warning,
 )
+from hf_skillfollow._text import utf8_encodable
 
 SKILL_FILE = "SKILL.md"
 #: A SKILL.md larger than this is refused (the spec recommends under 500 lines).
@@ -269,9 +270,7 @@ _LISTING_ESCAPED = frozenset("&<>\"'")
 def _unservable_name(rel: str) -> str | None:
     """Why the file at `rel` cannot be served, if it cannot: served paths are listed to the
     model verbatim and read back by exactly the listed string (docs/skills.md)."""
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
+    if not utf8_encodable(rel):
         return "file name is not UTF-8"
     if has_control_chars(rel):
         return f"file name {short(rel)} holds control characters"

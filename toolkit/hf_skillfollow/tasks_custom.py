@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._task import Task, TaskLoadError
+from hf_skillfollow._text import utf8_encodable
 
 GRADERS = ("tests", "answer", "expectations")
 KNOWN_KEYS = frozenset({"id", "prompt", "domain", "entry_point", "expected_output", *GRADERS})
@@ -136,19 +137,11 @@ def _text_only(row: dict[str, Any], where: str) -> None:
                 stack.extend(x for pair in item.items() for x in pair)
             elif isinstance(item, list):
                 stack.extend(item)
-            elif isinstance(item, str) and not _encodable(item):
+            elif isinstance(item, str) and not utf8_encodable(item):
                 raise TaskLoadError(
                     f"{where}: field {ascii(key)[:62]}: holds a lone surrogate escape "
                     "(\\ud800-\\udfff), which is not text"
                 )
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _json(blob: bytes, where: str) -> Any:

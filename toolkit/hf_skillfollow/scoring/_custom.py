@@ -26,6 +26,8 @@ import keyword
 import math
 from typing import Any
 
+from hf_skillfollow._text import utf8_encodable
+
 MAX_CASES = 1000
 #: names the generated canonical solution defines itself
 _RESERVED = frozenset({"_CASES", "_CALLS", "_same", "_builtins"})
@@ -235,11 +237,8 @@ def _unfit(value: Any) -> str | None:
                 repr(item)
             except ValueError:
                 return "holds an integer of more digits than Python writes out"
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return "holds a lone surrogate (\\ud800-\\udfff), not text"
+        if isinstance(item, str) and not utf8_encodable(item):
+            return "holds a lone surrogate (\\ud800-\\udfff), not text"
         if isinstance(item, dict):
             stack.extend((x, depth + 1) for pair in item.items() for x in pair)
         elif isinstance(item, list | tuple | set | frozenset):
