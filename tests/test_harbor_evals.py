@@ -342,27 +342,29 @@ def test_the_judges_verdicts_replace_the_placeholder_rewards(tmp_path: Path) -> 
     identity = {"judge": "judge-x@abc", "backend": "openai", "repeats": 2}
     options = ImportOptions(skills=pool, benchmark="harbor:skill-evals")
     judged = import_runs("harbor", [se], [sd], options, output_dir=tmp_path / "runs",
-                         provenance="run:harbor", judging=Judging(identity, graded))  # fmt: skip
+                         provenance="run:harbor", judging=Judging(identity, graded, {"task-a": "s/a"}))  # fmt: skip
     plain = import_runs("harbor", [se], [sd], options, output_dir=tmp_path / "plain",
                         provenance="run:harbor")  # fmt: skip
     (run,) = judged.run_dirs
     rows = {r["task_id"]: r for r in pq.read_table(run / "transitions.parquet").to_pylist()}
+    # the rows carry the ids given for the harness's task names; a name not given is kept
     assert {t: (r["se_correct"], r["sd_correct"]) for t, r in rows.items()} == {
-        "task-a": (True, False), "task-b": (True, False)}  # fmt: skip
+        "s/a": (True, False), "task-b": (True, False)}  # fmt: skip
     assert rows["task-b"]["sd_error"] == "AgentTimeoutError: timed out"
     assert {r["judged_by"] for r in rows.values()} == {"judge-x@abc"}
-    assert rows["task-a"]["skills_returned"] == ["pdf-tools"]  # activation still from the trial
+    assert rows["s/a"]["skills_returned"] == ["pdf-tools"]  # activation still from the trial
     traces = {
         (t["task_id"], t["arm"]): t for t in pq.read_table(run / "traces.parquet").to_pylist()
     }
-    assert traces[("task-a", "se")]["final_answer"] == "Tokyo"
-    assert traces[("task-a", "sd")]["grader"] == "expectations"
-    assert json.loads(traces[("task-a", "sd")]["judge_verdicts"]) == record
-    assert json.loads(traces[("task-a", "sd")]["scorer_details"])["reward"] == 0.0
+    assert traces[("s/a", "se")]["final_answer"] == "Tokyo"
+    assert traces[("s/a", "sd")]["grader"] == "expectations"
+    assert json.loads(traces[("s/a", "sd")]["judge_verdicts"]) == record
+    assert json.loads(traces[("s/a", "sd")]["scorer_details"])["reward"] == 0.0
     assert traces[("task-b", "sd")]["judge"] is None and not traces[("task-b", "sd")]["correct"]
     # the judge is part of the cell: the same trials unjudged are another cell (rewards 0)
     (other,) = plain.run_dirs
     plain_rows = pq.read_table(other / "transitions.parquet").to_pylist()
-    assert plain_rows[0]["cell_id"] != rows["task-a"]["cell_id"]
+    assert sorted(r["task_id"] for r in plain_rows) == ["task-a", "task-b"]
+    assert plain_rows[0]["cell_id"] != rows["s/a"]["cell_id"]
     assert {(r["se_correct"], r["sd_correct"]) for r in plain_rows} == {(False, False)}
     assert {r["judged_by"] for r in plain_rows} == {""}

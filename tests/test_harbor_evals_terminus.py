@@ -36,8 +36,8 @@ EVALS = {
 }  # fmt: skip
 #: by hand from the double: (se_correct, sd_correct, skills activated in SE)
 EXPECTED = {
-    "city-facts-largest": (True, False, ["city-facts"]),
-    "city-facts-distance": (True, True, []),
+    "city-facts/largest": (True, False, ["city-facts"]),
+    "city-facts/distance": (True, True, []),
 }
 #: model requests per trial: one per scripted turn, then task_complete and its confirmation
 PER_TRIAL = {("largest", "se"): 4, ("largest", "sd"): 3, ("distance", "se"): 2,
@@ -102,12 +102,12 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
         (t["task_id"], t["arm"]): t for t in pq.read_table(run / "traces.parquet").to_pylist()
     }
     # what the judge read: the final message, then the output file the agent left
-    assert traces[("city-facts-largest", "se")]["final_answer"] == (
+    assert traces[("city-facts/largest", "se")]["final_answer"] == (
         "Analysis: The answer is in the file.\nPlan: Finish.\n\n"
         '<file name="outputs/answer.txt">\nTokyo\n\n</file>'
     )
-    assert "Delhi" in traces[("city-facts-largest", "sd")]["final_answer"]
-    assert traces[("city-facts-distance", "sd")]["final_answer"] == (
+    assert "Delhi" in traces[("city-facts/largest", "sd")]["final_answer"]
+    assert traces[("city-facts/distance", "sd")]["final_answer"] == (
         "Analysis: About 465 kilometres by road.\nPlan: Finish."
     )
     for trace in traces.values():
@@ -124,6 +124,16 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
     assert report.exit_code == 0, report.output
     (cell,) = json.loads(report.output)
     assert (cell["n_pairs"], cell["n_cond"], cell["b_cond"], cell["c_cond"]) == (2, 1, 1, 0)
+    text = CliRunner().invoke(
+        cli, ["report", str(runs), "--resamples", "200", "--format", "markdown"]
+    )
+    lines = text.output.splitlines()
+    # judged like a chat-loop judged cell: the judge's noise (4 answers, unanimous repeats) and
+    # one row per skill on its own evals (SE met 2 of 2 expectations, SD 1 of 2)
+    assert any(line.endswith("| 4 | 0.0 | 0 | 0 | 0/1 | 0/0 | 0 | 0 |") for line in lines)
+    assert any(
+        line.endswith("| city-facts | 2 | 50.0 | 1 | 0 | +100.0 | 100.0 | 50.0 |") for line in lines
+    )
     # the answer key stayed out of what the skill-enabled arm was given
     (work,) = runs.glob("harbor-*")
     assert not (work / "skills" / "city-facts" / "evals").exists()

@@ -231,7 +231,8 @@ def judge_trials(
         graded = asyncio.run(_judge_all(config, settings, todo, concurrency))
         for (folder, *_), one in zip(todo, graded, strict=True):
             verdicts[folder.resolve()] = one
-    return Judging(identity, verdicts)
+    # the rows carry the evals' own ids (`<skill>/<id>`), as the chat loop's skill-evals rows
+    return Judging(identity, verdicts, {name: task.task_id for name, task in tasks.items()})
 
 
 async def _judge_all(

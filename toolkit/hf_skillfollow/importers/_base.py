@@ -135,6 +135,9 @@ class Judging:
 
     identity: dict[str, Any]
     verdicts: Mapping[Path, Graded]
+    task_ids: Mapping[str, str] = field(default_factory=dict)
+    """The harness's task name -> the task id the rows carry (a skill eval's task folder
+    `<skill>-<id>` -> the chat loop's `<skill>/<id>`); a name not listed is kept."""
 
 
 class Importer(Protocol):

@@ -100,6 +100,10 @@ def write_runs(
     from dataclasses import replace
 
     options = replace(options, baseline=collected.baseline or options.baseline)
+    if judging is not None and judging.task_ids:
+        names = judging.task_ids
+        trials = [replace(t, task=names.get(t.task, t.task)) for t in collected.trials]
+        collected = replace(collected, trials=trials)
     pairing = pair_trials(collected.trials)
     result = ImportResult(
         n_pairs=len(pairing.pairs), dropped=dict(pairing.dropped), notes=list(collected.notes)
