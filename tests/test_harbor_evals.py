@@ -202,6 +202,24 @@ def test_the_collector_caps_the_count_and_the_total(tmp_path: Path) -> None:
     assert _outputs_collector.collect(str(tmp_path / "absent")) == {"files": [], "left_out": []}
 
 
+def test_the_collector_follows_no_linked_outputs_folder_and_bounds_names(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "answer.txt").write_text("Tokyo")
+    os.symlink(tmp_path / "real", tmp_path / "outputs")
+    assert _outputs_collector.collect(str(tmp_path / "outputs")) == {
+        "files": [],
+        "left_out": [{"name": ".", "why": "the outputs folder is a symbolic link (not followed)"}],
+    }
+    deep = tmp_path / "real" / ("d" * 120) / ("e" * 120)
+    deep.mkdir(parents=True)
+    (deep / "x.txt").write_text("x")
+    found = _outputs_collector.collect(str(tmp_path / "real"))
+    assert found["files"] == [{"name": "answer.txt", "bytes": 5, "text": "Tokyo"}]
+    assert found["left_out"] == [
+        {"name": f"{'d' * 120}/{'e' * 79}...", "why": "a name longer than 240 characters"}
+    ]
+
+
 # --- what the judge reads of a trial ---------------------------------------------------------
 
 
@@ -281,6 +299,11 @@ def test_the_judge_defaults_to_the_agents_model_at_its_endpoint() -> None:
     assert (other.judge_config().model, other.judge_repeats) == ("judge-x", 3)
     with pytest.raises(_judged.JudgeRunError, match=r"^--judge-repeats: "):
         _judged.judge_config("openai/m", None, None, {"judge_repeats": 0}, False)
+    # an agent on an Anthropic endpoint gives the judge no OpenAI-compatible model
+    with pytest.raises(_judged.JudgeRunError, match=r"^--judge-model: the agent's model "):
+        _judged.judge_config("anthropic/claude-x", None, None, {}, False)
+    named = _judged.judge_config("anthropic/claude-x", None, None, {"judge_model": "j"}, False)
+    assert named.judge_config().model == "j"
 
 
 # --- the command line ------------------------------------------------------------------------

@@ -78,6 +78,15 @@ def judge_config(
     base: dict[str, Any] = {"backend": "local"}
     if not embedded:
         model = str(agent_model)
+        provider, _, _ = model.rpartition("/")
+        if provider not in ("", "openai") and not judge.get("judge_model"):
+            # the judge speaks OpenAI-compatible chat (the chat loop's backends); an agent on
+            # an Anthropic or other endpoint gives it no model to default to
+            raise JudgeRunError(
+                f"--judge-model: the agent's model {model!r} is not an OpenAI-compatible "
+                "name (openai/NAME); name the judge with --judge-model (and --judge-base-url, "
+                "--judge-api-key-env)"
+            )
         base = {
             "backend": "openai",
             "model": model.removeprefix("openai/"),

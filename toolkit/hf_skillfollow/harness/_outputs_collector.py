@@ -23,6 +23,7 @@ MAX_FILE_BYTES = 64 * 1024
 MAX_TOTAL = 256 * 1024
 MAX_DEPTH = 8
 MAX_ENTRIES = 10_000
+MAX_NAME = 240
 
 
 def _read(path, size):
@@ -61,7 +62,9 @@ def collect(root):
                 leave(prefix + entry.name, f"more than {MAX_ENTRIES} entries")
                 return
             name = prefix + entry.name
-            if entry.is_symlink():
+            if len(name) > MAX_NAME:
+                leave(name[:200] + "...", f"a name longer than {MAX_NAME} characters")
+            elif entry.is_symlink():
                 leave(name, "a symbolic link (not followed)")
             elif entry.is_dir(follow_symlinks=False):
                 if depth >= MAX_DEPTH:
@@ -97,7 +100,9 @@ def collect(root):
                 text = None
             found["files"].append({"name": name, "bytes": len(blob), "text": text})
 
-    if os.path.isdir(root) and not os.path.islink(root):
+    if os.path.islink(root):
+        leave(".", "the outputs folder is a symbolic link (not followed)")
+    elif os.path.isdir(root):
         walk(root, "", 0)
     return found
 
