@@ -22,6 +22,7 @@ from hf_skillfollow.cli import cli
 from hf_skillfollow.harness import _evals_tasks, _judged, _outputs_collector
 from hf_skillfollow.harness._evals_tasks import EvalTaskError, EvalTasks
 from hf_skillfollow.skills import load_pool
+from tests._http_double import ChatServerDouble, Reply
 
 CSV = "city,population\nDelhi,33\nTokyo,37\nParis,11\n"
 BINARY = b"\x89PNG\x00\x01\x02binary"
@@ -391,3 +392,86 @@ def test_the_judges_verdicts_replace_the_placeholder_rewards(tmp_path: Path) -> 
     assert plain_rows[0]["cell_id"] != rows["s/a"]["cell_id"]
     assert {(r["se_correct"], r["sd_correct"]) for r in plain_rows} == {(False, False)}
     assert {r["judged_by"] for r in plain_rows} == {""}
+
+
+# --- judging a run's trials (the judge over HTTP: a model-provider double) -------------------
+
+SIMPLE = {
+    "evals": [
+        {"id": 1, "prompt": "Which city in the table is largest?", "expected_output": "Tokyo.",
+         "files": ["evals/files/cities.csv"], "expectations": ["mentions Tokyo"]},
+    ]
+}  # fmt: skip
+
+
+def _work(root: Path) -> Path:
+    """A run's work folder as Harbor leaves it: one trial per arm of task `city-facts-1`
+    (SE left "Tokyo" in outputs/, SD "Delhi"), and one SE trial that ended in an exception."""
+    work = root / "work"
+    for arm, trial, city, exception in (
+        ("se", "city-facts-1__a", "Tokyo", None),
+        ("sd", "city-facts-1__b", "Delhi", None),
+        ("se", "city-facts-1__c", "", {"exception_type": "AgentTimeoutError"}),
+    ):
+        folder = work / "jobs" / arm / trial
+        (folder / "agent").mkdir(parents=True)
+        (folder / "verifier").mkdir()
+        result = {"trial_name": trial, "task_name": "city-facts-1", "exception_info": exception}
+        (folder / "result.json").write_text(json.dumps(result))
+        steps = [{"step_id": 1, "source": "agent", "message": "Analysis: done.\nPlan: stop."}]
+        (folder / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+        files = [{"name": "answer.txt", "bytes": len(city), "text": city}]
+        outputs = {"files": files, "left_out": []}
+        (folder / "verifier" / "outputs.json").write_text(json.dumps(outputs))
+    return work
+
+
+def test_judging_the_trials_keeps_each_verdict_for_the_next_run(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from tests._judge_double import AgentAndJudgeDouble
+
+    monkeypatch.setenv("DOUBLE_API_KEY", "double-key")
+    tasks = EvalTasks.of(load_pool(_pool(tmp_path, SIMPLE))).tasks
+    work = _work(tmp_path)
+    with AgentAndJudgeDouble(lambda prompt, arm: "") as judge:
+        config = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
+        judging = _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+        assert len(judge.judge_requests) == 4  # 2 answers x 2 repeats; the errored trial none
+    by_trial = {path.name: graded for path, graded in judging.verdicts.items()}
+    assert {name: g.passed for name, g in by_trial.items()} == {
+        "city-facts-1__a": True, "city-facts-1__b": False}  # fmt: skip
+    assert by_trial["city-facts-1__b"].answer == (
+        'Analysis: done.\nPlan: stop.\n\n<file name="outputs/answer.txt">\nDelhi\n</file>'
+    )
+    assert judging.task_ids == {"city-facts-1": "city-facts/1"}
+    assert judging.identity["judge"].startswith("double-model@")
+    # the request is the chat loop's: the task as the judge sees it, the answer delimited
+    request = json.loads(judge.judge_requests[0])
+    assert '<file name="evals/files/cities.csv">' in request["messages"][1]["content"]
+    # The next run reads the verdicts back: no judge is asked (none is listening now).
+    again = _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+    assert again.verdicts == judging.verdicts
+
+
+class _Outage(ChatServerDouble):
+    """A judge endpoint in an outage: every request is HTTP 503 with a Retry-After too long to
+    wait for (a model-provider double: an outage cannot be had on demand)."""
+
+    def answer(self, raw: bytes) -> Reply:
+        return Reply(
+            status=503, headers={"retry-after": "100000"}, body={"error": {"message": "overloaded"}}
+        )
+
+
+def test_an_unreachable_judge_stops_the_run_and_keeps_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("DOUBLE_API_KEY", "double-key")
+    tasks = EvalTasks.of(load_pool(_pool(tmp_path, SIMPLE))).tasks
+    work = _work(tmp_path)
+    with _Outage() as judge:
+        config = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
+        with pytest.raises(_judged.JudgeRunError) as err:
+            _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+    assert "could not be reached for 2 trial(s)" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (work / "judged").exists() or not list((work / "judged").rglob("*.json"))

@@ -25,6 +25,7 @@ import dataclasses
 import html
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -238,6 +239,15 @@ def judge_trials(
     if todo:
         echo(f"judge: {len(todo)} trial(s) to grade with {settings.judge}")
         graded = asyncio.run(_judge_all(config, settings, todo, concurrency))
+        unanswered = [(f, g) for (f, *_), g in zip(todo, graded, strict=True) if unreached(g)]
+        if unanswered:
+            folder, first = unanswered[0]
+            raise JudgeRunError(
+                f"the judge {settings.judge} could not be reached for {len(unanswered)} "
+                f"trial(s) (e.g. {folder.name}: {first.reason[:300]}); nothing imported: the "
+                f"same command again judges them ({len(todo) - len(unanswered)} verdict(s) "
+                "given are kept)"
+            )
         for (folder, *_), one in zip(todo, graded, strict=True):
             verdicts[folder.resolve()] = one
     # the rows carry the evals' own ids (`<skill>/<id>`), as the chat loop's skill-evals rows
@@ -257,12 +267,39 @@ async def _judge_all(
             verdict = await judged_verdict(backend, task, answer, settings)
         graded = Graded(bool(verdict.passed), answer, verdict.reason,
                         verdict.details["judge_record"])  # fmt: skip
-        # kept at once: an interrupted run keeps every verdict given before it stopped
-        _write_atomic(cached, json.dumps(dataclasses.asdict(graded), sort_keys=True))
+        if not unreached(graded):
+            # kept at once: an interrupted run keeps every verdict given before it stopped
+            _write_atomic(cached, json.dumps(dataclasses.asdict(graded), sort_keys=True))
         return graded
 
     async with open_backend(config.judge_config()) as backend:
         return list(await asyncio.gather(*(one(c, t, a, backend) for _, c, t, a in todo)))
+
+
+_ATTEMPT = re.compile(r"(?:^|; )attempt \d+: ")
+
+
+def unreached(graded: Graded) -> bool:
+    """Whether the judge gave no verdict only because it could not be reached: a grading
+    failure whose every attempt of every repeat was a transport error (`_errors.error_kind`:
+    a timeout, a connection error, HTTP 408/409/429/5xx). Such a verdict is not kept, and the
+    run stops before the import, so an outage never becomes a recorded grading failure; a
+    judge that answered badly, or refused the request (its context), is a grading failure as
+    in the chat loop."""
+    from hf_skillfollow._errors import error_kind
+
+    record = graded.record
+    if not record.get("grading_failure") or record.get("truncated") or not record["repeats"]:
+        return False
+    for repeat in record["repeats"]:
+        parts = [p for p in _ATTEMPT.split(repeat.get("failure") or "") if p]
+        if not parts or not all(
+            p.startswith("backend error: ")
+            and error_kind(p.removeprefix("backend error: ")) == "transport"
+            for p in parts
+        ):
+            return False
+    return True
 
 
 def _write_atomic(path: Path, text: str) -> None:
