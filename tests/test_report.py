@@ -100,6 +100,34 @@ def test_json_shape_over_run_dir_parquet_and_jsonl(sources: dict[str, Path]) -> 
     assert math.isclose(never["delta_skip"], 100 * 2 / 6)
 
 
+def test_agent_cells_say_the_agent_never_loaded_a_skill(tmp_path: Path) -> None:
+    """A cell whose activation an agent's transcript decided (run through a harness, or
+    imported) and that has no task in S_call: its agent loads skills itself, so the report
+    says so. Before, `run --harness harbor`'s own report said "the model never retrieved a
+    skill", the chat loop's words."""
+    agent = {"harness": "harbor", "agent": "terminus-2@2.0.0", "access": "on-demand"}
+    ran = rows_for(None, {"a": 2, "b": 1}, run_id="run-h", cell_id="h1", provenance="run:harbor", **agent)
+    imported = rows_for(
+        None, {"b": 2}, run_id="run-i", cell_id="i1", provenance="imported:harbor", model="x", **agent
+    )  # fmt: skip
+    chat = _jsonl(tmp_path / "chat.jsonl", NEVER)
+    code, out = _invoke(
+        _run_dir(tmp_path / "runs", "run-h", ran), _run_dir(tmp_path / "runs", "run-i", imported),
+        chat, "--resamples", "200", "--format", "markdown",
+    )  # fmt: skip
+    assert code == 0, out
+    rae = [line for line in out.splitlines() if line.startswith("|") and "undefined:" in line]
+    assert len(rae) == 3, out
+    agent_lines = [line for line in rae if "other-model" not in line]
+    assert len(agent_lines) == 2
+    assert all("undefined: the agent never loaded a skill" in line for line in agent_lines)
+    assert all("never retrieved" not in line for line in agent_lines)
+    # the chat loop's cell keeps its words; the footer names the agents' trigger event
+    (chat_line,) = [line for line in rae if "other-model" in line]
+    assert "undefined: the model never retrieved a skill" in chat_line
+    assert "the agent loading a skill" in " ".join(out.split())
+
+
 def test_folder_source_finds_run_dirs_and_repo_shards(
     sources: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -25,6 +25,14 @@ RAE_CAVEAT = (
     "not a causal effect of the skill."
 )
 NEVER_RETRIEVED = "undefined: the model never retrieved a skill"
+#: the same for a cell whose activation an agent's own transcript decided (imported, or run
+#: through a harness): the agent loads skills itself, it does not retrieve them from us
+NEVER_LOADED = "undefined: the agent never loaded a skill"
+#: the trigger event of such cells, added to the footer when the leaderboard has one
+LOADED_TRIGGER = (
+    "For imported and harness-run cells the trigger event is the agent loading a skill, read "
+    "from its own transcript (a SKILL.md read or a skill tool call; see their section)."
+)
 _HASH_COLUMNS = ("cell_id", "skill_pool_hash", "prompts_hash")
 _FALLBACK_LABEL = ("model", "benchmark", "condition")
 
@@ -146,8 +154,19 @@ def _rae_text(row: dict[str, Any]) -> str:
     if _activation_unknown(row):
         return fmt.undefined(row["rae_reason"])
     if row["n_cond"] == 0:
-        return NEVER_RETRIEVED
+        return never_triggered(row)
     return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
+
+
+def _agent_loaded(row: Any) -> bool:
+    """The cell's activation came from an agent's transcript (provenance other than `run`)."""
+    return str(row.get("provenance") or "run") != "run"
+
+
+def never_triggered(row: Any) -> str:
+    """Why RAE is undefined on a cell with no task in S_call, in that cell's terms: the chat
+    loop's model retrieves skills from us; an agent (imported or harness-run) loads them."""
+    return NEVER_LOADED if _agent_loaded(row) else NEVER_RETRIEVED
 
 
 def _activation_unknown(row: dict[str, Any]) -> bool:
@@ -213,6 +232,8 @@ def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
         "(scored incorrect); a cell whose errors pass the threshold (--max-error-rate, 5% by default) is "
         "error-heavy and its effects are not reported.",
     ]
+    if "provenance" in cells and any(_agent_loaded(r) for r in cells.to_dict("records")):
+        lines.append(LOADED_TRIGGER)
     if notes:
         lines.append(notes)
     return lines
