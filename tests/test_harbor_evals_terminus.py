@@ -134,6 +134,13 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
     assert any(
         line.endswith("| city-facts | 2 | 50.0 | 1 | 0 | +100.0 | 100.0 | 50.0 |") for line in lines
     )
+    # Published as a judged cell: the card's judge-noise row for it (no Hub write: --dry-run).
+    hub = tmp_path / "hub"
+    push = CliRunner().invoke(cli, ["push", str(run), "--repo", "me/evals", "--dry-run", str(hub)])
+    assert push.exit_code == 0, push.output
+    card = (hub / "README.md").read_text().splitlines()
+    judged = [line for line in card if "harbor:skill-evals" in line and "0.0 %" in line]
+    assert len(judged) == 1 and judged[0].endswith("| 0.0 % | 0 | 0 | 0 of 1 / 0 of 0 | 0 / 0 |")
     # the answer key stayed out of what the skill-enabled arm was given
     (work,) = runs.glob("harbor-*")
     assert not (work / "skills" / "city-facts" / "evals").exists()
