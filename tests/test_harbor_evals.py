@@ -291,20 +291,23 @@ def test_links_out_of_the_trial_are_not_read(tmp_path: Path) -> None:
 
 
 def test_the_judge_defaults_to_the_agents_model_at_its_endpoint() -> None:
-    config = _judged.judge_config("openai/double-model", "http://127.0.0.1:9/v1", "KEY", {}, False)
-    judge = config.judge_config()
+    choice = _judged.judge_config("openai/double-model", "http://127.0.0.1:9/v1", "KEY", {}, False)
+    judge = choice.config.judge_config()
     assert (judge.model, judge.backend, judge.base_url, judge.api_key_env) == (
         "double-model", "openai", "http://127.0.0.1:9/v1", "KEY")  # fmt: skip
+    # the agent's own model judging: recorded under the rows' model name (self-judged)
+    assert choice.settings.model == "openai/double-model" and choice.settings.repeats == 2
     other = _judged.judge_config("openai/m", "http://127.0.0.1:9/v1", "KEY",
                                  {"judge_model": "judge-x", "judge_repeats": 3}, False)  # fmt: skip
-    assert (other.judge_config().model, other.judge_repeats) == ("judge-x", 3)
+    assert (other.config.judge_config().model, other.settings.repeats) == ("judge-x", 3)
+    assert other.settings.model == "judge-x"
     with pytest.raises(_judged.JudgeRunError, match=r"^--judge-repeats: "):
         _judged.judge_config("openai/m", None, None, {"judge_repeats": 0}, False)
     # an agent on an Anthropic endpoint gives the judge no OpenAI-compatible model
     with pytest.raises(_judged.JudgeRunError, match=r"^--judge-model: the agent's model "):
         _judged.judge_config("anthropic/claude-x", None, None, {}, False)
     named = _judged.judge_config("anthropic/claude-x", None, None, {"judge_model": "j"}, False)
-    assert named.judge_config().model == "j"
+    assert named.config.judge_config().model == "j"
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -435,8 +438,8 @@ def test_judging_the_trials_keeps_each_verdict_for_the_next_run(
     tasks = EvalTasks.of(load_pool(_pool(tmp_path, SIMPLE))).tasks
     work = _work(tmp_path)
     with AgentAndJudgeDouble(lambda prompt, arm: "") as judge:
-        config = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
-        judging = _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+        choice = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
+        judging = _judged.judge_trials(work, tasks, choice, 2, lambda line: None)
         assert len(judge.judge_requests) == 4  # 2 answers x 2 repeats; the errored trial none
     by_trial = {path.name: graded for path, graded in judging.verdicts.items()}
     assert {name: g.passed for name, g in by_trial.items()} == {
@@ -445,12 +448,12 @@ def test_judging_the_trials_keeps_each_verdict_for_the_next_run(
         'Analysis: done.\nPlan: stop.\n\n<file name="outputs/answer.txt">\nDelhi\n</file>'
     )
     assert judging.task_ids == {"city-facts-1": "city-facts/1"}
-    assert judging.identity["judge"].startswith("double-model@")
+    assert judging.identity["judge"].startswith("openai/double-model@")
     # the request is the chat loop's: the task as the judge sees it, the answer delimited
     request = json.loads(judge.judge_requests[0])
     assert '<file name="evals/files/cities.csv">' in request["messages"][1]["content"]
     # The next run reads the verdicts back: no judge is asked (none is listening now).
-    again = _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+    again = _judged.judge_trials(work, tasks, choice, 2, lambda line: None)
     assert again.verdicts == judging.verdicts
 
 
@@ -469,9 +472,9 @@ def test_an_unreachable_judge_stops_the_run_and_keeps_nothing(tmp_path: Path, mo
     tasks = EvalTasks.of(load_pool(_pool(tmp_path, SIMPLE))).tasks
     work = _work(tmp_path)
     with _Outage() as judge:
-        config = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
+        choice = _judged.judge_config("openai/double-model", judge.url, "DOUBLE_API_KEY", {}, False)
         with pytest.raises(_judged.JudgeRunError) as err:
-            _judged.judge_trials(work, tasks, config, 2, lambda line: None)
+            _judged.judge_trials(work, tasks, choice, 2, lambda line: None)
     assert "could not be reached for 2 trial(s)" in str(err.value)
     assert "\n" not in str(err.value)
     assert not (work / "judged").exists() or not list((work / "judged").rglob("*.json"))

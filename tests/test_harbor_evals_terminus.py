@@ -86,7 +86,7 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
         assert again.exit_code == 0, again.output
         assert dict(model.agent_requests) == PER_TRIAL and len(model.judge_requests) == 8
     assert "imported 2 pair(s) (0 new, 2 already recorded)" in again.output
-    assert "judge: 4 trial(s) to grade with double-model@" in out.output
+    assert "judge: 4 trial(s) to grade with openai/double-model@" in out.output
 
     (run,) = sorted(runs.glob("run-harbor-*"))
     rows = pq.read_table(run / "transitions.parquet").to_pylist()
@@ -97,7 +97,7 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
         assert list(row["skills_returned"]) == skills, row["task_id"]
         assert row["detector"] == "atif" and row["arm_integrity"] == "ok"
         assert row["provenance"] == "run:harbor" and row["benchmark"] == "harbor:skill-evals"
-        assert row["judged_by"].startswith("double-model@")
+        assert row["judged_by"].startswith("openai/double-model@")
     traces = {
         (t["task_id"], t["arm"]): t for t in pq.read_table(run / "traces.parquet").to_pylist()
     }
@@ -141,6 +141,12 @@ def test_skill_evals_through_terminus_judged(tmp_path: Path, harbor: Path, monke
     card = (hub / "README.md").read_text().splitlines()
     judged = [line for line in card if "harbor:skill-evals" in line and "0.0 %" in line]
     assert len(judged) == 1 and judged[0].endswith("| 0.0 % | 0 | 0 | 0 of 1 / 0 of 0 | 0 / 0 |")
+    # The board calls the cell self-judged: its judge is the agent's own model.
+    from hf_skillfollow.space_app._labels import add_labels
+
+    board = pq.read_table(run / "transitions.parquet").to_pandas()
+    add_labels(board)
+    assert board["_self_judged"].all() and set(board["judge_model"]) == {"openai/double-model"}
     # the answer key stayed out of what the skill-enabled arm was given
     (work,) = runs.glob("harbor-*")
     assert not (work / "skills" / "city-facts" / "evals").exists()

@@ -62,19 +62,30 @@ class Outputs:
     """Why the collected files could not be read, else None."""
 
 
+@dataclass(frozen=True)
+class JudgeChoice:
+    """The judge of a run's trials: `config` (a `RunConfig` whose `judge_config()` reaches
+    it) and `settings` (`JudgeSettings`: what the rows record, the cell's judge)."""
+
+    config: Any
+    settings: Any
+
+
 def judge_config(
     agent_model: str | None,
     base_url: str | None,
     api_key_env: str | None,
     judge: dict[str, Any],
     embedded: bool,
-) -> Any:
-    """The `RunConfig` whose judge (`judge_config()`) grades the trials: `--judge-*` as given,
-    else the agent's own model at its own endpoint (a LiteLLM ``openai/NAME`` is ``NAME`` at
-    the OpenAI-compatible endpoint), or the embedded model when the agent ran on it."""
+) -> JudgeChoice:
+    """The judge of the trials: `--judge-*` as given, else the agent's own model at its own
+    endpoint (a LiteLLM ``openai/NAME`` is ``NAME`` at the OpenAI-compatible endpoint), or the
+    embedded model when the agent ran on it. A judge that is the agent's model is recorded
+    under the agent's model name (the rows' `model`), so the board calls it self-judged."""
     from pydantic import ValidationError
 
     from hf_skillfollow.config import RunConfig
+    from hf_skillfollow.runner import judge_settings
 
     base: dict[str, Any] = {"backend": "local"}
     if not embedded:
@@ -97,11 +108,15 @@ def judge_config(
     values = {k: v for k, v in judge.items() if k in JUDGE_FLAGS and v is not None}
     values.update({k: v for k, v in base.items() if v is not None})
     try:
-        return RunConfig(benchmark="skill-evals", **values)
+        config = RunConfig(benchmark="skill-evals", **values)
     except ValidationError as exc:
         err = exc.errors()[0]
         flag = "--" + "-".join(str(p) for p in err["loc"]).replace("_", "-")
         raise JudgeRunError(f"{flag}: {err['msg']}") from None
+    settings = judge_settings(config)
+    if not judge.get("judge_model"):
+        settings = dataclasses.replace(settings, model=str(agent_model))
+    return JudgeChoice(config, settings)
 
 
 def final_message(trial: Path) -> str:
@@ -209,16 +224,15 @@ def _trials(job: Path) -> list[tuple[Path, dict[str, Any]]]:
 def judge_trials(
     work: Path,
     tasks: dict[str, Any],
-    config: Any,
+    judge: JudgeChoice,
     concurrency: int,
     echo: Callable[[str], None],
 ) -> Judging:
     """Judge every finished, error-free trial of both jobs under ``work/jobs`` (those judged
     before are read back); the `Judging` the importer records."""
     from hf_skillfollow.config import stable_hash
-    from hf_skillfollow.runner import judge_settings
 
-    settings = judge_settings(config)
+    settings = judge.settings
     identity = settings.identity()
     store = work / "judged" / stable_hash(identity)[:12]
     verdicts: dict[Path, Graded] = {}
@@ -238,7 +252,7 @@ def judge_trials(
                                                                read_outputs(folder))))  # fmt: skip
     if todo:
         echo(f"judge: {len(todo)} trial(s) to grade with {settings.judge}")
-        graded = asyncio.run(_judge_all(config, settings, todo, concurrency))
+        graded = asyncio.run(_judge_all(judge.config, settings, todo, concurrency))
         unanswered = [(f, g) for (f, *_), g in zip(todo, graded, strict=True) if unreached(g)]
         if unanswered:
             folder, first = unanswered[0]
