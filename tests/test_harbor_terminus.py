@@ -7,6 +7,7 @@ hand from its SCRIPTS table, not produced by the code under test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -83,6 +84,61 @@ def _sandboxes() -> list[int]:
         if b"hf_skillfollow.harness._nsinit" in cmdline and state != "Z":
             found.append(int(proc.name))
     return found
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _descends(pid: int, ancestors: set[int]) -> bool:
+    for _ in range(16):
+        parent = _parent(pid)
+        if parent is None or parent <= 1:
+            return False
+        if parent in ancestors:
+            return True
+        pid = parent
+    return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_stops_the_harbor_jobs_and_their_sandboxes(tmp_path: Path, harbor: Path) -> None:
+    """SIGTERM to the run alone (as a service manager or `timeout` sends it): before, the run
+    died at once and both `harbor run` jobs went on, orphaned, with their sandboxes, running
+    trials into the work folder."""
+    env = {**os.environ, "SKILLFOLLOW_HARBOR": str(harbor), "DOUBLE_API_KEY": "double-key"}
+    with TerminusModelDouble(TASKS) as model:
+        argv = [sys.executable, "-m", "hf_skillfollow.cli", *_args(model.url, tmp_path, trials=3)]
+        proc = subprocess.Popen(argv, env=env, cwd=ROOT, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            deadline, ours = time.monotonic() + 300, []
+            while time.monotonic() < deadline and len(ours) < 2:
+                time.sleep(0.2)
+                ours = [pid for pid in _sandboxes() if _descends(pid, {proc.pid})]
+            jobs = [int(p.name) for p in Path("/proc").iterdir()
+                    if p.name.isdigit() and _parent(int(p.name)) == proc.pid]  # fmt: skip
+            assert len(ours) >= 2 and len(jobs) == 2, "both jobs should be running trials"
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == -signal.SIGTERM  # it still ends by the signal
+            deadline = time.monotonic() + 20
+            while any(map(_alive, jobs + ours)) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not [pid for pid in jobs if _alive(pid)], "a Harbor job outlived the run"
+            assert not [pid for pid in ours if _alive(pid)], "a sandbox outlived the run"
+        finally:  # whatever of the run's process group is left (the jobs, when it fails)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_terminus_paired_run(tmp_path: Path, harbor: Path, monkeypatch) -> None:

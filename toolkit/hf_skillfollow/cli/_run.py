@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 import click
 
+from hf_skillfollow._terminate import sigterm_unwinds
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
 from hf_skillfollow.cli._echo import echo
 from hf_skillfollow.config import Access, Condition, RetrievalPolicy, ToolMode
@@ -230,6 +231,7 @@ def _build_config(params: dict[str, Any]):
     show_default=True,
     help="Bootstrap resamples for the final report.",
 )
+@sigterm_unwinds()  # a terminated run stops the model server and Harbor jobs it started
 def run(
     output_dir: Path,
     resume_dir: Path | None,

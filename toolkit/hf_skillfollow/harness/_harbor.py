@@ -50,6 +50,8 @@ _MAX_INJECT_CHARS = 64_000
 #: settings that do not identify the run: the same command with other values resumes it
 _MAY_CHANGE_ON_RESUME = ("concurrency", "base_url", "api_key_env")
 _LOG_TAIL = 2000
+#: seconds a Harbor job has to end after SIGTERM when the run is stopped
+_STOP_GRACE_S = 30.0
 #: the rows' `provenance`: hf-skillfollow ran both arms, through Harbor (not `imported:harbor`)
 PROVENANCE = "run:harbor"
 
@@ -485,9 +487,8 @@ async def _run_jobs(
             )
             try:
                 rc = await proc.wait()
-            except BaseException:
-                proc.terminate()
-                await proc.wait()
+            except BaseException:  # cancelled (Ctrl-C, SIGTERM: _terminate) or the other arm failed
+                await _stop(proc)
                 raise
         if rc != 0:
             tail = log.read_bytes()[-_LOG_TAIL:].decode(errors="replace").strip().splitlines()
@@ -499,6 +500,19 @@ async def _run_jobs(
 
     async with _serving(server):
         await asyncio.gather(one("se"), one("sd"))
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM a Harbor job and SIGKILL it if it has not ended within `_STOP_GRACE_S`; its
+    trials' sandboxes die with it (their init's parent-death signal)."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), _STOP_GRACE_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
 
 
 def _carry_endpoint(recorded: Path, current: Path) -> None:
