@@ -157,6 +157,15 @@ def test_an_eval_file_is_refused_as_the_chat_loop_refuses_it(
     assert "\n" not in message and "eval '7'" in message and expected in message
 
 
+def test_written_eval_tasks_given_as_tasks_are_refused(tmp_path: Path) -> None:
+    # their verifier grades nothing: run without the judge, every trial would read as failed
+    out = EvalTasks.of(load_pool(_pool(tmp_path))).write(tmp_path / "tasks")
+    with pytest.raises(EvalTaskError, match=r"city-facts-1 is a skill eval written by hf-skill"):
+        _evals_tasks.refuse_judged(sorted(out.iterdir()))
+    examples = Path(_evals_tasks.__file__).parent.parent / "_data" / "harbor_tasks" / "tasks"
+    _evals_tasks.refuse_judged(sorted(examples.iterdir()))  # ordinary tasks pass
+
+
 def test_two_evals_that_give_one_folder_are_one_error(tmp_path: Path) -> None:
     evals = {"evals": [{"id": "a b", "prompt": "p", "expectations": ["e"]},
                        {"id": "a-b", "prompt": "q", "expectations": ["e"]}]}  # fmt: skip

@@ -108,6 +108,29 @@ class EvalTasks:
         return dest
 
 
+def refuse_judged(tasks: list[Path]) -> None:
+    """Refuse a task folder written here for a skill eval given with ``--tasks``: its verifier
+    grades nothing (a placeholder reward of 0), so only ``--benchmark skill-evals``, which
+    judges the trials, gives it a result. Read bounded, never through a link out."""
+    import tomllib
+
+    from hf_skillfollow.importers import ImportInputError
+    from hf_skillfollow.importers._walk import read_bytes
+
+    for task in tasks:
+        try:
+            text = read_bytes(task / "task.toml", 256 * 1024, task).decode("utf-8", "replace")
+            meta = tomllib.loads(text).get("metadata")
+        except (ImportInputError, tomllib.TOMLDecodeError):
+            continue  # Harbor reads the task itself and says what is wrong with it
+        if isinstance(meta, dict) and meta.get("hf_skillfollow_grader") == "judge":
+            raise EvalTaskError(
+                f"--tasks: {task} is a skill eval written by hf-skillfollow: its verifier "
+                "grades nothing (the judge grades after the trials); run the evals with "
+                "--benchmark skill-evals --skills POOL"
+            )
+
+
 def instruction(task: Task) -> str:
     """The agent's instruction: the eval's prompt verbatim, then `WORKSPACE`."""
     names = [rel for rel, _ in task.problem.get("workspace_files", ())]

@@ -264,6 +264,10 @@ def run_harbor(
         folders = _stage.stage_pool(pool, _fresh(work / "skills"))
         if _dataset(options.tasks) is None:
             tasks = _stage.find_tasks(Path(options.tasks))
+            if evals is None:
+                from hf_skillfollow.harness._evals_tasks import refuse_judged
+
+                refuse_judged(tasks)  # a skill eval's reward is a placeholder without the judge
             staged = _stage.stage_tasks(tasks, work / "tasks" / "se", work / "tasks" / "sd")
             if staged.stripped:
                 notes.append(
