@@ -205,7 +205,7 @@ def in_process(path: Path, resamples: int, cache: Path) -> tuple[int, Path]:
         f"  in-process  filter change  median {1000 * statistics.median(times):6.1f} ms, max {1000 * max(times):6.1f} ms"
     )
     filtered = T.apply_filters(board.pooled, T.Filters())
-    rows = min(len(filtered), T.MAX_TABLE_ROWS)
+    rows = min(len(filtered), T.PAGE_ROWS)
     bare = path.with_name("cells.parquet")
     board.pooled[list(BARE_COLUMNS)].to_parquet(bare)
     return rows, bare

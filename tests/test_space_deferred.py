@@ -1,7 +1,7 @@
 """A cold start that defers the bootstrap intervals (`load_board(defer_intervals=True)`) shows
 the same page, and ends with the same cells and cache entry, as a full computation.
 
-The fixture has more cells than the first view shows (200 table rows, 200 points per plot), so
+The fixture has more cells than the first view shows (a 50-row table page, 200 points per plot), so
 the first view computes the intervals of only part of them and the rest wait for
 `Board.complete`.
 """
@@ -63,7 +63,7 @@ def test_the_deferred_first_view_equals_the_full_one(source):
     want, got = first_view(full), first_view(deferred)
     assert deferred._incomplete  # the first view did not compute every interval
     assert (got.summary, got.table, got.plots) == (want.summary, want.table, want.plots)
-    assert "95% CI" in got.plots and got.table.count("<tr ") == T.MAX_TABLE_ROWS
+    assert "95% CI" in got.plots and got.table.count("<tr ") == T.PAGE_ROWS
 
 
 def test_a_filter_before_completion_sees_every_interval(source):

@@ -161,7 +161,8 @@ def per_skill(transitions: Iterable[Row], traces: Iterable[Row]) -> list[dict[st
             )
     groups: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for t in transitions:
-        if t["benchmark"] == "skill-evals":
+        # a harness run of the evals (`run --harness harbor --benchmark skill-evals`) too
+        if t["benchmark"] in ("skill-evals", "harbor:skill-evals"):
             groups[(str(t["cell_id"]), str(t["task_id"]).split("/", 1)[0])].append(t)
     out = []
     for (cell, skill), rows in sorted(groups.items()):

@@ -74,6 +74,12 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
   font-size: 11px; }
 .dark .sf-badge-bad { color: #ff8a80; }
 .sf-nomatch .sf-reset { font-weight: 600; margin-left: .5em; }
+.sf-pager { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 6px 0 2px;
+  font-size: 13px; }
+.sf-pager button { font: inherit; padding: 2px 10px; border: 1px solid var(--border-color-primary);
+  border-radius: 4px; background: var(--background-fill-secondary); color: var(--body-text-color);
+  cursor: pointer; }
+.sf-pager button:disabled { cursor: default; opacity: .45; }
 #sf-matrices td, #sf-matrices th { word-break: normal; overflow-wrap: normal; }
 .sf-no { color: #b26a00; font-weight: 600; }
 .dark .sf-no { color: #ffcc80; }
@@ -176,16 +182,20 @@ HEAD = """
   };
   const act = (event) => {
     if (event.target.closest("a")) return;  // a link (a model card) is not a row click
-    const el = event.target.closest("[data-sf-sort],[data-sf-cell],[data-sf-task]");
+    const el = event.target.closest("[data-sf-sort],[data-sf-cell],[data-sf-task],[data-sf-page]");
     if (!el) return;
     if (el.dataset.sfSort) send("sf-sortbox", el.dataset.sfSort);
+    else if (el.dataset.sfPage) send("sf-pagebox", el.dataset.sfPage);
     else if (el.dataset.sfCell) send("sf-openbox", el.dataset.sfCell);
     else send("sf-taskbox", el.dataset.sfTask);
   };
   document.addEventListener("click", act);
-  document.addEventListener("keydown", (e) => { if (e.key === "Enter") act(e); });
+  // Enter on a button is a click already.
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.target.closest("button")) act(e);
+  });
   const ours = ["benchmark", "partition", "pool", "model", "min_cond", "nonreportable", "runs",
-    "all", "sort", "cell", "pool_sources"];
+    "all", "sort", "cell", "pool_sources", "table_page"];
   const sync = () => {
     const summary = document.querySelector("#sf-summary [data-sf-query]");
     if (!summary || (summary.dataset.sfPending && location.search)) return;

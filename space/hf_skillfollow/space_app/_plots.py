@@ -15,13 +15,12 @@ import numpy as np
 import pandas as pd
 
 from hf_skillfollow._escape import for_html as escape
-from hf_skillfollow.space_app._table import MAX_TABLE_ROWS, _capped, fast_records, interval, pp
+from hf_skillfollow.space_app._table import _capped, fast_records, interval, pp
 
-#: Points per plot, as many as the table's first page shows. Larger
-#: selections plot a sample (see `capped`) and the caption says so. Each point is an SVG group
-#: with its hover text; at 500 points the three plots were ~0.5 MB of page and took Chromium
-#: ~1 s longer to draw than at 150-200 (bench/space.py, 12,500 cells).
-MAX_POINTS = MAX_TABLE_ROWS
+#: Points per plot. Larger selections plot a sample (see `capped`) and the caption says so.
+#: Each point is an SVG group with its hover text; at 500 points the three plots were ~0.5 MB
+#: of page and took Chromium ~1 s longer to draw than at 150-200 (bench/space.py, 12,500 cells).
+MAX_POINTS = 200
 _W, _H = 440, 330
 _L, _R, _T, _B = 54, 12, 12, 46  # margins: room for tick labels and axis titles
 _PALETTE = 10  # colour classes sf-c0 .. sf-c9 in the page CSS
@@ -123,25 +122,30 @@ def _prepare_also(
     cells: pd.DataFrame, disagree: np.ndarray, also: np.ndarray, x: str, y: str
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, str]:
     """The cells with both values (capped: `capped`), their flags, and `also` (one value per
-    cell) taken along the same rows."""
-    narrow = cells[list(dict.fromkeys((*_HOVER_COLUMNS, "benchmark", "_key", x, y)))]
-    xs, ys = _floats(narrow[x]), _floats(narrow[y])
+    cell) taken along the same rows. The rows are chosen by position first and only the plotted
+    ones copied: a filter's view has up to every cell, a plot at most `MAX_POINTS`."""
+    xs, ys = _floats(cells[x]), _floats(cells[y])
     ok = np.flatnonzero(~np.isnan(xs) & ~np.isnan(ys))
     flag = np.asarray(disagree, dtype=bool)[ok]
-    keep, note = capped(narrow.take(ok), flag)
+    keep, note = capped(cells.index[ok], flag)
     positions = ok[keep]
-    return narrow.take(positions), flag[keep], np.asarray(also)[positions], note
+    narrow = cells.take(positions)[
+        list(dict.fromkeys((*_HOVER_COLUMNS, "benchmark", "_key", x, y)))
+    ]
+    return narrow, flag[keep], np.asarray(also)[positions], note
 
 
 def capped(
-    cells: pd.DataFrame, flagged: np.ndarray, limit: int = MAX_POINTS
+    cells: pd.DataFrame | pd.Index, flagged: np.ndarray, limit: int = MAX_POINTS
 ) -> tuple[np.ndarray, str]:
-    """Positions to plot and a caption suffix saying when only part of the cells is drawn.
+    """Positions to plot and a caption suffix saying when only part of the cells (a frame, or
+    its index) is drawn.
 
     Every sign disagreement is kept (up to `limit`), the rest is an even sample in board
     order, so the points do not depend on the table's sort.
     """
-    order = np.argsort(cells.index.to_numpy(), kind="stable")
+    labels = cells if isinstance(cells, pd.Index) else cells.index
+    order = np.argsort(labels.to_numpy(), kind="stable")
     if len(cells) <= limit:
         return order, ""
     flagged = np.asarray(flagged, dtype=bool)[order]

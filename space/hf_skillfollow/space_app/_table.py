@@ -32,8 +32,11 @@ from hf_skillfollow.space_app._board import (
 from hf_skillfollow.space_app._cost import INDISTINGUISHABLE, indistinguishable
 from hf_skillfollow.space_app._labels import card_url
 
-#: Rows sent to the browser; the summary gives the match count and the CSV holds every row.
-MAX_TABLE_ROWS = 200
+#: Rows of one table page, all the browser is sent and lays out per reply (the pager under
+#: the table turns pages; the summary gives the match count and the CSV holds every row). A
+#: table's layout costs Chromium about 0.45 ms per row here: at 200 rows a reply spent ~90 ms
+#: on it, more than the bare Gradio app's whole filter round trip left over (bench/space.py).
+PAGE_ROWS = 50
 DISAGREE_MARK = "⚠"
 #: McNemar p below this is marked significant (two-sided, on the retrieval-invoked pairs).
 ALPHA = 0.05
@@ -222,12 +225,17 @@ def table_html(
     *,
     runs_separately: bool,
     all_columns: bool,
-    limit: int = MAX_TABLE_ROWS,
+    page: int = 1,
+    limit: int = PAGE_ROWS,
     noise: dict[str, dict] | None = None,
 ) -> str:
-    """The table for the first `limit` filtered cells; rows carry their drill-down key."""
+    """Page `page` (of `limit` rows; a page past the end is the last) of the filtered cells,
+    with the pager; rows carry their drill-down key."""
     if filtered.empty:
         return EMPTY_HTML
+    pages = -(-len(filtered) // limit)
+    page = clamp_page(page, len(filtered), limit)
+    start = (page - 1) * limit
     key, descending = parse_sort(f.sort)
     columns = [c for c in COLUMNS if not (runs_separately and c.key == "runs")]
     extra = _extra_columns(filtered) if all_columns else []
@@ -242,7 +250,7 @@ def table_html(
         if c in filtered.columns
     ]
     needed += [f"_rep_{threshold}", f"_dis_{threshold}", *extra]
-    for row in fast_records(filtered.head(limit), needed):
+    for row in fast_records(filtered.iloc[start : start + limit], needed):
         row["_noise"] = (noise or {}).get(row["_key"])
         reportable = bool(row[f"_rep_{threshold}"])
         disagree = bool(row[f"_dis_{threshold}"])
@@ -262,6 +270,35 @@ def table_html(
         f'<div class="sf-table-wrap{" sf-fits" if len(rows) <= FITS_ROWS else ""}">'
         '<table class="sf-table sf-board">'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        + pager_html(page, pages, start, len(rows), len(filtered))
+    )
+
+
+def clamp_page(page: int, n_rows: int, limit: int = PAGE_ROWS) -> int:
+    """`page` within 1 .. the last page of `n_rows` rows (a shared link may outlive its rows)."""
+    return min(max(page, 1), max(1, -(-n_rows // limit)))
+
+
+def pager_html(page: int, pages: int, start: int, shown: int, total: int) -> str:
+    """Which rows the page shows and buttons to the others (none when one page holds all);
+    the page script sends a button's `data-sf-page` to the server."""
+    if pages <= 1:
+        return ""
+
+    def button(label: str, target: int, name: str) -> str:
+        if target == page or not 1 <= target <= pages:
+            return f'<button type="button" disabled aria-label="{name}">{label}</button>'
+        return (
+            f'<button type="button" data-sf-page="{target}" aria-label="{name} (page '
+            f'{target})">{label}</button>'
+        )
+
+    return (
+        f'<nav class="sf-pager" aria-label="table pages" data-sf-at="{page}">'
+        f"{button('«', 1, 'first page')}{button('‹ Previous', page - 1, 'previous page')}"
+        f"<span>rows <b>{start + 1:,}–{start + shown:,}</b> of {total:,} · page {page:,} of "
+        f"{pages:,}</span>"
+        f"{button('Next ›', page + 1, 'next page')}{button('»', pages, 'last page')}</nav>"
     )
 
 
@@ -615,7 +652,7 @@ def summary_html(
     total = f"{len(cells):,} {unit}"
     if runs:
         total += f" ({cells['cell_id'].nunique():,} cells)"
-    more = f" · first {shown:,} shown, the CSV holds all" if shown < len(filtered) else ""
+    more = f" · {shown:,} per page, the CSV holds all" if shown < len(filtered) else ""
     link = f"export.csv?{query}" if query else "export.csv"
     sens = sensitivity(cells, f)
     head = "".join(f"<th>{escape(str(c))}</th>" for c in sens.columns)
@@ -660,7 +697,9 @@ EMPTY_HTML = (
 )
 
 
-def query_string(f: Filters, *, runs: bool, all_columns: bool, pool: bool = False) -> str:
+def query_string(
+    f: Filters, *, runs: bool, all_columns: bool, pool: bool = False, page: int = 1
+) -> str:
     """The view's state as URL query parameters (defaults left out); `filters_from_query` reads it."""
     params: list[tuple[str, str]] = []
     params += [("benchmark", v) for v in f.benchmarks]
@@ -676,6 +715,8 @@ def query_string(f: Filters, *, runs: bool, all_columns: bool, pool: bool = Fals
             params.append((name, "1"))
     if f.sort != DEFAULT_SORT:
         params.append(("sort", f.sort))
+    if page > 1:
+        params.append(("table_page", str(page)))
     return urlencode(params)
 
 
@@ -688,6 +729,7 @@ class ViewState:
     all_columns: bool = False
     cell: str | None = None
     pool_sources: bool = False  # runs of different sources in one cell (asked for, never default)
+    page: int = 1  # the table page (PAGE_ROWS rows each); any filter or sort change shows page 1
 
 
 #: Query parameters the board reads and writes; others (Gradio's `__theme`) are left alone.
@@ -705,6 +747,7 @@ QUERY_KEYS = frozenset(
         "sort",
         "cell",
         "pool_sources",
+        "table_page",  # not "page": Gradio's own page route answers ?page= with an error
     }
 )
 
@@ -732,8 +775,24 @@ def state_from_query(params: dict[str, list[str]]) -> ViewState:
         rescored_only=flag("rescored"),
     )
     return ViewState(
-        filters, flag("runs"), flag("all"), one("cell") or None, pool_sources=flag("pool_sources")
+        filters,
+        flag("runs"),
+        flag("all"),
+        one("cell") or None,
+        pool_sources=flag("pool_sources"),
+        page=parse_page(one("table_page", "1")),
     )
+
+
+def parse_page(value: object) -> int:
+    """A table page number (1 = the first); one beyond the last shows the last."""
+    try:
+        page = int(str(value).strip())
+    except ValueError:
+        page = 0
+    if page < 1:
+        raise ValueError(f"page must be a positive whole number, got {value!r}")
+    return page
 
 
 def choices(cells: pd.DataFrame, column: str) -> list[str]:

@@ -8,7 +8,7 @@ textboxes and mirrors the view's state into the URL, which `_from_url` reads bac
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -80,7 +80,7 @@ def first_view(board: Board) -> View:
     cells = board.first_view(T.VIEW_COLUMNS)
     filtered = T.apply_filters(cells, state.filters)
     disagree = filtered[f"_dis_{state.filters.min_cond}"].to_numpy(dtype=bool)
-    shown = filtered.index[: T.MAX_TABLE_ROWS].union(_plots.plotted(filtered, disagree))
+    shown = filtered.index[: T.PAGE_ROWS].union(_plots.plotted(filtered, disagree))
     return _render(cells, board.with_intervals(filtered, shown), state, plots=True)
 
 
@@ -92,10 +92,15 @@ def _render(
     plots: bool,
     noise: dict[str, dict] | None = None,
 ) -> View:
+    page = T.clamp_page(state.page, len(filtered))
     query = T.query_string(
-        state.filters, runs=state.runs, all_columns=state.all_columns, pool=state.pool_sources
+        state.filters,
+        runs=state.runs,
+        all_columns=state.all_columns,
+        pool=state.pool_sources,
+        page=page,
     )
-    shown = min(len(filtered), T.MAX_TABLE_ROWS)
+    shown = min(len(filtered), T.PAGE_ROWS)
     return View(
         summary=T.summary_html(
             cells, filtered, state.filters, shown=shown, runs=state.runs, query=query
@@ -105,6 +110,7 @@ def _render(
             state.filters,
             runs_separately=state.runs,
             all_columns=state.all_columns,
+            page=page,
             noise=noise,
         ),
         plots=plots_html(filtered, state.filters.min_cond) if plots else "",
@@ -190,7 +196,7 @@ def _board_tabs(demo: gr.Blocks, board: Board) -> None:
             container=False,
             show_label=False,
         )
-        for name in ("sort", "open", "task")
+        for name in ("sort", "page", "open", "task")
     }
     _wire(demo, board, c, boxes, [summary, table, plots], d, tabs)
 
@@ -352,6 +358,14 @@ def _state(benchmarks, partitions, pools, model, min_cond, show, sort) -> T.View
     return T.ViewState(filters, RUNS in shown, ALL in shown, pool_sources=POOL_SOURCES in shown)
 
 
+def _page(value: str | None) -> int:
+    """The page a pager button asked for; a bad value is a `gr.Error` naming it."""
+    try:
+        return T.parse_page(_strip_nonce(value) or "1")
+    except ValueError as exc:
+        raise gr.Error(_escape(str(exc))) from None
+
+
 def _strip_nonce(value: str | None) -> str:
     """The page script appends a tab and a counter so that repeating a click is a new value."""
     return (value or "").split("\t", 1)[0].strip()
@@ -371,6 +385,13 @@ def _wire(
         v = render_view(board, state_from_inputs(*values), plots=False)
         return v.summary, v.table
 
+    def turn(*values):
+        # Another page of the same rows: the plots do not change, and are not sent again.
+        *controls, page = values
+        state = state_from_inputs(*controls)
+        v = render_view(board, replace(state, page=_page(page)), plots=False)
+        return v.summary, v.table
+
     # The public endpoint first: private events named after the same function would take
     # the name "refresh" otherwise.
     gr.Button(visible=False).click(refresh, inputs, view_out, api_name="refresh")
@@ -383,6 +404,7 @@ def _wire(
     # The page script writes "<value>\t<counter>" into the hidden boxes, so every click is a
     # new value and `change` fires; the handlers strip the counter.
     boxes["sort"].change(resort, inputs, [summary, table], **common)
+    boxes["page"].change(turn, [*inputs, boxes["page"]], [summary, table], **common)
     if board.has_judged:
         # The judge noise is measured from the judged cells' traces after the page is up
         # (Board.measure_judges_soon); the table is drawn again once, when it is in.
