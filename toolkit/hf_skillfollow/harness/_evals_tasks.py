@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._task import Task, TaskLoadError
+from hf_skillfollow.harness._errors import HarnessError
 from hf_skillfollow.harness._export import WORKDIR
-from hf_skillfollow.harness._harbor import HarnessError
 
 OUTPUTS = f"{WORKDIR}/outputs"
 #: the instruction's fixed part after the eval's prompt (protocol text, both arms alike)

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from hf_skillfollow.harness._errors import HarnessError
+
 Loading = Literal["on-demand", "nudge", "inject"]
 LOADINGS: tuple[str, ...] = ("on-demand", "nudge", "inject")
 #: the shipped example tasks and skill pool (the defaults of --tasks and --skills)
@@ -54,10 +56,6 @@ _LOG_TAIL = 2000
 _STOP_GRACE_S = 30.0
 #: the rows' `provenance`: hf-skillfollow ran both arms, through Harbor (not `imported:harbor`)
 PROVENANCE = "run:harbor"
-
-
-class HarnessError(ValueError):
-    """Bad input or a failed Harbor run: one line naming the flag, file or log."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_skillfollow.harness._harbor import HarnessError
+from hf_skillfollow.harness._errors import HarnessError
 from hf_skillfollow.importers import Graded, Judging
 
 #: bounds on what is read back from a trial folder
