@@ -51,7 +51,8 @@ TINY: dict[str, tuple[Tiny, ...]] = {
     "harbor.py": (
         Tiny(
             "--trials 1 --concurrency 2 --latency 0.05 --slots 4",
-            ("endpoint:", "ours ", "direct ", "overhead of ours:", "the endpoint's limit"),
+            ("endpoint:", "ours ", "direct ", "overhead of ours:", "the endpoint's limit",
+             "over the jobs'", "a trial of ours (medians): environment_setup", "load average"),
             marks=(pytest.mark.harbor,),
             timeout_s=900,
         ),
@@ -92,6 +93,13 @@ TINY: dict[str, tuple[Tiny, ...]] = {
              "speed-up warm (best of each)", "our verdict flips over 3 runs: 0"),
             marks=(pytest.mark.slow,),
             timeout_s=900,
+        ),
+    ),
+    "score_steps.py": (
+        Tiny(
+            "--tasks HumanEval/0 --repeats 2 --warmup 1 --data-dir {data}",
+            ("HumanEval/0 canonical (1006 inputs", "HumanEval/0 fail (1006 inputs",
+             "minimal root", "result, exit, teardown", "CPU ms per run (medians): harness"),
         ),
     ),
     "space.py": (
