@@ -97,7 +97,7 @@ def test_lift_vs_rae_draws_non_reportable_cells_hollow_and_counts_them_in_neithe
     assert point.count() == 1
     group = point.evaluate("p => p.parentElement.getAttribute('class')")
     assert "sf-hollow" in group.split(), group
-    fill = point.locator("circle").evaluate("c => getComputedStyle(c).fill")
+    fill = point.evaluate("c => getComputedStyle(c).fill")
     assert fill == "none", fill
     legend = figure.locator(".sf-legend").inner_text()
     # reportable at 10: cellK, cellJ1 agree; cellS, cellJ2 disagree; cellN neither

@@ -158,7 +158,14 @@ def test_row_click_opens_drill_down_harmful_first_with_traces_side_by_side(brows
 
 def test_plot_point_and_shared_cell_link_open_the_drill_down(browser, app_url):
     page = _open(browser, app_url)
-    page.locator('#sf-plots .sf-pt[data-sf-cell^="cellA@"] circle').first.click()
+    # the hover text is sent once, in the first plot; the third plot's point borrows it
+    third = page.locator('#sf-plots figure').nth(2).locator('.sf-pt[data-sf-cell^="cellA@"]')
+    assert third.locator("title").count() == 0
+    third.hover()
+    title = third.locator("title")
+    title.wait_for(state="attached", timeout=10_000)
+    assert "model-alpha" in title.text_content() and "RAE +35.0" in title.text_content()
+    page.locator('#sf-plots .sf-pt[data-sf-cell^="cellA@"]').first.click()
     page.locator("#sf-matrices").get_by_text("b = 9").first.wait_for(timeout=60_000)
     page.close()
     # the link opens the drill-down tab: waiting for the board's rows raced that switch

@@ -451,10 +451,13 @@ def test_plots_carry_the_cells_and_the_intervals(client):
     assert plots.count('class="sf-shade"') == 2  # the two disagreement quadrants
     assert "sign disagreement ⚠ (1)" in plots and "signs agree (1)" in plots
     hover = re.search(
-        rf'data-sf-cell="{re.escape(key("cellB"))}"[^>]*><title>([^<]*)</title><line', plots
+        rf'data-sf-cell="{re.escape(key("cellB"))}"[^>]*><title>([^<]*)</title></circle>', plots
     )
     assert hover and "model-beta · humanevalplus v1 · coding / normal" in hover.group(1)
     assert "b/c invoked 2/6" in hover.group(1)
+    # once per page: the first plot drawing a cell carries its hover text, the others borrow it
+    assert plots.count("<title>model-beta · humanevalplus v1") == 1
+    assert len(re.findall(rf'<circle [^>]*data-sf-cell="{re.escape(key("cellB"))}"', plots)) == 3
     _, _, one = refresh(client, benchmarks=["humanevalplus"])
     assert "humanevalplus (1)" in one  # the legend stays with a single benchmark
 

@@ -99,11 +99,10 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
 .sf-frame { fill: none; stroke: currentColor; opacity: .3; }
 .sf-shade { fill: rgba(214, 39, 40, .10); }
 .sf-diag { stroke: currentColor; opacity: .5; stroke-dasharray: 4 3; }
-.sf-pt { cursor: pointer; }
-.sf-pt circle { r: 4.5px; }
-.sf-pt circle { fill-opacity: .82; stroke: var(--background-fill-primary); stroke-width: .8; }
-.sf-pt line { stroke-width: 1.2; opacity: .45; }
-.sf-pt:hover circle, .sf-pt:focus circle { stroke: currentColor; stroke-width: 2; }
+.sf-pt { cursor: pointer; r: 4.5px; }
+.sf-pt { fill-opacity: .82; stroke: var(--background-fill-primary); stroke-width: .8; }
+.sf-bars { fill: none; stroke-width: 1.2; opacity: .45; pointer-events: none; }
+.sf-pt:hover, .sf-pt:focus { stroke: currentColor; stroke-width: 2; }
 .sf-legend { font-size: 12px; display: flex; flex-wrap: wrap; gap: 4px 12px; }
 .sf-key i { display: inline-block; width: 10px; height: 10px; border-radius: 50%;
   margin-right: 4px; vertical-align: -1px; }
@@ -118,10 +117,8 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
 .sf-c7 { fill: #8a8a8a; stroke: #8a8a8a; background: #8a8a8a; }
 .sf-c8 { fill: #bcbd22; stroke: #bcbd22; background: #bcbd22; }
 .sf-c9 { fill: #17becf; stroke: #17becf; background: #17becf; }
-.sf-hollow .sf-pt circle { fill: none; stroke: #8a8a8a; stroke-width: 1.6; }
+.sf-hollow .sf-pt { fill: none; stroke: #8a8a8a; stroke-width: 1.6; }
 .sf-key i.sf-ring { background: none; border: 2px solid #8a8a8a; box-sizing: border-box; }
-.sf-c0 line, .sf-c1 line, .sf-c2 line, .sf-c3 line, .sf-c4 line, .sf-c5 line, .sf-c6 line,
-.sf-c7 line, .sf-c8 line, .sf-c9 line { fill: none; }
 .sf-drill-head h3 { margin: .2em 0; }
 .sf-drill-head p { font-size: 12px; line-height: 1.7; }
 .sf-task { font: inherit; padding: 1px 6px; border: 1px solid var(--border-color-primary);
@@ -190,6 +187,17 @@ HEAD = """
     else send("sf-taskbox", el.dataset.sfTask);
   };
   document.addEventListener("click", act);
+  // A plot point carries its hover text only in the first plot that draws its cell
+  // (_plots._points): the others borrow that <title> when hovered or focused.
+  const borrow = (event) => {
+    const pt = event.target.closest && event.target.closest(".sf-pt");
+    if (!pt || pt.querySelector("title")) return;
+    const key = CSS.escape(pt.dataset.sfCell || "");
+    const own = document.querySelector(`#sf-plots .sf-pt[data-sf-cell="${key}"] > title`);
+    if (own) pt.appendChild(own.cloneNode(true));
+  };
+  document.addEventListener("pointerover", borrow);
+  document.addEventListener("focusin", borrow);
   // Enter on a button is a click already.
   document.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.target.closest("button")) act(e);

@@ -45,7 +45,12 @@ def plotted(cells: pd.DataFrame, disagree: np.ndarray) -> pd.Index:
     return found[0].union(found[1]).union(found[2])
 
 
-def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray, reportable: np.ndarray) -> str:
+def lift_vs_rae(
+    cells: pd.DataFrame,
+    disagree: np.ndarray,
+    reportable: np.ndarray,
+    titled: set[str] | None = None,
+) -> str:
     """Aggregate lift (x) vs RAE (y) with RAE intervals; disagreement quadrants shaded.
 
     A non-reportable cell (n_cond under the threshold) is neither an agreement nor a
@@ -67,10 +72,13 @@ def lift_vs_rae(cells: pd.DataFrame, disagree: np.ndarray, reportable: np.ndarra
         error_bars=True,
         shade=True,
         symmetric=True,
+        titled=titled,
     )
 
 
-def coverage_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
+def coverage_vs_rae(
+    cells: pd.DataFrame, disagree: np.ndarray, titled: set[str] | None = None
+) -> str:
     """Coverage (share of tasks with a returned skill) vs RAE, one colour per benchmark."""
     data, _, note = _prepare(cells, disagree, *AXES[1])
     names = sorted(data["benchmark"].astype(str).unique())
@@ -87,10 +95,13 @@ def coverage_vs_rae(cells: pd.DataFrame, disagree: np.ndarray) -> str:
         ytitle="RAE (pp) with 95% CI",
         error_bars=True,
         xrange=(0.0, 100.0),
+        titled=titled,
     )
 
 
-def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
+def select_vs_lift(
+    cells: pd.DataFrame, disagree: np.ndarray, titled: set[str] | None = None
+) -> str:
     """Selection gap Δselect (x) vs aggregate lift (y), coloured by the sign of RAE."""
     data, _, note = _prepare(cells, disagree, *AXES[2])
     rae = pd.to_numeric(data["rae"], errors="coerce").to_numpy(dtype=float)
@@ -108,6 +119,7 @@ def select_vs_lift(cells: pd.DataFrame, disagree: np.ndarray) -> str:
         ytitle="aggregate lift (pp)",
         diagonal=True,
         symmetric=True,
+        titled=titled,
     )
 
 
@@ -171,7 +183,11 @@ def _figure(
     diagonal: bool = False,
     symmetric: bool = False,
     xrange: tuple[float, float] | None = None,
+    titled: set[str] | None = None,
 ) -> str:
+    """One plot. `titled`: keys of the cells whose hover text an earlier plot of the page
+    already carries (this plot adds its own)."""
+    titled = set() if titled is None else titled
     everything = pd.concat([s.rows for s in series]) if series else pd.DataFrame()
     n = len(everything)
     xs = _floats(everything[x]) if n else np.array([])
@@ -201,7 +217,7 @@ def _figure(
             "<title>aggregate lift = Δselect</title></line>"
         )
     for s in series:
-        parts.append(_points(s, x, y, sx, sy, error_bars))
+        parts.append(_points(s, x, y, sx, sy, error_bars, titled))
     legend = "".join(
         f'<span class="sf-key"><i class="sf-c{s.color}{" sf-ring" if s.hollow else ""}"></i>'
         f"{escape(s.name)} ({len(s.rows)})</span>"
@@ -221,30 +237,43 @@ def _figure(
     )
 
 
-def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool) -> str:
+def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool, titled: set[str]) -> str:
+    """The series' error bars as one path, then one circle per point. A point's hover text
+    (`<title>`) is in the page once: the first plot drawing the cell carries it, and the page
+    script copies it into another plot's point when that point is hovered or focused. Every
+    element of these three plots is walked by Gradio's HTML diff on each filter (bench/space.py:
+    a group, a line and a title per point and three copies of each text were ~40% of a
+    filter's time in the browser)."""
     if s.rows.empty:
         return ""
     xs, ys = _floats(s.rows[x]), _floats(s.rows[y])
-    lows = _floats(s.rows["rae_ci_low"]) if error_bars else None
-    highs = _floats(s.rows["rae_ci_high"]) if error_bars else None
     keys = s.rows["_key"].astype(str).to_numpy()
-    hovers = [hover_text(row) for row in fast_records(s.rows, list(_HOVER_COLUMNS))]
+    new = [i for i, k in enumerate(keys) if k not in titled]
+    records = fast_records(s.rows.take(new), list(_HOVER_COLUMNS)) if new else []
+    hovers = {i: hover_text(row) for i, row in zip(new, records, strict=True)}
+    titled.update(keys)
     out = [
         f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(s.name)}">'
     ]
+    if error_bars:
+        lows, highs = _floats(s.rows["rae_ci_low"]), _floats(s.rows["rae_ci_high"])
+        bars = "".join(
+            f"M{sx(xs[i]):.1f} {sy(lows[i]):.1f}V{sy(highs[i]):.1f}"
+            for i in range(len(xs))
+            if not (math.isnan(lows[i]) or math.isnan(highs[i]))
+        )
+        if bars:
+            out.append(f'<path class="sf-bars" d="{bars}"/>')
     for i in range(len(xs)):
-        px, py = sx(xs[i]), sy(ys[i])
-        bar = ""
-        if (
-            lows is not None
-            and highs is not None
-            and not (math.isnan(lows[i]) or math.isnan(highs[i]))
-        ):
-            bar = f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{sy(lows[i]):.1f}" y2="{sy(highs[i]):.1f}"/>'
+        attrs = (
+            f'class="sf-pt" data-sf-cell="{escape(keys[i])}" data-x="{xs[i]:.6g}" '
+            f'data-y="{ys[i]:.6g}" cx="{sx(xs[i]):.1f}" cy="{sy(ys[i]):.1f}"'
+        )
+        hover = hovers.get(i)
         out.append(
-            f'<g class="sf-pt" data-sf-cell="{escape(keys[i])}" data-x="{xs[i]:.6g}" data-y="{ys[i]:.6g}">'
-            f"<title>{escape(hovers[i])}</title>{bar}"
-            f'<circle cx="{px:.1f}" cy="{py:.1f}"/></g>'
+            f"<circle {attrs}><title>{escape(hover)}</title></circle>"
+            if hover is not None
+            else f"<circle {attrs}/>"
         )
     out.append("</g>")
     return "".join(out)

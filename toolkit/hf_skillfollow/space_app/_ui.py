@@ -123,11 +123,12 @@ def plots_html(filtered: pd.DataFrame, min_cond: int) -> str:
         return ""
     disagree = filtered[f"_dis_{min_cond}"].to_numpy(dtype=bool)
     reportable = filtered[f"_rep_{min_cond}"].to_numpy(dtype=bool)
+    titled: set[str] = set()  # each cell's hover text once in the page (see _plots._points)
     return (
         '<div class="sf-plots">'
-        + _plots.lift_vs_rae(filtered, disagree, reportable)
-        + _plots.coverage_vs_rae(filtered, disagree)
-        + _plots.select_vs_lift(filtered, disagree)
+        + _plots.lift_vs_rae(filtered, disagree, reportable, titled)
+        + _plots.coverage_vs_rae(filtered, disagree, titled)
+        + _plots.select_vs_lift(filtered, disagree, titled)
         + "</div>"
     )
 
