@@ -43,7 +43,7 @@ def _payload(path: Path) -> dict:
     stages = _load_expected(fd)  # closes fd
     out: dict = {}
     for stage, expected in stages.items():
-        out[stage] = [bytes(b) for b in expected.blobs]
+        out[stage] = [bytes(expected.blob(i)) for i in range(expected.count)]
         out[f"{stage}_flags"] = expected.flags
     return out
 

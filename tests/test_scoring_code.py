@@ -216,6 +216,43 @@ def test_humanevalplus_canonical_passes_and_wrong_programs_fail(
     assert not score_solution(t2, t2.prompt + "    return number % 1.0 + 1e-3\n").passed
 
 
+def test_one_wrong_output_among_batched_right_ones_fails_at_its_input(
+    humaneval: dict[str, Task],
+) -> None:
+    """Right outputs travel in batches that the judge takes whole when they are the expected
+    bytes: one wrong output deep inside a batch still fails at exactly its input, and outputs
+    of other bytes that pass within the tolerance still pass."""
+    task = humaneval["HumanEval/0"]
+    p = task.problem
+    bad = p["plus_input"][600]
+    first = next(i for i, inp in enumerate(p["plus_input"]) if inp == bad)
+    assert bad not in p["base_input"]
+    wrapped = (
+        _canonical(task)
+        + f"\n_right, _BAD = has_close_elements, {bad!r}\n"
+        + "def has_close_elements(numbers, threshold):\n"
+        + "    right = _right(numbers, threshold)\n"
+        + "    return (not right) if [numbers, threshold] == _BAD else right\n"
+    )
+    verdict = score_solution(task, wrapped)
+    assert not verdict.passed
+    assert verdict.reason.startswith(f"plus input #{first}: wrong output"), verdict.reason
+    # HumanEval/2 (atol 1e-6): every third output a little off, the rest the expected bytes
+    t2 = humaneval["HumanEval/2"]
+    mixed = t2.prompt + (
+        "    global _n\n    _n = globals().get('_n', 0) + 1\n"
+        "    return number % 1.0 + (1e-9 if _n % 3 == 0 else 0.0)\n"
+    )
+    verdict = score_solution(t2, mixed)
+    assert verdict.passed, verdict.reason
+    off = t2.prompt + (
+        "    global _n\n    _n = globals().get('_n', 0) + 1\n"
+        "    return number % 1.0 + (1e-3 if _n == 700 else 0.0)\n"
+    )
+    verdict = score_solution(t2, off)
+    assert not verdict.passed and "plus input #" in verdict.reason, verdict.reason
+
+
 def test_humanevalplus_find_zero_accepts_any_root(humaneval: dict[str, Task]) -> None:
     """EvalPlus's special oracle for HumanEval/32: any x with |poly(x)| <= atol passes."""
     task = humaneval["HumanEval/32"]

@@ -369,8 +369,7 @@ def test_the_outbox_holds_small_messages_and_sends_them_in_order() -> None:
     out.add(_wire.OK, dumps("ab"))
     assert _readable(read_fd) == b""  # held, not one write per message
     out.flush()
-    held = _wire.message(_wire.OK, dumps(1)) + _wire.message(_wire.OK, dumps("ab"))
-    assert _readable(read_fd) == held
+    assert _readable(read_fd) == _wire.batch([dumps(1), dumps("ab")])  # one message for both
     big = dumps("z" * (1 << 20))  # at least _CHUNK: sent at once, after what is held
     out.since = math.inf
     out.add(_wire.ERR, b"small")
@@ -395,15 +394,105 @@ def test_the_outbox_sends_once_it_holds_64_kb_or_a_millisecond_passed() -> None:
     out = _wire.Outbox(write_fd)
     out.since = math.inf
     body = dumps("y" * 1000)
-    size = len(_wire.message(_wire.OK, body))
-    count = -(-(1 << 16) // size)  # the first count at which it holds 64 KB or more
+    count = -(-(1 << 16) // (len(body) + 8))  # the first count at which it holds 64 KB or more
     for _ in range(count - 1):
         out.add(_wire.OK, body)
     assert _readable(read_fd) == b""
     out.add(_wire.OK, body)
-    assert len(_readable(read_fd)) == count * size
+    assert _readable(read_fd) == _wire.batch([body] * count)
     out.since = time.perf_counter() - 0.002  # the program worked 2 ms since the last write
     out.add(_wire.OK, dumps(3))
-    assert _readable(read_fd) == _wire.message(_wire.OK, dumps(3))
+    assert _readable(read_fd) == _wire.batch([dumps(3)])
     os.close(read_fd)
     os.close(write_fd)
+
+
+def test_other_messages_close_the_batch_so_order_is_kept() -> None:
+    read_fd, write_fd = os.pipe()
+    fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 1 << 20)  # holds it all: nobody reads yet
+    out = _wire.Outbox(write_fd)
+    out.since = math.inf
+    mid = dumps("m" * (1 << 16))  # too long for a batch: a message of its own
+    for tag, body in [(_wire.OK, dumps(1)), (_wire.NOT_NONE, b"\x01"), (_wire.OK, dumps(2)),
+                      (_wire.OK, mid), (_wire.OK, dumps(3))]:  # fmt: skip
+        out.add(tag, body)
+    out.flush()
+    want = [_wire.batch([dumps(1)]), _wire.message(_wire.NOT_NONE, b"\x01"),
+            _wire.batch([dumps(2)]), _wire.message(_wire.OK, mid), _wire.batch([dumps(3)])]  # fmt: skip
+    assert _readable(read_fd) == b"".join(want)
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+_OUTS = [dumps(i * 7) for i in range(10)] + [dumps("x" * 300), dumps([1.5, 2.5])]
+
+
+def _expected_run(outs: list[bytes]):  # type: ignore[no-untyped-def]
+    """``take_same``'s view of expected outputs ``outs`` (as ``_judge.Expected.run`` gives)."""
+    raw = struct.pack(f"<{len(outs)}Q", *map(len, outs))
+
+    def run(start: int, n: int) -> tuple[bytes, bytes]:
+        return raw[8 * start : 8 * (start + n)], b"".join(outs[start : start + n])
+
+    return run
+
+
+def test_a_batch_of_the_expected_bytes_is_taken_whole_and_one_by_one_otherwise() -> None:
+    run = _expected_run(_OUTS)
+    inbox = _inbox_fed([_wire.batch(_OUTS) + _wire.message(_wire.ERR, b"after")])
+    assert inbox.take_same(5, lambda n: run(0, n)) == 0  # no batch open yet
+    assert inbox.next(1 << 20, like=_OUTS[0]) == (_wire.OK, None)  # opens it: the first alone
+    assert inbox.take_same(4, lambda n: run(1, n)) == 4  # at most what was asked
+    assert inbox.take_same(100, lambda n: run(5, n)) == 7  # at most what the batch holds
+    assert inbox.take_same(5, lambda n: run(12, n)) == 0  # none open: the next is no batch
+    assert inbox.next(1 << 20) == (_wire.ERR, b"after")
+    inbox.reap(block=True)
+    os.close(inbox.fd)
+
+
+def test_a_batch_that_differs_anywhere_is_handed_out_one_by_one() -> None:
+    sent = [*_OUTS[:6], dumps(999), *_OUTS[7:]]  # output 6 differs, of another length
+    run = _expected_run(_OUTS)
+    inbox = _inbox_fed([_wire.batch(sent)])
+    assert inbox.next(1 << 20, like=_OUTS[0]) == (_wire.OK, None)
+    assert inbox.take_same(11, lambda n: run(1, n)) == 0  # lengths differ: nothing taken
+    got = [inbox.next(1 << 20, like=_OUTS[i]) for i in range(1, len(_OUTS))]
+    assert got[5] == (_wire.OK, dumps(999))
+    assert all(g == (_wire.OK, None) for i, g in enumerate(got) if i != 5)
+    # same lengths, other bytes: refused too
+    sent = [*_OUTS[:3], dumps(22), *_OUTS[4:]]  # 21 -> 22: one byte differs
+    assert len(sent[3]) == len(_OUTS[3])
+    inbox = _inbox_fed([_wire.batch(sent)])
+    assert inbox.next(1 << 20, like=_OUTS[0]) == (_wire.OK, None)
+    assert inbox.take_same(11, lambda n: run(1, n)) == 0
+    assert [inbox.next(1 << 20, like=_OUTS[i])[1] for i in (1, 2, 3)] == [None, None, dumps(22)]
+    inbox.reap(block=True)
+    os.close(inbox.fd)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"\x00\x00", "batch too short"),
+        (struct.pack("<I", 0), "does not match its count"),
+        (struct.pack("<I", 3) + struct.pack("<Q", 1), "does not match its count"),
+        (struct.pack("<IQ", 1, 5) + b"abcd", "does not match its lengths"),
+        (struct.pack("<IQ", 1, 3) + b"abcd", "does not match its lengths"),
+        (struct.pack("<IQQ", 2, 1 << 62, 1 << 62) + b"ab", "does not match its lengths"),
+    ],
+)
+def test_a_malformed_batch_is_refused(body: bytes, reason: str) -> None:
+    inbox = _inbox_fed([_wire.message(_wire.BATCH, body)])
+    with pytest.raises(WireError, match=reason):
+        inbox.next(1 << 20)
+    inbox.reap(block=True)
+    os.close(inbox.fd)
+
+
+def test_each_output_of_a_batch_keeps_its_own_size_limit() -> None:
+    inbox = _inbox_fed([_wire.batch([dumps(1), dumps("z" * 5000)])])
+    assert inbox.next(1 << 20) == (_wire.OK, dumps(1))  # the first output's limit: 1 MiB
+    with pytest.raises(WireError, match="an output of 5017 bytes exceeds the 1024-byte limit"):
+        inbox.next(1024)
+    inbox.reap(block=True)
+    os.close(inbox.fd)

@@ -12,6 +12,8 @@ used up its CPU budget, whatever the program printed, raised or signalled.
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import mmap
 import os
 import pickle
@@ -37,10 +39,22 @@ class _Items:
 
 class Expected:
     """The expected outputs of one stage, as written by ``_reference``: ``_wire.dumps``
-    bytes and per-output flags. Values are unpickled (our own bytes) only when needed."""
+    bytes back to back in ``view`` from ``start``, their lengths (and those lengths as the
+    index holds them) and per-output flags. Values are unpickled (our own bytes) only when
+    needed; nothing is done per output until that output is judged."""
 
-    def __init__(self, blobs: list[memoryview], flags: bytes) -> None:
-        self.blobs, self.flags = blobs, flags
+    def __init__(
+        self, view: memoryview, start: int, lengths: list[int], raw: bytes, flags: bytes
+    ) -> None:
+        self.view, self.raw, self.flags, self.count = view, raw, flags, len(lengths)
+        self.offsets = list(itertools.accumulate(lengths, initial=start))
+        # where identical bytes do not pass, and where EvalPlus's float quirk applies, as
+        # bytes to search in C rather than flags to test one by one
+        self._not_same = flags.translate(_NOT_SAME_BYTES_PASS)
+        self._floats = flags.translate(_FLOATS)
+
+    def blob(self, i: int) -> memoryview:
+        return self.view[self.offsets[i] : self.offsets[i + 1]]
 
     def same_bytes_pass(self, i: int) -> bool:
         return bool(self.flags[i] & _wire.SAME_BYTES_PASS)
@@ -48,8 +62,26 @@ class Expected:
     def floats(self, i: int) -> bool:
         return bool(self.flags[i] & _wire.FLOATS)
 
+    def floats_in(self, i: int, n: int) -> bool:
+        return self._floats.find(1, i, i + n) >= 0
+
+    def passing_run(self, i: int) -> int:
+        """How many outputs from ``i`` on pass when their bytes are the expected ones."""
+        stop = self._not_same.find(1, i)
+        return (self.count if stop < 0 else stop) - i
+
+    def run(self, i: int, n: int) -> tuple[bytes, bytes]:
+        """Outputs ``i`` to ``i + n``: their lengths as the index holds them, their bytes."""
+        return self.raw[8 * i : 8 * (i + n)], bytes(
+            self.view[self.offsets[i] : self.offsets[i + n]]
+        )
+
     def value(self, i: int) -> Any:
-        return pickle.loads(self.blobs[i])
+        return pickle.loads(self.blob(i))
+
+
+_NOT_SAME_BYTES_PASS = bytes(0 if f & _wire.SAME_BYTES_PASS else 1 for f in range(256))
+_FLOATS = bytes(1 if f & _wire.FLOATS else 0 for f in range(256))
 
 
 def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, Any]:
@@ -79,21 +111,21 @@ def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, 
 def _load_expected(data_fd: int) -> dict[str, Expected]:
     """The expected outputs that follow the inputs in the data file (``_reference``'s
     layout: an index, then the outputs' bytes back to back), mapped, not copied."""
-    lengths, flags = _wire.read_index(_wire.read_section(data_fd, _INDEX_LIMIT))
+    index = _wire.read_section(data_fd, _INDEX_LIMIT)
+    lengths, flags = _wire.read_index(index)
+    raw = _wire.index_lengths(index)
     pos = os.lseek(data_fd, 0, os.SEEK_CUR)
     size = os.fstat(data_fd).st_size
-    if pos + sum(lengths[0]) + sum(lengths[1]) != size:
+    base = sum(lengths[0])
+    if pos + base + sum(lengths[1]) != size:
         raise ValueError("the expected-output file does not match its index")
     view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ))  # size > pos > 0
     os.close(data_fd)  # the mapping outlives the descriptor
-    stages = {}
-    for stage, stage_lengths, stage_flags in zip(("base", "plus"), lengths, flags, strict=True):
-        blobs = []
-        for length in stage_lengths:
-            blobs.append(view[pos : pos + length])
-            pos += length
-        stages[stage] = Expected(blobs, stage_flags)
-    return stages
+    cut = 8 * len(lengths[0])
+    return {
+        "base": Expected(view, pos, lengths[0], raw[:cut], flags[0]),
+        "plus": Expected(view, pos + base, lengths[1], raw[cut:], flags[1]),
+    }
 
 
 def _fail(stage: str | None, index: int | None, reason: str) -> dict[str, Any]:
@@ -107,12 +139,12 @@ def _judge_candidate(
     inbox: _wire.Inbox,
 ) -> dict[str, Any]:
     for stage in ("base", "plus"):
-        count = len(expected[stage].blobs)
+        count = expected[stage].count
         given = [None] * count if inputs is None else inputs[f"{stage}_input"]
         failure = _judge_stage(req, stage, given, expected[stage], inbox)
         if failure is not None:
             return failure
-    counts = f"{len(expected['base'].blobs)} base + {len(expected['plus'].blobs)} plus inputs"
+    counts = f"{expected['base'].count} base + {expected['plus'].count} plus inputs"
     return {"passed": True, "stage": None, "index": None, "reason": f"passed all {counts}"}
 
 
@@ -120,42 +152,70 @@ def _judge_stage(
     req: dict[str, Any], stage: str, inputs: list[Any], expected: Expected, inbox: _wire.Inbox
 ) -> dict[str, Any] | None:
     """EvalPlus's per-input loop (``unsafe_execute``), with outputs from the program's process."""
-    from hf_skillfollow.scoring import _oracle
-
     tag, value = _receive(req, inbox, None, 0)
     if tag != _wire.LOADED:
         return _fail(stage, None, f"{stage}: program failed to load: {value}")
     atol = req["atol"]
     checks = req.get("checks")
-    for i, inp in enumerate(inputs):
-        tag, out = _receive(req, inbox, expected, i)
-        if checks is not None and tag in (_SAME, _wire.OK):
-            # a `tests` task's assert: its own comparison, not EvalPlus's (whose float
-            # tolerance would apply to an exact `==`); equal bytes are judged like any output
-            try:
-                _assert_holds(checks[i], expected.value(i) if tag == _SAME else out, expected, i)
-            except _child.CpuTimeout:
-                raise
-            except BaseException as exc:
-                return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}")
-            continue
-        if tag == _SAME:  # the expected output's very bytes, and that is a pass (flags)
-            if atol == 0 and expected.floats(i):
-                atol = 1e-6  # EvalPlus's float quirk, as in _oracle.matches
-            continue
-        if tag != _wire.OK:
-            return _fail(stage, i, f"{stage} input #{i}: {out}")
+    i = 0
+    while i < len(inputs):
+        if checks is None:
+            # a run of outputs sent as the expected outputs' very bytes, all of which pass
+            # so: taken whole where the program batched them (``_wire.Outbox``)
+            n = inbox.take_same(expected.passing_run(i), functools.partial(expected.run, i))
+            if n:
+                if atol == 0 and expected.floats_in(i, n):
+                    atol = 1e-6  # EvalPlus's float quirk, as in _judge_output
+                i += n
+                continue
+        failure, atol = _judge_output(req, stage, i, inputs[i], expected, inbox, atol)
+        if failure is not None:
+            return failure
+        i += 1
+    return None
+
+
+def _judge_output(
+    req: dict[str, Any],
+    stage: str,
+    i: int,
+    inp: Any,
+    expected: Expected,
+    inbox: _wire.Inbox,
+    atol: float,
+) -> tuple[dict[str, Any] | None, float]:
+    """Output ``i``: a failure or None, and the ``atol`` for the rest of the stage."""
+    from hf_skillfollow.scoring import _oracle
+
+    tag, out = _receive(req, inbox, expected, i)
+    checks = req.get("checks")
+    if checks is not None and tag in (_SAME, _wire.OK):
+        # a `tests` task's assert: its own comparison, not EvalPlus's (whose float
+        # tolerance would apply to an exact `==`); equal bytes are judged like any output
         try:
-            exp = expected.value(i)
-            if isinstance(out, _Items):
-                assert set(out.elements) == set(exp)
-            else:
-                atol = _oracle.matches(req["dataset"], req["entry_point"], inp, out, exp, atol)
+            _assert_holds(checks[i], expected.value(i) if tag == _SAME else out, expected, i)
         except _child.CpuTimeout:
             raise
         except BaseException as exc:
-            return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}")
-    return None
+            return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}"), atol
+        return None, atol
+    if tag == _SAME:  # the expected output's very bytes, and that is a pass (flags)
+        if atol == 0 and expected.floats(i):
+            atol = 1e-6  # EvalPlus's float quirk, as in _oracle.matches
+        return None, atol
+    if tag != _wire.OK:
+        return _fail(stage, i, f"{stage} input #{i}: {out}"), atol
+    try:
+        exp = expected.value(i)
+        if isinstance(out, _Items):
+            assert set(out.elements) == set(exp)
+        else:
+            atol = _oracle.matches(req["dataset"], req["entry_point"], inp, out, exp, atol)
+    except _child.CpuTimeout:
+        raise
+    except BaseException as exc:
+        return _fail(stage, i, f"{stage} input #{i}: {_wrong(exc)}"), atol
+    return None, atol
 
 
 def _assert_holds(check: list[Any], out: Any, expected: Expected, i: int) -> None:
@@ -197,7 +257,7 @@ def _receive(
     expected output ``i``, which pass), ``LOADED``, or ``ERR`` and the reason the judge gives.
     ``expected`` None: no output is due. The expected output's size bounds what the program
     may send. Never trusts the sender."""
-    blob = None if expected is None else expected.blobs[i]
+    blob = None if expected is None else expected.blob(i)
     limit = _SMALL if blob is None else max(1 << 20, 64 * len(blob))
     try:
         message = inbox.next(limit, like=blob)

@@ -42,6 +42,11 @@ SAME_BYTES_PASS, FLOATS = 1, 2
 
 # message tags (first byte of a message body)
 OK, ITEMS, ERR, TIMEOUT_CLAIM, NOT_NONE, LOADED = b"O", b"I", b"E", b"T", b"N", b"L"
+#: consecutive ``OK`` outputs in one message (``batch``): their count, lengths, bodies
+BATCH = b"B"
+#: ``OK`` outputs shorter than this travel in batches; longer ones as messages of their own
+_BATCHED = 1 << 16
+_COUNT = struct.Struct("<I")
 
 
 class WireError(Exception):
@@ -565,8 +570,24 @@ def read_index(body: bytes) -> tuple[tuple[list[int], list[int]], tuple[bytes, b
     return (lengths[:base], lengths[base:]), (flags[:base], flags[base:])
 
 
+def index_lengths(body: bytes) -> bytes:
+    """The output lengths of an index section's body as it holds them (8 bytes each, base
+    then plus), for comparing with a ``batch``'s; ``read_index`` checks the body."""
+    base, plus = _COUNTS.unpack_from(body)
+    return body[_COUNTS.size : _COUNTS.size + 8 * (base + plus)]
+
+
 def message(tag: bytes, body: bytes = b"") -> bytes:
     return _HEADER.pack(len(body) + 1) + tag + body
+
+
+def batch(bodies: list[bytes]) -> bytes:
+    """One ``BATCH`` message for consecutive ``OK`` outputs: their count (4 bytes), each
+    body's length (8 bytes each, the index's layout) and the bodies back to back, so that the
+    judge compares a run of outputs with the expected ones in two comparisons."""
+    lengths = [len(body) for body in bodies]
+    head = _COUNT.pack(len(bodies)) + struct.pack(f"<{len(bodies)}Q", *lengths)
+    return message(BATCH, head + b"".join(bodies))
 
 
 def send(fd: int, tag: bytes, body: bytes = b"") -> None:
@@ -581,28 +602,42 @@ def send(fd: int, tag: bytes, body: bytes = b"") -> None:
 class Outbox:
     """Messages written together, in order: one write per millisecond of the sender's work or
     per 64 KB instead of one per message (each write wakes the judge to read one message).
-    A message of ``_CHUNK`` bytes or more goes out at once, after what is held. The judge
-    still sees a wrong output within a millisecond of the program's time; the holder must
-    ``flush()`` before any other write."""
+    Consecutive small ``OK`` outputs go as one ``BATCH`` message (``batch``), which the judge
+    can accept whole when it is exactly the expected outputs' bytes. A message of ``_CHUNK``
+    bytes or more goes out at once, after what is held. The judge still sees a wrong output
+    within a millisecond of the program's time; the holder must ``flush()`` before any other
+    write."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.parts: list[bytes] = []
+        self.outputs: list[bytes] = []  # OK bodies of the batch being gathered
         self.size = 0
         self.since = time.perf_counter()
 
     def add(self, tag: bytes, body: bytes) -> None:
-        if len(body) >= _CHUNK:
+        if tag == OK and len(body) < _BATCHED:
+            self.outputs.append(body)
+            self.size += len(body) + 8
+        elif len(body) >= _CHUNK:
             self.flush()
             send(self.fd, tag, body)
             return
-        part = message(tag, body)
-        self.parts.append(part)
-        self.size += len(part)
+        else:
+            self._close_batch()
+            part = message(tag, body)
+            self.parts.append(part)
+            self.size += len(part)
         if self.size >= 1 << 16 or time.perf_counter() - self.since > 1e-3:
             self.flush()
 
+    def _close_batch(self) -> None:
+        if self.outputs:
+            self.parts.append(batch(self.outputs))
+            self.outputs = []
+
     def flush(self) -> None:
+        self._close_batch()
         if self.parts:
             write_all(self.fd, b"".join(self.parts))
             self.parts, self.size = [], 0
@@ -635,13 +670,56 @@ def _read_exact(fd: int, size: int) -> bytes:
     return bytes(buf)
 
 
+class _Batch:
+    """An opened ``BATCH`` message (untrusted: checked whole before any output is taken)."""
+
+    __slots__ = ("body", "count", "taken", "pos", "lengths", "sizes", "differs")
+
+    def __init__(self, body: bytes) -> None:
+        if len(body) < _COUNT.size:
+            raise WireError("batch too short")
+        (count,) = _COUNT.unpack_from(body)
+        head = _COUNT.size + 8 * count
+        if count == 0 or len(body) < head:
+            raise WireError("batch does not match its count")
+        self.sizes = struct.unpack_from(f"<{count}Q", body, _COUNT.size)
+        if sum(self.sizes) != len(body) - head:
+            raise WireError("batch does not match its lengths")
+        self.body, self.count, self.taken, self.pos = body, count, 0, head
+        self.lengths = body[_COUNT.size : head]
+        self.differs = False  # a run differed from the expected outputs: one by one from now
+
+    def done(self) -> bool:
+        return self.taken == self.count
+
+    def pop(self) -> bytes:
+        size = self.sizes[self.taken]
+        body = self.body[self.pos : self.pos + size]
+        self.taken += 1
+        self.pos += size
+        return body
+
+    def take_if(self, n: int, lengths: bytes, bodies: bytes) -> bool:
+        """Take the next ``n`` outputs if their lengths and bodies are exactly these."""
+        start = 8 * self.taken
+        end = self.pos + len(bodies)
+        if self.lengths[start : start + 8 * n] != lengths or self.body[self.pos : end] != bodies:
+            self.differs = True
+            return False
+        self.taken += n
+        self.pos = end
+        return True
+
+
 class Inbox:
     """Messages from the program's process ``pid`` on the pipe ``fd``.
 
     ``next()`` returns None once the process has ended and its pipe is drained, even if a
     process it started still holds the pipe open. Reads are buffered (a program's outputs
     are mostly a few bytes each: one read serves many), at most ``_CHUNK`` bytes at a time,
-    so a message announcing gigabytes allocates nothing ahead of what arrives.
+    so a message announcing gigabytes allocates nothing ahead of what arrives. A ``BATCH``
+    message is opened by ``next()`` and handed out one ``OK`` output at a time, or, by
+    ``take_same``, as a run of outputs equal to the expected ones.
     """
 
     def __init__(self, fd: int, pid: int) -> None:
@@ -649,13 +727,53 @@ class Inbox:
         self.fd, self.pid = fd, pid
         self.exit: tuple[int, Any] | None = None  # (wait status, rusage) once reaped
         self._buf, self._pos = b"", 0
+        self._batch: _Batch | None = None
 
     def next(self, limit: int, like: Any = None) -> tuple[bytes, bytes | None] | None:
         """(tag, body) of the next message, whose size must not exceed ``limit`` bytes.
 
         ``like`` (a buffer): the body an ``OK`` message is expected to carry. A message that
         is exactly ``OK`` + ``like`` comes back as ``(OK, None)``, compared as it arrives
-        and never held whole (an output can be a gigabyte)."""
+        and never held whole (an output can be a gigabyte). The outputs of a ``BATCH``
+        message come back one by one as ``OK`` messages, each within ``limit``."""
+        if self._batch is None:
+            message = self._next(limit, like)
+            if message is None or message[0] != BATCH:
+                return message
+            assert message[1] is not None
+            self._batch = _Batch(message[1])
+        return self._from_batch(limit, like)
+
+    def _from_batch(self, limit: int, like: Any) -> tuple[bytes, bytes | None]:
+        held = self._batch
+        assert held is not None
+        body = held.pop()
+        if held.done():
+            self._batch = None
+        if len(body) > limit:
+            raise WireError(f"an output of {len(body)} bytes exceeds the {limit}-byte limit")
+        if like is not None and len(body) == len(like) and body == bytes(like):
+            return OK, None
+        return OK, body
+
+    def take_same(self, most: int, expected: Callable[[int], tuple[bytes, bytes]]) -> int:
+        """How many of the next outputs (at most ``most``) are exactly the expected ones,
+        taken in two comparisons where an open batch holds them: ``expected(n)`` gives the
+        raw lengths (the index's layout) and the bodies back to back of the next ``n``
+        expected outputs. 0, with nothing taken, where there is no open batch or it differs
+        (``next()`` then hands its outputs out one by one)."""
+        held = self._batch
+        if held is None or held.differs or most <= 0:
+            return 0
+        n = min(most, held.count - held.taken)
+        lengths, bodies = expected(n)
+        if not held.take_if(n, lengths, bodies):
+            return 0
+        if held.done():
+            self._batch = None
+        return n
+
+    def _next(self, limit: int, like: Any) -> tuple[bytes, bytes | None] | None:
         buf, pos = self._buf, self._pos
         if len(buf) - pos > _HEADER.size:  # the common case: a whole small message is read
             (size,) = _HEADER.unpack_from(buf, pos)
