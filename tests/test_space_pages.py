@@ -144,6 +144,14 @@ def test_next_previous_and_a_shared_page_link_in_chromium(paged_app):
     def keys(page) -> list[str]:
         return page.locator(rows).evaluate_all("rs => rs.map(r => r.dataset.sfCell)")
 
+    def plots(page) -> list:
+        """(outer tag, figures, distinct cells plotted) of the plots."""
+        return page.evaluate(
+            "() => { const p = document.querySelector('#sf-plots .sf-plots');"
+            " return [p.tagName, p.querySelectorAll('figure svg').length,"
+            " new Set([...p.querySelectorAll('.sf-pt')].map(c => c.dataset.sfCell)).size]; }"
+        )
+
     def wait_at(page, n: int) -> None:
         page.wait_for_function(
             f"() => document.querySelector('{pager}')?.dataset.sfAt === '{n}'", timeout=60_000
@@ -172,8 +180,29 @@ def test_next_previous_and_a_shared_page_link_in_chromium(paged_app):
         assert len(keys(other)) == N_CELLS - 2 * T.PAGE_ROWS
         assert other.locator(pager).get_by_role("button", name="next page").is_disabled()
         assert not set(keys(other)) & set(first + second)
-        # a filter change shows its first page again
+        # the link's reply swapped the plots in whole (PlotSwap), not patched them
+        assert plots(other) == ["SECTION", 3, N_CELLS]
+        # a filter change shows its first page again, its plots swapped back in a <div>
         other.locator("#sf-f-mincond label", has_text="5").first.click()
         wait_at(other, 1)
         other.wait_for_function("() => !location.search.includes('table_page=')", timeout=30_000)
+        other.wait_for_function(
+            "() => document.querySelector('#sf-plots .sf-plots')?.tagName === 'DIV'",
+            timeout=30_000,
+        )
+        assert plots(other) == ["DIV", 3, N_CELLS]
         browser.close()
+
+
+def test_plot_swap_alternates_per_session_and_leaves_other_html_alone():
+    from types import SimpleNamespace
+
+    from hf_skillfollow.space_app._ui import PlotSwap
+
+    swap, plots = PlotSwap(), '<div class="sf-plots"><figure>x</figure></div>'
+    a, b = SimpleNamespace(session_hash="a"), SimpleNamespace(session_hash="b")
+    assert swap.wrap(plots, a) == '<section class="sf-plots"><figure>x</figure></section>'
+    assert swap.wrap(plots, b).startswith("<section")  # each session alternates on its own
+    assert swap.wrap(plots, a) == plots
+    assert swap.wrap(plots, a).startswith("<section")
+    assert swap.wrap("", a) == "" and swap.wrap(T.EMPTY_HTML, a) == T.EMPTY_HTML

@@ -8,6 +8,7 @@ textboxes and mirrors the view's state into the URL, which `_from_url` reads bac
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -382,6 +383,14 @@ def _wire(
         v = render_view(board, state_from_inputs(*values))
         return v.summary, v.table, v.plots
 
+    swap = PlotSwap()
+
+    def filtered(benchmarks, partitions, pools, model, min_cond, show, sort, request: gr.Request):
+        """`refresh` for the page's own filter events (its plots wrapped by `PlotSwap`)."""
+        values = (benchmarks, partitions, pools, model, min_cond, show, sort)
+        v = render_view(board, state_from_inputs(*values))
+        return v.summary, v.table, swap.wrap(v.plots, request)
+
     def resort(*values):
         v = render_view(board, state_from_inputs(*values), plots=False)
         return v.summary, v.table
@@ -401,7 +410,7 @@ def _wire(
         # Gradio's textbox sends `input` from its keydown handler, before a paste lands in
         # the value; `change` follows the value itself (typing, pasting, a shared link).
         event = c[key].change if key == "model" else c[key].input
-        event(refresh, inputs, view_out, **common)
+        event(filtered, inputs, view_out, **common)
     # The page script writes "<value>\t<counter>" into the hidden boxes, so every click is a
     # new value and `change` fires; the handlers strip the counter.
     boxes["sort"].change(resort, inputs, [summary, table], **common)
@@ -436,7 +445,11 @@ def _wire(
         # The page is up: now compute what the start deferred (Board.complete).
         board.complete_soon()
         board.measure_judges_soon()
-        return _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
+        out = _from_url(board, request, n_controls=len(controls), n_drill=len(drill_out))
+        at = len(controls) + 2  # summary, table, plots follow the controls
+        if isinstance(out[at], str):
+            out = (*out[:at], swap.wrap(out[at], request), *out[at + 1 :])
+        return out
 
     demo.load(
         from_url,
@@ -472,6 +485,39 @@ def _wire(
 
     for fn in (cell, traces, cells):
         gr.api(fn, api_name=fn.__name__)
+
+
+class PlotSwap:
+    """Alternates, per page session, the plots' outer element between `<div>` and `<section>`.
+
+    Gradio's gr.HTML patches the shown DOM node by node towards a new value whose top element
+    has the same tag, and swaps in a fresh parse where it does not. For the plots' ~600 points,
+    every one moved, the walk cost Chromium ~15-20 ms per filter against ~3-4 ms for the swap
+    (bench/space.py, 12,500 cells). Whatever the tags, the page shows the new value: a lost
+    alternation (a reply the page never applied) costs a walk, never a wrong plot.
+    """
+
+    OPEN, CLOSE = '<div class="sf-plots">', "</div>"
+    #: Sessions remembered (oldest forgotten first): a forgotten one starts over with `<div>`.
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._last: OrderedDict[str | None, bool] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def wrap(self, plots: str, request: gr.Request | None) -> str:
+        if not (plots.startswith(self.OPEN) and plots.endswith(self.CLOSE)):
+            return plots  # no plots (nothing matched): nothing to swap
+        session = getattr(request, "session_hash", None)
+        with self._lock:
+            section = not self._last.pop(session, False)
+            self._last[session] = section
+            if len(self._last) > self.LIMIT:
+                self._last.popitem(last=False)
+        if not section:
+            return plots
+        inner = plots[len(self.OPEN) : -len(self.CLOSE)]
+        return f'<section class="sf-plots">{inner}</section>'
 
 
 def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: int):
