@@ -41,6 +41,10 @@ MAX_ATTACHED_FILES = 8
 #: docs/harness.md): any bytes (a PDF too), each at most this many, all together at most
 MAX_WORKSPACE_FILE_BYTES = 8 * 1024 * 1024
 MAX_WORKSPACE_TOTAL = 32 * 1024 * 1024
+#: ... and all evals of a pool together (10,000 evals may name the same 8 MiB file)
+MAX_WORKSPACE_POOL_TOTAL = 256 * 1024 * 1024
+#: the workspace folder whose files are judged as what the agent produced
+OUTPUTS_FOLDER = "outputs"
 
 
 def warn(message: str) -> None:
@@ -391,10 +395,19 @@ def load_skill_evals(pool: Any, *, workspace: bool = False) -> tuple[list[Task],
     digest = hashlib.sha256()
     keys = answer_keys(pool)
     guard = _AttachGuard(keys, _PoolContent.of(without_evals(pool, keys)))
+    copied = 0
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
         if not os.path.lexists(path):
             continue
+        if (folder / EVALS_FILE.parent).resolve() == folder.resolve():
+            # `evals -> .`: every file of the skill is in its evals folder, so every one would
+            # be withheld from the skill-enabled arm as an answer key (`without_evals`)
+            raise TaskLoadError(
+                f"{folder / EVALS_FILE.parent}: resolves to the skill folder itself, so every "
+                f"file of skill {name!r} would be withheld from the skill-enabled arm as an "
+                "answer key; keep the evals in a folder of their own"
+            )
         blob = _bounded_read(path, folder, MAX_FILE_BYTES, str(path))
         digest.update(name.encode() + b"\x00" + blob + b"\x00")
         if "/" in name:
@@ -409,6 +422,13 @@ def load_skill_evals(pool: Any, *, workspace: bool = False) -> tuple[list[Task],
             digest.update(task.prompt.encode() + b"\x00")  # attached files' content included
             for rel, content in task.problem.get("workspace_files", ()):
                 digest.update(rel.encode() + b"\x00" + content + b"\x00")
+                copied += len(content)
+            if copied > MAX_WORKSPACE_POOL_TOTAL:
+                raise TaskLoadError(
+                    f"{path}: eval {task.task_id.partition('/')[2]!r}: the pool's evals' files "
+                    f"exceed {MAX_WORKSPACE_POOL_TOTAL} bytes together (each eval's files are "
+                    "copied into its own workspace)"
+                )
             tasks.append(task)
         if len(tasks) > MAX_TASKS:
             raise TaskLoadError(f"{path}: the pool's evals exceed {MAX_TASKS} tasks")
@@ -562,11 +582,30 @@ def workspace_files(
         if total > MAX_WORKSPACE_TOTAL:
             raise TaskLoadError(f"{label}: the eval's files exceed {MAX_WORKSPACE_TOTAL} bytes")
         guard.check(root / name, blob.decode("utf-8", "replace"), label)
-        rel = Path(*[p for p in parts if p != "."]).as_posix()
+        place = Path(*[p for p in parts if p != "."])
+        _workspace_place(place, label)
+        rel = place.as_posix()
         if rel in out:
             raise TaskLoadError(f"{label}: named twice")
         out[rel] = blob
     return tuple(out.items())
+
+
+def _workspace_place(rel: Path, label: str) -> None:
+    """Refuse a workspace path that would change what is judged or what the arms have: one in
+    `OUTPUTS_FOLDER` (the judge would read it as the agent's output; compared without case,
+    as a case-insensitive checkout of the task folder would) or a ``SKILL.md`` (an agent
+    discovers it as a skill, in the skill-disabled arm too, e.g. ``.claude/skills/x/``)."""
+    if rel.parts and rel.parts[0].casefold() == OUTPUTS_FOLDER:
+        raise TaskLoadError(
+            f"{label}: would be copied into the workspace's {OUTPUTS_FOLDER}/, where the judge "
+            "reads what the agent produced; keep an eval's files elsewhere"
+        )
+    if rel.name.casefold() == "skill.md":
+        raise TaskLoadError(
+            f"{label}: a SKILL.md in the workspace is a skill an agent finds in both arms, so "
+            "the skill-disabled arm would have a skill; give skills through the pool"
+        )
 
 
 def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:
@@ -574,6 +613,8 @@ def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:
     from hf_skillfollow._skill_files import read_inside
     from hf_skillfollow.skills import SkillFileError
 
+    if "\x00" in str(path):  # the OS takes no NUL in a path (Python raises ValueError)
+        raise TaskLoadError(f"{label}: a name holding a NUL character is no file name")
     try:
         return read_inside(path, folder, limit)
     except SkillFileError as exc:

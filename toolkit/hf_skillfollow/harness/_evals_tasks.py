@@ -81,9 +81,15 @@ class EvalTasks:
     @classmethod
     def of(cls, pool: Any) -> EvalTasks:
         from hf_skillfollow.harness._export import folder_name
-        from hf_skillfollow.tasks_custom import load_skill_evals, without_evals
+        from hf_skillfollow.tasks_custom import (
+            EVALS_FILE,
+            load_skill_evals,
+            skill_folders,
+            without_evals,
+        )
 
         loaded, version = load_skill_evals(pool, workspace=True)
+        where = {skill: folder / EVALS_FILE for skill, folder in skill_folders(pool)}
         tasks: dict[str, Task] = {}
         for task in loaded:
             name = folder_name(task.task_id.replace("/", "-"))
@@ -95,7 +101,8 @@ class EvalTasks:
             # the prompt becomes the judge's view of the task; the eval's own stays for the
             # agent's instruction
             problem = {**task.problem, "eval_prompt": task.prompt}
-            tasks[name] = dataclasses.replace(task, prompt=judge_prompt(task), problem=problem)
+            task = dataclasses.replace(task, prompt=judge_prompt(task), problem=problem)
+            tasks[name] = _judgeable(task, where[str(task.skill)])
         return cls(tasks, version, without_evals(pool))
 
     def write(self, dest: Path) -> Path:
@@ -106,6 +113,26 @@ class EvalTasks:
         for name, task in self.tasks.items():
             _write_task(task, dest / name, self.version)
         return dest
+
+
+def _judgeable(task: Task, evals_file: Path) -> Task:
+    """`task`, refused when the judge could grade no answer to it: its view of the task alone
+    (the instruction, the workspace's text files, the expected output and the expectations)
+    is as long as the judge reads (`INPUT_MAX_CHARS`), so every trial of both arms would be a
+    `truncated` grading failure, found only after the agents ran."""
+    from hf_skillfollow.judge._request import INPUT_MAX_CHARS, input_chars
+    from hf_skillfollow.scoring._custom import blinded_view
+
+    size = input_chars(blinded_view(task, ""))
+    if size >= INPUT_MAX_CHARS:
+        raise EvalTaskError(
+            f"{evals_file}: eval {task.task_id.partition('/')[2]!r}: the judge would read "
+            f"{size} characters of the task alone "
+            "(its prompt, its text files, expected output and expectations), and it reads at "
+            f"most {INPUT_MAX_CHARS} with the answer: no trial could be judged; give the eval "
+            "smaller text files"
+        )
+    return task
 
 
 def refuse_judged(tasks: list[Path]) -> None:

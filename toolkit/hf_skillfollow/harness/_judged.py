@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow.harness._errors import HarnessError
+from hf_skillfollow.harness._outputs_collector import MAX_TOTAL
 from hf_skillfollow.importers import Graded, Judging
 
 #: bounds on what is read back from a trial folder
@@ -120,7 +121,21 @@ def judge_config(
 
 
 def final_message(trial: Path) -> str:
-    """The agent's last message in the trial's ATIF trajectory ('' when there is none)."""
+    """The agent's last message in the trial's ATIF trajectory ('' when there is none): a
+    string, or ATIF's content parts (text, and a medium by its path). Longer than the judge
+    reads (`INPUT_MAX_CHARS`), it is cut there and marked, so the judge still refuses it as
+    too long (a `truncated` grading failure) while the verdict and the traces keep a bounded
+    answer."""
+    from hf_skillfollow.judge._request import INPUT_MAX_CHARS
+
+    message = _last_message(trial)
+    if len(message) > INPUT_MAX_CHARS:
+        return (f"{message[:INPUT_MAX_CHARS]}\n(the final message is cut here: "
+                f"{len(message)} characters in all)")  # fmt: skip
+    return message
+
+
+def _last_message(trial: Path) -> str:
     from hf_skillfollow.importers import ImportInputError
     from hf_skillfollow.importers._walk import read_bytes
 
@@ -134,10 +149,29 @@ def final_message(trial: Path) -> str:
     steps = document.get("steps") if isinstance(document, dict) else None
     for step in reversed(steps if isinstance(steps, list) else []):
         if isinstance(step, dict) and step.get("source") == "agent":
-            message = step.get("message")
-            if isinstance(message, str) and message.strip():
+            message = _message_text(step.get("message"))
+            if message.strip():
                 return message.strip()
     return ""
+
+
+def _message_text(message: Any) -> str:
+    """An ATIF message as text: a string as is; content parts (ATIF 1.6+) joined by lines,
+    a text part's text, an image or audio part as ``[image: PATH]``."""
+    if isinstance(message, str):
+        return message
+    if not isinstance(message, list):
+        return ""
+    lines = []
+    for part in message:
+        if not isinstance(part, dict):
+            continue
+        kind, text, source = part.get("type"), part.get("text"), part.get("source")
+        if kind == "text" and isinstance(text, str):
+            lines.append(text)
+        elif isinstance(kind, str) and isinstance(source, dict):
+            lines.append(f"[{kind[:20]}: {str(source.get('path'))[:200]}]")
+    return "\n".join(lines)
 
 
 def read_outputs(trial: Path) -> Outputs:
@@ -155,6 +189,9 @@ def read_outputs(trial: Path) -> Outputs:
     try:
         files = tuple(_file(f) for f in _items(data, "files"))
         left = tuple((_name(f["name"]), str(f["why"])[:200]) for f in _items(data, "left_out"))
+        if sum(len(text or "") for _, text, _ in files) > MAX_TOTAL:
+            # the collector never writes more: a forged file, which would crowd the answer
+            raise ValueError(f"the files' text is over the collector's {MAX_TOTAL} characters")
     except (KeyError, TypeError, ValueError) as exc:
         return Outputs(problem=f"outputs.json is not the collector's ({str(exc)[:200]})")
     return Outputs(files, left)
@@ -187,7 +224,10 @@ def _file(entry: dict[str, Any]) -> tuple[str, str | None, int]:
 def answer_text(message: str, outputs: Outputs) -> str:
     """What the judge reads as the answer: the final message, then each output file as the
     chat loop shows a file (`<file name="...">`, the name escaped), a binary one and one left
-    out by its name and why, so the judge is told what it does not see."""
+    out by its name and why, so the judge is told what it does not see. With no message and
+    no collected file the answer is empty (never judged, as in the chat loop), not our notes."""
+    if not message.strip() and not outputs.files:
+        return ""
     parts = [message]
     for name, text, size in outputs.files:
         label = html.escape(f"outputs/{name}")

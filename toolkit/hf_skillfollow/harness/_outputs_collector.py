@@ -10,13 +10,17 @@ size and text, or ``null`` text for a binary one; what it left out and why) and 
 
 Bounded: at most `MAX_FILES` files of at most `MAX_FILE_BYTES` each and `MAX_TOTAL` together,
 folders `MAX_DEPTH` deep, `MAX_ENTRIES` entries looked at; symbolic links are never followed
-(named as left out), nor anything that is not a regular file.
+(named as left out), nor anything that is not a regular file. A name that is not UTF-8 is shown
+with its bytes escaped (``\\xff``), so it cannot stop the JSON from being written; the result
+files replace whatever the agent left at their paths (written beside, then renamed: never
+through a link, never half-written).
 """
 
 import json
 import os
 import stat
 import sys
+import tempfile
 
 MAX_FILES = 32
 MAX_FILE_BYTES = 64 * 1024
@@ -43,13 +47,19 @@ def _read(path, size):
         os.close(fd)
 
 
+def shown(name):
+    """`name` as UTF-8 text: a byte that is not UTF-8 (a surrogate escape from `os.scandir`)
+    written as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def collect(root):
     found = {"files": [], "left_out": []}
     state = {"total": 0, "entries": 0}
 
     def leave(name, why):
         if len(found["left_out"]) < MAX_FILES:
-            found["left_out"].append({"name": name, "why": why})
+            found["left_out"].append({"name": shown(name), "why": why})
 
     def walk(folder, prefix, depth):
         try:
@@ -62,8 +72,8 @@ def collect(root):
                 leave(prefix + entry.name, f"more than {MAX_ENTRIES} entries")
                 return
             name = prefix + entry.name
-            if len(name) > MAX_NAME:
-                leave(name[:200] + "...", f"a name longer than {MAX_NAME} characters")
+            if len(shown(name)) > MAX_NAME:
+                leave(shown(name)[:200] + "...", f"a name longer than {MAX_NAME} characters")
             elif entry.is_symlink():
                 leave(name, "a symbolic link (not followed)")
             elif entry.is_dir(follow_symlinks=False):
@@ -98,7 +108,7 @@ def collect(root):
                 text = None if b"\x00" in blob else blob.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-            found["files"].append({"name": name, "bytes": len(blob), "text": text})
+            found["files"].append({"name": shown(name), "bytes": len(blob), "text": text})
 
     if os.path.islink(root):
         leave(".", "the outputs folder is a symbolic link (not followed)")
@@ -107,14 +117,23 @@ def collect(root):
     return found
 
 
+def _replace(path, text):
+    """Write `text` beside `path`, then rename it over `path`: whatever was there (a link the
+    agent planted) is replaced, not written through, and a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".collect.")
+    os.fchmod(fd, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
 def main(argv):
     root, logs = argv[1], argv[2]
     os.makedirs(logs, exist_ok=True)
     found = collect(root)
-    with open(os.path.join(logs, "outputs.json"), "w", encoding="utf-8") as fh:
-        json.dump(found, fh, ensure_ascii=False)
-    with open(os.path.join(logs, "reward.txt"), "w") as fh:
-        fh.write("0\n")  # a placeholder: the judge's verdict, given on the host, is the result
+    _replace(os.path.join(logs, "outputs.json"), json.dumps(found, ensure_ascii=False))
+    # a placeholder: the judge's verdict, given on the host, is the result
+    _replace(os.path.join(logs, "reward.txt"), "0\n")
     return 0
 
 
