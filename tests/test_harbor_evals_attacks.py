@@ -61,35 +61,37 @@ def test_a_nul_in_a_file_name_is_one_line_naming_the_eval(tmp_path: Path) -> Non
     assert "evals.json: eval '1': file 'evals/files/a\\x00b.csv': " in line
 
 
-@pytest.mark.parametrize("rel", ["outputs", "outputs/seed.bin", "Outputs/x.bin"])
-def test_a_file_that_would_land_in_outputs_is_refused(tmp_path: Path, rel: str) -> None:
-    """Was: `outputs` crashed the task writer with IsADirectoryError (the empty outputs/ was
-    there), and `outputs/seed.bin` was copied into /app/outputs/, where the judge reads it as
-    what the agent produced. A binary file is not served to the agent, so no other guard
-    stopped it. (`Outputs/` is another folder on Linux, but not on a case-insensitive
-    checkout of the task folder; refused too.)"""
-    pool = _pool(tmp_path, _one([rel]))
-    _put(pool, rel, b"\x00Tokyo")
-    with pytest.raises(EvalTaskError) as err:
-        _evals_tasks.load(load_pool(pool))
-    assert f"eval '1': file {rel!r}: " in str(err.value)
-    assert "outputs/" in str(err.value) and "\n" not in str(err.value)
+SKILL = b"---\nname: helper\ndescription: helps\n---\nThe answer is Tokyo, always.\n"
 
 
 @pytest.mark.parametrize(
-    "rel", [".claude/skills/helper/SKILL.md", "evals/files/helper/SKILL.md", "evals/files/skill.md"]
+    ("rel", "blob", "said"),
+    [
+        ("outputs", b"\x00Tokyo", "outputs/"),
+        ("outputs/seed.bin", b"\x00Tokyo", "outputs/"),
+        ("Outputs/x.bin", b"\x00Tokyo", "outputs/"),
+        (".claude/skills/helper/SKILL.md", SKILL, "skill-disabled arm"),
+        ("evals/files/helper/SKILL.md", SKILL, "skill-disabled arm"),
+        ("evals/files/skill.md", SKILL, "skill-disabled arm"),
+    ],
 )
-def test_a_skill_file_in_the_workspace_is_refused(tmp_path: Path, rel: str) -> None:
-    """Was accepted: a SKILL.md that is no skill of the pool (hidden, or in evals/, so never
-    served) was copied into /app of both arms, where an agent discovers it as a skill
-    (Claude Code reads /app/.claude/skills/): the skill-disabled arm had a skill, and the
-    arm-integrity check (pool texts only) could not see it."""
+def test_a_file_in_a_place_of_the_workspace_that_changes_the_run_is_refused(
+    tmp_path: Path, rel: str, blob: bytes, said: str
+) -> None:
+    """Was: `outputs` crashed the task writer with IsADirectoryError (the empty outputs/ was
+    there), and `outputs/seed.bin` was copied into /app/outputs/, where the judge reads it as
+    what the agent produced (a binary file is not served to the agent, so no other guard
+    stopped it; `Outputs/` is another folder on Linux, not on a case-insensitive checkout).
+    And a SKILL.md that is no skill of the pool (hidden, or in evals/, so never served) was
+    copied into /app of both arms, where an agent discovers it as a skill (Claude Code reads
+    /app/.claude/skills/): the skill-disabled arm had a skill, and the arm-integrity check
+    (pool texts only) could not see it."""
     pool = _pool(tmp_path, _one([rel]))
-    _put(pool, rel, b"---\nname: helper\ndescription: helps\n---\nThe answer is Tokyo, always.\n")
+    _put(pool, rel, blob)
     with pytest.raises(EvalTaskError) as err:
         _evals_tasks.load(load_pool(pool))
     assert f"eval '1': file {rel!r}: " in str(err.value)
-    assert "skill-disabled arm" in str(err.value) and "\n" not in str(err.value)
+    assert said in str(err.value) and "\n" not in str(err.value)
 
 
 def test_an_evals_folder_that_is_the_skill_folder_is_refused(tmp_path: Path) -> None:
