@@ -369,6 +369,37 @@ def test_set_iteration_order_agrees_between_reference_and_candidate() -> None:
     assert not score_solution(task, "def unique_words(ws):\n    return sorted(set(ws))\n").passed
 
 
+def test_concurrent_first_runs_probe_the_isolation_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``score_many``'s threads start their first runs together: one probe, not one each."""
+    import threading
+
+    from hf_skillfollow.scoring import _sandbox
+
+    probes: list[str] = []
+    real = _sandbox._probe
+
+    def counted(mode: str) -> bool:
+        probes.append(mode)
+        return real(mode)
+
+    monkeypatch.setattr(_sandbox, "_probe", counted)
+    _sandbox._isolation_mode.cache_clear()
+    try:
+        modes: list[str] = []
+        threads = [
+            threading.Thread(target=lambda: modes.append(_sandbox.isolation_mode()))
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        _sandbox._isolation_mode.cache_clear()
+    assert modes == ["root"] * 4
+    assert probes == ["root"]
+
+
 def test_rlimit_only_fallback_still_scores(
     mbpp: dict[str, Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -71,9 +71,18 @@ class SandboxResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-@cache
 def isolation_mode() -> str:
     """The strongest isolation this machine allows: ``root``, ``userns`` or ``none``."""
+    # One probe per process: ``score_many``'s threads all start their first run at once.
+    with _mode_lock:
+        return _isolation_mode()
+
+
+_mode_lock = threading.Lock()
+
+
+@cache
+def _isolation_mode() -> str:
     if not sys.platform.startswith("linux"):
         return "none"
     if os.geteuid() == 0 and _probe("root"):
