@@ -119,6 +119,18 @@ def test_a_long_name_is_cut_on_the_page_and_whole_in_the_csv(tmp_path):
     _same_view(both, _load(good, use_cache=False), cell_key("cellG", str(good)))
 
 
+def test_the_name_limit_counts_characters_not_utf8_bytes(tmp_path):
+    """The check reads byte lengths first (no decoding) and counts characters only past the
+    limit in bytes: 1,000 two-byte characters (2,000 bytes) load, 1,025 of them do not."""
+    fits, over = tmp_path / "fits", tmp_path / "over"
+    write_run_dir(fits, "run-f", CELL_A, cell_id="cellF", model="é" * 1_000)
+    write_run_dir(over, "run-o", CELL_A, cell_id="cellO", model="é" * 1_025)
+    board = _load(fits, over, use_cache=False)
+    assert board.sources == [str(fits)]
+    (warning,) = [w for w in board.warnings if str(over) in w]
+    assert "'model' holds a value of 1,025 characters" in warning
+
+
 def test_a_trace_bomb_costs_one_drill_down_a_bounded_page(tmp_path):
     """Item 13: a traces file of kilobytes whose messages repeat one 1 MB text (on main one
     drill-down returned over 100 MB of HTML)."""

@@ -250,6 +250,10 @@ def _too_long(table: pa.Table) -> str | None:
     for column in table.schema:
         if not pa.types.is_string(column.type) or column.name in ("se_error", "sd_error"):
             continue
+        # A character is at least one UTF-8 byte: a column whose longest value in bytes (read
+        # from its offsets, no decoding) is within the limit is within it in characters too.
+        if (pc.max(pc.binary_length(table[column.name])).as_py() or 0) <= MAX_IDENTITY_CHARS:
+            continue
         longest = pc.max(pc.utf8_length(table[column.name])).as_py() or 0
         if longest > MAX_IDENTITY_CHARS:
             return (
