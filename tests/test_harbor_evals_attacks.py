@@ -241,6 +241,28 @@ def test_a_huge_final_message_or_forged_outputs_stay_bounded(tmp_path: Path) -> 
     assert outputs.files == () and "over the collector's 262144" in str(outputs.problem)
 
 
+def test_an_unreadable_outputs_file_tells_the_judge_no_path(tmp_path: Path) -> None:
+    """Was: the note 'outputs.json cannot be read (...)' quoted the host path of the trial,
+    `.../jobs/se/<trial>/verifier/outputs.json`, into the answer the judge reads: the arm's
+    job folder, and the trial's own name, so the judge could tell the arm, and two trials
+    that left the same message and files no longer gave byte-identical requests."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "outputs.json").write_text(json.dumps({"files": [], "left_out": []}))
+    answers = []
+    for arm, name in (("se", "city-facts-1__Ab3"), ("sd", "city-facts-1__Zq9")):
+        trial = tmp_path / "jobs" / arm / name
+        (trial / "agent").mkdir(parents=True)
+        steps = [{"source": "agent", "message": "Tokyo"}]
+        (trial / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+        os.symlink(tmp_path / "outside", trial / "verifier")  # a linked verifier folder
+        read = _judged.read_outputs(trial)
+        assert read.files == () and read.problem is not None
+        answers.append(_judged.answer_text(_judged.final_message(trial), read))
+    assert answers[0] == answers[1]
+    assert "jobs" not in answers[0] and str(tmp_path) not in answers[0]
+    assert "a link leading out of the trial folder" in answers[0]
+
+
 def test_an_answer_of_only_our_notes_is_empty(tmp_path: Path) -> None:
     """Was judged: with no final message and no file collected, the answer was only our own
     note ('output files not read', 'not collected: ...'), which the judge was asked about;

@@ -183,8 +183,12 @@ def read_outputs(trial: Path) -> Outputs:
     if not path.is_file() or path.is_symlink():
         return Outputs(problem="the verifier collected no outputs.json")
     try:
-        data = json.loads(read_bytes(path, MAX_OUTPUTS_JSON_BYTES, trial).decode("utf-8"))
-    except (ImportInputError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        blob = read_bytes(path, MAX_OUTPUTS_JSON_BYTES, trial)
+    except ImportInputError as exc:
+        return Outputs(problem=f"outputs.json cannot be read ({_unread(exc)})")
+    try:
+        data = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         return Outputs(problem=f"outputs.json cannot be read ({str(exc)[:200]})")
     try:
         files = tuple(_file(f) for f in _items(data, "files"))
@@ -195,6 +199,19 @@ def read_outputs(trial: Path) -> Outputs:
     except (KeyError, TypeError, ValueError) as exc:
         return Outputs(problem=f"outputs.json is not the collector's ({str(exc)[:200]})")
     return Outputs(files, left)
+
+
+def _unread(exc: Exception) -> str:
+    """Why the reader refused a trial file, in words of ours: its message holds the host
+    path, ``.../jobs/<arm>/<trial>/...``, which would tell the judge the arm and the trial."""
+    text = str(exc)
+    if "leads out of" in text:
+        return "a link leading out of the trial folder"
+    if "not a regular file" in text:
+        return "not a regular file"
+    if "bytes" in text:
+        return f"over {MAX_OUTPUTS_JSON_BYTES} bytes"
+    return "the file system refused it"
 
 
 def _items(data: Any, key: str) -> list[dict[str, Any]]:
