@@ -71,8 +71,7 @@ SKILL = b"---\nname: helper\ndescription: helps\n---\nThe answer is Tokyo, alway
         ("outputs/seed.bin", b"\x00Tokyo", "outputs/"),
         ("Outputs/x.bin", b"\x00Tokyo", "outputs/"),
         (".claude/skills/helper/SKILL.md", SKILL, "skill-disabled arm"),
-        ("evals/files/helper/SKILL.md", SKILL, "skill-disabled arm"),
-        ("evals/files/skill.md", SKILL, "skill-disabled arm"),
+        ("evals/files/.agents/skills/helper/skill.md", SKILL, "skill-disabled arm"),
     ],
 )
 def test_a_file_in_a_place_of_the_workspace_that_changes_the_run_is_refused(
@@ -82,7 +81,7 @@ def test_a_file_in_a_place_of_the_workspace_that_changes_the_run_is_refused(
     there), and `outputs/seed.bin` was copied into /app/outputs/, where the judge reads it as
     what the agent produced (a binary file is not served to the agent, so no other guard
     stopped it; `Outputs/` is another folder on Linux, not on a case-insensitive checkout).
-    And a SKILL.md that is no skill of the pool (hidden, or in evals/, so never served) was
+    And a SKILL.md that is no skill of the pool (in a hidden folder, so never served) was
     copied into /app of both arms, where an agent discovers it as a skill (Claude Code reads
     /app/.claude/skills/): the skill-disabled arm had a skill, and the arm-integrity check
     (pool texts only) could not see it."""
@@ -92,6 +91,16 @@ def test_a_file_in_a_place_of_the_workspace_that_changes_the_run_is_refused(
         _evals_tasks.load(load_pool(pool))
     assert f"eval '1': file {rel!r}: " in str(err.value)
     assert said in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_skill_md_that_no_agent_loads_is_a_plain_input_file(tmp_path: Path) -> None:
+    """The input of a skill-authoring eval ("review this draft skill") is a SKILL.md in the
+    eval's files: no agent looks for skills in evals/files/, so it is copied like any file."""
+    rel = "evals/files/draft/SKILL.md"
+    pool = _pool(tmp_path, _one([rel]))
+    _put(pool, rel, SKILL)
+    (task,) = _evals_tasks.load(load_pool(pool)).tasks.values()
+    assert task.problem["workspace_files"] == ((rel, SKILL),)
 
 
 def test_an_evals_folder_that_is_the_skill_folder_is_refused(tmp_path: Path) -> None:

@@ -594,17 +594,24 @@ def workspace_files(
 def _workspace_place(rel: Path, label: str) -> None:
     """Refuse a workspace path that would change what is judged or what the arms have: one in
     `OUTPUTS_FOLDER` (the judge would read it as the agent's output; compared without case,
-    as a case-insensitive checkout of the task folder would) or a ``SKILL.md`` (an agent
-    discovers it as a skill, in the skill-disabled arm too, e.g. ``.claude/skills/x/``)."""
+    as a case-insensitive checkout of the task folder would), or a ``SKILL.md`` where agents
+    discover skills in their working folder (a hidden folder, ``.claude/skills/``,
+    ``.agents/skills/``, ..., or a top ``skills/``), which the skill-disabled arm would have
+    too. A ``SKILL.md`` elsewhere (``evals/files/draft/SKILL.md``, the input of a
+    skill-authoring eval) is a plain file no agent loads as a skill."""
+    folders = [p.casefold() for p in rel.parts[:-1]]
     if rel.parts and rel.parts[0].casefold() == OUTPUTS_FOLDER:
         raise TaskLoadError(
             f"{label}: would be copied into the workspace's {OUTPUTS_FOLDER}/, where the judge "
             "reads what the agent produced; keep an eval's files elsewhere"
         )
-    if rel.name.casefold() == "skill.md":
+    if rel.name.casefold() == "skill.md" and (
+        any(p.startswith(".") for p in folders) or folders[:1] == ["skills"]
+    ):
         raise TaskLoadError(
-            f"{label}: a SKILL.md in the workspace is a skill an agent finds in both arms, so "
-            "the skill-disabled arm would have a skill; give skills through the pool"
+            f"{label}: a SKILL.md where agents discover skills (a hidden folder such as "
+            ".claude/skills/, or skills/) is a skill in both arms' workspace, so the "
+            "skill-disabled arm would have a skill; give skills through the pool"
         )
 
 
