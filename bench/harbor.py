@@ -8,9 +8,12 @@ request and a fixed number of request slots, so its limit is known:
 - `direct`: the same two job files given to ``harbor run`` twice at once, then
   ``hf-skillfollow import harbor`` on the two job folders: what a user would do by hand.
 
-Printed: wall time of each, the overhead ours adds per trial (target: under 5% of the trial
-time), and ours' trials per minute against the endpoint's limit in trials (requests per
-minute over requests per trial; target at --concurrency 8: at least 0.8x).
+Printed: the load average (other work on the machine slows every mode), wall time of each,
+the overhead ours adds per trial (target: under 5% of the trial time), ours' trials per minute
+against the endpoint's limit in trials (requests per minute over requests per trial; target at
+--concurrency 8: at least 0.8x), over the whole run and over the jobs' own window (first trial
+started to last trial finished: without the run's fixed start and import), and where a trial's
+time went (medians of Harbor's own phase timings in each trial's result.json).
 
     .ci/setup-harbor && .venv/bin/python bench/harbor.py [--trials 2] [--concurrency 8]
 """
@@ -20,11 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +63,34 @@ def _timed(argv: list[str], env: dict[str, str]) -> float:
     return time.monotonic() - start
 
 
+def _seconds(span: dict | None) -> float | None:
+    if not span or not span.get("started_at") or not span.get("finished_at"):
+        return None
+    start, end = (datetime.fromisoformat(span[k]) for k in ("started_at", "finished_at"))
+    return (end - start).total_seconds()
+
+
+def _trials(jobs: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(jobs.glob("*/*/result.json"))]
+
+
+def _phases(results: list[dict]) -> str:
+    """Medians of Harbor's per-trial phase timings."""
+    parts = []
+    for name in ("environment_setup", "agent_setup", "agent_execution", "verifier", None):
+        values = [v for r in results if (v := _seconds(r.get(name) if name else r)) is not None]
+        if values:
+            parts.append(f"{name or 'whole trial'} {statistics.median(values):.2f} s")
+    return ", ".join(parts)
+
+
+def _window(results: list[dict]) -> tuple[float, float]:
+    """Epoch seconds of the first trial's start and of the last trial's end."""
+    starts = [datetime.fromisoformat(r["started_at"]).timestamp() for r in results]
+    ends = [datetime.fromisoformat(r["finished_at"]).timestamp() for r in results]
+    return min(starts), max(ends)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2)
@@ -69,17 +102,20 @@ def main() -> None:
     cli = [sys.executable, "-m", "hf_skillfollow.cli"]
     env = {**os.environ, "SKILLFOLLOW_HARBOR": str(harbor), "DOUBLE_API_KEY": "double-key",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    load_before = os.getloadavg()
     with (
         tempfile.TemporaryDirectory() as tmp,
         LimitedDouble(DATA / "tasks", args.slots, args.latency) as model,
     ):
         out = Path(tmp)
+        ours_began = time.time()
         ours = _timed([*cli, "run", "--harness", "harbor", "--model", "openai/double-model",
                        "--base-url", model.url, "--api-key-env", "DOUBLE_API_KEY",
                        "--trials", str(args.trials), "--concurrency", str(args.concurrency),
                        "-o", str(out / "ours"), "--no-report"], env)  # fmt: skip
         requests = sum(model.requests.values())
         (work,) = (out / "ours").glob("harbor-*")
+        results = _trials(work / "jobs")
         direct_jobs = out / "direct"
         procs = []
         start = time.monotonic()
@@ -96,7 +132,10 @@ def main() -> None:
                         "--without-skills", str(direct_jobs / "sd"), "--skills", str(work / "skills"),
                         "-o", str(out / "direct-runs")], env=env, check=True, capture_output=True)  # fmt: skip
         direct = time.monotonic() - start
+    load_after = os.getloadavg()
     n_trials = 2 * 4 * args.trials
+    if len(results) != n_trials or any(r.get("exception_info") for r in results):
+        sys.exit(f"ours: {len(results)} trial results, some with an exception: not a measurement")
     requests_per_trial = requests / n_trials
     limit_rpm = args.slots * 60 / args.latency
     limit_tpm = limit_rpm / requests_per_trial
@@ -111,8 +150,19 @@ def main() -> None:
     print(f"overhead of ours: {overhead:+.2f} s per trial = {100 * overhead / trial_s:+.1f}% of a "
           f"trial's ~{trial_s:.1f} s (target < 5%); {100 * (ours - direct) / direct:+.1f}% of "
           "the whole run")  # fmt: skip
+    first, last = _window(results)
+    window = last - first
+    print(f"ours outside the jobs' window: {first - ours_began:.1f} s before the first trial "
+          f"started (staging, Harbor's start), {ours_began + ours - last:.1f} s after the last "
+          "ended (Harbor's end, the import)")  # fmt: skip
     print(f"ours at --concurrency {args.concurrency}: {(n_trials * 60 / ours) / limit_tpm:.2f}x "
-          "the endpoint's limit in trials/min (target >= 0.8x)")  # fmt: skip
+          "the endpoint's limit in trials/min over the whole run (target >= 0.8x); "
+          f"{(n_trials * 60 / window) / limit_tpm:.2f}x over the jobs' {window:.1f} s window")  # fmt: skip
+    busy = sum(_seconds(r) or 0.0 for r in results)
+    print(f"a trial of ours (medians): {_phases(results)}; {busy / window:.1f} trials in flight on "
+          f"average over the window (of {args.concurrency})")  # fmt: skip
+    print(f"load average (1, 5, 15 min): before {', '.join(f'{x:.1f}' for x in load_before)}; "
+          f"after {', '.join(f'{x:.1f}' for x in load_after)} (on {os.cpu_count()} cores)")  # fmt: skip
 
 
 if __name__ == "__main__":

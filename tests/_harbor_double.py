@@ -24,7 +24,13 @@ from pathlib import Path
 from tests._http_double import ChatServerDouble, Reply
 
 SKILLS = "/runtime/skills"
-# (task, arm) -> keystroke batches, one per model turn. By hand, per trial:
+#: How long Terminus waits after each keystroke batch before it reads the screen: the
+#: `duration` its prompt asks the model for ("On immediate tasks (e.g., cd, ls, echo, cat) set
+#: a duration of 0.1 seconds. On commands (e.g., gcc, find, rustc) set a duration of 1.0
+#: seconds"): reading or echoing, and `wc`, are immediate; running a program (python3, awk,
+#: a sed pipeline) is a command.
+IMMEDIATE, COMMAND = 0.1, 1.0
+# (task, arm) -> keystroke batches, one per model turn, each (keystrokes, duration). By hand:
 #   sum-sales     SE reads ledger-totals and runs its script -> 1,234.50 (pass);
 #                 SD sums with awk -> 1234.5 (fail)                        helpful flip, S_call
 #   write-report  SE reads status-report -> the team format (pass);
@@ -32,28 +38,28 @@ SKILLS = "/runtime/skills"
 #   count-lines   both count with wc, no skill read (pass, pass)          concordant, S_skip
 #   make-slug     SE reads house-slugs and follows it (pass);
 #                 SD gets it right its own way (pass)                     concordant, S_call
-SCRIPTS: dict[tuple[str, str], list[list[str]]] = {
+SCRIPTS: dict[tuple[str, str], list[list[tuple[str, float]]]] = {
     ("sum-sales", "se"): [
-        [f"cat {SKILLS}/ledger-totals/SKILL.md\n"],
-        [f"python3 {SKILLS}/ledger-totals/scripts/ledger_total.py /app/sales.csv amount > /app/total.txt\n"],
+        [(f"cat {SKILLS}/ledger-totals/SKILL.md\n", IMMEDIATE)],
+        [(f"python3 {SKILLS}/ledger-totals/scripts/ledger_total.py /app/sales.csv amount > /app/total.txt\n", COMMAND)],
     ],
-    ("sum-sales", "sd"): [["awk -F, 'NR>1{s+=$2} END{print s}' /app/sales.csv > /app/total.txt\n"]],
+    ("sum-sales", "sd"): [[("awk -F, 'NR>1{s+=$2} END{print s}' /app/sales.csv > /app/total.txt\n", COMMAND)]],
     ("write-report", "se"): [
-        [f"cat {SKILLS}/status-report/SKILL.md\n"],
-        ["python3 -c \"import json,os; f=sorted(os.listdir('/app/inbox')); "
-         "json.dump({'kind':'status','count':len(f),'files':f}, open('/app/report.json','w'))\"\n"],
+        [(f"cat {SKILLS}/status-report/SKILL.md\n", IMMEDIATE)],
+        [("python3 -c \"import json,os; f=sorted(os.listdir('/app/inbox')); "
+          "json.dump({'kind':'status','count':len(f),'files':f}, open('/app/report.json','w'))\"\n", COMMAND)],
     ],
-    ("write-report", "sd"): [["echo '{\"status\": \"ok\", \"files\": 3}' > /app/report.json\n"]],
-    ("count-lines", "se"): [["wc -l < /app/notes.txt > /app/count.txt\n"]],
-    ("count-lines", "sd"): [["wc -l < /app/notes.txt > /app/count.txt\n"]],
+    ("write-report", "sd"): [[("echo '{\"status\": \"ok\", \"files\": 3}' > /app/report.json\n", IMMEDIATE)]],
+    ("count-lines", "se"): [[("wc -l < /app/notes.txt > /app/count.txt\n", IMMEDIATE)]],
+    ("count-lines", "sd"): [[("wc -l < /app/notes.txt > /app/count.txt\n", IMMEDIATE)]],
     ("make-slug", "se"): [
-        [f"cat {SKILLS}/house-slugs/SKILL.md\n"],
-        ["sed -e 's/&/and/g' /app/title.txt | tr 'A-Z' 'a-z' | sed -e 's/[^a-z0-9]\\+/-/g' "
-         "-e 's/^-//' -e 's/-$//' > /app/slug.txt\n"],
+        [(f"cat {SKILLS}/house-slugs/SKILL.md\n", IMMEDIATE)],
+        [("sed -e 's/&/and/g' /app/title.txt | tr 'A-Z' 'a-z' | sed -e 's/[^a-z0-9]\\+/-/g' "
+          "-e 's/^-//' -e 's/-$//' > /app/slug.txt\n", COMMAND)],
     ],
     ("make-slug", "sd"): [
-        ["python3 -c \"import re; t=open('/app/title.txt').read().replace('&','and').lower(); "
-         "print(re.sub('[^a-z0-9]+','-',t).strip('-'))\" > /app/slug.txt\n"],
+        [("python3 -c \"import re; t=open('/app/title.txt').read().replace('&','and').lower(); "
+          "print(re.sub('[^a-z0-9]+','-',t).strip('-'))\" > /app/slug.txt\n", COMMAND)],
     ],
 }  # fmt: skip
 
@@ -97,7 +103,7 @@ class TerminusModelDouble(ChatServerDouble):
         script = SCRIPTS.get((task or "", arm), [])
         if turn < len(script):
             move = {"analysis": "Working on it.", "plan": "Run the next command.",
-                    "commands": [{"keystrokes": k, "duration": 0.3} for k in script[turn]],
+                    "commands": [{"keystrokes": k, "duration": d} for k, d in script[turn]],
                     "task_complete": False}  # fmt: skip
         else:
             move = {"analysis": "Done.", "plan": "Finish.", "commands": [], "task_complete": True}

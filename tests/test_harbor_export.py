@@ -79,11 +79,12 @@ def test_exported_task_runs_through_harbor_in_the_sandbox(tmp_path: Path, monkey
     out = tmp_path / "tasks"
     export_harbor(OWN_TASKS, out)
     write = "printf 'def {name}(a, b=None):\\n    return {body}\\n' > /app/solution.py\n"
+    now = double.IMMEDIATE  # printf into a file
     scripts = {
-        ("add", "se"): [[write.format(name="add", body="a + b")]],
-        ("add", "sd"): [[write.format(name="add", body="a - b")]],
-        ("square", "se"): [[write.format(name="square", body="a * a")]],
-        ("square", "sd"): [[write.format(name="square", body="a ** 2")]],
+        ("add", "se"): [[(write.format(name="add", body="a + b"), now)]],
+        ("add", "sd"): [[(write.format(name="add", body="a - b"), now)]],
+        ("square", "se"): [[(write.format(name="square", body="a * a"), now)]],
+        ("square", "sd"): [[(write.format(name="square", body="a ** 2"), now)]],
     }
     for key, script in scripts.items():
         monkeypatch.setitem(double.SCRIPTS, key, script)
