@@ -128,6 +128,24 @@ def test_agent_cells_say_the_agent_never_loaded_a_skill(tmp_path: Path) -> None:
     assert "the agent loading a skill" in " ".join(out.split())
 
 
+def test_the_board_uses_the_same_words_for_agent_cells() -> None:
+    """The board says why a value is undefined in the report's words: for a harness-run or
+    imported cell those of an agent (before, it said "the model never retrieved a skill")."""
+    import pandas as pd
+
+    from hf_skillfollow.space_app._drill import decomposition_markdown
+    from hf_skillfollow.space_app._table import undefined_reason
+
+    agent = {"n_cond": 0, "n_pairs": 4, "oae": 0.0, "rae": math.nan, "delta_skip": 0.0,
+             "mcnemar_p": math.nan, "provenance": "run:harbor"}  # fmt: skip
+    chat = {**agent, "provenance": "run"}
+    assert undefined_reason(agent, "rae") == "undefined: the agent never loaded a skill"
+    assert undefined_reason(chat, "mcnemar_p") == "undefined: the model never retrieved a skill"
+    assert "RAE is undefined: the agent never loaded a skill" in decomposition_markdown(
+        pd.Series(agent)
+    )
+
+
 def test_folder_source_finds_run_dirs_and_repo_shards(
     sources: dict[str, Path], tmp_path: Path
 ) -> None:

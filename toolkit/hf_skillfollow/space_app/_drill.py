@@ -155,7 +155,7 @@ def _matrix(cell: pd.Series, suffix: str, title: str) -> str:
 
 def decomposition_markdown(cell: pd.Series) -> str:
     """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers."""
-    from hf_skillfollow.report import NEVER_RETRIEVED
+    from hf_skillfollow.report import never_triggered
 
     if is_error_heavy(cell):  # the same numbers the table withholds
         text = f"**Decomposition.** {not_reported(cell)}: OAE, RAE and Δskip are not shown."
@@ -166,7 +166,7 @@ def decomposition_markdown(cell: pd.Series) -> str:
     annotations = str(cell.get("_annotations") or "")
     if math.isnan(rae):
         text = (
-            f"**Decomposition.** RAE is {NEVER_RETRIEVED} (n_cond = 0), "
+            f"**Decomposition.** RAE is {never_triggered(cell)} (n_cond = 0), "
             f"so OAE = Δskip = {_fmt(oae)} pp."
         )
         return "\n\n".join(p for p in (text, annotations) if p)

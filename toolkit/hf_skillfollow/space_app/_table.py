@@ -201,10 +201,10 @@ def interval(low: object, high: object) -> str:
 
 def undefined_reason(row: pd.Series | dict, column: str) -> str | None:
     """Why a value is undefined, in the words of `hf-skillfollow report`; None if defined."""
-    from hf_skillfollow.report import NEVER_RETRIEVED
+    from hf_skillfollow.report import never_triggered
 
     if column in {"rae", "mcnemar_p"} and int(row["n_cond"]) == 0:
-        return NEVER_RETRIEVED
+        return never_triggered(row)
     if not fmt.is_undefined(row[column]):
         return None
     if column == "delta_skip" and int(row["n_skip"]) == 0:
