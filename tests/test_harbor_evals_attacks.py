@@ -103,6 +103,32 @@ def test_a_skill_md_that_no_agent_loads_is_a_plain_input_file(tmp_path: Path) ->
     assert task.problem["workspace_files"] == ((rel, SKILL),)
 
 
+@pytest.mark.parametrize(
+    ("blob", "what"),
+    [
+        (b"Notes.\n# City facts\n\nSort the table by population with\n  `sort -t, -k2 -n`.\n",
+         "skill 'city-facts' SKILL.md body"),
+        (b"\x00PDF-ish\nHow this skill reads   city tables, in full.\x00",
+         "skill 'city-facts' file 'references/guide.md'"),
+    ],
+)  # fmt: skip
+def test_a_workspace_file_holding_a_skills_text_is_refused(
+    tmp_path: Path, blob: bytes, what: str
+) -> None:
+    """Was accepted: the guard compared whole files only, so a file that holds a SKILL.md body
+    or a served file inside other text (or in a binary file, which `strings` reads) went into
+    both arms' workspace. The chat loop records such an attachment as an arm-integrity
+    violation from the SD request's text; a harness trial's check looks only for skills
+    listed or loaded by name, so nothing would have shown it."""
+    rel = "evals/files/notes.bin"
+    pool = _pool(tmp_path, _one([rel]))
+    _put(pool, rel, blob)
+    with pytest.raises(EvalTaskError) as err:
+        _evals_tasks.load(load_pool(pool))
+    assert f"eval '1': file {rel!r}: holds {what}" in str(err.value)
+    assert "skill-disabled arm" in str(err.value) and "\n" not in str(err.value)
+
+
 def test_an_evals_folder_that_is_the_skill_folder_is_refused(tmp_path: Path) -> None:
     """Was accepted silently: with `evals -> .`, the resolved evals folder is the skill
     folder, so `without_evals` withdrew every file of the skill (its scripts too) from the

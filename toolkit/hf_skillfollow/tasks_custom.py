@@ -394,7 +394,8 @@ def load_skill_evals(pool: Any, *, workspace: bool = False) -> tuple[list[Task],
     tasks: list[Task] = []
     digest = hashlib.sha256()
     keys = answer_keys(pool)
-    guard = _AttachGuard(keys, _PoolContent.of(without_evals(pool, keys)))
+    served = without_evals(pool, keys)
+    guard = _AttachGuard(keys, _PoolContent.of(served), served)
     copied = 0
     for name, folder in skill_folders(pool):
         path = folder / EVALS_FILE
@@ -497,6 +498,26 @@ class _AttachGuard:
 
     keys: AnswerKeys
     content: _PoolContent
+    served: Any = None
+    """The pool the skill-enabled arm is served (`holds` looks for its texts)."""
+
+    def holds(self, blob: bytes, label: str) -> None:
+        """Refuse a workspace file that holds a pool skill's text anywhere in it. An attachment
+        needs no such check: it is in the SD request, whose arm-integrity check finds pool text
+        in it (`_arm_integrity.sd_request_integrity`); a file in a workspace is in no request,
+        and a harness trial's check sees only skills listed or loaded by name."""
+        from hf_skillfollow._arm_integrity import pool_texts
+
+        if self.served is None:
+            return
+        # whitespace runs collapsed, as `pool_texts` gives the texts (NUL counts as one)
+        text = " ".join(blob.decode("utf-8", "replace").replace("\x00", " ").split())
+        what = next((what for what, skill in pool_texts(self.served) if skill in text), None)
+        if what is not None:
+            raise TaskLoadError(
+                f"{label}: holds {what}, which only the skill-enabled arm may read; copied into "
+                "both arms' workspace, it would reach the skill-disabled arm too"
+            )
 
     def check(self, path: Path, text: str, label: str) -> None:
         if self.keys.is_key(path, text):
@@ -582,6 +603,7 @@ def workspace_files(
         if total > MAX_WORKSPACE_TOTAL:
             raise TaskLoadError(f"{label}: the eval's files exceed {MAX_WORKSPACE_TOTAL} bytes")
         guard.check(root / name, blob.decode("utf-8", "replace"), label)
+        guard.holds(blob, label)
         place = Path(*[p for p in parts if p != "."])
         _workspace_place(place, label)
         rel = place.as_posix()
