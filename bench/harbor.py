@@ -101,7 +101,7 @@ def main() -> None:
     harbor = ROOT / ".venv-harbor" / "bin" / "harbor"
     cli = [sys.executable, "-m", "hf_skillfollow.cli"]
     env = {**os.environ, "SKILLFOLLOW_HARBOR": str(harbor), "DOUBLE_API_KEY": "double-key",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HARBOR_TELEMETRY": "0"}  # fmt: skip
     load_before = os.getloadavg()
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -127,7 +127,7 @@ def test_loopback_relay_and_read_only_paths(tmp_path: Path) -> None:
             "agents": [{"name": "nop"}], "datasets": [{"path": str(tmp_path / "tasks")}],
         }  # fmt: skip
         (tmp_path / "job.json").write_text(json.dumps(job))
-        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HARBOR_TELEMETRY": "0"}
         done = subprocess.run([str(harbor), "run", "-c", str(tmp_path / "job.json"), "-y"],
                               env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

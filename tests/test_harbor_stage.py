@@ -191,3 +191,13 @@ def test_resume_carries_a_new_endpoint_into_finished_trials(tmp_path: Path) -> N
     # what the finished trial used stays recorded; an unfinished trial is redone, not edited
     assert read("done__1", "result.json") == {"config": {"agent": old}}
     assert read("running__2", "config.json") == {"agent": old}
+
+
+def test_harbor_runs_without_its_telemetry_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Harbor reports to PostHog by default: the harness turns it off, a user's own setting wins."""
+    from hf_skillfollow.harness._harbor import harbor_env
+
+    monkeypatch.delenv("HARBOR_TELEMETRY", raising=False)
+    assert harbor_env()["HARBOR_TELEMETRY"] == "0"
+    monkeypatch.setenv("HARBOR_TELEMETRY", "1")
+    assert harbor_env()["HARBOR_TELEMETRY"] == "1"

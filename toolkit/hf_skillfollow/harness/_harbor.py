@@ -389,6 +389,10 @@ def harbor_env() -> dict[str, str]:
     env = dict(os.environ)
     # LiteLLM fetches a model price list from the internet at import unless told not to.
     env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Harbor 0.26 reports every command and job to PostHog from a detached process unless
+    # told not to: a measurement tool sends nothing a user did not ask for (HARBOR_TELEMETRY=1
+    # in the user's environment turns it back on).
+    env.setdefault("HARBOR_TELEMETRY", "0")
     env.setdefault(_EMBEDDED_KEY, "sk-no-key-required")
     env["PYTHONUNBUFFERED"] = "1"
     return env
