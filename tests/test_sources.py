@@ -66,3 +66,77 @@ def test_a_parquet_file_reads_back_equal_to_its_rows_with_plain_string_columns(
     assert {"model", "run_id", "cell_id"} <= set(_DICTIONARY_COLUMNS)
     assert table.schema.equals(TRANSITIONS_SCHEMA) and table.equals(written)
     assert table["model"].to_pylist() == [f"org/m{i % 3}" for i in range(9)]
+
+
+def test_sparse_pairs_find_the_same_duplicate_as_dense_ones(tmp_path: Path) -> None:
+    """Dense keys (2 runs x 4 tasks) are counted, sparse ones (40 runs x 40 tasks, 42 rows)
+    sorted: both name the duplicated pair met first in row order and count every one."""
+    dense = [(f"r{i % 2}", f"T/{i // 2}") for i in range(8)] + [("r0", "T/3"), ("r1", "T/2")]
+    sparse = [(f"r{i}", f"T/{i}") for i in range(40)] + [("r7", "T/7"), ("r3", "T/3")]
+    for name, pairs, first in (("dense", dense, ("r1", "T/2")), ("sparse", sparse, ("r3", "T/3"))):
+        path = _write(tmp_path / f"{name}.parquet", pairs)
+        with pytest.raises(SourceError) as err:
+            read_transitions(path)
+        assert f"= {first!r} twice in {path} (2 duplicated pair(s) in all)" in str(err.value)
+
+
+def _measured_everywhere(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every file counts as one whose footer cannot bound it (the 10^6-row case), and each
+    `ParquetFile.read` is recorded by the columns it reads (None: all)."""
+    from hf_skillfollow.hub import _budget
+
+    monkeypatch.setattr(_budget, "_CHEAP_BOUND", 0)
+    reads: list[object] = []
+    original = pq.ParquetFile.read
+
+    def read(self, columns=None, **kwargs):  # noqa: ANN001, ANN202
+        reads.append(None if columns is None else tuple(columns))
+        return original(self, columns=columns, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", read)
+    return reads
+
+
+def test_a_budgeted_read_measures_and_uses_one_read_with_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The board's read (`budget=`) reads each column once and gives what a plain read gives."""
+    from hf_skillfollow.hub._budget import TRANSITIONS
+
+    rows = [
+        transition_row(run_id=f"r{i % 3}", task_id=f"Mbpp/{i}", model=f"org/m{i % 3}",
+                       queries=["q"] * (i % 2), n_calls=i % 2, invoked=bool(i % 2))
+        for i in range(9)
+    ]  # fmt: skip
+    written = transitions_from_rows(rows)
+    path = tmp_path / "t.parquet"
+    pq.write_table(written, path)
+    reads = _measured_everywhere(monkeypatch)
+    table = read_transitions(path, budget=TRANSITIONS)
+    assert table.schema.equals(TRANSITIONS_SCHEMA) and table.equals(written)
+    assert table.equals(read_transitions(path))
+    budgeted = reads[:2]  # the budgeted read: the strings, then the other columns
+    columns = [c for cols in budgeted if cols is not None for c in cols]
+    assert None not in budgeted and len(columns) == len(set(columns)) == len(written.schema)
+
+
+def test_a_budgeted_read_refuses_with_the_budget_checks_own_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hf_skillfollow.hub import _budget
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(transitions_from_rows([transition_row(model="org/" + "m" * 40)]), path)
+    _measured_everywhere(monkeypatch)
+    small = _budget.Budget(file_bytes=1 << 30, decoded_bytes=1 << 30, string_chars=32, rows=10)
+    monkeypatch.setitem(_budget.BUDGETS, "transitions", small)
+    with pytest.raises(_budget.BudgetError) as checked:
+        _budget.check_files([path], "transitions", str(path))
+    with pytest.raises(_budget.BudgetError) as read:
+        read_transitions(path, budget=small)
+    assert str(read.value) == str(checked.value)
+    assert "'model' holds a value of 44 bytes" in str(read.value)
+    fewer = _budget.Budget(file_bytes=1 << 30, decoded_bytes=1 << 30, string_chars=64, rows=0)
+    with pytest.raises(_budget.BudgetError, match="passes 0 rows"):
+        read_transitions(path, budget=fewer)
+    assert read_transitions(path).num_rows == 1  # unbudgeted (report) reads as before

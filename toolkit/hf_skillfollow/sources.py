@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -20,6 +20,9 @@ from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import BACKFILL, TRANSITIONS_SCHEMA, SchemaError, validate_transitions
 from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
+
+if TYPE_CHECKING:
+    from hf_skillfollow.hub._budget import Budget, Meter
 
 _JSONL_SUFFIXES = tuple(s for s in LOCAL_SUFFIXES if s != ".parquet")
 #: String columns a parquet file is read into as dictionaries, which the schema check casts
@@ -35,30 +38,34 @@ class SourceError(ValueError):
     """A source cannot be read: missing path, unsupported file, empty folder, duplicate rows."""
 
 
-def read_transitions(*sources: str | Path) -> pa.Table:
+def read_transitions(*sources: str | Path, budget: Budget | None = None) -> pa.Table:
     """All rows of all sources as one validated table (schema v1).
 
     A (run_id, task_id) pair seen twice, within a source or across sources, is an error
     naming where it was seen: counting a task twice would silently bias every metric.
+    `budget`: what reading each source's parquet files may cost (`hub._budget`, the board's
+    limits on rows someone else published); each file is checked on the read that is used,
+    so a file is not read once to measure and again to use.
     """
     if not sources:
         raise SourceError("no transitions source given")
     parts: list[tuple[str, pa.Table]] = []
     for source in sources:
-        parts.extend(_read_source(source))
+        parts.extend(_read_source(source, budget))
     _check_unique(parts)
     return pa.concat_tables([t for _, t in parts]) if parts else TRANSITIONS_SCHEMA.empty_table()
 
 
-def _read_source(source: str | Path) -> list[tuple[str, pa.Table]]:
+def _read_source(source: str | Path, budget: Budget | None = None) -> list[tuple[str, pa.Table]]:
     path = Path(source).expanduser()
+    meter = _meter(budget, str(source))
     if path.is_file() or (path.exists() and not path.is_dir()):  # a FIFO: refused by name
-        return [(str(path), _read_file(path))]
+        return [(str(path), _read_file(path, meter))]
     if path.is_dir():
         files = _folder_files(path)
         parquet = [f for f in files if f.suffix == ".parquet"]
         others = [(str(f), _read_file(f)) for f in files if f.suffix != ".parquet"]
-        return _read_parquet_files(path, parquet) + others
+        return _read_parquet_files(path, parquet, budget, str(source)) + others
     if not is_hub_id(source):
         raise SourceError(f"{source}: no such file or directory")
     # Hub ids are the hub package's job; imported only when one is given.
@@ -91,7 +98,16 @@ def _folder_files(folder: Path) -> list[Path]:
     return [Path(f) for f in sorted(found, key=lambda f: f.split(os.sep))]  # as Paths sort
 
 
-def _read_file(path: Path) -> pa.Table:
+def _meter(budget: Budget | None, source: str) -> Meter | None:
+    if budget is None:
+        return None
+    from hf_skillfollow.hub._budget import Meter
+
+    return Meter(budget, source)
+
+
+def _read_file(path: Path, meter: Meter | None = None) -> pa.Table:
+    """One file's rows, validated; a parquet file counted by `meter` on the read it uses."""
     try:
         regular_file(path)
     except NotRegularFile as exc:
@@ -101,8 +117,12 @@ def _read_file(path: Path) -> pa.Table:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
+        dictionary = list(_DICTIONARY_COLUMNS)
         try:
-            table = pq.read_table(path, read_dictionary=list(_DICTIONARY_COLUMNS))
+            if meter is None:
+                table = pq.read_table(path, read_dictionary=dictionary)
+            else:
+                table = meter.read(path, pq.ParquetFile(path), dictionary)
         except (pa.ArrowInvalid, OSError) as exc:
             raise SourceError(f"{path}: not a readable parquet file ({exc})") from None
         return validate_transitions(table, str(path))
@@ -111,13 +131,17 @@ def _read_file(path: Path) -> pa.Table:
     raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
 
 
-def _read_parquet_files(folder: Path, files: list[Path]) -> list[tuple[str, pa.Table]]:
-    """Many parquet files in one threaded scan (a repo of 10^4 runs is 10^4 files).
+def _read_parquet_files(
+    folder: Path, files: list[Path], budget: Budget | None = None, source: str = ""
+) -> list[tuple[str, pa.Table]]:
+    """Many parquet files in one threaded scan (a repo of 10^4 runs is 10^4 files; it checks
+    the read budget itself).
 
     Any problem sends the files through `_read_file` one by one, so the error names the file.
     """
     if len(files) < 2:
-        return [(str(f), _read_file(f)) for f in files]
+        meter = _meter(budget, source or str(folder))
+        return [(str(f), _read_file(f, meter)) for f in files]
     from hf_skillfollow.hub._load import read_parquet_files
 
     try:
@@ -128,7 +152,8 @@ def _read_parquet_files(folder: Path, files: list[Path]) -> list[tuple[str, pa.T
             )
         ]
     except (SchemaError, OSError):
-        return [(str(f), _read_file(f)) for f in files]
+        meter = _meter(budget, source or str(folder))
+        return [(str(f), _read_file(f, meter)) for f in files]
 
 
 def _read_jsonl(path: Path) -> pa.Table:
@@ -182,7 +207,8 @@ def _check_unique(parts: list[tuple[str, pa.Table]]) -> None:
     """Refuse a (run_id, task_id) pair seen twice, naming the pair and where it was seen.
 
     Vectorised (a repo of 12,500 runs is 10^6 rows): both columns become integer codes, one
-    int64 key per row, and a sort finds repeats; the sources are looked up only on failure.
+    int64 key per row, and a count (a sort where the keys are sparse) finds repeats; the
+    sources are looked up only on failure.
     """
     import numpy as np
 
@@ -191,11 +217,14 @@ def _check_unique(parts: list[tuple[str, pa.Table]]) -> None:
     run_ids = _codes([t.column("run_id") for _, t in parts])
     task_ids = _codes([t.column("task_id") for _, t in parts])
     key = run_ids[0] * np.int64(max(len(task_ids[1]), 1)) + task_ids[0]
-    ordered = np.sort(key, kind="stable")
-    repeated = ordered[1:][ordered[1:] == ordered[:-1]]
-    if not repeated.size:
+    span = len(run_ids[1]) * max(len(task_ids[1]), 1)
+    if span <= 4 * len(key):  # few keys unused (every run has most tasks): count, O(rows)
+        duplicated = np.flatnonzero(np.bincount(key, minlength=span) > 1)
+    else:
+        ordered = np.sort(key, kind="stable")
+        duplicated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    if not duplicated.size:
         return
-    duplicated = np.unique(repeated)
     first = int(np.flatnonzero(np.isin(key, duplicated))[0])
     source_of_row = np.repeat(np.arange(len(parts)), [t.num_rows for _, t in parts])
     where = sorted({parts[i][0] for i in source_of_row[key == key[first]]})

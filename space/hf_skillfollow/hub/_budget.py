@@ -69,6 +69,40 @@ class Meter:
 
     def check(self, path: Path, file: pq.ParquetFile | None = None) -> None:
         """Count `path` (opened as `file` when the caller has it) or raise BudgetError."""
+        file = self._counted(path, file)
+        bound = _footer_bound(file.metadata)
+        if bound > _CHEAP_BOUND:
+            strings = _string_leaves(file.metadata.schema.to_arrow_schema())
+            bound = self._measured(path, file.metadata, strings, _read_strings(path, strings))
+        self._count_decoded(bound, path)
+
+    def read(self, path: Path, file: pq.ParquetFile, dictionary: Sequence[str] = ()) -> pa.Table:
+        """Every column of `path`, counted as `check` counts it (the same errors, in the same
+        order) with one read: where the footer cannot bound the decoded size, the string
+        columns are read as dictionaries, measured and kept as read, and then the other
+        columns are read, instead of reading the strings once to measure them and again to
+        use them. Otherwise the columns named in `dictionary` are read as dictionaries (for
+        the caller), the rest as stored."""
+        file = self._counted(path, file)
+        meta = file.metadata
+        bound = _footer_bound(meta)
+        if bound <= _CHEAP_BOUND:
+            self._count_decoded(bound, path)
+            return pq.ParquetFile(path, read_dictionary=list(dictionary)).read()
+        strings = _string_leaves(meta.schema.to_arrow_schema())
+        read = _read_strings(path, strings, threads=True)
+        self._count_decoded(self._measured(path, meta, strings, read), path)
+        rest = [n for n in file.schema_arrow.names if n not in set(read.column_names)]
+        if rest:
+            others = file.read(columns=rest)
+            read = pa.Table.from_arrays(
+                [*read.columns, *others.columns],
+                schema=pa.schema([*read.schema, *others.schema], metadata=others.schema.metadata),
+            )
+        return read.select(file.schema_arrow.names)  # the file's column order
+
+    def _counted(self, path: Path, file: pq.ParquetFile | None) -> pq.ParquetFile:
+        """`path` opened (or `file`), its bytes and rows counted against the budget."""
         b = self.budget
         try:
             regular_file(path)  # before anything opens it: a FIFO would block the reader
@@ -77,23 +111,21 @@ class Meter:
         self.file_bytes += os.path.getsize(path)
         self._over("bytes of parquet files", self.file_bytes, b.file_bytes, path)
         file = file if file is not None else _open(path)
-        meta = file.metadata
-        self.rows += meta.num_rows
+        self.rows += file.metadata.num_rows
         self._over("rows", self.rows, b.rows, path)
-        bound = _footer_bound(meta)
-        if bound > _CHEAP_BOUND:
-            bound = self._measure(path, meta)
-        self.decoded += bound
-        self._over("bytes once decoded", self.decoded, b.decoded_bytes, path)
+        return file
 
-    def _measure(self, path: Path, meta: pq.FileMetaData) -> int:
-        """Exact decoded size of the string columns (read as dictionaries), plus the
-        footer's decompressed size of the others."""
-        strings = _string_leaves(meta.schema.to_arrow_schema())
-        top = sorted({p.split(".", 1)[0] for p in strings})
-        table = pq.ParquetFile(path, read_dictionary=strings).read(columns=top, use_threads=False)
+    def _count_decoded(self, size: int, path: Path) -> None:
+        self.decoded += size
+        self._over("bytes once decoded", self.decoded, self.budget.decoded_bytes, path)
+
+    def _measured(
+        self, path: Path, meta: pq.FileMetaData, strings: list[str], table: pa.Table
+    ) -> int:
+        """Exact decoded size of the string columns (`table`: them, read as dictionaries),
+        plus the footer's decompressed size of the others."""
         total = 0
-        for name in top:
+        for name in table.column_names:
             for chunk in table[name].chunks:
                 size, longest = _dictionary_size(chunk)
                 total += size
@@ -124,6 +156,13 @@ def check_files(files: Sequence[Path], config: str, source: str) -> None:
     meter = Meter(BUDGETS[config], source)
     for path in files:
         meter.check(Path(path))
+
+
+def _read_strings(path: Path, strings: list[str], threads: bool = False) -> pa.Table:
+    """The top-level columns holding the string leaves `strings` (in name order, the order
+    they are measured in), those leaves read as dictionaries: that never expands a value."""
+    top = sorted({p.split(".", 1)[0] for p in strings})
+    return pq.ParquetFile(path, read_dictionary=strings).read(columns=top, use_threads=threads)
 
 
 def _open(path: Path) -> pq.ParquetFile:

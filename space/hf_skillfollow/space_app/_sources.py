@@ -185,6 +185,8 @@ def load_sources(sources: Sequence[str]) -> Loaded:
 
 
 def _reader(source: str) -> Callable[[str], object]:
+    """What reads `source`: each reader validates the rows (schema v1) and holds every file
+    to the read budget (`hub._budget.TRANSITIONS`) on the read it uses."""
     if not is_local(source):
         from hf_skillfollow.hub import load_transitions
 
@@ -193,7 +195,11 @@ def _reader(source: str) -> Callable[[str], object]:
         from hf_skillfollow.sources import read_transitions
     except ImportError:  # older toolkits: the hub loader reads run dirs, repo folders, parquet
         return _read_local
-    return read_transitions
+    from functools import partial
+
+    from hf_skillfollow.hub._budget import TRANSITIONS
+
+    return partial(read_transitions, budget=TRANSITIONS)
 
 
 def _read_local(source: str) -> pa.Table:
@@ -217,7 +223,7 @@ def _read_local(source: str) -> pa.Table:
 
 
 def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | None, str | None]:
-    from hf_skillfollow.schema import validate_transitions
+    from hf_skillfollow.schema import TRANSITIONS_SCHEMA, validate_transitions
 
     if is_local(source) and not Path(source).expanduser().exists():
         return (
@@ -225,9 +231,11 @@ def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | 
             f"Source '{source}' skipped: no such file or folder (and not a Hub repo id owner/name)",
         )
     try:
-        if is_local(source):
-            _check_local(Path(source).expanduser(), source)
-        table = validate_transitions(_as_table(reader(source)), source=source)
+        table = _as_table(reader(source))
+        if not table.schema.equals(TRANSITIONS_SCHEMA, check_metadata=True):
+            # every reader of `_reader` validated its rows already; only a table of another
+            # shape (a DataFrame, a reader passed in) is checked here, not each one twice
+            table = validate_transitions(table, source=source)
     except Exception as exc:  # wrong schema, unreadable file, budget, network: warn and go on
         return None, f"Source '{source}' skipped: {_first_line(exc)}"
     if table.num_rows == 0:
@@ -261,23 +269,6 @@ def _too_long(table: pa.Table) -> str | None:
                 f"names and ids may have at most {MAX_IDENTITY_CHARS:,}"
             )
     return None
-
-
-def _check_local(path: Path, source: str) -> None:
-    """The read budget (hub._budget) of a local source that is one parquet file: folders of
-    several files are checked file by file as they are read (`hub._load.read_parquet_files`)."""
-    from hf_skillfollow.hub._budget import check_files
-
-    if path.is_file():
-        files = [path]
-    else:
-        try:
-            from hf_skillfollow.sources import _folder_files
-        except ImportError:
-            return
-        files = _folder_files(path)
-    if len(files) == 1 and files[0].suffix == ".parquet":
-        check_files(files, "transitions", source)
 
 
 def _as_table(data: object) -> pa.Table:
