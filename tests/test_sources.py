@@ -140,3 +140,18 @@ def test_a_budgeted_read_refuses_with_the_budget_checks_own_error(
     with pytest.raises(_budget.BudgetError, match="passes 0 rows"):
         read_transitions(path, budget=fewer)
     assert read_transitions(path).num_rows == 1  # unbudgeted (report) reads as before
+
+
+def test_a_budgeted_read_of_other_columns_says_which_are_missing(tmp_path: Path) -> None:
+    """The identity columns asked for as dictionaries may be absent: the schema check names
+    them, as the unbudgeted read does (pyarrow's reader refused such a file with a KeyError)."""
+    import pyarrow as pa
+
+    from hf_skillfollow.hub._budget import TRANSITIONS
+    from hf_skillfollow.schema import SchemaError
+
+    path = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"foo": [1, 2]}), path)
+    for budget in (TRANSITIONS, None):
+        with pytest.raises(SchemaError, match=r"other\.parquet: missing column\(s\) \['schema"):
+            read_transitions(path, budget=budget)

@@ -88,7 +88,9 @@ class Meter:
         bound = _footer_bound(meta)
         if bound <= _CHEAP_BOUND:
             self._count_decoded(bound, path)
-            return pq.ParquetFile(path, read_dictionary=list(dictionary)).read()
+            present = set(file.schema_arrow.names)  # ParquetFile refuses a name it lacks
+            wanted = [c for c in dictionary if c in present]
+            return pq.ParquetFile(path, read_dictionary=wanted).read()
         strings = _string_leaves(meta.schema.to_arrow_schema())
         read = _read_strings(path, strings, threads=True)
         self._count_decoded(self._measured(path, meta, strings, read), path)
