@@ -40,11 +40,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-FILE = "HumanEvalPlus-v0.1.10.jsonl.gz"
+# bench/ is this script's own folder, so its sibling bench/score.py imports as ``score``.
+from score import SUITES, _data_dir
+
+FILE = SUITES["humanevalplus"].file
 FAIL = "raise ValueError('fails at once')\n"
 
 #: runs inside the zygote (``python -c``): wrappers that mark each step of a run
@@ -142,10 +143,6 @@ STEPS = (
     ("result, exit, teardown", "judged", "exit"),
     ("host: after the exit", "exit", "scored"),
 )
-
-
-def _data_dir(flag: str | None) -> Path:
-    return Path(flag or os.environ.get("SKILLFOLLOW_DATA_DIR") or REPO.parent / "shared" / "data")
 
 
 class HostTrace:
