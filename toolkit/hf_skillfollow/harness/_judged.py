@@ -24,22 +24,19 @@ import asyncio
 import dataclasses
 import html
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hf_skillfollow.harness._errors import HarnessError
-from hf_skillfollow.harness._outputs_collector import MAX_TOTAL
+from hf_skillfollow.harness._outputs_collector import MAX_FILES, MAX_TOTAL
 from hf_skillfollow.importers import Graded, Judging
 
 #: bounds on what is read back from a trial folder
 MAX_TRAJECTORY_BYTES = 32 * 1024 * 1024
 MAX_OUTPUTS_JSON_BYTES = 4 * 1024 * 1024
-_MAX_FILES = 32
 _MAX_FILE_CHARS = 64 * 1024
 _MAX_NAME = 300
 #: the judge flags of `run` that a harness run on skill evals reads
@@ -216,8 +213,8 @@ def _unread(exc: Exception) -> str:
 
 def _items(data: Any, key: str) -> list[dict[str, Any]]:
     items = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(items, list) or len(items) > _MAX_FILES:
-        raise ValueError(f"'{key}' is not a list of at most {_MAX_FILES}")
+    if not isinstance(items, list) or len(items) > MAX_FILES:
+        raise ValueError(f"'{key}' is not a list of at most {MAX_FILES}")
     if not all(isinstance(i, dict) for i in items):
         raise ValueError(f"'{key}' holds a non-object")
     return items
@@ -330,6 +327,7 @@ async def _judge_all(
 ) -> list[Graded]:
     from hf_skillfollow.backends import open_backend
     from hf_skillfollow.scoring._custom import judged_verdict
+    from hf_skillfollow.store import atomic_write_bytes
 
     gate = asyncio.Semaphore(max(1, concurrency))
 
@@ -340,7 +338,8 @@ async def _judge_all(
                         verdict.details["judge_record"])  # fmt: skip
         if not unreached(graded):
             # kept at once: an interrupted run keeps every verdict given before it stopped
-            _write_atomic(cached, json.dumps(dataclasses.asdict(graded), sort_keys=True))
+            blob = json.dumps(dataclasses.asdict(graded), sort_keys=True).encode("utf-8")
+            atomic_write_bytes(cached, blob)
         return graded
 
     async with open_backend(config.judge_config()) as backend:
@@ -371,11 +370,3 @@ def unreached(graded: Graded) -> bool:
         ):
             return False
     return True
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
