@@ -399,7 +399,7 @@ def _cell_text(
         cov = pp(row["coverage"], signed=False)
         return (
             f'{int(row["n_cond"])} / {int(row["n_pairs"])} <span class="sf-sub">({cov}%)</span>'
-            + errors_html(row, block=True),
+            + errors_html(row),
             "",
         )
     if key in {"rae", "oae"}:
@@ -481,17 +481,14 @@ def errors_text(row: pd.Series | dict) -> str:
     return f"{pp(rate, signed=False)}% ({int(row.get('n_errored') or 0)})"
 
 
-def errors_html(row: pd.Series | dict, *, block: bool = False) -> str:
-    """ "errored `errors_text`", after the error-heavy flag in red when the cell is one
-    (`block`: each on a line of its own that may wrap, so the n_cond column stays narrow)."""
-    text = f"errored {escape(errors_text(row))}"
-    tag = "div" if block else "span"
-    if block:
-        text = f'<div class="sf-sub sf-errors">{text}</div>'
+def errors_html(row: pd.Series | dict) -> str:
+    """ "errored `errors_text`", after the error-heavy flag in red when the cell is one, each
+    on a line of its own that may wrap, so the n_cond column stays narrow."""
+    text = f'<div class="sf-sub sf-errors">errored {escape(errors_text(row))}</div>'
     if not is_error_heavy(row):
         return text
-    size = " sf-sub sf-errors" if block else ""
-    return f'<{tag} class="sf-flag sf-heavy{size}">{DISAGREE_MARK} {ERROR_HEAVY}</{tag}> {text}'
+    flag = f"{DISAGREE_MARK} {ERROR_HEAVY}"
+    return f'<div class="sf-flag sf-heavy sf-sub sf-errors">{flag}</div> {text}'
 
 
 def _sign_class(value: object) -> str:
