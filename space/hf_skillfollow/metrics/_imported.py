@@ -3,7 +3,7 @@
 - `imported_view`: the rows the paired metrics use: arm-integrity violations left out unless
   asked for, and with ``trigger="instructions"`` S_call restricted to pairs whose activated
   skill's instructions were loaded (a resource used alone no longer counts).
-- `violations`, `arm_integrity_counts`: which rows record an arm-integrity violation; per
+- `violations` (`violated_rows` on an Arrow table), `arm_integrity_counts`: which rows record an arm-integrity violation; per
   cell, the pairs checked, with a violation and left out (`report`'s JSON and CSV columns).
 - `activation_unknown`: per cell, the pairs whose with-skills trial left no transcript; RAE,
   Δskip and coverage of such a cell are undefined (`mark_unknown`), OAE is not.
@@ -67,6 +67,14 @@ def violations(arm_integrity: pd.Series) -> pd.Series:
     """Per row, whether its `arm_integrity` value records a violation (null, `ok` and
     `unchecked` do not)."""
     return arm_integrity.fillna("").astype(str).str.startswith("violation")
+
+
+def violated_rows(table: Any) -> Any:
+    """`violations` of a pyarrow Table's whole `arm_integrity` column at once, as a boolean
+    ChunkedArray (no pandas copy of the column)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
 
 
 def arm_integrity_counts(data: Any, keys: Sequence[str], *, left_out: bool) -> pd.DataFrame:

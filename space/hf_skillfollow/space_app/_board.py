@@ -410,6 +410,8 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
                     out[AA_SD][i] = floors[cell_id]["aa_flip_rate_sd"]
     if "cell_id" not in names or not ({"detector", "arm_integrity"} & set(names)):
         return out
+    from hf_skillfollow.metrics._imported import violated_rows
+
     detected = "detector" in names and pc.any(pc.is_valid(table["detector"])).as_py()
     bad = violated_rows(table) if "arm_integrity" in names else None
     # a chat-loop source: nothing to summarise
@@ -449,12 +451,6 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     return out
 
 
-def violated_rows(table: pa.Table) -> pa.ChunkedArray:
-    """Per row, whether its `arm_integrity` records a violation (null is not one): the prefix
-    test `hf-skillfollow report` makes (cli/_report.py), on the whole column at once."""
-    return pc.fill_null(pc.starts_with(table["arm_integrity"], "violation"), False)
-
-
 def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]]]:
     """The rows the metrics use, as `hf-skillfollow report` takes them (cli/_report.py): a pair
     with an arm-integrity violation is left out (the SD arm saw the skills), and an imported
@@ -463,7 +459,7 @@ def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]
     names = set(table.column_names)
     if not {"provenance", "arm_integrity"} <= names:
         return table, {}
-    from hf_skillfollow.metrics import activation_unknown, imported_view
+    from hf_skillfollow.metrics._imported import activation_unknown, imported_view, violated_rows
 
     if pc.any(violated_rows(table)).as_py():  # most sources have none: no frame to build
         wanted = [c for c in ("cell_id", "returned", "arm_integrity", "trigger_kind") if c in names]

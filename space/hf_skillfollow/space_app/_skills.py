@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hf_skillfollow._escape import for_html as escape
-from hf_skillfollow.space_app._board import violated_rows
+from hf_skillfollow.metrics._imported import violated_rows
 from hf_skillfollow.space_app._sources import SOURCE
 from hf_skillfollow.space_app._table import _capped, pp
 

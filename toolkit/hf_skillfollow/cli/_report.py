@@ -222,13 +222,13 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
         activation_unknown,
         imported_summary,
         imported_view,
-        violations,
+        violated_rows,
     )
 
     # imported (`imported:<format>`) or run through a harness (`run:<harness>`): the chat
     # loop's rows are `run` (docs/design.md)
     is_imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
-    if not (pc.any(is_imported).as_py() or violations(table["arm_integrity"].to_pandas()).any()):
+    if not (pc.any(is_imported).as_py() or pc.any(violated_rows(table)).as_py()):
         return table, None
 
     wanted = ["cell_id", "returned", "arm_integrity", "trigger_kind"]
