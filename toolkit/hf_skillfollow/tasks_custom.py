@@ -13,7 +13,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -539,25 +539,14 @@ def attachments(files: Any, folder: Path, where: str, guard: _AttachGuard | None
     Only small UTF-8 text files inside the skill's folder are attached, none of them an answer
     key or pool content (`guard`); anything else is an error naming the eval and the file,
     never silently dropped."""
-    if files is None:
-        return ""
-    if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
-        raise TaskLoadError(
-            f"{where}: field 'files': a list of at most {MAX_ATTACHED_FILES} relative paths"
-        )
-    root = folder.resolve()
-    parts: list[str] = []
-    total = 0
-    for name in files:
-        if not isinstance(name, str) or not name.strip():
-            raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
-        label = f"{where}: file {name[:200]!r}"
+
+    def refuse(name: str, label: str) -> None:
         if Path(name).is_absolute():
             raise TaskLoadError(f"{label}: outside the skill folder {folder}")
-        blob = _bounded_read(root / name, root, MAX_ATTACHED_BYTES, label)
-        total += len(blob)
-        if total > MAX_ATTACHED_TOTAL:
-            raise TaskLoadError(f"{label}: the eval's files exceed {MAX_ATTACHED_TOTAL} bytes")
+
+    parts: list[str] = []
+    named = _named_files(files, folder, where, MAX_ATTACHED_BYTES, MAX_ATTACHED_TOTAL, refuse)
+    for name, label, path, blob in named:
         if b"\x00" in blob:
             raise TaskLoadError(f"{label}: binary file (only text files are attached)")
         try:
@@ -565,7 +554,7 @@ def attachments(files: Any, folder: Path, where: str, guard: _AttachGuard | None
         except UnicodeDecodeError:
             raise TaskLoadError(f"{label}: not UTF-8 text (only text files are attached)") from None
         if guard is not None:
-            guard.check(root / name, text, label)
+            guard.check(path, text, label)
         # a file name may hold quotes, '<' or newlines: escaped, it cannot leave the attribute
         parts.append(f'\n\n<file name="{html.escape(name)}">\n{text}\n</file>')
     return "".join(parts)
@@ -580,31 +569,21 @@ def workspace_files(
     (a PDF is what a workspace task is for), bounded by `MAX_WORKSPACE_FILE_BYTES` each and
     `MAX_WORKSPACE_TOTAL` together. A name is kept as a relative POSIX path without `.` or
     `..` parts, since it becomes a path in the workspace."""
-    if files is None:
-        return ()
-    if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
-        raise TaskLoadError(
-            f"{where}: field 'files': a list of at most {MAX_ATTACHED_FILES} relative paths"
-        )
-    root = folder.resolve()
-    out: dict[str, bytes] = {}
-    total = 0
-    for name in files:
-        if not isinstance(name, str) or not name.strip():
-            raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
-        label = f"{where}: file {name[:200]!r}"
-        parts = Path(name).parts
-        if Path(name).is_absolute() or ".." in parts or "\\" in name:
+
+    def refuse(name: str, label: str) -> None:
+        if Path(name).is_absolute() or ".." in Path(name).parts or "\\" in name:
             raise TaskLoadError(
                 f"{label}: not a relative path inside the skill folder {folder} (no '..')"
             )
-        blob = _bounded_read(root / name, root, MAX_WORKSPACE_FILE_BYTES, label)
-        total += len(blob)
-        if total > MAX_WORKSPACE_TOTAL:
-            raise TaskLoadError(f"{label}: the eval's files exceed {MAX_WORKSPACE_TOTAL} bytes")
-        guard.check(root / name, blob.decode("utf-8", "replace"), label)
+
+    out: dict[str, bytes] = {}
+    named = _named_files(
+        files, folder, where, MAX_WORKSPACE_FILE_BYTES, MAX_WORKSPACE_TOTAL, refuse
+    )
+    for name, label, path, blob in named:
+        guard.check(path, blob.decode("utf-8", "replace"), label)
         guard.holds(blob, label)
-        place = Path(*[p for p in parts if p != "."])
+        place = Path(*[p for p in Path(name).parts if p != "."])
         _workspace_place(place, label)
         rel = place.as_posix()
         if rel in out:
@@ -635,6 +614,33 @@ def _workspace_place(rel: Path, label: str) -> None:
             ".claude/skills/, or skills/) is a skill in both arms' workspace, so the "
             "skill-disabled arm would have a skill; give skills through the pool"
         )
+
+
+def _named_files(
+    files: Any, folder: Path, where: str, each: int, together: int,
+    refuse: Callable[[str, str], None],
+) -> Iterator[tuple[str, str, Path, bytes]]:  # fmt: skip
+    """(name, label, path, bytes) of each file an eval's `files` names, in order: at most
+    `MAX_ATTACHED_FILES` names, each refused by `refuse(name, label)` or read inside `folder`
+    (`_bounded_read`, at most `each` bytes), `together` bytes in all."""
+    if files is None:
+        return
+    if not isinstance(files, list) or len(files) > MAX_ATTACHED_FILES:
+        raise TaskLoadError(
+            f"{where}: field 'files': a list of at most {MAX_ATTACHED_FILES} relative paths"
+        )
+    root = folder.resolve()
+    total = 0
+    for name in files:
+        if not isinstance(name, str) or not name.strip():
+            raise TaskLoadError(f"{where}: field 'files': {name!r} is not a path")
+        label = f"{where}: file {name[:200]!r}"
+        refuse(name, label)
+        blob = _bounded_read(root / name, root, each, label)
+        total += len(blob)
+        if total > together:
+            raise TaskLoadError(f"{label}: the eval's files exceed {together} bytes")
+        yield name, label, root / name, blob
 
 
 def _bounded_read(path: Path, folder: Path, limit: int, label: str) -> bytes:
