@@ -232,7 +232,7 @@ def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
         "(scored incorrect); a cell whose errors pass the threshold (--max-error-rate, 5% by default) is "
         "error-heavy and its effects are not reported.",
     ]
-    if "provenance" in cells and any(_agent_loaded(r) for r in cells.to_dict("records")):
+    if "provenance" in cells and any(_agent_loaded({"provenance": v}) for v in cells["provenance"]):
         lines.append(LOADED_TRIGGER)
     if notes:
         lines.append(notes)
