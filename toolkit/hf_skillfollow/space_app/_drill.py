@@ -154,22 +154,25 @@ def _matrix(cell: pd.Series, suffix: str, title: str) -> str:
 
 
 def decomposition_markdown(cell: pd.Series) -> str:
-    """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers."""
+    """OAE = coverage·RAE + (1−coverage)·Δskip with the cell's own numbers, then the cell's
+    annotations."""
+    annotations = str(cell.get("_annotations") or "")
+    return "\n\n".join(p for p in (_decomposition(cell), annotations) if p)
+
+
+def _decomposition(cell: pd.Series) -> str:
     from hf_skillfollow.report import never_triggered
 
     if is_error_heavy(cell):  # the same numbers the table withholds
-        text = f"**Decomposition.** {not_reported(cell)}: OAE, RAE and Δskip are not shown."
-        return "\n\n".join(p for p in (text, str(cell.get("_annotations") or "")) if p)
+        return f"**Decomposition.** {not_reported(cell)}: OAE, RAE and Δskip are not shown."
     n, n_cond = int(cell["n_pairs"]), int(cell["n_cond"])
     oae, rae, skip = (_num(cell[c]) for c in ("oae", "rae", "delta_skip"))
     cov = n_cond / n if n else math.nan
-    annotations = str(cell.get("_annotations") or "")
     if math.isnan(rae):
-        text = (
+        return (
             f"**Decomposition.** RAE is {never_triggered(cell)} (n_cond = 0), "
             f"so OAE = Δskip = {_fmt(oae)} pp."
         )
-        return "\n\n".join(p for p in (text, annotations) if p)
     skip_term = (1 - cov) * skip if not math.isnan(skip) else 0.0
     skip_text = (
         f"(1 − {cov:.4f}) × ({_fmt(skip)})"
@@ -177,13 +180,12 @@ def decomposition_markdown(cell: pd.Series) -> str:
         else "0 (Δskip omitted: n_skip = 0)"
     )
     total = cov * rae + skip_term
-    text = (
+    return (
         "**Decomposition.** OAE = coverage·RAE + (1 − coverage)·Δskip\n\n"
         f"{_fmt(oae)} = {cov:.4f} × ({_fmt(rae)}) + {skip_text} = {_fmt(cov * rae)} {_signed(skip_term)} = **{_fmt(total)}** pp\n\n"
         f"RAE {_fmt(rae)} pp, 95% CI [{_fmt(_num(cell['rae_ci_low']))}, {_fmt(_num(cell['rae_ci_high']))}], "
         f"McNemar p = {_num(cell['mcnemar_p']):.3g} · OAE 95% CI [{_fmt(_num(cell['oae_ci_low']))}, {_fmt(_num(cell['oae_ci_high']))}]"
     )
-    return "\n\n".join(p for p in (text, annotations) if p)
 
 
 def flips(rows: pd.DataFrame) -> pd.DataFrame:
