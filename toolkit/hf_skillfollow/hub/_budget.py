@@ -94,7 +94,8 @@ class Meter:
         strings = _string_leaves(meta.schema.to_arrow_schema())
         read = _read_strings(path, strings, threads=True)
         self._count_decoded(self._measured(path, meta, strings, read), path)
-        rest = [n for n in file.schema_arrow.names if n not in set(read.column_names)]
+        measured = set(read.column_names)
+        rest = [n for n in file.schema_arrow.names if n not in measured]
         if rest:
             others = file.read(columns=rest)
             read = pa.Table.from_arrays(
