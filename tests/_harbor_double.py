@@ -72,6 +72,17 @@ def _text(content: object) -> str:
     return ""
 
 
+def terminus_move(messages: list, script: list[list[tuple[str, float]]], final: str) -> dict:
+    """Terminus-2's JSON answer to ``messages``: the script's keystroke batch for this turn
+    (one per assistant message so far), else ``task_complete`` with ``final`` as its analysis."""
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    if turn < len(script):
+        return {"analysis": "Working on it.", "plan": "Run the next command.",
+                "commands": [{"keystrokes": k, "duration": d} for k, d in script[turn]],
+                "task_complete": False}  # fmt: skip
+    return {"analysis": final, "plan": "Finish.", "commands": [], "task_complete": True}
+
+
 class TerminusModelDouble(ChatServerDouble):
     """Answers Terminus-2's chat completions from `SCRIPTS`; counts requests per (task, arm)."""
 
@@ -99,14 +110,7 @@ class TerminusModelDouble(ChatServerDouble):
                 self.unknown += 1
             else:
                 self.requests[(task, arm)] += 1
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
-        script = SCRIPTS.get((task or "", arm), [])
-        if turn < len(script):
-            move = {"analysis": "Working on it.", "plan": "Run the next command.",
-                    "commands": [{"keystrokes": k, "duration": d} for k, d in script[turn]],
-                    "task_complete": False}  # fmt: skip
-        else:
-            move = {"analysis": "Done.", "plan": "Finish.", "commands": [], "task_complete": True}
+        move = terminus_move(messages, SCRIPTS.get((task or "", arm), []), "Done.")
         return Reply(body={
             "id": "chatcmpl-double", "object": "chat.completion", "created": 0,
             "model": body.get("model", self.model_id),

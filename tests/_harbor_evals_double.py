@@ -22,6 +22,7 @@ import json
 import threading
 from collections import Counter
 
+from tests._harbor_double import terminus_move
 from tests._judge_double import AgentAndJudgeDouble
 
 SKILLS = "/runtime/skills"
@@ -67,13 +68,6 @@ class TerminusAndJudgeDouble(AgentAndJudgeDouble):
                 self.unknown += 1
             else:
                 self.agent_requests[(task, arm)] += 1
-        turn = sum(1 for m in messages if m.get("role") == "assistant")
-        script = SCRIPTS.get((task or "", arm), [])
-        if turn < len(script):
-            move = {"analysis": "Working on it.", "plan": "Run the next command.",
-                    "commands": [{"keystrokes": k, "duration": 0.3} for k in script[turn]],
-                    "task_complete": False}  # fmt: skip
-        else:
-            move = {"analysis": MESSAGES.get(task or "", "Done."), "plan": "Finish.",
-                    "commands": [], "task_complete": True}  # fmt: skip
+        script = [[(k, 0.3) for k in batch] for batch in SCRIPTS.get((task or "", arm), [])]
+        move = terminus_move(messages, script, MESSAGES.get(task or "", "Done."))
         return {"role": "assistant", "content": json.dumps(move)}
