@@ -1,4 +1,4 @@
-"""`run --harness harbor` before Harbor runs: staging, the two job files, the flags.
+"""`run --harness harbor` before Harbor runs: staging, the job file(s), the flags.
 
 No Harbor needed (default suite): these check what the harness hands Harbor.
 """
@@ -15,10 +15,13 @@ from click.testing import CliRunner
 from hf_skillfollow.cli import cli
 from hf_skillfollow.harness import _stage
 from hf_skillfollow.harness._env_recipe import read_dockerfile
+from hf_skillfollow.harness._errors import HarnessError
 from hf_skillfollow.harness._harbor import (
+    BOTH,
     INJECT,
     NUDGE,
     HarborOptions,
+    _stage_jobs,
     arm_differences,
     job_config,
 )
@@ -55,7 +58,7 @@ def test_without_skills_copy_loses_the_tasks_own_skills(tmp_path: Path) -> None:
     os.symlink(tmp_path / "secret", tmp_path / "in" / "plain" / "environment" / "link")
     tasks = _stage.find_tasks(tmp_path / "in")
     staged = _stage.stage_tasks(tasks, tmp_path / "se", tmp_path / "sd")
-    assert staged.names == ["plain", "ships"] and staged.stripped == ["ships"]
+    assert staged.names == ["plain", "ships"] and staged.own_skills == ["ships"]
     se, sd = tmp_path / "se" / "ships", tmp_path / "sd" / "ships"
     assert (se / "environment" / "skills" / "helper" / "SKILL.md").is_file()
     assert not (sd / "environment" / "skills").exists()
@@ -94,7 +97,7 @@ def test_job_files_differ_only_in_the_skills(tmp_path: Path, loading: str) -> No
     folders = [tmp_path / "skills" / "a"]
     se = job_config(options, "se", tmp_path, folders, "## Skill: a\n\nbody")
     sd = job_config(options, "sd", tmp_path, folders, "## Skill: a\n\nbody")
-    assert arm_differences(se, sd) == []
+    assert arm_differences({"se": se, "sd": sd}) == []
     assert se["agents"][0]["skills"] == [str(folders[0])] and sd["agents"][0]["skills"] == []
     assert sd["extra_instructions"] == []
     expected = {"on-demand": [], "nudge": [NUDGE.format(skills_dir="/runtime/skills")],
@@ -115,7 +118,7 @@ def test_job_files_differ_only_in_the_skills(tmp_path: Path, loading: str) -> No
     # any other difference is caught
     sd["agents"][0]["model_name"] = "openai/other"
     sd["n_concurrent_trials"] = 9
-    assert arm_differences(se, sd) == ["agents", "n_concurrent_trials"]
+    assert arm_differences({"se": se, "sd": sd}) == ["agents", "n_concurrent_trials"]
 
 
 def test_dockerfile_subset(tmp_path: Path) -> None:
@@ -201,3 +204,100 @@ def test_harbor_runs_without_its_telemetry_unless_asked(monkeypatch: pytest.Monk
     assert harbor_env()["HARBOR_TELEMETRY"] == "0"
     monkeypatch.setenv("HARBOR_TELEMETRY", "1")
     assert harbor_env()["HARBOR_TELEMETRY"] == "1"
+
+
+def _options(**changes: object) -> HarborOptions:
+    return HarborOptions(**{"model": "openai/m", "base_url": "http://127.0.0.1:1/v1",
+                            "tasks": str(DATA / "tasks"), "skills": DATA / "skills", "trials": 2,
+                            "concurrency": 8, **changes})  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_one_job_of_both_arms_differs_only_in_the_skills(tmp_path: Path) -> None:
+    """On-demand loading over tasks without their own skills: one Harbor job whose two agent
+    entries are the arms (SE's first), one task copy, every trial slot shared."""
+    folders = [tmp_path / "skills" / "a", tmp_path / "skills" / "b"]
+    job = job_config(_options(), BOTH, tmp_path, folders, "")
+    assert arm_differences({BOTH: job}) == []
+    se, sd = job["agents"]
+    assert se["skills"] == [str(f) for f in folders] and sd["skills"] == []
+    assert {k: v for k, v in se.items() if k != "skills"} == {
+        "name": "terminus-2", "model_name": "openai/m", "base_url": "http://127.0.0.1:1/v1",
+        "model_api_key_name": None, "kwargs": {}}  # fmt: skip
+    assert {k: v for k, v in sd.items() if k != "skills"} == {
+        k: v for k, v in se.items() if k != "skills"}  # fmt: skip
+    assert (job["job_name"], job["n_concurrent_trials"], job["extra_instructions"]) == (
+        "both",
+        8,
+        [],
+    )
+    assert job["datasets"] == [{"path": str(tmp_path / "tasks" / "both")}]
+    # two jobs split the slots; the one job has them all
+    assert job_config(_options(), "sd", tmp_path, folders, "")["n_concurrent_trials"] == 4
+    # an agent entry that differs beyond the skills, or an arm with the other's skills, is caught
+    job["agents"][1] = {**sd, "kwargs": {"temperature": 0}}
+    assert arm_differences({BOTH: job}) == ["agents"]
+    job["agents"] = [sd, se]
+    assert arm_differences({BOTH: job}) == ["skills"]
+    job["agents"] = [se]
+    assert arm_differences({BOTH: job}) == ["agents"]
+
+
+def test_arms_share_a_job_only_where_harbor_allows(tmp_path: Path) -> None:
+    _task(tmp_path / "plain", "a", own_skills=False)
+    _task(tmp_path / "ships", "a", own_skills=False)
+    _task(tmp_path / "ships", "b", own_skills=True)
+    work = tmp_path / "work"
+    jobs, notes = _stage_jobs(_options(tasks=str(tmp_path / "plain")), work, False)
+    assert jobs == [BOTH] and notes == []
+    assert sorted(p.name for p in (work / "tasks").iterdir()) == ["both"]
+    # a task that ships skills: SD needs its own copy without them, so two jobs, said why
+    jobs, notes = _stage_jobs(_options(tasks=str(tmp_path / "ships")), work, False)
+    assert jobs == ["se", "sd"]
+    assert sorted(p.name for p in (work / "tasks").iterdir()) == ["sd", "se"]
+    assert not (work / "tasks" / "sd" / "b" / "environment" / "skills").exists()
+    assert notes[-1] == ("note: the arms run as two Harbor jobs, each with half of --concurrency: "
+                         "1 task(s) ship their own skills, which the without-skills arm's copy "
+                         "of the tasks must not have")  # fmt: skip
+    # a loading line is job-wide and SE's alone: two jobs
+    jobs, notes = _stage_jobs(_options(tasks=str(tmp_path / "plain"), loading="nudge"),
+                              tmp_path / "nudge", False)  # fmt: skip
+    assert jobs == ["se", "sd"] and "--loading nudge adds a line" in notes[-1]
+
+
+def test_a_work_folder_of_two_jobs_resumes_as_two(tmp_path: Path) -> None:
+    """A run begun before one job existed (jobs/se, jobs/sd) keeps its layout: Harbor resumes a
+    job only with the job file it began with."""
+    _task(tmp_path / "plain", "a", own_skills=False)
+    work = tmp_path / "work"
+    (work / "jobs" / "sd").mkdir(parents=True)
+    jobs, notes = _stage_jobs(_options(tasks=str(tmp_path / "plain")), work, False)
+    assert jobs == ["se", "sd"] and "begun with two jobs" in notes[-1]
+    # a run begun as one job whose tasks now ship skills cannot go on as either: one line
+    _task(tmp_path / "now", "a", own_skills=True)
+    other = tmp_path / "other"
+    (other / "jobs" / BOTH).mkdir(parents=True)
+    with pytest.raises(
+        HarnessError, match=r"began as one job of both arms, but now 1 task\(s\) ship"
+    ):
+        _stage_jobs(_options(tasks=str(tmp_path / "now")), other, False)
+
+
+def test_resume_carries_the_endpoint_into_both_agent_entries(tmp_path: Path) -> None:
+    from hf_skillfollow.harness._harbor import _carry_endpoint
+
+    old = {"name": "terminus-2", "base_url": "http://127.0.0.1:1/v1", "model_api_key_name": "K"}
+    se_old, sd_old = {**old, "skills": ["/s/a"]}, {**old, "skills": []}
+    job = tmp_path / "jobs" / BOTH
+    for trial, agent in (("a__1", se_old), ("a__2", sd_old)):
+        (job / trial).mkdir(parents=True)
+        (job / trial / "config.json").write_text(json.dumps({"agent": agent}))
+        (job / trial / "result.json").write_text(json.dumps({"config": {"agent": agent}}))
+    (job / "config.json").write_text(json.dumps({"agents": [se_old, sd_old]}))
+    new = {"base_url": "http://127.0.0.1:2/v1", "model_api_key_name": "NEW"}
+    (tmp_path / "both.json").write_text(json.dumps(
+        {"agents": [{**se_old, **new}, {**sd_old, **new}]}))  # fmt: skip
+    _carry_endpoint(job / "config.json", tmp_path / "both.json")
+    assert json.loads((job / "config.json").read_text())["agents"] == [
+        {**se_old, **new}, {**sd_old, **new}]  # fmt: skip
+    assert json.loads((job / "a__1" / "config.json").read_text()) == {"agent": {**se_old, **new}}
+    assert json.loads((job / "a__2" / "config.json").read_text()) == {"agent": {**sd_old, **new}}

@@ -65,7 +65,7 @@ def _rows(runs: Path) -> list[dict]:
 
 
 def _finished_trials(work: Path) -> dict[str, float]:
-    """trial folder -> mtime of its result.json, for every finished trial of both jobs."""
+    """trial folder -> mtime of its result.json, for every finished trial of the job(s)."""
     return {
         str(p.parent.relative_to(work)): p.stat().st_mtime
         for p in work.glob("harbor-*/jobs/*/*/result.json")
@@ -111,9 +111,9 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_sigterm_stops_the_harbor_jobs_and_their_sandboxes(tmp_path: Path, harbor: Path) -> None:
+def test_sigterm_stops_the_harbor_job_and_its_sandboxes(tmp_path: Path, harbor: Path) -> None:
     """SIGTERM to the run alone (as a service manager or `timeout` sends it): before, the run
-    died at once and both `harbor run` jobs went on, orphaned, with their sandboxes, running
+    died at once and its `harbor run` jobs went on, orphaned, with their sandboxes, running
     trials into the work folder."""
     env = {**os.environ, "SKILLFOLLOW_HARBOR": str(harbor), "DOUBLE_API_KEY": "double-key"}
     with TerminusModelDouble(TASKS) as model:
@@ -127,7 +127,8 @@ def test_sigterm_stops_the_harbor_jobs_and_their_sandboxes(tmp_path: Path, harbo
                 ours = [pid for pid in _sandboxes() if _descends(pid, {proc.pid})]
             jobs = [int(p.name) for p in Path("/proc").iterdir()
                     if p.name.isdigit() and _parent(int(p.name)) == proc.pid]  # fmt: skip
-            assert len(ours) >= 2 and len(jobs) == 2, "both jobs should be running trials"
+            # one Harbor job runs both arms (on-demand loading, tasks without their own skills)
+            assert len(ours) >= 2 and len(jobs) == 1, "the job should be running trials"
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=60) == -signal.SIGTERM  # it still ends by the signal
             deadline = time.monotonic() + 20
@@ -150,7 +151,12 @@ def test_terminus_paired_run(tmp_path: Path, harbor: Path, monkeypatch) -> None:
         assert out.exit_code == 0, out.output
         assert model.unknown == 0
         assert dict(model.requests) == {k: 2 * n for k, n in PER_TRIAL.items()}
-        # The same command again: both jobs resume with nothing left, the import adds nothing.
+        # one job of both arms: its two agent entries, with and without the pool
+        (work,) = runs.glob("harbor-*")
+        assert sorted(p.name for p in (work / "jobs").iterdir() if p.is_dir()) == ["both"]
+        agents = json.loads((work / "both.json").read_text())["agents"]
+        assert [len(a["skills"]) for a in agents] == [3, 0]
+        # The same command again: the job resumes with nothing left, the import adds nothing.
         again = CliRunner().invoke(cli, _args(model.url, runs))
         assert again.exit_code == 0, again.output
         assert dict(model.requests) == {k: 2 * n for k, n in PER_TRIAL.items()}
@@ -189,7 +195,7 @@ def test_killed_run_resumes_without_redoing_or_duplicating(tmp_path: Path, harbo
         deadline = time.monotonic() + 300
         while len(_finished_trials(runs)) < 4 and time.monotonic() < deadline:
             time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGKILL)  # the whole run: ours and both Harbor processes
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole run: ours and Harbor's process
         proc.wait()
         before = _finished_trials(runs)
         assert 4 <= len(before) < 16, "the kill should land mid-run"
@@ -205,10 +211,40 @@ def test_killed_run_resumes_without_redoing_or_duplicating(tmp_path: Path, harbo
     assert all(after.get(trial) == mtime for trial, mtime in before.items())
     per_task: dict[tuple[str, str], int] = {}
     for trial in after:
-        arm, name = Path(trial).parts[-2], Path(trial).parts[-1]
-        key = (name.split("__")[0], arm)
+        agent = json.loads((runs / trial / "config.json").read_text())["agent"]
+        key = (Path(trial).name.split("__")[0], "se" if agent["skills"] else "sd")
         per_task[key] = per_task.get(key, 0) + 1
     assert per_task == {k: 2 for k in PER_TRIAL}
     rows = _rows(runs)
     assert len(rows) == 8
     assert len({(r["task_id"], r["repeat_index"]) for r in rows}) == 8
+
+
+def test_a_run_begun_as_two_jobs_resumes_as_two(tmp_path: Path, harbor: Path, monkeypatch) -> None:
+    """A work folder of the two-job layout (jobs/se, jobs/sd: every run before 5 Dec 2026, made
+    here by forcing the old choice) resumes as two jobs: Harbor resumes a job only with the
+    job file it began with. A trial left unfinished (its result.json gone, as after a kill)
+    is redone, nothing else, and no row is added twice."""
+    from hf_skillfollow.harness import _harbor
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", str(harbor))
+    monkeypatch.setenv("DOUBLE_API_KEY", "double-key")
+    runs = tmp_path / "runs"
+    with TerminusModelDouble(TASKS) as model:
+        with monkeypatch.context() as forced:
+            forced.setattr(_harbor, "_two_jobs_because", lambda *a: "as before 5 Dec 2026")
+            out = CliRunner().invoke(cli, _args(model.url, runs, trials=1))
+        assert out.exit_code == 0, out.output
+        (work,) = runs.glob("harbor-*")
+        assert sorted(p.name for p in (work / "jobs").iterdir() if p.is_dir()) == ["sd", "se"]
+        (unfinished,) = (work / "jobs" / "sd").glob("sum-sales__*/result.json")
+        unfinished.unlink()
+        before = sum(model.requests.values())
+        again = CliRunner().invoke(cli, _args(model.url, runs, trials=1))
+        assert again.exit_code == 0, again.output
+        redone = sum(model.requests.values()) - before
+    assert "this work folder was begun with two jobs" in again.output
+    assert not (work / "jobs" / "both").exists()
+    assert redone == PER_TRIAL[("sum-sales", "sd")]
+    assert "imported 4 pair(s) (0 new, 4 already recorded)" in again.output
+    assert len(_rows(runs)) == 4

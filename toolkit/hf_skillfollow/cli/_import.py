@@ -45,18 +45,26 @@ def import_() -> None:
     """Import with/without-skills runs of another harness as paired run folders (docs/import.md)."""
 
 
-def _trial_arms(harness: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The arm and verdict options of a format whose trials are folders given per arm."""
+def _trial_arms(
+    harness: str, jobs: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The arm and verdict options of a format whose trials are folders given per arm; `jobs`:
+    also `--job`, a job that ran both arms (then the per-arm flags are optional)."""
 
     def add(f: Callable[..., Any]) -> Callable[..., Any]:
         options = [
-            click.option("--with-skills", "with_paths", type=_PATH, multiple=True, required=True,
+            click.option("--with-skills", "with_paths", type=_PATH, multiple=True,
+                         required=not jobs,
                          help=f"{harness} job or trial folder of the with-skills arm (repeatable; "
                               "searched recursively)."),
             click.option("--without-skills", "without_paths", type=_PATH, multiple=True,
-                         required=True,
+                         required=not jobs,
                          help=f"{harness} job or trial folder of the without-skills arm "
                               "(repeatable)."),
+            *([click.option("--job", "paths", type=_PATH, multiple=True,
+                            help=f"{harness} job that ran both arms: two agent entries that "
+                                 "differ only in skills; each trial's arm is whether its "
+                                 "recorded agent had skills (repeatable).")] if jobs else []),
             click.option("--pass-threshold", type=float, default=1.0, show_default=True,
                          help="A trial passes when its verifier reward reaches this."),
         ]  # fmt: skip
@@ -69,7 +77,7 @@ def _trial_arms(harness: str) -> Callable[[Callable[..., Any]], Callable[..., An
 
 
 @import_.command("harbor")
-@_trial_arms("Harbor")
+@_trial_arms("Harbor", jobs=True)
 def harbor(**kwargs: Any) -> None:
     """Harbor trial folders (result.json, config.json, agent/...): SkillsBench, Terminal-Bench."""
     _import("harbor", **kwargs)

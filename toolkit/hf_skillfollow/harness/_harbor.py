@@ -1,4 +1,4 @@
-"""`run --harness harbor`: the two arms as two Harbor jobs, then the trials through the importer.
+"""`run --harness harbor`: both arms through Harbor (one job where it allows), then the import.
 
 Harbor (PyPI ``harbor``, Python >= 3.12) runs in its own virtual environment and is driven
 only through its command line and job files (docs/harness.md says why). One run is a work
@@ -7,12 +7,21 @@ finds it and resumes: a job folder that exists is continued with ``harbor job re
 (Harbor keeps the finished trials and redoes only the unfinished ones), and the import
 appends only the pairs its run folders lack.
 
+One job (``both``) runs both arms where they can share it: its two agent entries are the
+same agent, with and without ``skills`` (Harbor installs them where that agent looks), over
+one copy of the tasks, so each task's two trials start side by side and one pool of
+``--concurrency`` trials serves both arms to the end. Two jobs (``se``, ``sd``, each with
+half of ``--concurrency``) where they cannot: a loading line (`nudge`, `inject`) is a job's
+instruction that only SE may get, a task that ships its own skills needs a copy without them
+for SD, and a work folder begun with two jobs resumes as two (`_two_jobs_because`).
+
 - ``skills/``: the pool as the loader accepted it (`_stage.stage_pool`);
-- ``tasks/se``, ``tasks/sd``: each arm's copy of the tasks (`_stage.stage_tasks`);
-- ``se.json``, ``sd.json``: the job files, identical but for the skills (SE's agent gets
-  ``skills``, which Harbor installs where that agent looks for them), the loading mode's
-  extra instruction and each arm's task folder; `arm_differences` checks that;
-- ``jobs/se``, ``jobs/sd``: Harbor's job and trial folders; ``jobs/<arm>.log`` its output.
+- ``tasks/both`` or ``tasks/se`` and ``tasks/sd``: the tasks as the job(s) read them
+  (`_stage.stage_tasks`);
+- ``both.json`` or ``se.json`` and ``sd.json``: the job file(s); the arms' settings are
+  identical but for the skills, the loading line and each arm's task copy, which
+  `arm_differences` checks;
+- ``jobs/<job>``: Harbor's job and trial folders; ``jobs/<job>.log`` its output.
 """
 
 from __future__ import annotations
@@ -56,6 +65,8 @@ _LOG_TAIL = 2000
 _STOP_GRACE_S = 30.0
 #: the rows' `provenance`: hf-skillfollow ran both arms, through Harbor (not `imported:harbor`)
 PROVENANCE = "run:harbor"
+#: the one job of both arms; ``se`` and ``sd`` name the two jobs of one arm each
+BOTH = "both"
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,7 @@ class HarborOptions:
     """`sandbox` (ours, no Docker), or any Harbor environment type (docker, daytona, modal,
     e2b, ...) or ``module:Class``."""
     concurrency: int = 4
-    """Trials in flight across both arms."""
+    """Trials in flight across both arms (two jobs: half each)."""
     loading: Loading = "on-demand"
     """How the skills reach the agent: installed (`on-demand`), plus one line naming where
     (`nudge`), or their bodies in the instruction (`inject`)."""
@@ -135,26 +146,33 @@ def _dataset(tasks: str) -> dict[str, Any] | None:
 
 
 def job_config(
-    options: HarborOptions, arm: str, work: Path, skill_folders: list[Path], bodies: str
+    options: HarborOptions, job: str, work: Path, skill_folders: list[Path], bodies: str
 ) -> dict[str, Any]:
-    """One arm's Harbor job file. The two arms' files differ only where `arm_differences`
-    allows it; everything else (agent, model, endpoint, environment, attempts, timeouts) is
-    the same object."""
+    """The Harbor job file of `job`: ``both`` (the two arms as two agent entries, SE's first,
+    sharing one task copy and every trial slot) or one arm's, ``se`` or ``sd``. The arms'
+    settings differ only where `arm_differences` allows it; everything else (agent, model,
+    endpoint, environment, attempts, timeouts) is the same object."""
     env = ENVIRONMENTS.get(options.env, options.env)
-    agent: dict[str, Any] = {
-        ("import_path" if ":" in options.agent else "name"): options.agent,
-        "model_name": options.model,
-        "base_url": options.base_url,
-        "model_api_key_name": options.api_key_env,
-        "kwargs": dict(options.agent_kwargs),
-        "skills": [str(p) for p in skill_folders] if arm == "se" else [],
-    }
+    arms = ("se", "sd") if job == BOTH else (job,)
+    agents = [
+        {
+            ("import_path" if ":" in options.agent else "name"): options.agent,
+            "model_name": options.model,
+            "base_url": options.base_url,
+            "model_api_key_name": options.api_key_env,
+            "kwargs": dict(options.agent_kwargs),
+            "skills": [str(p) for p in skill_folders] if arm == "se" else [],
+        }
+        for arm in arms
+    ]
     extra: list[str] = []
-    if arm == "se" and options.loading == "nudge":
+    if job == BOTH and options.loading != "on-demand":
+        raise HarnessError(f"--loading {options.loading}: its line is SE's alone, so two jobs")
+    if job == "se" and options.loading == "nudge":
         extra = [NUDGE.format(skills_dir=SKILLS_DIR)]
-    elif arm == "se" and options.loading == "inject":
+    elif job == "se" and options.loading == "inject":
         extra = [INJECT.format(bodies=bodies)]
-    dataset = _dataset(options.tasks) or {"path": str(work / "tasks" / arm)}
+    dataset = _dataset(options.tasks) or {"path": str(work / "tasks" / job)}
     environment: dict[str, Any] = {("import_path" if ":" in env else "type"): env, "delete": True}
     kwargs = dict(options.env_options)
     port = _loopback_port(options.base_url)
@@ -164,15 +182,17 @@ def job_config(
     if kwargs:
         environment["kwargs"] = kwargs
     return {
-        "job_name": arm,
+        "job_name": job,
         "jobs_dir": str(work / "jobs"),
         "n_attempts": options.trials,
         "agent_timeout_multiplier": options.agent_timeout_multiplier,
-        # both jobs run at once, so each gets half of the trials in flight
-        "n_concurrent_trials": max(1, options.concurrency // 2),
+        # two jobs run at once, so each gets half of the trials in flight
+        "n_concurrent_trials": options.concurrency
+        if job == BOTH
+        else max(1, options.concurrency // 2),
         "quiet": True,
         "environment": environment,
-        "agents": [agent],
+        "agents": agents,
         "datasets": [dataset],
         "extra_instructions": extra,
     }
@@ -190,9 +210,17 @@ def _loopback_port(url: str | None) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def arm_differences(se: dict[str, Any], sd: dict[str, Any]) -> list[str]:
-    """Where the two job files differ beyond the skills, the loading line and each arm's own
-    name and task copy: each such difference breaks the arms' integrity."""
+def arm_differences(configs: dict[str, dict[str, Any]]) -> list[str]:
+    """Where the arms' settings differ beyond the skills, the loading line and each arm's own
+    job name and task copy: each such difference breaks the arms' integrity. `configs`: the
+    job files by name, ``both`` (its agent entries are the arms) or ``se`` and ``sd``."""
+    if BOTH in configs:
+        job = configs[BOTH]
+        if len(job["agents"]) != 2:
+            return ["agents"]
+        se, sd = ({**job, "agents": [agent]} for agent in job["agents"])
+    else:
+        se, sd = configs["se"], configs["sd"]
 
     def neutral(config: dict[str, Any]) -> dict[str, Any]:
         out = json.loads(json.dumps(config))
@@ -204,7 +232,25 @@ def arm_differences(se: dict[str, Any], sd: dict[str, Any]) -> list[str]:
         return out
 
     a, b = neutral(se), neutral(sd)
-    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    if not se["agents"][0]["skills"] or sd["agents"][0]["skills"]:
+        differ.append("skills")  # SE has the pool, SD none
+    return differ
+
+
+def _two_jobs_because(options: HarborOptions, work: Path, own_skills: list[str]) -> str | None:
+    """Why the arms cannot share one job, or None when they can (docs/harness.md, "What one
+    run does")."""
+    jobs = work / "jobs"
+    if (jobs / "se").is_dir() or (jobs / "sd").is_dir():
+        return "this work folder was begun with two jobs (before 5 Dec 2026): it resumes as two"
+    if options.loading != "on-demand":
+        return (f"--loading {options.loading} adds a line to the instruction, which Harbor "
+                "gives every agent of a job, and only the with-skills arm may have it")  # fmt: skip
+    if own_skills:
+        return (f"{len(own_skills)} task(s) ship their own skills, which the without-skills "
+                "arm's copy of the tasks must not have")  # fmt: skip
+    return None
 
 
 def _key(options: HarborOptions, pool_hash: str) -> str:
@@ -260,35 +306,17 @@ def run_harbor(
         if evals is not None:
             options = replace(options, tasks=str(evals.write(work / "evals-tasks")))
         folders = _stage.stage_pool(pool, _fresh(work / "skills"))
-        if _dataset(options.tasks) is None:
-            tasks = _stage.find_tasks(Path(options.tasks))
-            if evals is None:
-                from hf_skillfollow.harness._evals_tasks import refuse_judged
-
-                refuse_judged(tasks)  # a skill eval's reward is a placeholder without the judge
-            staged = _stage.stage_tasks(tasks, work / "tasks" / "se", work / "tasks" / "sd")
-            if staged.stripped:
-                notes.append(
-                    f"note: {len(staged.stripped)} task(s) ship their own skills "
-                    f"(environment/skills/): removed from the without-skills arm's copy: "
-                    + ", ".join(staged.stripped[:10])
-                    + (" ..." if len(staged.stripped) > 10 else "")
-                )
-        else:
-            notes.append(
-                f"note: --tasks {options.tasks} is a registry dataset, passed to both arms as "
-                "Harbor downloads it: a task that ships its own skills keeps them in the "
-                "without-skills arm (download it and give the folder to strip them)"
-            )
+        jobs, staged_note = _stage_jobs(options, work, evals is not None)
     except _stage.StageError as exc:
         raise HarnessError(str(exc)) from None
+    notes += staged_note
     bodies = _inject_bodies(pool) if options.loading == "inject" else ""
-    configs = {arm: job_config(options, arm, work, folders, bodies) for arm in ("se", "sd")}
-    differ = arm_differences(configs["se"], configs["sd"])
+    configs = {job: job_config(options, job, work, folders, bodies) for job in jobs}
+    differ = arm_differences(configs)
     if differ:  # a bug of ours, never the user's input: refuse rather than run unpaired arms
-        raise HarnessError(f"the two job files differ beyond the skills: {', '.join(differ)}")
-    for arm, config in configs.items():
-        (work / f"{arm}.json").write_text(json.dumps(config, indent=2))
+        raise HarnessError(f"the arms' job settings differ beyond the skills: {', '.join(differ)}")
+    for job, config in configs.items():
+        (work / f"{job}.json").write_text(json.dumps(config, indent=2))
     if options.env == "sandbox":
         _check_sandbox_importable(harbor)
     notes.append(
@@ -307,13 +335,59 @@ def run_harbor(
             "model this small mostly fails agentic tasks, so this run shows the machinery, "
             "not what the skills are worth"
         )
-    asyncio.run(_run_jobs(harbor, work, echo, embedded))
+    asyncio.run(_run_jobs(harbor, work, list(configs), echo, embedded))
     judging = None
     if evals is not None:
         from hf_skillfollow.harness._judged import judge_trials
 
         judging = judge_trials(work, evals.tasks, judge, options.concurrency, echo)
-    return _import(options, work, notes, judging)
+    return _import(options, work, list(configs), notes, judging)
+
+
+def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[str], list[str]]:
+    """Stage the tasks for one job of both arms where they can share it, else for two; return
+    the job names and what the run must say about them."""
+    from hf_skillfollow.harness import _stage
+
+    notes: list[str] = []
+    shared = (work / "jobs" / BOTH).is_dir()
+    why = _two_jobs_because(options, work, [])
+    staged = None
+    if _dataset(options.tasks) is None:
+        tasks = _stage.find_tasks(Path(options.tasks))
+        if not evals:
+            from hf_skillfollow.harness._evals_tasks import refuse_judged
+
+            refuse_judged(tasks)  # a skill eval's reward is a placeholder without the judge
+        if why is None:
+            staged = _stage.stage_tasks(tasks, _fresh(work / "tasks" / BOTH))
+            why = _two_jobs_because(options, work, staged.own_skills)
+        if why is not None:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(work / "tasks" / BOTH)
+            staged = _stage.stage_tasks(tasks, work / "tasks" / "se", work / "tasks" / "sd")
+    else:
+        notes.append(
+            f"note: --tasks {options.tasks} is a registry dataset, passed to both arms as "
+            "Harbor downloads it: a task that ships its own skills keeps them in the "
+            "without-skills arm (download it and give the folder to strip them)"
+        )
+    if why is not None and shared:
+        raise HarnessError(
+            f"{work / 'jobs' / BOTH}: this run began as one job of both arms, but now {why}; "
+            "give another -o to start afresh"
+        )
+    if staged is not None and staged.own_skills and why is not None:
+        notes.append(
+            f"note: {len(staged.own_skills)} task(s) ship their own skills "
+            f"(environment/skills/): removed from the without-skills arm's copy: "
+            + ", ".join(staged.own_skills[:10])
+            + (" ..." if len(staged.own_skills) > 10 else "")
+        )
+    if why is None:
+        return [BOTH], notes
+    notes.append(f"note: the arms run as two Harbor jobs, each with half of --concurrency: {why}")
+    return ["se", "sd"], notes
 
 
 def _check_evals(options: HarborOptions) -> None:
@@ -472,40 +546,45 @@ async def _serving(server: _Embedded | None) -> AsyncIterator[None]:
 
 
 async def _run_jobs(
-    harbor: Path, work: Path, echo: Callable[[str], None], server: _Embedded | None = None
+    harbor: Path,
+    work: Path,
+    names: list[str],
+    echo: Callable[[str], None],
+    server: _Embedded | None = None,
 ) -> None:
-    """Both jobs at once (arms interleaved in time, so endpoint load falls on both alike)."""
+    """The job(s) `names`, at once (two jobs: arms interleaved in time, so the endpoint's load
+    falls on both alike; one job interleaves them itself, task by task)."""
     jobs = work / "jobs"
     jobs.mkdir(exist_ok=True)
 
-    async def one(arm: str) -> None:
-        job = jobs / arm
+    async def one(name: str) -> None:
+        job = jobs / name
         if (job / "config.json").is_file():
-            _carry_endpoint(job / "config.json", work / f"{arm}.json")
+            _carry_endpoint(job / "config.json", work / f"{name}.json")
             argv = [str(harbor), "job", "resume", "-p", str(job)]
-            echo(f"harbor: resuming the {arm} job in {job}")
+            echo(f"harbor: resuming the {name} job in {job}")
         else:
-            argv = [str(harbor), "run", "-c", str(work / f"{arm}.json"), "-y"]
-        log = jobs / f"{arm}.log"
+            argv = [str(harbor), "run", "-c", str(work / f"{name}.json"), "-y"]
+        log = jobs / f"{name}.log"
         with log.open("ab") as out:
             proc = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out, env=harbor_env()
             )
             try:
                 rc = await proc.wait()
-            except BaseException:  # cancelled (Ctrl-C, SIGTERM: _terminate) or the other arm failed
+            except BaseException:  # cancelled (Ctrl-C, SIGTERM: _terminate) or the other job failed
                 await _stop(proc)
                 raise
         if rc != 0:
             tail = log.read_bytes()[-_LOG_TAIL:].decode(errors="replace").strip().splitlines()
             last = tail[-1] if tail else "no output"
             raise HarnessError(
-                f"harbor ({arm} job) exited with {rc}: {last[:300]} (log: {log}; finished "
+                f"harbor ({name} job) exited with {rc}: {last[:300]} (log: {log}; finished "
                 "trials are kept: the same command resumes)"
             )
 
     async with _serving(server):
-        await asyncio.gather(one("se"), one("sd"))
+        await asyncio.gather(*(one(name) for name in names))
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
@@ -527,7 +606,8 @@ def _carry_endpoint(recorded: Path, current: Path) -> None:
     do the job's `lock.json` and each finished trial's `config.json` and `lock.json`, which
     Harbor matches against the planned trials (else "Existing trial config does not match
     planned job config": the embedded server's port is new on every run). The endpoint a
-    trial used stays in its `result.json`."""
+    trial used stays in its `result.json`. Every agent entry takes it (the one job of both
+    arms has two; they share the endpoint)."""
     now = json.loads(current.read_text())["agents"][0]
     job = recorded.parent
     files = [recorded, job / "lock.json"]
@@ -555,11 +635,13 @@ def _set_endpoint(node: Any, base_url: str, key_name: str, depth: int = 0) -> No
 
 
 def _import(
-    options: HarborOptions, work: Path, notes: list[str], judging: Any = None
+    options: HarborOptions, work: Path, jobs: list[str], notes: list[str], judging: Any = None
 ) -> HarborOutcome:
     """The trial folders through part 1's Harbor importer into ordinary run folders: the one
-    place this harness calls the importer. `judging` (skill evals): the blinded judge's
-    verdicts replace the trials' placeholder rewards."""
+    place this harness calls the importer. The one job of both arms is given as a job that ran
+    both (each trial's arm is the skills its recorded agent had); two jobs as one per arm.
+    `judging` (skill evals): the blinded judge's verdicts replace the trials' placeholder
+    rewards."""
     from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
 
     dataset = _dataset(options.tasks)
@@ -568,17 +650,19 @@ def _import(
     benchmark = options.benchmark or benchmark
     import_options = ImportOptions(
         skills=work / "skills",
-        tasks=None if dataset else work / "tasks" / "se",
+        tasks=None if dataset else work / "tasks" / jobs[0],
         loading=options.loading,
         benchmark=f"harbor:{benchmark}",
     )
+    folders = {name: [work / "jobs" / name] for name in jobs}
     try:
         result = import_runs(
             "harbor",
-            [work / "jobs" / "se"],
-            [work / "jobs" / "sd"],
+            folders.get("se", []),
+            folders.get("sd", []),
             import_options,
             output_dir=work.parent,
+            paths=folders.get(BOTH, []),
             provenance=PROVENANCE,
             judging=judging,
         )

@@ -1,6 +1,6 @@
 """The blinded judge over a harness run's skill-eval trials (docs/harness.md).
 
-After both Harbor jobs have run, each finished trial is graded by the chat loop's judge, the
+After the Harbor job(s) have run, each finished trial is graded by the chat loop's judge, the
 same mechanism and the same protocol strings (`scoring._custom.judged_verdict`: the blinded
 request, K repeats, majority, ties, an empty answer never judged). What the judge reads as
 the answer is what skill-creator's grader reads of an eval run: the agent's final message
@@ -11,7 +11,7 @@ two trials that left the same message and files give byte-identical requests.
 
 A trial that ended in an exception is not judged (its error makes it incorrect, as an arm that
 ended in an error in the chat loop). Each verdict is kept in the work folder
-(``judged/<judge key>/<arm>/<trial>.json``), so running the same command again judges only
+(``judged/<judge key>/<job>/<trial>.json``; trial names are Harbor's, unique), so running the same command again judges only
 the trials it has not judged yet; another judge judges again into its own folder and cell.
 
 Trial folders are untrusted: every file is read bounded, without following a link out of the
@@ -200,7 +200,8 @@ def read_outputs(trial: Path) -> Outputs:
 
 def _unread(exc: Exception) -> str:
     """Why the reader refused a trial file, in words of ours: its message holds the host
-    path, ``.../jobs/<arm>/<trial>/...``, which would tell the judge the arm and the trial."""
+    path, ``.../jobs/<job>/<trial>/...``, which would tell the judge the trial (and, of two
+    jobs, the arm)."""
     text = str(exc)
     if "leads out of" in text:
         return "a link leading out of the trial folder"
@@ -282,8 +283,9 @@ def judge_trials(
     concurrency: int,
     echo: Callable[[str], None],
 ) -> Judging:
-    """Judge every finished, error-free trial of both jobs under ``work/jobs`` (those judged
-    before are read back); the `Judging` the importer records."""
+    """Judge every finished, error-free trial of the job(s) under ``work/jobs``, one job of
+    both arms or one per arm (those judged before are read back); the `Judging` the importer
+    records."""
     from hf_skillfollow.config import stable_hash
 
     settings = judge.settings
@@ -291,14 +293,15 @@ def judge_trials(
     store = work / "judged" / stable_hash(identity)[:12]
     verdicts: dict[Path, Graded] = {}
     todo: list[tuple[Path, Path, Any, str]] = []
-    for arm in ("se", "sd"):
-        for folder, result in _trials(work / "jobs" / arm):
+    jobs = sorted(p for p in (work / "jobs").iterdir() if p.is_dir() and not p.is_symlink())
+    for job in jobs:
+        for folder, result in _trials(job):
             if result.get("exception_info") is not None:
                 continue  # an errored trial is incorrect, not judged (the importer keeps why)
             task = tasks.get(str(result.get("task_name")))
             if task is None:
                 raise JudgeRunError(f"{folder}: task {result.get('task_name')!r} is no eval")
-            cached = store / arm / f"{folder.name}.json"
+            cached = store / job.name / f"{folder.name}.json"
             if cached.is_file():
                 verdicts[folder.resolve()] = Graded(**json.loads(cached.read_text()))
             else:

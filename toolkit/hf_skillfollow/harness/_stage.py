@@ -1,12 +1,14 @@
-"""What the two Harbor jobs read, copied into the run's work folder before anything runs.
+"""What the Harbor job(s) read, copied into the run's work folder before anything runs.
 
 The skill pool is written from what the loader accepted (each SKILL.md and its servable
-resources: exactly the content the pool hash names, no links, bounded by the loader). Each
-arm gets its own copy of every task: the with-skills arm the task as it is, the without-skills
-arm the same task without its own ``environment/skills/`` (and the Dockerfile lines that copy
-them, and ``[environment] skills_dir``), so a task that ships skills cannot hand them to the
-arm that must not have them. Task folders are untrusted: regular files only, no links
-followed, bounded in count, size and depth.
+resources: exactly the content the pool hash names, no links, bounded by the loader). The
+tasks are copied once when both arms share one job (`stage_tasks` without `sd_dest`), which
+is sound only when no task ships its own skills (`StagedTasks.own_skills` says which do).
+Otherwise each arm gets its own copy of every task: the with-skills arm the task as it is,
+the without-skills arm the same task without its own ``environment/skills/`` (and the
+Dockerfile lines that copy them, and ``[environment] skills_dir``), so a task that ships
+skills cannot hand them to the arm that must not have them. Task folders are untrusted:
+regular files only, no links followed, bounded in count, size and depth.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ class StageError(ValueError):
 @dataclass
 class StagedTasks:
     names: list[str]
-    #: tasks whose own skills were removed from the without-skills copy
-    stripped: list[str] = field(default_factory=list)
+    #: tasks that ship their own skills: removed from the without-skills copy where there is
+    #: one; a copy both arms share would hand them to both
+    own_skills: list[str] = field(default_factory=list)
 
 
 def stage_pool(pool: SkillPool, dest: Path) -> list[Path]:
@@ -80,17 +83,19 @@ def _is_task(path: Path) -> bool:
     return (path / "task.toml").is_file() and (path / "instruction.md").is_file()
 
 
-def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path) -> StagedTasks:
-    """Copy each task for both arms; the without-skills copy loses the task's own skills."""
+def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = None) -> StagedTasks:
+    """Copy each task for both arms; the without-skills copy (`sd_dest`) loses the task's own
+    skills. Without `sd_dest` the one copy in `se_dest` serves both arms, as it is: the
+    caller must not share it when `own_skills` names a task."""
     staged = StagedTasks(names=[])
     for task in tasks:
-        se, sd = se_dest / task.name, sd_dest / task.name
-        for dest in (se, sd):
+        copies = [se_dest / task.name] + ([sd_dest / task.name] if sd_dest else [])
+        for dest in copies:
             if dest.exists():
                 shutil.rmtree(dest)
             _copy_tree(task, dest)
-        if _strip_skills(sd):
-            staged.stripped.append(task.name)
+        if _own_skills(copies[-1], strip=sd_dest is not None):
+            staged.own_skills.append(task.name)
         staged.names.append(task.name)
     return staged
 
@@ -119,24 +124,27 @@ def _copy_tree(source: Path, dest: Path) -> None:
     walk(source, dest, 0)
 
 
-def _strip_skills(task: Path) -> bool:
-    """Remove the task's own skills from a copy; True when it had any."""
-    stripped = False
+def _own_skills(task: Path, *, strip: bool) -> bool:
+    """Whether a task copy ships its own skills; `strip`: remove them from it."""
+    found = False
     skills = task / "environment" / "skills"
     if skills.is_dir():
-        shutil.rmtree(skills)
-        stripped = True
+        found = True
+        if strip:
+            shutil.rmtree(skills)
     dockerfile = task / "environment" / "Dockerfile"
     if dockerfile.is_file():
         lines = dockerfile.read_text(errors="replace").splitlines(keepends=True)
         kept = [line for line in lines if not _COPY_SKILLS.match(line)]
         if len(kept) != len(lines):
-            dockerfile.write_text("".join(kept))
-            stripped = True
+            found = True
+            if strip:
+                dockerfile.write_text("".join(kept))
     toml = task / "task.toml"
     text = toml.read_text(errors="replace")
     without = _SKILLS_DIR_LINE.sub("", text)
     if without != text:
-        toml.write_text(without)
-        stripped = True
-    return stripped
+        found = True
+        if strip:
+            toml.write_text(without)
+    return found

@@ -58,8 +58,10 @@ def import_runs(
     `fmt` is a `registries.IMPORTERS` name. For `harbor` and `benchflow`, `with_paths` and
     `without_paths` are job or trial folders (searched recursively, bounded) of the
     with-skills and the without-skills arm: the arm of a trial is the list its path is in,
-    never its folder's name. For `skill-creator`, `paths` are workspaces (the arms are its
-    `with_skill` and `without_skill`/`old_skill` folders). The result's `run_dirs` are
+    never its folder's name; for `harbor`, `paths` are jobs that ran both arms (two agent
+    entries that differ only in skills: each trial's arm is whether its recorded agent had
+    skills, `importers._harbor._JobArms`). For `skill-creator`, `paths` are workspaces (the
+    arms are its `with_skill` and `without_skill`/`old_skill` folders). The result's `run_dirs` are
     ordinary run folders (one per repeat) that `report`, `push`, `verify` and the board read;
     importing the same trials again adds nothing, and an interrupted import resumes.
     `on_total(n)` is called once with the number of pairs, `on_pair(error)` after each.

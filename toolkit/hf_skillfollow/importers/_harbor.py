@@ -10,6 +10,7 @@ was given with, never a folder name. `collect` (the walk) also serves `_benchflo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,14 @@ from hf_skillfollow.importers._base import (
     ImportRequest,
     Trial,
 )
-from hf_skillfollow.importers._walk import existing_files, field, given_path, read_json, walk_files
+from hf_skillfollow.importers._walk import (
+    existing_files,
+    field,
+    find_file,
+    given_path,
+    read_json,
+    walk_files,
+)
 
 _MAX_TEXT = 500
 _MAX_NAME = 200
@@ -47,43 +55,54 @@ class Unfinished(str):
 
 
 def collect_harbor(request: ImportRequest) -> Collected:
-    return collect(request, "harbor", read_trial)
+    return collect(request, "harbor", read_trial, jobs=True)
 
 
-def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collected:
+def collect(
+    request: ImportRequest, harness: str, reader: TrialReader, *, jobs: bool = False
+) -> Collected:
     """Every trial under the with/without-skills paths, each read by `reader` from its
-    `result.json` (None: not a trial, such as a job's own result.json)."""
-    if not request.with_paths or not request.without_paths:
+    `result.json` (None: not a trial, such as a job's own result.json); with `jobs`, also
+    under `request.paths`, jobs that ran both arms (`_JobArms` gives each trial's arm)."""
+    if request.paths and not jobs:
+        raise ImportInputError(
+            f"--job: not for {harness} (give --with-skills and --without-skills)"
+        )
+    if not request.paths and (not request.with_paths or not request.without_paths):
         raise ImportInputError(
             "give the trials of both arms: --with-skills PATH... and --without-skills PATH..."
+            + (", or --job PATH... (a job that ran both)" if jobs else "")
         )
     trials: list[Trial] = []
     notes: list[str] = []
-    where: dict[Path, Arm] = {}
+    where: dict[Path, str] = {}
     ids: dict[str, Trial] = {}
     unfinished = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
+        (None, "--job", request.paths),
     ):
         for root in paths:
             given_path(root, flag)
             found = 0
+            arms = _JobArms(root) if arm is None else None
             for result_path in walk_files(root, "result.json"):
-                trial = reader(result_path, root, arm, request.options)
+                trial = reader(result_path, root, arm or "se", request.options)
                 if isinstance(trial, Unfinished):
                     unfinished += 1
                     continue
                 if trial is None:
                     continue
+                if arms is not None:
+                    trial = dataclasses.replace(trial, arm=arms.arm(result_path))
                 key = result_path.resolve()
                 if key in where:
                     raise ImportInputError(
-                        f"{result_path}: given under both --with-skills and --without-skills"
-                        if where[key] != arm
-                        else f"{result_path}: given twice"
-                    )
-                where[key] = arm
+                        f"{result_path}: given twice" if where[key] == flag
+                        else f"{result_path}: given under both {where[key]} and {flag}"
+                    )  # fmt: skip
+                where[key] = flag
                 if trial.trial_id:
                     _once(trial, ids, flag)
                 trials.append(trial)
@@ -96,6 +115,90 @@ def collect(request: ImportRequest, harness: str, reader: TrialReader) -> Collec
             "out: import again once they finish"
         )
     return Collected(trials, notes, harness)
+
+
+class _JobArms:
+    """The arm of each trial of one Harbor job that ran both arms (`--job`): the job's agent
+    entries are one agent with and without `skills`, and a trial's arm is whether the agent
+    its `config.json` records (what Harbor ran, and resumes by) had skills.
+
+    A trial folder is untrusted, so its record is checked, each a one-line error naming the
+    file: the copy in its `result.json` must record the same skills; the agent must be one of
+    its job's (the job's own `config.json`, where there is one); and, the job's or not, every
+    trial's agent must be the same but for the skills, one list of skills for every
+    with-skills trial. A trial that records no skills but had them anyway is left to the
+    arm-integrity check of its transcript, as in two jobs."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root if root.is_dir() else root.parent  # a result.json given alone
+        self.jobs: dict[Path, list[dict[str, Any]] | None] = {}
+        self.first: tuple[Path, dict[str, Any]] | None = None
+        self.skills: tuple[Path, list[Any]] | None = None
+
+    def arm(self, result_path: Path) -> Arm:
+        folder = result_path.parent
+        path = find_file(folder, "config.json")
+        if path is None:
+            raise ImportInputError(
+                f"{folder}: no config.json, so no recorded agent to tell its arm"
+            )
+        agent = field(read_json(path, self.root), path, "agent", kind=dict, required=True)
+        skills = field(agent, path, "skills", kind=list) or []
+        recorded = field(
+            read_json(result_path, self.root), result_path, "config", "agent", "skills"
+        )
+        if recorded is not None and recorded != skills:
+            raise ImportInputError(
+                f"{result_path}: field 'config.agent.skills' differs from {path}'s "
+                "'agent.skills': the trial's arm is recorded two ways"
+            )
+        self._check(path, agent, skills, folder.parent)
+        return "se" if skills else "sd"
+
+    def _check(self, path: Path, agent: dict[str, Any], skills: list[Any], job: Path) -> None:
+        neutral = {k: v for k, v in agent.items() if k != "skills"}
+        agents = self._job_agents(job)
+        if agents is not None and agent not in agents:
+            raise ImportInputError(
+                f"{path}: field 'agent' is none of the agents of its job ({job / 'config.json'})"
+            )
+        if self.first is None:
+            self.first = (path, neutral)
+        elif neutral != self.first[1]:
+            keys = sorted(k for k in neutral.keys() | self.first[1].keys()
+                          if neutral.get(k) != self.first[1].get(k))  # fmt: skip
+            raise ImportInputError(
+                f"{path}: field 'agent.{keys[0]}' differs from {self.first[0]}'s: the arms of "
+                "a job must differ only in the skills"
+            )
+        if skills:
+            if self.skills is None:
+                self.skills = (path, skills)
+            elif skills != self.skills[1]:
+                raise ImportInputError(
+                    f"{path}: field 'agent.skills' differs from {self.skills[0]}'s: the "
+                    "with-skills trials of a job must have the same skills"
+                )
+
+    def _job_agents(self, job: Path) -> list[dict[str, Any]] | None:
+        """The job's agent entries (its own `config.json`, inside the given folder), checked
+        to differ only in the skills; None when the trial's folder has no job's config."""
+        if job not in self.jobs:
+            self.jobs[job] = None
+            path = find_file(job, "config.json") if job.is_relative_to(self.root) else None
+            data = read_json(path, self.root) if path is not None else None
+            agents = field(data, path, "agents", kind=list) if path is not None else None
+            if agents is not None:
+                if not all(isinstance(a, dict) for a in agents):
+                    raise ImportInputError(f"{path}: field 'agents' holds a non-object")
+                neutral = [{k: v for k, v in a.items() if k != "skills"} for a in agents]
+                if any(n != neutral[0] for n in neutral):
+                    raise ImportInputError(
+                        f"{path}: field 'agents': the job's agents differ beyond their skills "
+                        "(the arms must differ only in the skills)"
+                    )
+                self.jobs[job] = agents
+        return self.jobs[job]
 
 
 def _once(trial: Trial, seen: dict[str, Trial], flag: str) -> None:
