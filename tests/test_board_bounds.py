@@ -358,3 +358,25 @@ def test_the_cells_of_the_boards_sources_carry_their_error_rate(tmp_path):
     assert rows["org/dead"]["error_heavy"] and not rows["org/dead"]["reportable"]
     assert rows["org/good"]["n_errored"] == 1 and rows["org/good"]["error_rate"] == 5.0
     assert not rows["org/good"]["error_heavy"] and rows["org/good"]["reportable"]
+
+
+def test_the_name_limit_reads_the_values_rows_use_of_a_dictionary(tmp_path):
+    """A source read as dictionaries (the board's cold start) is held to the name limit by
+    the values its rows use: a long dictionary value no row names refuses nothing, one a row
+    names refuses the source as a plain column would."""
+    from hf_skillfollow.sources import read_transitions
+    from hf_skillfollow.space_app._sources import _load_one
+
+    root = tmp_path / "run"
+    write_run_dir(root, "run-d", CELL_A, cell_id="cellD", model="org/short")
+    table = read_transitions(root, dictionaries=True)
+    at = table.schema.get_field_index("model")
+    chunk = table["model"].combine_chunks()
+    assert pa.types.is_dictionary(chunk.type)
+    long = pa.array([*chunk.dictionary.to_pylist(), "org/" + "x" * 2_000])
+    unused = pa.DictionaryArray.from_arrays(chunk.indices, long)
+    loaded, warning = _load_one(str(root), lambda _: table.set_column(at, "model", unused))
+    assert warning is None and loaded is not None
+    used = pa.DictionaryArray.from_arrays(pa.array([len(long) - 1] * len(chunk), pa.int32()), long)
+    loaded, warning = _load_one(str(root), lambda _: table.set_column(at, "model", used))
+    assert loaded is None and "'model' holds a value of 2,004 characters" in warning

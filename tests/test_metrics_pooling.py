@@ -77,3 +77,42 @@ def test_interleaved_rows_of_several_runs_are_grouped_like_contiguous_ones() -> 
         compute_cells(contiguous, resamples=300), compute_cells(interleaved, resamples=300)
     )
     assert list(compute_cells(interleaved, resamples=300)["n_runs"]) == [2, 1]
+
+
+def _as_dictionaries(table, names, chunks: int = 3):  # noqa: ANN001, ANN202
+    """`table` with `names` as dictionary columns in `chunks` chunks, each chunk with its own
+    dictionary that lists every value twice (in reverse order, which no parquet file does),
+    consecutive rows pointing at alternate copies."""
+    import pyarrow as pa
+
+    bounds = [round(i * table.num_rows / chunks) for i in range(chunks + 1)]
+    for name in names:
+        parts = []
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            values = table[name].slice(lo, hi - lo).to_pylist()
+            words = sorted(set(values), reverse=True)
+            at = {w: i for i, w in enumerate(words)}
+            indices = [at[v] + (k % 2) * len(words) for k, v in enumerate(values)]
+            parts.append(pa.DictionaryArray.from_arrays(
+                pa.array(indices, pa.int32()), pa.array(words * 2)))  # fmt: skip
+        column = pa.chunked_array(parts)
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
+
+
+def test_dictionary_encoded_identity_columns_give_the_same_cells_as_plain_strings() -> None:
+    """The board's cold start groups identity columns read as dictionaries by their indices:
+    chunks with different dictionaries and a dictionary naming a value twice must still give
+    the cells the plain strings give (the rows of a run split only into more segments)."""
+    other = rows_for({"c": 2, "b": 1}, {"a": 2, "d": 3}, run_id="run-3", cell_id="cell-2",
+                     model="org/other")  # fmt: skip
+    plain = table_for(RUN1, RUN2, other)
+    names = ["run_id", "cell_id", "model", "benchmark", "condition", "created_at", "task_id"]
+    encoded = _as_dictionaries(plain, names)
+    assert encoded["model"].num_chunks == 3 and str(encoded["model"].type).startswith("dictionary")
+    for pool_runs in (True, False):
+        expected = compute_cells(plain, pool_runs=pool_runs, resamples=300)
+        pd.testing.assert_frame_equal(
+            compute_cells(encoded, pool_runs=pool_runs, resamples=300), expected
+        )
+    assert list(compute_cells(encoded, resamples=300)["n_runs"]) == [2, 1]

@@ -155,3 +155,67 @@ def test_a_budgeted_read_of_other_columns_says_which_are_missing(tmp_path: Path)
     for budget in (TRANSITIONS, None):
         with pytest.raises(SchemaError, match=r"other\.parquet: missing column\(s\) \['schema"):
             read_transitions(path, budget=budget)
+
+
+def test_dictionaries_leave_the_strings_as_read_with_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dictionaries=True` (the board's cold start) returns the string columns read as
+    dictionaries unexpanded, of row groups with their own dictionaries; expanded
+    (`schema.plain`) they are the written rows, with or without the read budget."""
+    import pyarrow as pa
+
+    from hf_skillfollow.hub._budget import TRANSITIONS
+    from hf_skillfollow.schema import plain
+
+    rows = [
+        transition_row(run_id=f"r{i // 3}", task_id=f"Mbpp/{i}", model=f"org/m{i % 4}")
+        for i in range(10)
+    ]
+    written = transitions_from_rows(rows)
+    path = tmp_path / "t.parquet"
+    pq.write_table(written, path, row_group_size=4)
+    for budget, measured in ((None, False), (TRANSITIONS, False), (TRANSITIONS, True)):
+        if measured:  # every string column read as a dictionary, task ids included
+            _measured_everywhere(monkeypatch)
+        table = read_transitions(path, budget=budget, dictionaries=True)
+        assert table["model"].num_chunks == 3
+        assert pa.types.is_dictionary(table["model"].type)
+        assert pa.types.is_dictionary(table["task_id"].type) == measured
+        expanded = plain(table, TRANSITIONS_SCHEMA)
+        assert expanded.schema.equals(TRANSITIONS_SCHEMA, check_metadata=True)
+        assert expanded.equals(written)
+
+
+def test_duplicates_are_found_through_the_dictionaries_of_several_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pair repeated in another row group (another dictionary, other indices) is the same
+    pair: the same error as a plain read's."""
+    from hf_skillfollow.hub._budget import TRANSITIONS
+
+    pairs = [(f"r{i % 3}", f"T/{i}") for i in range(7)] + [("r2", "T/5"), ("r1", "T/4")]
+    rows = [transition_row(run_id=run, task_id=task) for run, task in pairs]
+    path = tmp_path / "t.parquet"
+    pq.write_table(transitions_from_rows(rows), path, row_group_size=3)
+    with pytest.raises(SourceError) as plain_error:
+        read_transitions(path)
+    _measured_everywhere(monkeypatch)  # run and task ids both dictionaries
+    with pytest.raises(SourceError) as dictionary_error:
+        read_transitions(path, budget=TRANSITIONS, dictionaries=True)
+    assert str(dictionary_error.value) == str(plain_error.value)
+    assert "= ('r1', 'T/4') twice" in str(plain_error.value)
+    assert "(2 duplicated pair(s) in all)" in str(plain_error.value)
+
+
+def test_a_file_read_with_dictionaries_beside_one_without_gives_plain_strings(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    a = _write(tmp_path / "a.parquet", [("r1", "T/1"), ("r1", "T/2")])
+    b = tmp_path / "b.jsonl"
+    b.write_text(json.dumps(transition_row(run_id="r2", task_id="T/1")) + "\n")
+    table = read_transitions(a, b, dictionaries=True)
+    assert table.schema.equals(TRANSITIONS_SCHEMA, check_metadata=True)
+    assert table.equals(read_transitions(a, b))

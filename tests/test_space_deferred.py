@@ -85,3 +85,36 @@ def test_the_cache_is_written_only_with_the_complete_cells(source):
     cached = _load(source)
     assert cached.from_cache
     pd.testing.assert_frame_equal(cached.pooled, _load(source, use_cache=False).pooled)
+
+
+def test_cells_from_rows_left_as_dictionaries_equal_those_from_plain_strings(
+    source, tmp_path, monkeypatch
+):
+    """The cold start keeps the string columns as read, dictionaries (here of several row
+    groups, each with its own), and groups by their indices; the cells, the first page and
+    the rows the drill-down and per-run views read are those of the plain strings."""
+    from functools import partial
+
+    import pyarrow as pa
+
+    from hf_skillfollow.hub._budget import TRANSITIONS
+    from hf_skillfollow.schema import TRANSITIONS_SCHEMA
+    from hf_skillfollow.sources import read_transitions
+    from hf_skillfollow.space_app import _sources
+
+    grouped = tmp_path / "grouped.parquet"
+    pq.write_table(pq.read_table(source), grouped, row_group_size=1_000)
+    board = _load(str(grouped), use_cache=False, defer_intervals=True)
+    plain_reader = partial(read_transitions, budget=TRANSITIONS)
+    monkeypatch.setattr(_sources, "_reader", lambda _: plain_reader)
+    plain = _load(str(grouped), use_cache=False, defer_intervals=True)
+    want, got = first_view(plain), first_view(board)
+    assert (got.summary, got.table, got.plots) == (want.summary, want.table, want.plots)
+    pd.testing.assert_frame_equal(board.pooled, plain.pooled)
+    pd.testing.assert_frame_equal(board.cells(True), plain.cells(True))
+    as_read, _ = board.load_rows()  # what the cells were computed from
+    assert pa.types.is_dictionary(as_read[str(grouped)]["model"].type)
+    rows, plain_rows = board.tables[str(grouped)], plain.tables[str(grouped)]
+    assert rows["model"].num_chunks > 1
+    assert rows.equals(plain_rows) and not pa.types.is_dictionary(rows["model"].type)
+    assert rows.select(TRANSITIONS_SCHEMA.names).schema.equals(TRANSITIONS_SCHEMA)

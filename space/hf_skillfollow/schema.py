@@ -9,7 +9,7 @@ See docs/design.md, "Published data".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -70,13 +70,23 @@ class SchemaError(ValueError):
     """A table does not follow a skillfollow schema; the message names source and column."""
 
 
-def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") -> pa.Table:
+def validate_table(
+    table: pa.Table,
+    schema: pa.Schema,
+    source: str = "table",
+    *,
+    dictionaries: Collection[str] = (),
+) -> pa.Table:
     """Check `table` against `schema` and return it cast to exactly that schema.
 
     Missing columns, unknown columns, uncastable types, nulls in non-nullable columns, a
     wrong `schema_version` and rows breaking a consistency rule (`_row_rules.RULES`) are
     reported by name. Compatible physical types (for example int64 read back from JSON where
     int32 is declared, or large_string) are cast.
+
+    `dictionaries`: columns that, read as a dictionary of exactly their declared type, are
+    checked the same and returned as that dictionary, not expanded (the board's cold load,
+    which groups by the indices; `plain` gives the exact schema later).
     """
     table = _backfilled(table, schema)
     have = set(table.column_names)
@@ -94,10 +104,11 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
         # Already exact (the usual case: files this toolkit wrote). Rebuilding it column by
         # column costs seconds for a repo read as 10^4 chunks, and would change nothing.
         return _checked_values(table, schema, source)
-    columns = []
+    columns, fields = [], []
     for field in schema:
         col = table.column(field.name)
-        if not col.type.equals(field.type):
+        kept = field.name in dictionaries and _dictionary_of(col.type, field.type)
+        if not kept and not col.type.equals(field.type):
             try:
                 col = col.cast(field.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -105,7 +116,24 @@ def validate_table(table: pa.Table, schema: pa.Schema, source: str = "table") ->
                     f"{source}: column {field.name!r} has type {col.type}, expected {field.type}: {exc}"
                 ) from None
         columns.append(col)
-    return _checked_values(pa.Table.from_arrays(columns, schema=schema), schema, source)
+        fields.append(field.with_type(col.type) if kept else field)
+    out = pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
+    return _checked_values(out, schema, source)
+
+
+def _dictionary_of(kind: pa.DataType, value: pa.DataType) -> bool:
+    return pa.types.is_dictionary(kind) and kind.value_type.equals(value)
+
+
+def plain(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` (from `validate_table(dictionaries=True)`) with its dictionary columns expanded
+    to their declared types: exactly `schema` (columns outside it are left as they are)."""
+    names = set(schema.names)
+    for i, field in enumerate(table.schema):
+        if field.name in names and pa.types.is_dictionary(field.type):
+            declared = schema.field(field.name)
+            table = table.set_column(i, declared, table.column(i).cast(declared.type))
+    return table
 
 
 #: column name -> value for rows written before the column existed (`Column.backfill`).
@@ -157,8 +185,10 @@ def _checked_values(out: pa.Table, schema: pa.Schema, source: str) -> pa.Table:
     return out
 
 
-def validate_transitions(table: pa.Table, source: str = "transitions") -> pa.Table:
-    return validate_table(table, TRANSITIONS_SCHEMA, source)
+def validate_transitions(
+    table: pa.Table, source: str = "transitions", *, dictionaries: Collection[str] = ()
+) -> pa.Table:
+    return validate_table(table, TRANSITIONS_SCHEMA, source, dictionaries=dictionaries)
 
 
 def validate_traces(table: pa.Table, source: str = "traces") -> pa.Table:

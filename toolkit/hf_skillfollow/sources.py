@@ -18,7 +18,13 @@ import pyarrow as pa
 from hf_skillfollow._files import NotRegularFile, regular_file
 from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
-from hf_skillfollow.schema import BACKFILL, TRANSITIONS_SCHEMA, SchemaError, validate_transitions
+from hf_skillfollow.schema import (
+    BACKFILL,
+    TRANSITIONS_SCHEMA,
+    SchemaError,
+    plain,
+    validate_transitions,
+)
 from hf_skillfollow.store import TRANSITIONS as RUN_TRANSITIONS
 
 if TYPE_CHECKING:
@@ -32,13 +38,19 @@ _JSONL_SUFFIXES = tuple(s for s in LOCAL_SUFFIXES if s != ".parquet")
 _DICTIONARY_COLUMNS = tuple(
     c for c in IDENTITY_COLUMNS if pa.types.is_string(TRANSITIONS_SCHEMA.field(c).type)
 )
+#: With `read_transitions(dictionaries=True)`: every string column that a read returned as a
+#: dictionary (those above; every string column of a file the read budget measures, task ids
+#: and error texts included) is returned so, not expanded.
+_KEPT_DICTIONARIES = tuple(f.name for f in TRANSITIONS_SCHEMA if pa.types.is_string(f.type))
 
 
 class SourceError(ValueError):
     """A source cannot be read: missing path, unsupported file, empty folder, duplicate rows."""
 
 
-def read_transitions(*sources: str | Path, budget: Budget | None = None) -> pa.Table:
+def read_transitions(
+    *sources: str | Path, budget: Budget | None = None, dictionaries: bool = False
+) -> pa.Table:
     """All rows of all sources as one validated table (schema v1).
 
     A (run_id, task_id) pair seen twice, within a source or across sources, is an error
@@ -46,26 +58,35 @@ def read_transitions(*sources: str | Path, budget: Budget | None = None) -> pa.T
     `budget`: what reading each source's parquet files may cost (`hub._budget`, the board's
     limits on rows someone else published); each file is checked on the read that is used,
     so a file is not read once to measure and again to use.
+    `dictionaries`: a parquet file's string columns read as dictionaries (`_KEPT_DICTIONARIES`)
+    are returned so, dictionaries of their declared type (`schema.validate_table`;
+    `schema.plain` expands them), for a reader that groups by them (the board's cold start).
+    The rows are the same.
     """
     if not sources:
         raise SourceError("no transitions source given")
     parts: list[tuple[str, pa.Table]] = []
     for source in sources:
-        parts.extend(_read_source(source, budget))
+        parts.extend(_read_source(source, budget, dictionaries))
     _check_unique(parts)
-    return pa.concat_tables([t for _, t in parts]) if parts else TRANSITIONS_SCHEMA.empty_table()
+    tables = [t for _, t in parts]
+    if len({t.schema for t in tables}) > 1:  # a file read with dictionaries beside one without
+        tables = [plain(t, TRANSITIONS_SCHEMA) for t in tables]
+    return pa.concat_tables(tables) if tables else TRANSITIONS_SCHEMA.empty_table()
 
 
-def _read_source(source: str | Path, budget: Budget | None = None) -> list[tuple[str, pa.Table]]:
+def _read_source(
+    source: str | Path, budget: Budget | None = None, dictionaries: bool = False
+) -> list[tuple[str, pa.Table]]:
     path = Path(source).expanduser()
     meter = _meter(budget, str(source))
     if path.is_file() or (path.exists() and not path.is_dir()):  # a FIFO: refused by name
-        return [(str(path), _read_file(path, meter))]
+        return [(str(path), _read_file(path, meter, dictionaries))]
     if path.is_dir():
         files = _folder_files(path)
         parquet = [f for f in files if f.suffix == ".parquet"]
         others = [(str(f), _read_file(f)) for f in files if f.suffix != ".parquet"]
-        return _read_parquet_files(path, parquet, budget, str(source)) + others
+        return _read_parquet_files(path, parquet, budget, str(source), dictionaries) + others
     if not is_hub_id(source):
         raise SourceError(f"{source}: no such file or directory")
     # Hub ids are the hub package's job; imported only when one is given.
@@ -106,8 +127,9 @@ def _meter(budget: Budget | None, source: str) -> Meter | None:
     return Meter(budget, source)
 
 
-def _read_file(path: Path, meter: Meter | None = None) -> pa.Table:
-    """One file's rows, validated; a parquet file counted by `meter` on the read it uses."""
+def _read_file(path: Path, meter: Meter | None = None, dictionaries: bool = False) -> pa.Table:
+    """One file's rows, validated; a parquet file counted by `meter` on the read it uses (its
+    identity strings left as dictionaries with `dictionaries`, see `read_transitions`)."""
     try:
         regular_file(path)
     except NotRegularFile as exc:
@@ -125,14 +147,19 @@ def _read_file(path: Path, meter: Meter | None = None) -> pa.Table:
                 table = meter.read(path, pq.ParquetFile(path), dictionary)
         except (pa.ArrowInvalid, OSError) as exc:
             raise SourceError(f"{path}: not a readable parquet file ({exc})") from None
-        return validate_transitions(table, str(path))
+        kept = _KEPT_DICTIONARIES if dictionaries else ()
+        return validate_transitions(table, str(path), dictionaries=kept)
     if path.suffix in _JSONL_SUFFIXES:
         return _read_jsonl(path)
     raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
 
 
 def _read_parquet_files(
-    folder: Path, files: list[Path], budget: Budget | None = None, source: str = ""
+    folder: Path,
+    files: list[Path],
+    budget: Budget | None = None,
+    source: str = "",
+    dictionaries: bool = False,
 ) -> list[tuple[str, pa.Table]]:
     """Many parquet files in one threaded scan (a repo of 10^4 runs is 10^4 files; it checks
     the read budget itself).
@@ -141,7 +168,7 @@ def _read_parquet_files(
     """
     if len(files) < 2:
         meter = _meter(budget, source or str(folder))
-        return [(str(f), _read_file(f, meter)) for f in files]
+        return [(str(f), _read_file(f, meter, dictionaries)) for f in files]
     from hf_skillfollow.hub._load import read_parquet_files
 
     try:
@@ -238,9 +265,24 @@ def _check_unique(parts: list[tuple[str, pa.Table]]) -> None:
 
 
 def _codes(chunks: list[pa.ChunkedArray]) -> tuple[Any, pa.Array]:
-    """int64 code of each value (one dictionary over all chunks) and the dictionary."""
+    """int64 code of each value (one dictionary over all chunks) and the dictionary.
+
+    A chunk read as a dictionary is coded through its dictionary's values (a few per run),
+    never expanded row by row; equal values get one code even where a dictionary repeats a
+    value or two chunks' dictionaries differ. The columns are validated: no nulls."""
     import numpy as np
 
-    column = pa.chunked_array([c for chunked in chunks for c in chunked.chunks], pa.string())
+    arrays = [c for chunked in chunks for c in chunked.chunks]
+    values = [a.dictionary if pa.types.is_dictionary(a.type) else a for a in arrays]
+    column = pa.chunked_array(values, pa.string())
     encoded = column.combine_chunks().dictionary_encode(null_encoding="encode")
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if not any(pa.types.is_dictionary(a.type) for a in arrays):
+        return codes, encoded.dictionary
+    parts, at = [], 0
+    for array, part in zip(arrays, values, strict=True):
+        mine, at = codes[at : at + len(part)], at + len(part)
+        if pa.types.is_dictionary(array.type):
+            mine = mine[array.indices.to_numpy(zero_copy_only=False)]
+        parts.append(mine)
+    return np.concatenate(parts), encoded.dictionary

@@ -10,16 +10,21 @@ See docs/design.md, "Published data".
 
 from __future__ import annotations
 
-from hf_skillfollow.hub._layout import HubError
-from hf_skillfollow.hub._load import load_annotations, load_traces, load_transitions
-from hf_skillfollow.hub._push import PushResult, build_repo, push_runs
+from hf_skillfollow._lazy import lazy_exports
 
-__all__ = [
-    "HubError",
-    "PushResult",
-    "build_repo",
-    "load_annotations",
-    "load_traces",
-    "load_transitions",
-    "push_runs",
-]
+# Imported on first use: a reader of one submodule (the board's read budget, `_budget`) does
+# not load the push path (card, plan, repos) with the package.
+_EXPORTS: dict[str, str] = {
+    "HubError": "hf_skillfollow.hub._layout",
+    "PushResult": "hf_skillfollow.hub._push",
+    "build_repo": "hf_skillfollow.hub._push",
+    "load_annotations": "hf_skillfollow.hub._load",
+    "load_traces": "hf_skillfollow.hub._load",
+    "load_transitions": "hf_skillfollow.hub._load",
+    "push_runs": "hf_skillfollow.hub._push",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -35,6 +35,7 @@ from hf_skillfollow.space_app._sources import (
     cell_sources,
     concat_sources,
     load_sources,
+    plain_rows,
     resolve_sources,
     shared_runs,
     source_id,
@@ -62,7 +63,8 @@ class Board:
     """Precomputed cells (pooled; per run computed on the first toggle) plus the rows behind them.
 
     The rows (`transitions`, `rescoring`) are read on first use when the cells came from the
-    start-up cache (`_cache`): the first page needs only the cells.
+    start-up cache (`_cache`): the first page needs only the cells. Their identity strings,
+    read as dictionaries, are expanded on first use too (`plain_rows`).
     """
 
     #: The pooled cells; their interval columns are NaN while `_incomplete` (read `pooled`).
@@ -195,7 +197,8 @@ class Board:
     def _loaded_rows(self) -> tuple[dict[str, pa.Table], Rescoring]:
         with self._rows_lock:
             if self._rows is None:
-                self._rows = self.load_rows()
+                tables, rescoring = self.load_rows()
+                self._rows = ({s: plain_rows(t) for s, t in tables.items()}, rescoring)
             return self._rows
 
     def cells(self, runs_separately: bool = False, pool_sources: bool = False) -> pd.DataFrame:
@@ -369,11 +372,13 @@ def _last_runs(table: pa.Table, cells: pd.DataFrame) -> list[str]:
     """Each cell's newest `created_at` in its source (ISO strings sort by time)."""
     if "created_at" not in table.column_names:
         return [""] * len(cells)
-    newest = (
-        table.select(["cell_id", "created_at"])
-        .group_by("cell_id")
-        .aggregate([("created_at", "max")])
-    )
+    from hf_skillfollow.metrics._frame import segment_starts
+
+    # a run's rows are contiguous and share both values: the pairs are among the heads of
+    # the segments where either changes (thousands of rows, not 10^6)
+    pairs = table.select(["cell_id", "created_at"])
+    heads = plain_rows(pairs.take(segment_starts(pairs, pairs.column_names)))
+    newest = heads.group_by("cell_id").aggregate([("created_at", "max")])
     by_id = dict(
         zip(newest["cell_id"].to_pylist(), newest["created_at_max"].to_pylist(), strict=True)
     )
@@ -402,7 +407,7 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
             from hf_skillfollow.metrics import imported_summary
 
             # over the rows the metrics use (a violating pair left out), as the report does
-            kept = _measured_rows(table.filter(imported))[0]
+            kept = plain_rows(_measured_rows(table.filter(imported))[0])
             floors = {s["cell_id"]: s for s in imported_summary(kept.to_pylist(), {})}
             for i, cell_id in enumerate(cells["cell_id"]):
                 if cell_id in floors:
@@ -410,13 +415,12 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
                     out[AA_SD][i] = floors[cell_id]["aa_flip_rate_sd"]
     if "cell_id" not in names or not ({"detector", "arm_integrity"} & set(names)):
         return out
-    from hf_skillfollow.metrics._imported import violated_rows
-
     detected = "detector" in names and pc.any(pc.is_valid(table["detector"])).as_py()
-    bad = violated_rows(table) if "arm_integrity" in names else None
+    bad = _violated(table) if "arm_integrity" in names else None
     # a chat-loop source: nothing to summarise
     if not (detected or (bad is not None and pc.any(bad).as_py())):
         return out
+    table = plain_rows(table.select([c for c in ("cell_id", "detector") if c in names]))
     parts = [table["cell_id"]]
     columns = ["cell_id"]
     if "detector" in names:
@@ -459,15 +463,22 @@ def _measured_rows(table: pa.Table) -> tuple[pa.Table, dict[str, tuple[int, int]
     names = set(table.column_names)
     if not {"provenance", "arm_integrity"} <= names:
         return table, {}
-    from hf_skillfollow.metrics._imported import activation_unknown, imported_view, violated_rows
+    from hf_skillfollow.metrics._imported import activation_unknown, imported_view
 
-    if pc.any(violated_rows(table)).as_py():  # most sources have none: no frame to build
+    if pc.any(_violated(table)).as_py():  # most sources have none: no frame to build
         wanted = [c for c in ("cell_id", "returned", "arm_integrity", "trigger_kind") if c in names]
-        keep, _, _ = imported_view(table.select(wanted).to_pandas())
+        keep, _, _ = imported_view(plain_rows(table.select(wanted)).to_pandas())
         table = table.filter(pa.array(keep))
     if "detector" not in names or not pc.any(pc.is_valid(table["detector"])).as_py():
         return table, {}
-    return table, activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
+    return table, activation_unknown(plain_rows(table.select(["cell_id", "detector"])).to_pandas())
+
+
+def _violated(table: pa.Table) -> pa.ChunkedArray:
+    """`metrics._imported.violated_rows` of rows whose `arm_integrity` may be a dictionary."""
+    from hf_skillfollow.metrics._imported import violated_rows
+
+    return violated_rows(plain_rows(table.select(["arm_integrity"])))
 
 
 def _cells(

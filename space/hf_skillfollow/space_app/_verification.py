@@ -72,7 +72,7 @@ def load_rescoring(tables: Mapping[str, pa.Table]) -> tuple[Rescoring, list[str]
     rows of the repo it was published in, never for another source's rows that happen to
     share a run_id (docs/verify.md, "Re-scoring someone else's run"). A bad record file is a
     warning naming its source, not an error."""
-    from hf_skillfollow.space_app._sources import SOURCE, with_source
+    from hf_skillfollow.space_app._sources import SOURCE, plain_rows, with_source
     from hf_skillfollow.verify._status import row_status
 
     statuses, found, warnings = [], [], []
@@ -88,7 +88,7 @@ def load_rescoring(tables: Mapping[str, pa.Table]) -> tuple[Rescoring, list[str]
             continue
         records = with_source(pa.concat_tables(parts), source)
         found.append(records)
-        status = row_status(rows, records.drop_columns([SOURCE]))
+        status = row_status(plain_rows(rows), records.drop_columns([SOURCE]))
         statuses.append(with_source(status, source))
     if not found:
         return Rescoring(None, None), warnings

@@ -129,14 +129,33 @@ def segment_starts(data: Any, names: Sequence[str]) -> np.ndarray:
 
 def _changes(data: Any, name: str) -> np.ndarray:
     if _is_arrow(data):
+        import pyarrow as pa
         import pyarrow.compute as pc
 
-        col = data.column(name).combine_chunks()
+        col = data.column(name)
+        if pa.types.is_dictionary(col.type):
+            return _index_changes(col)
+        col = col.combine_chunks()
         n = len(col)
         differs = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
         return differs.to_numpy(zero_copy_only=False)
     values = data[name].to_numpy()
     return np.asarray(values[1:] != values[:-1], dtype=bool)
+
+
+def _index_changes(column: Any) -> np.ndarray:
+    """`_changes` of a dictionary-encoded column from its indices, without decoding a value:
+    equal indices in a chunk are equal values; every chunk's first row counts as a change
+    (its dictionary may differ), and so does a value its dictionary repeats, which only
+    splits a segment more."""
+    import pyarrow.compute as pc
+
+    parts = []
+    for chunk in column.chunks:
+        if len(chunk):
+            codes = pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)
+            parts += [np.ones(1, dtype=bool), codes[1:] != codes[:-1]]
+    return np.concatenate(parts)[1:] if parts else np.zeros(0, dtype=bool)
 
 
 def take_rows(data: Any, names: Sequence[str], rows: np.ndarray) -> Any:
@@ -149,7 +168,12 @@ def take_rows(data: Any, names: Sequence[str], rows: np.ndarray) -> Any:
 def take(data: Any, name: str, rows: np.ndarray) -> list[Any]:
     """Values of one column at the given row positions, as Python objects."""
     if _is_arrow(data):
-        return data.column(name).take(rows).to_pylist()
+        import pyarrow as pa
+
+        values = data.column(name).take(rows)
+        if pa.types.is_dictionary(values.type):  # its to_pylist goes value by value
+            values = values.cast(values.type.value_type)
+        return values.to_pylist()
     return data[name].iloc[rows].tolist()
 
 

@@ -80,6 +80,15 @@ def with_source(table: pa.Table, source: str) -> pa.Table:
     return table.append_column(SOURCE, pa.DictionaryArray.from_arrays(indices, pa.array([source])))
 
 
+def plain_rows(table: pa.Table) -> pa.Table:
+    """A source's rows as `load_sources` read them (strings as dictionaries) with every
+    schema column expanded to its declared type (the `source` column stays one dictionary
+    value): what the drill-down, per-run and per-skill views read."""
+    from hf_skillfollow.schema import TRANSITIONS_SCHEMA, plain
+
+    return plain(table, TRANSITIONS_SCHEMA)
+
+
 def concat_sources(tables: Mapping[str, pa.Table]) -> pa.Table | None:
     if not tables:
         return None
@@ -160,7 +169,11 @@ def is_local(source: str) -> bool:
 
 
 def load_sources(sources: Sequence[str]) -> Loaded:
-    """Read and validate every source; each failure is a warning naming the source."""
+    """Read and validate every source; each failure is a warning naming the source.
+
+    A local parquet file's strings stay dictionaries, as read (`sources.read_transitions(
+    dictionaries=True)`): the cells group by their indices, and expanding them (`plain_rows`)
+    is left to the views that need the strings, after the first page."""
     out = Loaded()
     if not sources:
         out.warnings.append(
@@ -199,7 +212,7 @@ def _reader(source: str) -> Callable[[str], object]:
 
     from hf_skillfollow.hub._budget import TRANSITIONS
 
-    return partial(read_transitions, budget=TRANSITIONS)
+    return partial(read_transitions, budget=TRANSITIONS, dictionaries=True)
 
 
 def _read_local(source: str) -> pa.Table:
@@ -223,7 +236,7 @@ def _read_local(source: str) -> pa.Table:
 
 
 def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | None, str | None]:
-    from hf_skillfollow.schema import TRANSITIONS_SCHEMA, validate_transitions
+    from hf_skillfollow.schema import validate_transitions
 
     if is_local(source) and not Path(source).expanduser().exists():
         return (
@@ -232,7 +245,7 @@ def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | 
         )
     try:
         table = _as_table(reader(source))
-        if not table.schema.equals(TRANSITIONS_SCHEMA, check_metadata=True):
+        if not _validated(table.schema):
             # every reader of `_reader` validated its rows already; only a table of another
             # shape (a DataFrame, a reader passed in) is checked here, not each one twice
             table = validate_transitions(table, source=source)
@@ -252,23 +265,64 @@ def _load_one(source: str, reader: Callable[[str], object]) -> tuple[pa.Table | 
 MAX_IDENTITY_CHARS = 1_024
 
 
+def _validated(schema: pa.Schema) -> bool:
+    """Whether `schema` is the transitions schema, a column read as a dictionary of its
+    declared type counting as that type (`read_transitions(dictionaries=True)`)."""
+    from hf_skillfollow.schema import TRANSITIONS_SCHEMA
+
+    if schema.names != TRANSITIONS_SCHEMA.names or schema.metadata != TRANSITIONS_SCHEMA.metadata:
+        return False
+    return all(
+        field.equals(declared)
+        or (
+            pa.types.is_dictionary(field.type)
+            and field.with_type(field.type.value_type).equals(declared)
+        )
+        for field, declared in zip(schema, TRANSITIONS_SCHEMA, strict=True)
+    )
+
+
 def _too_long(table: pa.Table) -> str | None:
     import pyarrow.compute as pc
 
     for column in table.schema:
-        if not pa.types.is_string(column.type) or column.name in ("se_error", "sd_error"):
+        kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if not pa.types.is_string(kind) or column.name in ("se_error", "sd_error"):
             continue
         # A character is at least one UTF-8 byte: a column whose longest value in bytes (read
-        # from its offsets, no decoding) is within the limit is within it in characters too.
-        if (pc.max(pc.binary_length(table[column.name])).as_py() or 0) <= MAX_IDENTITY_CHARS:
+        # from its offsets, no decoding; of a dictionary column, from every value of its
+        # dictionaries) is within the limit is within it in characters too.
+        if _longest_bytes(table[column.name]) <= MAX_IDENTITY_CHARS:
             continue
-        longest = pc.max(pc.utf8_length(table[column.name])).as_py() or 0
+        longest = pc.max(pc.utf8_length(_used_values(table[column.name]))).as_py() or 0
         if longest > MAX_IDENTITY_CHARS:
             return (
                 f"column {column.name!r} holds a value of {longest:,} characters; a source's "
                 f"names and ids may have at most {MAX_IDENTITY_CHARS:,}"
             )
     return None
+
+
+def _longest_bytes(column: pa.ChunkedArray) -> int:
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = pa.chunked_array([c.dictionary for c in column.chunks], column.type.value_type)
+    return pc.max(pc.binary_length(column)).as_py() or 0
+
+
+def _used_values(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The values a column holds; of a dictionary column, the dictionary values its rows use
+    (once per chunk: a long value is measured once, however many rows repeat it)."""
+    if not pa.types.is_dictionary(column.type):
+        return column
+    import pyarrow.compute as pc
+
+    parts = []
+    for chunk in column.chunks:
+        used = pc.unique(chunk.indices.drop_null())
+        parts.append(chunk.dictionary.take(used))
+    return pa.chunked_array(parts, column.type.value_type)
 
 
 def _as_table(data: object) -> pa.Table:
@@ -310,7 +364,7 @@ def shared_runs(tables: Mapping[str, pa.Table]) -> list[SharedRun]:
     """
     where: dict[str, list[str]] = {}
     for source, table in tables.items():
-        for run_id in table.column("run_id").unique().to_pylist():
+        for run_id in _used_values(table.column("run_id")).unique().to_pylist():
             where.setdefault(run_id, []).append(source)
     shared = {run: names for run, names in where.items() if len(names) > 1}
     if not shared:
@@ -326,7 +380,7 @@ def _run_digest(table: pa.Table, run_id: str) -> tuple[int, int]:
     import pandas as pd
     import pyarrow.compute as pc
 
-    rows = table.filter(pc.equal(table["run_id"], run_id))
+    rows = plain_rows(table.filter(pc.equal(table["run_id"], run_id)))
     scalar = [f.name for f in rows.schema if f.name != SOURCE and not pa.types.is_nested(f.type)]
     frame = rows.select(scalar).to_pandas()
     hashes = pd.util.hash_pandas_object(frame, index=False).to_numpy()
