@@ -99,7 +99,9 @@ def test_exported_task_runs_through_harbor_in_the_sandbox(tmp_path: Path, monkey
         assert model.unknown == 0
     rewards = {}
     for path in (tmp_path / "runs").glob("harbor-*/jobs/*/*__*/result.json"):
-        arm, task = path.parent.parent.name, path.parent.name.split("__")[0]
+        # one job runs both arms: a trial's arm is whether its recorded agent had the skills
+        agent = json.loads((path.parent / "config.json").read_text())["agent"]
+        arm, task = "se" if agent["skills"] else "sd", path.parent.name.split("__")[0]
         rewards[(task, arm)] = json.loads(path.read_text())["verifier_result"]["rewards"]
         verdicts = json.loads((path.parent / "verifier" / "asserts.json").read_text())
         assert len(verdicts) == {"add": 3, "square": 2}[task]
