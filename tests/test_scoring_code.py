@@ -400,6 +400,54 @@ def test_concurrent_first_runs_probe_the_isolation_once(monkeypatch: pytest.Monk
     assert probes == ["root"]
 
 
+def test_a_large_output_passes_or_fails_by_its_bytes() -> None:
+    """An output of megabytes is compared with the expected bytes as it arrives: the same
+    value passes, one that differs only in its last element fails at that input."""
+    code = "def rows(n):\n    return [('Red', 'Green', i) for i in range(n)]\n"
+    problem = {
+        "task_id": "Custom/2",
+        "prompt": "",
+        "canonical_solution": code,
+        "entry_point": "rows",
+        "base_input": [[5], [400_000]],
+        "plus_input": [[7]],
+        "atol": 0,
+    }
+    task = Task("mbppplus", "Custom/2", "", entry_point="rows", problem=problem)
+    verdict = score_solution(task, code)
+    assert verdict.passed, verdict.reason
+    wrong = code.replace("return", "out =") + (
+        "    if n > 100:\n        out[-1] = ('Red', 'Green', -1)\n    return out\n"
+    )
+    verdict = score_solution(task, wrong)
+    assert not verdict.passed
+    assert verdict.reason.startswith("base input #1: wrong output"), verdict.reason
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_prepared_zygotes_serve_the_batch(mbpp: dict[str, Task], wait: bool) -> None:
+    """``prepare(workers)`` starts the zygotes the batch then uses: whether the batch starts
+    after them or while they are still starting, no more zygotes than workers are started."""
+    import time
+
+    from hf_skillfollow.scoring import _sandbox, prepare
+
+    _sandbox._zygotes.close()
+    prepare(2)
+    if wait:
+        deadline = time.monotonic() + 60
+        while len(_sandbox._zygotes.all) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(_sandbox._zygotes.all) == 2
+    started = list(_sandbox._zygotes.all)
+    task = mbpp["Mbpp/17"]
+    verdicts = score_many([(task, _canonical(task))] * 6, workers=2, extract=False)
+    assert all(v.passed for v in verdicts), [v.reason for v in verdicts]
+    assert len(_sandbox._zygotes.all) == 2
+    if wait:
+        assert _sandbox._zygotes.all == started
+
+
 def test_rlimit_only_fallback_still_scores(
     mbpp: dict[str, Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -120,15 +120,22 @@ def score(
     benchmark: str, samples: Path, output: Path, tasks_file: Path | None, workers: int
 ) -> None:
     """Score EvalPlus-format samples; code runs in the sandbox (base + plus inputs)."""
+    import gc
+
     from hf_skillfollow.cli._progress import unit_progress
-    from hf_skillfollow.scoring import score_many
+    from hf_skillfollow.scoring import prepare, score_many
     from hf_skillfollow.tasks import TaskLoadError, load_tasks
 
+    if BENCHMARKS[benchmark].scorer == "code":
+        prepare(workers)  # the sandbox starts on the other CPU while the tasks load
     try:
         tasks, version = load_tasks(benchmark, tasks_file)
     except TaskLoadError as exc:
         raise click.ClickException(str(exc)) from None
     pairs = read_samples(samples, {t.task_id: t for t in tasks})
+    # The tasks live until the process ends: no collection need walk them again, during the
+    # scoring or at exit (HumanEval+'s inputs: 0.1 s of the interpreter's exit).
+    gc.freeze()
     judged = [t.task_id for t, _ in pairs if t.grader == "expectations"]
     if judged:  # a judge model grades these; `score` runs no model (docs/tasks.md)
         raise click.ClickException(

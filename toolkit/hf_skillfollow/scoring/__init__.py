@@ -25,6 +25,7 @@ __all__ = [
     "Verdict",
     "extract_boxed",
     "extract_code",
+    "prepare",
     "score_answer",
     "score_answer_async",
     "score_many",
@@ -47,6 +48,15 @@ def score_solution(task: Task, program: str) -> Verdict:
     from hf_skillfollow.scoring._code import score_program
 
     return score_program(task, program)
+
+
+def prepare(workers: int = 2) -> None:
+    """Start what ``score_many(..., workers)`` will need for code tasks (the isolation probe,
+    one sandbox zygote per worker) in the background, so that it starts while the caller
+    loads its tasks; optional, and returns at once."""
+    from hf_skillfollow.scoring import _sandbox
+
+    _sandbox.prestart(workers)
 
 
 def score_many(

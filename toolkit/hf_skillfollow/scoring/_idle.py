@@ -52,8 +52,23 @@ class IdlePool(Generic[W]):
         self.idle: queue.SimpleQueue[W] = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.all: list[W] = []
+        # held while ``fill`` starts workers: ``take`` waits for them instead of starting more
+        self.filling = threading.Lock()
+
+    def fill(self, count: int) -> None:
+        """Start workers, idle, until ``count`` are held (idle or taken)."""
+        with self.filling:
+            with self.lock:
+                missing = count - len(self.all)
+            for _ in range(missing):
+                worker = self.start()
+                with self.lock:
+                    self.all.append(worker)
+                self.idle.put(worker)
 
     def take(self) -> W:
+        with self.filling:
+            pass
         while True:
             try:
                 worker = self.idle.get_nowait()
