@@ -156,7 +156,7 @@ class _JobArms:
         return "se" if skills else "sd"
 
     def _check(self, path: Path, agent: dict[str, Any], skills: list[Any], job: Path) -> None:
-        neutral = {k: v for k, v in agent.items() if k != "skills"}
+        neutral = _but_skills(agent)
         agents = self._job_agents(job)
         if agents is not None and agent not in agents:
             raise ImportInputError(
@@ -191,7 +191,7 @@ class _JobArms:
             if agents is not None:
                 if not all(isinstance(a, dict) for a in agents):
                     raise ImportInputError(f"{path}: field 'agents' holds a non-object")
-                neutral = [{k: v for k, v in a.items() if k != "skills"} for a in agents]
+                neutral = [_but_skills(a) for a in agents]
                 if any(n != neutral[0] for n in neutral):
                     raise ImportInputError(
                         f"{path}: field 'agents': the job's agents differ beyond their skills "
@@ -199,6 +199,11 @@ class _JobArms:
                     )
                 self.jobs[job] = agents
         return self.jobs[job]
+
+
+def _but_skills(agent: dict[str, Any]) -> dict[str, Any]:
+    """An agent entry without its `skills`: what the two arms' entries share."""
+    return {k: v for k, v in agent.items() if k != "skills"}
 
 
 def _once(trial: Trial, seen: dict[str, Trial], flag: str) -> None:
