@@ -350,7 +350,6 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
     from hf_skillfollow.harness import _stage
 
     notes: list[str] = []
-    shared = (work / "jobs" / BOTH).is_dir()
     why = _two_jobs_because(options, work, [])
     staged = None
     if _dataset(options.tasks) is None:
@@ -362,6 +361,12 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
         if why is None:
             staged = _stage.stage_tasks(tasks, _fresh(work / "tasks" / BOTH))
             why = _two_jobs_because(options, work, staged.own_skills)
+            if why is not None and (work / "jobs" / BOTH).is_dir():
+                # the job's key names the tasks' folder, not its content: it changed since
+                raise HarnessError(
+                    f"{work / 'jobs' / BOTH}: this run began as one job of both arms, but now "
+                    f"{why}; give another -o to start afresh"
+                )
         if why is not None:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(work / "tasks" / BOTH)
@@ -371,11 +376,6 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
             f"note: --tasks {options.tasks} is a registry dataset, passed to both arms as "
             "Harbor downloads it: a task that ships its own skills keeps them in the "
             "without-skills arm (download it and give the folder to strip them)"
-        )
-    if why is not None and shared:
-        raise HarnessError(
-            f"{work / 'jobs' / BOTH}: this run began as one job of both arms, but now {why}; "
-            "give another -o to start afresh"
         )
     if staged is not None and staged.own_skills and why is not None:
         notes.append(
