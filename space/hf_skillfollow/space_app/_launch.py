@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -39,11 +40,12 @@ def make_demo(
 ) -> gr.Blocks:
     """Load every source (or its cached cells), compute the cells once, and build the app.
 
-    Importing gradio takes about as long as loading 10^6 rows and computing their cells, and
-    parquet reads and numpy release the GIL, so the board loads in a worker thread while this
-    thread imports gradio (0.5-1 s saved on a busy 2-core machine, bench/space.py). A cache
-    miss defers the bootstrap intervals of the rows the first view does not show until the
-    page has loaded (`Board.complete`), or `COMPLETE_AFTER_S` when no page asks first.
+    Importing gradio takes longer than loading 10^6 rows and computing their cells, so the
+    board loads beside it (`_load_in_background`): in a forked child process where there is
+    fork (no lock shared with the import, nothing imported twice), else in a worker thread.
+    A cache miss defers the bootstrap intervals of the rows the first view does not show
+    until the page has loaded (`Board.complete`), or `COMPLETE_AFTER_S` when no page asks
+    first.
     """
     pending = _load_in_background(sources, resamples, discover)
     from hf_skillfollow.space_app._ui import build_app
@@ -67,9 +69,72 @@ def _load_in_background(
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="skillfollow-load")
     try:
-        return pool.submit(load)
+        return pool.submit(_forked(load) if _can_fork() else load)
     finally:
         pool.shutdown(wait=False)
+
+
+def _can_fork() -> bool:
+    """Fork where it is safe to: Linux (macOS's system libraries are not fork-safe), and
+    before this process has started a thread of its own."""
+    import multiprocessing
+
+    alone = threading.active_count() == 1
+    return sys.platform == "linux" and alone and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _forked(load: Callable[[], Board]) -> Callable[[], Board]:
+    """`load` run in a forked child, called in the worker thread: the rows are read and the
+    cells computed on another core without the GIL that gradio's import (this process's
+    main thread) holds nearly all the time; measured with bench/space.py, a thread beside
+    the import took ~2 s of wall time for ~0.5 s of work. The child sends back the cells,
+    not the rows (`_board.Computed`): the rows are read again if a view needs them, as after
+    a start from the cache. A child that dies without an answer costs a load in the thread.
+    """
+    import multiprocessing
+
+    # imported before the fork, so that the child does not import them a second time (and
+    # the metrics, which the first page's intervals need here)
+    from hf_skillfollow import metrics  # noqa: F401
+    from hf_skillfollow.space_app import _board  # noqa: F401 (pandas, pyarrow, the board)
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child, args=(load, send), daemon=True,
+                            name="skillfollow-load")  # fmt: skip
+    child.start()
+    send.close()
+
+    def result() -> Board:
+        from hf_skillfollow.space_app._board import restored
+
+        try:
+            answer = receive.recv()
+        except EOFError:  # the child died (killed, out of memory): load here instead
+            return load()
+        finally:
+            receive.close()
+            child.join()
+        if isinstance(answer, BaseException):
+            raise answer
+        return restored(answer)
+
+    return result
+
+
+def _child(load: Callable[[], Board], send) -> None:  # noqa: ANN001 (a multiprocessing end)
+    import gc
+
+    from hf_skillfollow.space_app._board import computed
+
+    # A short-lived process: collecting would also touch (and copy) the parent's pages.
+    gc.disable()
+    try:
+        answer: object = computed(load())
+    except Exception as exc:  # the parent raises it, as the thread would have
+        answer = exc
+    send.send(answer)
+    send.close()
 
 
 def launch(

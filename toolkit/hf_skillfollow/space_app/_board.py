@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -83,8 +84,10 @@ class Board:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _rows_lock: threading.Lock = field(default_factory=threading.Lock)
     _incomplete: bool = False
-    #: Called with the complete cells once the deferred intervals are in (the cache write).
-    _on_complete: Callable[[pd.DataFrame], None] | None = None
+    #: The start-up cache entry written with the complete cells once the deferred intervals
+    #: are in, and the notes it keeps (None: nothing to write).
+    _cache_key: str | None = None
+    _cache_notes: list[str] = field(default_factory=list)
     _complete_lock: threading.Lock = field(default_factory=threading.Lock)
     #: Drill-down key -> judge noise of each judged cell, once measured from its traces
     #: (`measure_judges_soon`; the table shows a noise badge from then on).
@@ -122,8 +125,8 @@ class Board:
                 self._pooled = filled
                 self._views.clear()
             self._incomplete = False
-        if self._on_complete is not None:
-            self._on_complete(filled)
+        if self._cache_key is not None:
+            _cache.write(self._cache_key, _cache.Entry(filled, self._cache_notes, self.sources))
 
     def complete_soon(self) -> None:
         """`complete` in a background thread (nothing when there is nothing left to do)."""
@@ -308,26 +311,65 @@ def load_board(
     pooled = _numpy_backed(with_rescored(pooled, rescoring, per_run=False))
     t2 = time.perf_counter()
 
-    def write(complete: pd.DataFrame) -> None:
-        entry = _cache.Entry(complete, loaded.warnings + problems + unread, loaded.loaded)
-        _cache.write(key, entry)
-
+    notes = loaded.warnings + problems + unread
     # A failed computation is not cached (the next start tries again); notes about the rows are.
     cache = not pooled.empty and not any(p.startswith("Computing the cells") for p in problems)
     deferred = defer_intervals and not pooled.empty
     if cache and not deferred:
-        write(pooled)
+        _cache.write(key, _cache.Entry(pooled, notes, loaded.loaded))
     rows = (loaded.tables, rescoring)
     return Board(
         _pooled=pooled,
-        warnings=warnings + loaded.warnings + problems + unread,
+        warnings=warnings + notes,
         traces=TraceStore(),
         resamples=resamples,
         load_rows=lambda: rows,
         sources=loaded.loaded,
         timings={"load_s": t1 - t0, "metrics_s": t2 - t1},
         _incomplete=deferred,
-        _on_complete=write if cache and deferred else None,
+        _cache_key=key if cache and deferred else None,
+        _cache_notes=notes,
+    )
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What `load_board` computed, without the rows or anything tied to its process: what a
+    child process that loaded the board sends back (`_launch`), for `restored`."""
+
+    pooled: pd.DataFrame
+    warnings: list[str]
+    resamples: int
+    sources: list[str]
+    timings: dict[str, float]
+    from_cache: bool
+    incomplete: bool
+    cache_key: str | None
+    cache_notes: list[str]
+
+
+def computed(board: Board) -> Computed:
+    return Computed(
+        board._pooled, board.warnings, board.resamples, board.sources, board.timings,
+        board.from_cache, board._incomplete, board._cache_key, board._cache_notes,
+    )  # fmt: skip
+
+
+def restored(done: Computed) -> Board:
+    """The board `done` describes; its rows are read again when first needed, as after a
+    start from the cache (the deferred intervals and the cache write need only the cells)."""
+    return Board(
+        _pooled=done.pooled,
+        warnings=list(done.warnings),
+        traces=TraceStore(),
+        resamples=done.resamples,
+        load_rows=partial(_rows_of, list(done.sources)),
+        sources=list(done.sources),
+        timings=dict(done.timings),
+        from_cache=done.from_cache,
+        _incomplete=done.incomplete,
+        _cache_key=done.cache_key,
+        _cache_notes=list(done.cache_notes),
     )
 
 
