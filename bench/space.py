@@ -16,7 +16,8 @@ then alternates, --repeats times each:
 and a headless Chromium (Debian's, via Playwright, already open) loads each page. Printed:
 medians of the first complete render (process start until the table rows, and for ours the
 three plots, are drawn) and of a filter change seen in the browser (min n_cond radio clicked
-until every output is redrawn), with the ratios ours/bare. In-process figures (loading,
+until every output is redrawn), with the ratios ours/bare; each start's figures and the load
+are printed as it ends. In-process figures (loading,
 compute_cells, cache read, build, one filter) come first, with a check that the cached cells
 equal a fresh recomputation. Print the load average with the figures (`uptime`).
 
@@ -349,6 +350,9 @@ def side_by_side(
             render, times = measure(ctx, app, resamples)
             renders[app.name].append(render)
             filters[app.name].append(statistics.median(times))
+            # every start, so that the spread behind each median shows (a ratio's margin)
+            print(f"  start {r + 1}/{repeats}  {app.name:17s} render {render:5.2f} s  filter"
+                  f" {1000 * filters[app.name][-1]:4.0f} ms  ({_load()})", flush=True)  # fmt: skip
     return {
         name: (statistics.median(renders[name]), statistics.median(filters[name]))
         for name in renders
