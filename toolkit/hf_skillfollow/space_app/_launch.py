@@ -10,6 +10,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
     import gradio as gr
 
     from hf_skillfollow.space_app._board import Board
@@ -84,12 +86,13 @@ def _can_fork() -> bool:
 
 
 def _forked(load: Callable[[], Board]) -> Callable[[], Board]:
-    """`load` run in a forked child, called in the worker thread: the rows are read and the
-    cells computed on another core without the GIL that gradio's import (this process's
-    main thread) holds nearly all the time; measured with bench/space.py, a thread beside
-    the import took ~2 s of wall time for ~0.5 s of work. The child sends back the cells,
-    not the rows (`_board.Computed`): the rows are read again if a view needs them, as after
-    a start from the cache. A child that dies without an answer costs a load in the thread.
+    """`load` run in a child forked now; the function returned waits for its answer (in the
+    worker thread). The rows are read and the cells computed on another core without the
+    GIL that gradio's import (this process's main thread) holds nearly all the time (a
+    thread beside the import took ~2 s of wall time for ~0.5 s of work: docs/leaderboard.md,
+    "Cold start"). The child sends back the cells, not the rows (`_board.Computed`): the rows
+    are read again if a view needs them, as after a start from the cache. A child that dies
+    without an answer costs a load in the thread.
     """
     import multiprocessing
 
@@ -122,7 +125,7 @@ def _forked(load: Callable[[], Board]) -> Callable[[], Board]:
     return result
 
 
-def _child(load: Callable[[], Board], send) -> None:  # noqa: ANN001 (a multiprocessing end)
+def _child(load: Callable[[], Board], send: Connection) -> None:
     import gc
 
     from hf_skillfollow.space_app._board import computed
