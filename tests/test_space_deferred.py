@@ -8,6 +8,7 @@ the first view computes the intervals of only part of them and the rest wait for
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 from hf_skillfollow.space_app import _cache
 from hf_skillfollow.space_app import _table as T
 from hf_skillfollow.space_app._board import load_board
-from hf_skillfollow.space_app._ui import first_view, render_view
+from hf_skillfollow.space_app._ui import ViewCache, first_view, render_view
 from tests._cells import rows_for, table_for
 
 RESAMPLES = 300
@@ -118,3 +119,28 @@ def test_cells_from_rows_left_as_dictionaries_equal_those_from_plain_strings(
     assert rows["model"].num_chunks > 1
     assert rows.equals(plain_rows) and not pa.types.is_dictionary(rows["model"].type)
     assert rows.select(TRANSITIONS_SCHEMA.names).schema.equals(TRANSITIONS_SCHEMA)
+
+
+def test_the_page_events_reuse_a_view_only_while_its_cells_frame_is_the_boards(source):
+    """`ViewCache` (the page's filter, sort and page events): the same views as `render_view`,
+    a view seen before returned without rendering, and a new frame of cells rendered again."""
+    board = _load(source, use_cache=False, defer_intervals=True)
+    views = ViewCache(board)
+    states = [
+        T.ViewState(T.Filters(min_cond=5)),
+        T.ViewState(T.Filters(min_cond=20, show_nonreportable=True)),
+        T.ViewState(T.Filters(sort="oae:asc"), page=2),
+    ]
+    seen = [views.render(s) for s in states]  # completes the deferred intervals first
+    full = _load(source, use_cache=False)
+    assert seen == [render_view(full, s) for s in states]
+    assert seen[0].plots != seen[1].plots and seen[2].plots
+    assert [views.render(s) for s in states[::-1]] == seen[::-1]
+    assert all(views.render(s) is v for s, v in zip(states, seen, strict=True))
+    assert views.render(states[0], plots=False) == replace(seen[0], plots="")
+    with board._lock:  # what a recomputation does: a new frame, the narrow views dropped
+        board._pooled = board._pooled.assign(model=board._pooled["model"].astype(str) + "-new")
+        board._views.clear()
+    again = views.render(states[0])
+    assert again != seen[0] and "org/m1-new" in again.table
+    assert again == render_view(board, states[0])

@@ -64,13 +64,55 @@ class View:
 
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
-    cells = (
-        board.cells(state.runs, state.pool_sources)
-        if state.all_columns
-        else board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
-    )
+    cells = _cells(board, state)
     filtered = T.apply_filters(cells, state.filters)
     return _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
+
+
+def _cells(board: Board, state: T.ViewState) -> pd.DataFrame:
+    if state.all_columns:
+        return board.cells(state.runs, state.pool_sources)
+    return board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
+
+
+class ViewCache:
+    """`render_view` for the page's events, remembering the last views rendered.
+
+    A view is a function of the view state, the cells frame it filters and the judge noise:
+    the board's frames are never changed in place (completing the deferred intervals or
+    computing the per-run / cross-source cells makes new ones), so an entry is reused only
+    while the frame it was rendered from is the one the board returns, and while the judge
+    noise is as it was. Going back to a view already seen (a threshold clicked back, a filter
+    undone) then costs no filtering, sorting or drawing: `render_view` takes ~25 ms at
+    12,500 cells (bench/space.py), most of it the plots. A view seen for the first time costs
+    what it did.
+    """
+
+    #: Views remembered (oldest forgotten first); each is at most a few hundred KB of HTML.
+    LIMIT = 32
+
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self._views: OrderedDict[tuple, tuple[pd.DataFrame, View]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def render(self, state: T.ViewState, *, plots: bool = True) -> View:
+        board = self.board
+        cells = _cells(board, state)
+        key = (state, plots, board.judges_done.is_set(), len(board.judge_noise))
+        with self._lock:
+            hit = self._views.get(key)
+            if hit is not None and hit[0] is cells:
+                self._views.move_to_end(key)
+                return hit[1]
+        filtered = T.apply_filters(cells, state.filters)
+        view = _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
+        with self._lock:
+            self._views[key] = (cells, view)
+            self._views.move_to_end(key)
+            while len(self._views) > self.LIMIT:
+                self._views.popitem(last=False)
+        return view
 
 
 def first_view(board: Board) -> View:
@@ -379,8 +421,10 @@ def _wire(
     inputs = [c[k] for k in _FILTER_KEYS] + [boxes["sort"]]
     summary, table, _ = view_out
 
+    views = ViewCache(board)
+
     def refresh(*values):
-        v = render_view(board, state_from_inputs(*values))
+        v = views.render(state_from_inputs(*values))
         return v.summary, v.table, v.plots
 
     swap = PlotSwap()
@@ -388,18 +432,18 @@ def _wire(
     def filtered(benchmarks, partitions, pools, model, min_cond, show, sort, request: gr.Request):
         """`refresh` for the page's own filter events (its plots wrapped by `PlotSwap`)."""
         values = (benchmarks, partitions, pools, model, min_cond, show, sort)
-        v = render_view(board, state_from_inputs(*values))
+        v = views.render(state_from_inputs(*values))
         return v.summary, v.table, swap.wrap(v.plots, request)
 
     def resort(*values):
-        v = render_view(board, state_from_inputs(*values), plots=False)
+        v = views.render(state_from_inputs(*values), plots=False)
         return v.summary, v.table
 
     def turn(*values):
         # Another page of the same rows: the plots do not change, and are not sent again.
         *controls, page = values
         state = state_from_inputs(*controls)
-        v = render_view(board, replace(state, page=_page(page)), plots=False)
+        v = views.render(replace(state, page=_page(page)), plots=False)
         return v.summary, v.table
 
     # The public endpoint first: private events named after the same function would take
@@ -423,7 +467,7 @@ def _wire(
         def noise_in(*values):
             if not board.judges_done.is_set():
                 return gr.skip(), gr.skip(), gr.skip()
-            v = render_view(board, state_from_inputs(*values), plots=False)
+            v = views.render(state_from_inputs(*values), plots=False)
             return v.summary, v.table, gr.Timer(active=False)
 
         timer.tick(noise_in, inputs, [summary, table, timer], **common)
