@@ -51,8 +51,9 @@ TINY: dict[str, tuple[Tiny, ...]] = {
     "harbor.py": (
         Tiny(
             "--trials 1 --concurrency 2 --latency 0.05 --slots 4",
-            ("endpoint:", "ours ", "direct ", "overhead of ours:", "the endpoint's limit",
-             "over the jobs'", "a trial of ours (medians): environment_setup", "load average"),
+            ("endpoint:", "ours ", "direct ", "x limit: whole run", "x limit: window",
+             "overhead of ours:", "ours outside the jobs' window",
+             "a trial of ours (medians): environment_setup", "load average"),
             marks=(pytest.mark.harbor,),
             timeout_s=900,
         ),
