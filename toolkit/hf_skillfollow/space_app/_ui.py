@@ -64,15 +64,18 @@ class View:
 
 def render_view(board: Board, state: T.ViewState, *, plots: bool = True) -> View:
     """Summary (with the CSV link and URL state), table and plots for one view state."""
-    cells = _cells(board, state)
-    filtered = T.apply_filters(cells, state.filters)
-    return _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
+    return _view_of(board, _cells(board, state), state, plots)
 
 
 def _cells(board: Board, state: T.ViewState) -> pd.DataFrame:
     if state.all_columns:
         return board.cells(state.runs, state.pool_sources)
     return board.view(state.runs, T.VIEW_COLUMNS, state.pool_sources)
+
+
+def _view_of(board: Board, cells: pd.DataFrame, state: T.ViewState, plots: bool) -> View:
+    filtered = T.apply_filters(cells, state.filters)
+    return _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
 
 
 class ViewCache:
@@ -105,8 +108,7 @@ class ViewCache:
             if hit is not None and hit[0] is cells:
                 self._views.move_to_end(key)
                 return hit[1]
-        filtered = T.apply_filters(cells, state.filters)
-        view = _render(cells, filtered, state, plots=plots, noise=board.judge_noise)
+        view = _view_of(board, cells, state, plots)
         with self._lock:
             self._views[key] = (cells, view)
             self._views.move_to_end(key)
