@@ -4,7 +4,9 @@ Forked by the judging harness (``_judge``) after confinement. Before the program
 runs it closes every descriptor but its pipe back to the judge, so the result file and the
 task's data file are out of reach; it never holds the expected outputs (the judge reads them
 only after the fork). It reports, in order, one message per stage load and one per input:
-``("ok", output)``, ``("err", text)``, ``("notnone", flag)`` or ``("items", elements)``.
+``("ok", output)``, ``("err", text)``, ``("notnone", flag)`` or ``("items", elements)``; an
+output longer than ``_wire.DIGEST_ABOVE`` first as its length and sha256 only, then, if the
+judge's answer (on the one pipe it reads) asks for them, as its bytes.
 Nothing it sends is trusted: the judge compares every output itself.
 """
 
@@ -50,9 +52,11 @@ def describe(exc: BaseException) -> str:
         return f"exception of type {type.__repr__(type(exc))}"[:_REASON_CHARS]
 
 
-def _isolate(pipe: int, req: dict[str, Any]) -> None:
-    os.closerange(3, pipe)
-    os.closerange(pipe + 1, 1 << 20)
+def _isolate(pipe: int, answers: int, req: dict[str, Any]) -> None:
+    low, high = sorted((pipe, answers))
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 20)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     _confine.set_cpu_limit(req["limits"]["cpu_s"])
     # No process of its own (only threads): the CPU and address-space limits of this process
@@ -83,15 +87,17 @@ def load_entry_point(code: str, entry_point: str) -> Any:
     return namespace[entry_point]
 
 
-def _encode(req: dict[str, Any], out: Any) -> tuple[bytes, bytes]:
-    """The tag and body of the message for one output. For EvalPlus's not-None tasks (regular
+def _encode(req: dict[str, Any], out: Any) -> tuple[bytes, bytes | tuple[int, bytes]]:
+    """The tag and body of the message for one output, or for an ``OK`` output longer than
+    ``_wire.DIGEST_ABOVE`` its length and sha256 (``_wire.commit``: its bytes are hashed as
+    they are pickled, never held whole). For EvalPlus's not-None tasks (regular
     expressions) a match or None is sent as a flag (a match is not plain data); any other
     value as itself, for the judge to refuse unless it is a bool. Its set tasks accept any
     iterable, so one that is not plain data (a generator) is sent as its elements."""
     if req.get("output_not_none") and (out is None or isinstance(out, re.Match)):
         return _wire.NOT_NONE, b"\x01" if out is not None else b"\x00"
     try:
-        return _wire.OK, _wire.dumps(out)
+        return _wire.OK, _wire.commit(out)
     except BaseException as exc:
         if req.get("output_set_eq"):
             return _wire.ITEMS, _wire.dumps(list(out))
@@ -101,7 +107,7 @@ def _encode(req: dict[str, Any], out: Any) -> tuple[bytes, bytes]:
         ) from None
 
 
-def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
+def _stage(req: dict[str, Any], inputs: list[Any], pipe: int, answers: int) -> bool:
     """One EvalPlus stage with fresh globals; False after the first error."""
     try:
         fn = load_entry_point(req["code"], req["entry_point"])
@@ -112,24 +118,33 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int) -> bool:
     out = _wire.Outbox(pipe)
     for inp in inputs:
         try:
-            tag, body = _encode(req, fn(*inp))
+            value = fn(*inp)
+            tag, body = _encode(req, value)
+            if type(body) is tuple:  # committed to by its digest: sent only if asked for
+                out.flush()
+                _wire.write_all(pipe, _wire.digest_message(*body))
+                if not _wire.await_answer(answers):
+                    _wire.send_dump(pipe, _wire.OK, value, body[0])
+                continue
         except BaseException as exc:
             out.flush()
             _send_error(pipe, exc)
             return False
+        assert type(body) is bytes
         out.add(tag, body)
     out.flush()
     return True
 
 
-def serve(req: dict[str, Any], inputs: bytes, pipe: int) -> NoReturn:
+def serve(req: dict[str, Any], inputs: bytes, pipe: int, answers: int) -> NoReturn:
     """Run the program on the task's base inputs, then (if all ran) on its plus inputs
-    (``inputs``: the pickled ``{"base_input": [...], "plus_input": [...]}``)."""
+    (``inputs``: the pickled ``{"base_input": [...], "plus_input": [...]}``); ``pipe``: its
+    messages to the judge, ``answers``: the judge's answers to its ``DIGEST`` messages."""
     try:
         given = pickle.loads(inputs)  # the task's data, written by the reference: trusted
-        _isolate(pipe, req)
+        _isolate(pipe, answers, req)
         for stage in ("base", "plus"):
-            if not _stage(req, given[f"{stage}_input"], pipe):
+            if not _stage(req, given[f"{stage}_input"], pipe, answers):
                 break
     except BaseException:  # the judge sees the missing messages and fails the program
         pass

@@ -29,7 +29,7 @@ from hf_skillfollow.scoring import _sandbox
 from hf_skillfollow.scoring._verdict import Verdict
 
 #: bump when the harness or the payload layout changes: old cache entries are then ignored
-HARNESS_VERSION = "5"
+HARNESS_VERSION = "6"
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
 

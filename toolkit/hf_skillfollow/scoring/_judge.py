@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import itertools
 import mmap
 import os
@@ -44,9 +45,16 @@ class Expected:
     needed; nothing is done per output until that output is judged."""
 
     def __init__(
-        self, view: memoryview, start: int, lengths: list[int], raw: bytes, flags: bytes
+        self,
+        view: memoryview,
+        start: int,
+        lengths: list[int],
+        raw: bytes,
+        flags: bytes,
+        digests: dict[int, bytes],
     ) -> None:
         self.view, self.raw, self.flags, self.count = view, raw, flags, len(lengths)
+        self.digests = digests  # output number -> sha256 of its bytes (the large ones)
         self.offsets = list(itertools.accumulate(lengths, initial=start))
         # where identical bytes do not pass, and where EvalPlus's float quirk applies, as
         # bytes to search in C rather than flags to test one by one
@@ -79,6 +87,9 @@ class Expected:
     def value(self, i: int) -> Any:
         return pickle.loads(self.blob(i))
 
+    def digest(self, i: int) -> bytes | None:
+        return self.digests.get(i)
+
 
 _NOT_SAME_BYTES_PASS = bytes(0 if f & _wire.SAME_BYTES_PASS else 1 for f in range(256))
 _FLOATS = bytes(1 if f & _wire.FLOATS else 0 for f in range(256))
@@ -88,12 +99,15 @@ def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, 
     """Fork the program's process (``inputs``: the pickled inputs, which it unpickles), then
     judge what it sends against the expected outputs that ``data_fd`` holds next."""
     read_fd, write_fd = os.pipe()
+    answers_read, answers_write = os.pipe()  # the judge's answers to DIGEST messages
     pid = os.fork()
     if pid == 0:  # the program's process; never returns
         os.close(read_fd)
-        _child.serve(req, inputs, write_fd)
+        os.close(answers_write)
+        _child.serve(req, inputs, write_fd, answers_read)
     os.close(write_fd)
-    inbox = _wire.Inbox(read_fd, pid)
+    os.close(answers_read)
+    inbox = _wire.Inbox(read_fd, pid, answers_write)
     try:
         assert data_fd is not None
         expected = _load_expected(data_fd)
@@ -110,21 +124,29 @@ def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, 
 
 def _load_expected(data_fd: int) -> dict[str, Expected]:
     """The expected outputs that follow the inputs in the data file (``_reference``'s
-    layout: an index, then the outputs' bytes back to back), mapped, not copied."""
+    layout: an index, the outputs' bytes back to back, the large ones' digests), mapped, not
+    copied."""
     index = _wire.read_section(data_fd, _INDEX_LIMIT)
     lengths, flags = _wire.read_index(index)
     raw = _wire.index_lengths(index)
     pos = os.lseek(data_fd, 0, os.SEEK_CUR)
     size = os.fstat(data_fd).st_size
     base = sum(lengths[0])
-    if pos + base + sum(lengths[1]) != size:
+    end = pos + base + sum(lengths[1])  # where the digest section begins
+    if end + 8 > size:
         raise ValueError("the expected-output file does not match its index")
     view = memoryview(mmap.mmap(data_fd, 0, prot=mmap.PROT_READ))  # size > pos > 0
     os.close(data_fd)  # the mapping outlives the descriptor
-    cut = 8 * len(lengths[0])
+    if end + 8 + int.from_bytes(view[end : end + 8], "little") != size:
+        raise ValueError("the expected-output file does not match its index")
+    digests = _wire.read_digests(view[end + 8 :])
+    count = len(lengths[0])
+    cut = 8 * count
+    base_digests = {i: d for i, d in digests.items() if i < count}
+    plus_digests = {i - count: d for i, d in digests.items() if i >= count}
     return {
-        "base": Expected(view, pos, lengths[0], raw[:cut], flags[0]),
-        "plus": Expected(view, pos + base, lengths[1], raw[cut:], flags[1]),
+        "base": Expected(view, pos, lengths[0], raw[:cut], flags[0], base_digests),
+        "plus": Expected(view, pos + base, lengths[1], raw[cut:], flags[1], plus_digests),
     }
 
 
@@ -266,6 +288,14 @@ def _receive(
     if message is None:
         return _wire.ERR, _ended(req, inbox)
     tag, body = message
+    if tag == _wire.DIGEST and expected is not None and blob is not None:
+        try:
+            message = _revealed(inbox, expected, i, _wire.read_digest(body or b""), limit)
+        except _wire.WireError as exc:
+            return _wire.ERR, f"malformed output message: {exc}"
+        if message is None:
+            return _wire.ERR, _ended(req, inbox)
+        tag, body = message
     if body is None:  # OK with the very bytes of the expected output: decode them as our own
         assert expected is not None
         return (_SAME, None) if expected.same_bytes_pass(i) else (_wire.OK, expected.value(i))
@@ -289,6 +319,35 @@ def _receive(
     if tag != _wire.OK:
         return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
     return _decode(body, blob)
+
+
+def _revealed(
+    inbox: _wire.Inbox, expected: Expected, i: int, claim: tuple[int, bytes], limit: int
+) -> tuple[bytes, bytes | None] | None:
+    """The message that a ``DIGEST`` claim (length, sha256) for output ``i`` stands for:
+    ``(OK, None)`` (the expected output's very bytes) where the claim is exactly the expected
+    output's stored length and digest, and otherwise, having answered ``SEND``, the next
+    message, which must be an ``OK`` message with bytes matching the claim (or the error or
+    end that stopped the program). The program learns one bit about an output it has already
+    committed to, and cannot change that output after it."""
+    blob = expected.blob(i)
+    stored = expected.digest(i)
+    if stored is not None and claim == (len(blob), stored):
+        inbox.answer(_wire.MATCH)
+        return _wire.OK, None
+    if claim[0] > limit:
+        raise _wire.WireError(f"an output of {claim[0]} bytes exceeds the {limit}-byte limit")
+    inbox.answer(_wire.SEND)
+    message = inbox.next(limit, like=blob)
+    if message is None or message[0] in (_wire.ERR, _wire.TIMEOUT_CLAIM):
+        return message
+    tag, body = message
+    if tag != _wire.OK:
+        raise _wire.WireError(f"a digest followed by {tag!r}, not by the output's bytes")
+    shown = blob if body is None else body
+    if len(shown) != claim[0] or hashlib.sha256(shown).digest() != claim[1]:
+        raise _wire.WireError("an output's bytes do not match the digest sent for them")
+    return message
 
 
 def _decode(body: bytes, blob: memoryview) -> tuple[bytes, Any]:

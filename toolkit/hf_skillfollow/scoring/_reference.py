@@ -16,15 +16,18 @@ Payload (read by ``_judge``): a length-prefixed pickle of the inputs; the index
 special oracle applies) and ``_wire.FLOATS`` (EvalPlus's ``is_floats``, which sets ``atol``
 for the stage)); then the expected outputs' ``_wire.dumps`` bytes, base then plus, back to
 back, so that the judge maps them from the file instead of copying them (Mbpp/255's come to
-~1 GB). The index's size follows from the number of inputs, so it is reserved and written
-last, and each output is encoded straight into the file after it: no output's bytes are held
-in memory whole.
+~1 GB); then the digests of the outputs longer than ``_wire.DIGEST_ABOVE`` (``_wire.digests``:
+the sha256 of their bytes, computed as they are written), with which the judge accepts a
+program's large output by its digest alone. The index's size follows from the number of
+inputs, so it is reserved and written last, and each output is encoded straight into the file
+after it: no output's bytes are held in memory whole.
 """
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import hashlib
 import json
 import math
 import mmap
@@ -43,8 +46,10 @@ from typing import IO, Any
 
 from hf_skillfollow.scoring._idle import IdlePool, Shared
 from hf_skillfollow.scoring._wire import (
+    DIGEST_ABOVE,
     FLOATS,
     SAME_BYTES_PASS,
+    digests,
     index,
     index_size,
     noting_pickler,
@@ -250,6 +255,7 @@ def _compute(job: dict[str, Any]) -> dict[str, Any]:
             sink.stage(i, outputs)
             header[f"{stage}_cpu_s"] = spent
             _KEPT.append(outputs)
+        file.write(digests(sink.digests))
         file.seek(at)
         file.write(index(sink.lengths, (bytes(sink.flags[0]), bytes(sink.flags[1]))))
     signal.alarm(0)
@@ -261,14 +267,16 @@ _STAGES = ("base", "plus")
 #: the payload file's writes: the pickler's 64-KB frames gathered into few large writes
 _WRITE_BYTES = 1 << 22
 #: an output's bytes up to this size are also kept in memory while it is written (for its
-#: flags); a larger one's are read back from the file, which holds them in the page cache
-_KEEP_BYTES = 1 << 20
+#: flags); a larger one's are hashed as they are written (a program's output of that size is
+#: sent by its digest first) and read back from the file, which holds them in the page cache
+_KEEP_BYTES = DIGEST_ABOVE
 
 
 class _Sink:
     """The payload file as the pickler's destination: each expected output's bytes go to the
     file as the pickler writes them, so that no output is ever held whole in memory as bytes
-    beside its value (Mbpp/255's largest is 798 MB)."""
+    beside its value (Mbpp/255's largest is 798 MB). The sha256 of each output longer than
+    ``_KEEP_BYTES`` is computed on the way, into ``digests``."""
 
     def __init__(self, file: Any, same_bytes_pass_ok: bool) -> None:
         from hf_skillfollow.scoring._oracle import is_floats
@@ -279,6 +287,8 @@ class _Sink:
         self.flags = (bytearray(), bytearray())
         self.kept: list[bytes] | None = []
         self.size, self.high = 0, False
+        self.hasher: Any = None
+        self.digests: list[tuple[int, bytes]] = []  # (output number, sha256)
 
     def write(self, data: bytes) -> int:  # the pickler's writes
         self.file.write(data)
@@ -288,19 +298,27 @@ class _Sink:
                 self.kept.append(data)
                 return len(data)
             self.high = any(map(_high_bytes, self.kept))
+            self.hasher = hashlib.sha256()
+            for part in self.kept:
+                self.hasher.update(part)
             self.kept = None
         self.high = self.high or _high_bytes(data)
+        self.hasher.update(data)
         return len(data)
 
     def stage(self, stage: int, outputs: list[Any]) -> None:
         """Write one stage's outputs (0: base, 1: plus) and note their lengths and flags."""
         for out in outputs:
             length = self._put(out)
+            if self.hasher is not None:
+                number = len(self.lengths[0]) + len(self.lengths[1])
+                self.digests.append((number, self.hasher.digest()))
             self.lengths[stage].append(length)
             self.flags[stage].append(self._flags(out, length))
 
     def _put(self, out: Any) -> int:
         self.kept, self.size, self.high, self.pickler.named = [], 0, False, False
+        self.hasher = None
         self.pickler.dump(out)
         return self.size
 

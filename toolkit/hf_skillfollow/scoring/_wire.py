@@ -11,14 +11,16 @@ dict views). No class lookup, no memo, no call with an argument it did not check
 docs/sandbox.md.
 
 Because ``dumps`` is deterministic, the judge can compare an output's bytes with the
-bytes of the expected output (written by the same function) and decode only on a mismatch.
+bytes of the expected output (written by the same function) and decode only on a mismatch;
+for an output over ``DIGEST_ABOVE`` bytes it compares their sha256 first (``DIGEST``), and
+the bytes cross only if the judge asks for them.
 """
 
 from __future__ import annotations
 
 import collections
 import errno
-import io
+import hashlib
 import math
 import os
 import pickle
@@ -46,6 +48,16 @@ OK, ITEMS, ERR, TIMEOUT_CLAIM, NOT_NONE, LOADED = b"O", b"I", b"E", b"T", b"N", 
 BATCH = b"B"
 #: ``OK`` outputs shorter than this travel in batches; longer ones as messages of their own
 _BATCHED = 1 << 16
+#: an ``OK`` output longer than this is first sent as its length and sha256 (body: 8-byte
+#: length, 32-byte digest), committing the program to those bytes; the judge answers on its
+#: own pipe with ``MATCH`` (identical to the expected output's bytes: nothing more is sent) or
+#: ``SEND`` (the next message must be exactly those bytes, as an ``OK`` message). The expected
+#: outputs of this size have their digests stored beside them (``digests``).
+DIGEST = b"D"
+DIGEST_ABOVE = 1 << 20
+MATCH, SEND = b"m", b"s"
+#: a ``DIGEST`` message's body (length, sha256) and an entry of ``digests`` (number, sha256)
+_DIGEST = struct.Struct("<Q32s")
 _COUNT = struct.Struct("<I")
 
 
@@ -147,30 +159,76 @@ class _NotingPickler(_Pickler):
         return super().reducer_override(obj)
 
 
+class _Capped:
+    """A pickler's destination: what it writes, kept up to ``cap`` bytes; beyond that only
+    counted and hashed (sha256), so that a large output is never held whole."""
+
+    __slots__ = ("parts", "size", "hasher", "cap")
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size, self.cap = 0, 0
+        self.hasher: Any = None
+
+    def reset(self, cap: float) -> None:
+        self.parts, self.size, self.hasher, self.cap = [], 0, None, cap
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.hasher is not None:
+            self.hasher.update(data)
+        elif self.size <= self.cap:
+            self.parts.append(data)
+        else:
+            self.hasher = hashlib.sha256()
+            for part in self.parts:
+                self.hasher.update(part)
+            self.hasher.update(data)
+            self.parts = []
+        return len(data)
+
+    def result(self) -> bytes | tuple[int, bytes]:
+        if self.hasher is not None:
+            return self.size, self.hasher.digest()
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+
 class _Reused:
     """A pickler, reused (a new one costs 2 of the 3 us a small output takes): taken while in
-    use, so a nested call gets its own, and dropped when a call fails or was large."""
+    use, so a nested call gets its own, and dropped when a call fails or was large. Its
+    destination is a Python object (``_Capped``), which costs less per small value than a
+    ``BytesIO`` to seek, truncate and read back."""
 
     __slots__ = ("spare",)
 
     def __init__(self) -> None:
-        self.spare: tuple[io.BytesIO, _Pickler] | None = None
+        self.spare: tuple[_Capped, _Pickler] | None = None
 
     def dump(self, obj: Any) -> bytes:
         """Deterministic bytes for a plain-data value (raises for anything else)."""
+        blob = self._dump(obj, math.inf)
+        assert type(blob) is bytes
+        return blob
+
+    def commit(self, obj: Any) -> bytes | tuple[int, bytes]:
+        """``dump(obj)``, or for a value whose bytes are longer than ``DIGEST_ABOVE`` their
+        length and sha256 only (see ``DIGEST``)."""
+        return self._dump(obj, DIGEST_ABOVE)
+
+    def _dump(self, obj: Any, cap: float) -> bytes | tuple[int, bytes]:
         spare, self.spare = self.spare, None
         if spare is None:
-            buf = io.BytesIO()
-            pickler = _configured(_Pickler(buf, protocol=5))
+            sink = _Capped()
+            pickler = _configured(_Pickler(sink, protocol=5))
         else:
-            buf, pickler = spare
-            buf.seek(0)
-            buf.truncate()
+            sink, pickler = spare
+        sink.reset(cap)
         pickler.dump(obj)
-        blob = buf.getvalue()
-        if len(blob) < _CHUNK:
-            self.spare = buf, pickler
-        return blob
+        result = sink.result()
+        if sink.size < _CHUNK:
+            self.spare = sink, pickler
+        sink.parts = []
+        return result
 
 
 def _configured(pickler: _Pickler) -> _Pickler:
@@ -191,7 +249,35 @@ def noting_pickler(file: Any) -> _NotingPickler:
     return pickler
 
 
-dumps = _Reused().dump
+_reused = _Reused()
+dumps = _reused.dump
+#: ``dumps(value)``, or ``(length, sha256)`` of those bytes where they exceed ``DIGEST_ABOVE``
+commit = _reused.commit
+
+
+class _FdWriter:
+    """A pickler's destination that writes to a descriptor as it goes, counting."""
+
+    __slots__ = ("fd", "size")
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.size = fd, 0
+
+    def write(self, data: bytes) -> int:
+        write_all(self.fd, data)
+        self.size += len(data)
+        return len(data)
+
+
+def send_dump(fd: int, tag: bytes, obj: Any, length: int) -> None:
+    """One message of ``dumps(obj)``'s bytes, whose ``length`` is known (a committed output's),
+    pickled straight to ``fd`` behind its header: never held whole. Raises if the bytes come
+    out another length (the stream is then broken, which the judge fails as malformed)."""
+    write_all(fd, _HEADER.pack(length + 1) + tag)
+    writer = _FdWriter(fd)
+    _configured(_Pickler(writer, protocol=5)).dump(obj)
+    if writer.size != length:
+        raise WireError(f"an output pickled to {writer.size} bytes, then {length}")
 
 
 # --- decoding (the judge) ------------------------------------------------------------------
@@ -577,6 +663,39 @@ def index_lengths(body: bytes) -> bytes:
     return body[_COUNTS.size : _COUNTS.size + 8 * (base + plus)]
 
 
+def digests(entries: list[tuple[int, bytes]]) -> bytes:
+    """The section of the expected outputs' digests, after their bytes: for each output longer
+    than ``DIGEST_ABOVE``, its number (base then plus, from 0) and the sha256 of its bytes."""
+    return section(b"".join(_DIGEST.pack(i, d) for i, d in entries))
+
+
+def read_digests(body: Any) -> dict[int, bytes]:
+    """``digests``' entries back from its section's body: output number -> sha256."""
+    if len(body) % _DIGEST.size:
+        raise WireError("digest section does not hold whole entries")
+    return {i: d for i, d in _DIGEST.iter_unpack(body)}
+
+
+def digest_message(length: int, digest: bytes) -> bytes:
+    return message(DIGEST, _DIGEST.pack(length, digest))
+
+
+def read_digest(body: bytes) -> tuple[int, bytes]:
+    """A ``DIGEST`` message's (length, sha256) from its body (untrusted: checked)."""
+    if len(body) != _DIGEST.size:
+        raise WireError(f"a digest message of {len(body)} bytes, not {_DIGEST.size}")
+    length, digest = _DIGEST.unpack(body)
+    return int(length), bytes(digest)
+
+
+def await_answer(fd: int) -> bool:
+    """The judge's answer to a ``DIGEST`` message (blocking): True for ``MATCH``."""
+    answer = os.read(fd, 1)
+    if answer not in (MATCH, SEND):
+        raise WireError(f"the judge answered {answer!r}")
+    return answer == MATCH
+
+
 def message(tag: bytes, body: bytes = b"") -> bytes:
     return _HEADER.pack(len(body) + 1) + tag + body
 
@@ -722,9 +841,11 @@ class Inbox:
     ``take_same``, as a run of outputs equal to the expected ones.
     """
 
-    def __init__(self, fd: int, pid: int) -> None:
+    def __init__(self, fd: int, pid: int, answers: int | None = None) -> None:
         os.set_blocking(fd, False)
-        self.fd, self.pid = fd, pid
+        if answers is not None:
+            os.set_blocking(answers, False)
+        self.fd, self.pid, self.answers = fd, pid, answers
         self.exit: tuple[int, Any] | None = None  # (wait status, rusage) once reaped
         self._buf, self._pos = b"", 0
         self._batch: _Batch | None = None
@@ -743,6 +864,18 @@ class Inbox:
             assert message[1] is not None
             self._batch = _Batch(message[1])
         return self._from_batch(limit, like)
+
+    def answer(self, verdict: bytes) -> None:
+        """Write the answer to a ``DIGEST`` message without blocking: a program that does not
+        read its answers (or closed their pipe) cannot stall the judge, it fails."""
+        if self.answers is None:
+            raise WireError("a digest message where none can be answered")
+        try:
+            written = os.write(self.answers, verdict)
+        except OSError as exc:  # full (answers left unread) or closed
+            raise WireError(f"the judge's answer could not be written ({exc.strerror})") from None
+        if written != len(verdict):
+            raise WireError("the judge's answer could not be written")
 
     def _from_batch(self, limit: int, like: Any) -> tuple[bytes, bytes | None]:
         held = self._batch
