@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import signal
@@ -45,6 +46,7 @@ def _payload(path: Path) -> dict:
     for stage, expected in stages.items():
         out[stage] = [bytes(expected.blob(i)) for i in range(expected.count)]
         out[f"{stage}_flags"] = expected.flags
+        out[f"{stage}_digests"] = [expected.digest(i) for i in range(expected.count)]
     return out
 
 
@@ -117,6 +119,26 @@ def test_outputs_encoded_into_the_file_are_the_bytes_the_program_sends() -> None
     # a numpy array of floats is floats, and its comparison has no truth value
     assert (flags[6], flags[7], flags[8]) == (floats, same | floats, floats)
     assert len(blobs[4]) > 1 << 20 and flags[4] == same
+    # each output past DIGEST_ABOVE, and only those, has the sha256 of its bytes stored
+    digests = payload["base_digests"] + payload["plus_digests"]
+    large = [hashlib.sha256(b).digest() if len(b) > _wire.DIGEST_ABOVE else None for b in blobs]
+    assert digests == large and sum(d is not None for d in digests) == 6
+
+
+def test_digests_are_stored_exactly_past_the_size_a_program_commits_by_digest() -> None:
+    """The program's process sends an output by its digest when ``_wire.commit`` gives one;
+    the reference must store a digest for exactly those sizes (one past the threshold in
+    each stage, none at it)."""
+    overhead = len(_wire.dumps(b"x" * 10**6)) - 10**6  # a large bytes value's opcodes
+    at = _wire.DIGEST_ABOVE - overhead
+    past = at + 1
+    assert len(_wire.dumps(b"x" * at)) == _wire.DIGEST_ABOVE
+    assert type(_wire.commit(b"x" * at)) is bytes and type(_wire.commit(b"x" * past)) is tuple
+    task = _task("def f(n):\n    return b'x' * n\n", [[at], [past]], [[3], [past], [at]])
+    payload = _payload(ensure_expected(task)[0])
+    mark = hashlib.sha256(_wire.dumps(b"x" * past)).digest()
+    assert payload["base_digests"] == [None, mark]
+    assert payload["plus_digests"] == [None, mark, None]
 
 
 def test_the_index_must_match_its_counts() -> None:

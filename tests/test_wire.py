@@ -496,3 +496,83 @@ def test_each_output_of_a_batch_keeps_its_own_size_limit() -> None:
         inbox.next(1024)
     inbox.reap(block=True)
     os.close(inbox.fd)
+
+
+# --- large outputs committed by their digest -------------------------------------------------
+
+
+def _sized(n: int) -> bytes:
+    """A bytes value whose ``dumps`` is exactly ``n`` bytes long."""
+    value = b"x" * (n - len(dumps(b"")))
+    for _ in range(16):  # the opcode for a long bytes takes more bytes of length
+        if len(dumps(value)) == n:
+            return value
+        value = value[: n - len(dumps(value)) + len(value)]
+    raise AssertionError(n)
+
+
+def test_commit_gives_the_bytes_up_to_the_threshold_and_only_a_digest_past_it() -> None:
+    import hashlib
+
+    at = _sized(_wire.DIGEST_ABOVE)
+    assert _wire.commit(at) == dumps(at) and len(dumps(at)) == _wire.DIGEST_ABOVE
+    past = _sized(_wire.DIGEST_ABOVE + 1)
+    blob = dumps(past)
+    assert _wire.commit(past) == (len(blob), hashlib.sha256(blob).digest())
+    # many frames, a large string written whole, nested containers: the same digest
+    for value in ([str(i) * 3 for i in range(300_000)], ["a" * 3_000_000, [1.5] * 10]):
+        blob = dumps(value)
+        assert _wire.commit(value) == (len(blob), hashlib.sha256(blob).digest())
+    assert _wire.commit([1, "a"]) == dumps([1, "a"])  # the pickler is reused after a large one
+
+
+def test_send_dump_writes_the_message_dumps_would_and_refuses_another_length() -> None:
+    value = {"k": list(range(200_000))}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    expected = _wire.message(_wire.OK, dumps(value))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover
+        os.close(read_fd)
+        _wire.send_dump(write_fd, _wire.OK, value, len(dumps(value)))
+        os._exit(0)
+    os.close(write_fd)
+    inbox = _wire.Inbox(read_fd, pid)
+    assert inbox.next(1 << 22) == (_wire.OK, expected[9:])
+    inbox.reap(block=True)
+    os.close(read_fd)
+    with open(os.devnull, "wb") as sink, pytest.raises(WireError, match="pickled to"):
+        _wire.send_dump(sink.fileno(), _wire.OK, value, 10)
+
+
+def test_digest_messages_and_the_payload_section_refuse_bad_sizes() -> None:
+    digest = bytes(range(32))
+    body = _wire.digest_message(5, digest)[9:]
+    assert _wire.read_digest(body) == (5, digest)
+    for bad in (body[:-1], body + b"x", b""):
+        with pytest.raises(WireError, match="a digest message of"):
+            _wire.read_digest(bad)
+    section = _wire.digests([(0, digest), (7, digest[::-1])])
+    assert _wire.read_digests(section[8:]) == {0: digest, 7: digest[::-1]}
+    assert _wire.read_digests(_wire.digests([])[8:]) == {}
+    with pytest.raises(WireError, match="whole entries"):
+        _wire.read_digests(section[8:-1])
+
+
+def test_an_answer_the_program_does_not_read_fails_instead_of_blocking() -> None:
+    read_fd, write_fd = os.pipe()
+    answers_read, answers_write = os.pipe()
+    fcntl.fcntl(answers_write, 1031, 4096)  # F_SETPIPE_SZ: one page of answers
+    inbox = _wire.Inbox(read_fd, os.getpid(), answers_write)
+    start = time.monotonic()
+    with pytest.raises(WireError, match="answer could not be written"):
+        for _ in range(1 << 20):
+            inbox.answer(_wire.SEND)
+    assert time.monotonic() - start < 5
+    os.close(answers_read)  # closed by the program: refused the same way
+    with pytest.raises(WireError, match="answer could not be written"):
+        inbox.answer(_wire.MATCH)
+    with pytest.raises(WireError, match="none can be answered"):
+        _wire.Inbox(read_fd, os.getpid()).answer(_wire.MATCH)
+    for fd in (read_fd, write_fd, answers_write):
+        os.close(fd)
