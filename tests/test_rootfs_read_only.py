@@ -1,10 +1,13 @@
 """The minimal root is read-only but for its writable tmpfs and /proc, whichever way it is made
 so: one recursive ``mount_setattr(2)`` (Linux 5.12 and later), or a remount of each mount
-where the kernel lacks that call. Each way is built here for real, in new mount and PID
-namespaces of a forked process, and every mount of the result is checked."""
+where the kernel lacks that call; and whether a run assembles it (``userns`` mode) or copies
+the one its zygote built once (``root`` mode: ``_rootfs.build``, then only the run's own
+writable tmpfs). Each way is built here for real, in new mount and PID namespaces of a forked
+process, and every mount of the result is checked."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Any
@@ -16,29 +19,35 @@ from hf_skillfollow.scoring import _rootfs, _sandbox, _zygote
 _remounted: list[str] = []
 
 
-def _build_root(at_once: bool) -> dict[str, Any]:
-    """In a forked process tree: new namespaces, the minimal root, then what it holds."""
+def _build_root(at_once: bool, once: bool) -> dict[str, Any]:
+    """In a forked process tree: new namespaces, the minimal root (``once``: built first in a
+    mount namespace of its own, as a zygote does), then what it holds."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - reports through the pipe
         os.close(read_fd)
         try:
+            if not at_once:  # as on a kernel without mount_setattr
+                _rootfs._read_only_at_once = lambda new, writable: False
+            remount = _rootfs._all_read_only
+            _rootfs._all_read_only = lambda new: (_remounted.append(new), remount(new))
+            spec = _rootfs.RootSpec.from_json(_sandbox.root_spec())
+            if once:
+                assert _zygote._unshare(_zygote._CLONE_NEWNS)
+                _rootfs.build(spec)
             _zygote.enter_namespaces(user=os.geteuid() != 0)
             child = os.fork()
             if child == 0:
                 _zygote.become_init()
-                if not at_once:  # as on a kernel without mount_setattr
-                    _rootfs._read_only_at_once = lambda new: False
-                remount = _rootfs._all_read_only
-                _rootfs._all_read_only = lambda new: (_remounted.append(new), remount(new))
-                spec = _rootfs.RootSpec(
-                    **{
-                        k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
-                        for k, v in _sandbox.root_spec().items()
-                    }
-                )
+                refused = ""
+                if once:  # a run whose root is not the one built is refused, not served
+                    other = dataclasses.replace(spec, hide=(*spec.hide, "/elsewhere"))
+                    try:
+                        _rootfs.enter(other, None, 1 << 20)
+                    except _rootfs.ConfineError as exc:
+                        refused = str(exc)
                 _rootfs.enter(spec, None, 1 << 20)
-                survey = {**_survey(), "remounted": bool(_remounted)}
+                survey = {**_survey(), "remounted": bool(_remounted), "other": refused}
                 os.write(write_fd, json.dumps(survey).encode())
                 os._exit(0)
             os._exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
@@ -66,10 +75,15 @@ def _survey() -> dict[str, Any]:
     return {"points": points, "writable": writable, "refused": refused}
 
 
+@pytest.mark.parametrize("once", [False, True], ids=["per run", "built once"])
 @pytest.mark.parametrize("at_once", [True, False], ids=["mount_setattr", "remount each"])
-def test_only_the_scratch_mounts_and_proc_are_writable(at_once: bool) -> None:
-    got = _build_root(at_once)
+def test_only_the_scratch_mounts_and_proc_are_writable(at_once: bool, once: bool) -> None:
+    if once and os.geteuid() != 0:
+        pytest.skip("a root built once per zygote is root mode's")
+    got = _build_root(at_once, once)
     assert "error" not in got, got
+    if once:
+        assert got["other"] == "the run's root is not the one its zygote built"
     assert len(got["points"]) > 5  # the root, /tmp, /dev, the binds of the interpreter...
     assert sorted(got["writable"]) == ["/dev/shm", "/proc", "/tmp"]
     assert got["refused"] == ["/x", "/usr/lib/x", os.__file__ + ".x"]
@@ -78,3 +92,60 @@ def test_only_the_scratch_mounts_and_proc_are_writable(at_once: bool) -> None:
         assert not got["remounted"], "mount_setattr is there, yet each mount was remounted"
     if not at_once:
         assert got["remounted"]
+
+
+def _runs_from_one_root(count: int) -> list[dict[str, Any]]:
+    """As a root-mode zygote: the root built once in a mount namespace of its own, then
+    ``count`` runs forked from it one after the other, each in new namespaces with its own
+    writable tmpfs. Each run reports what it found of earlier runs, then leaves a file in
+    every writable place."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reports through the pipe
+        os.close(read_fd)
+        try:
+            spec = _rootfs.RootSpec.from_json(_sandbox.root_spec())
+            assert _zygote._unshare(_zygote._CLONE_NEWNS)
+            _rootfs.build(spec)
+            for _ in range(count):
+                run = os.fork()
+                if run == 0:
+                    _zygote.enter_namespaces(user=False)
+                    init = os.fork()
+                    if init == 0:
+                        _zygote.become_init()
+                        _rootfs.enter(spec, 65534, 1 << 20)
+                        found = [p for p in ("/tmp/left", "/dev/shm/left") if os.path.exists(p)]
+                        found += os.listdir("/tmp/sandbox")
+                        for path in ("/tmp/left", "/dev/shm/left", "/tmp/sandbox/left"):
+                            with open(path, "w") as fh:
+                                fh.write("x")
+                        owner = os.stat("/tmp/sandbox").st_uid
+                        survey = {"points": _survey()["points"], "found": found, "owner": owner}
+                        os.write(write_fd, (json.dumps(survey) + "\n").encode())
+                        os._exit(0)
+                    os._exit(os.waitstatus_to_exitcode(os.waitpid(init, 0)[1]))
+                os.waitpid(run, 0)
+            os._exit(0)
+        except BaseException as exc:
+            os.write(write_fd, (json.dumps({"error": repr(exc)}) + "\n").encode())
+            os._exit(1)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        text = fh.read()
+    os.waitpid(pid, 0)
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root built once per zygote is root mode's")
+def test_runs_from_a_root_built_once_share_nothing_writable() -> None:
+    """Each run copies the built root with its mount namespace and mounts its own /tmp,
+    /dev/shm and scratch dir: what one run wrote there, a later run does not see, and the
+    later run's mounts are exactly the earlier one's (none of the first run's are left in the
+    root they are both forked from)."""
+    first, second = _runs_from_one_root(2)
+    assert "error" not in first and "error" not in second, (first, second)
+    assert first["found"] == [] and second["found"] == []
+    assert first["owner"] == second["owner"] == 65534
+    assert first["points"] == second["points"]
+    assert first["points"].count("/tmp") == 1 and first["points"].count("/dev/shm") == 1

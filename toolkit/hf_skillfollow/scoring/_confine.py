@@ -53,11 +53,19 @@ class Limits:
     scratch_bytes: int = 64 * 1024 * 1024
 
 
+#: the C functions the sandbox calls, looked up once (the zygote calls ``libc()`` before it
+#: forks: a function first looked up in a run is a new ctypes object in every run)
+_LIBC_FUNCTIONS = ("mount", "umount2", "unshare", "setns", "prctl", "syscall", "capset")
+
+
 @cache
 def libc() -> ctypes.CDLL:
     # The C library is already loaded into the interpreter: no library search (find_library
     # would run ldconfig, which the minimal root does not have).
-    return ctypes.CDLL(None, use_errno=True)
+    lib = ctypes.CDLL(None, use_errno=True)
+    for name in _LIBC_FUNCTIONS:
+        getattr(lib, name)
+    return lib
 
 
 def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:

@@ -28,8 +28,7 @@ def _confine_self(req: dict[str, Any]) -> None:
     limits = _confine.Limits(**{**req["limits"], "cpu_s": _own_cpu_budget(req)})
     namespaces = req["isolation"] != "none"
     if namespaces:
-        spec = _rootfs.RootSpec(**{k: tuple(map(_tuple, v)) for k, v in req["root"].items()})
-        _rootfs.enter(spec, req.get("uid"), limits.scratch_bytes)
+        _rootfs.enter(_rootfs.RootSpec.from_json(req["root"]), req.get("uid"), limits.scratch_bytes)
         if not _confine.network_is_down():
             raise _confine.ConfineError("network namespace not in effect")
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -45,10 +44,6 @@ def _confine_self(req: dict[str, Any]) -> None:
     if namespaces:
         _seccomp.install()
     _confine.set_dumpable(False)
-
-
-def _tuple(item: Any) -> Any:
-    return tuple(item) if isinstance(item, list) else item
 
 
 def _own_cpu_budget(req: dict[str, Any]) -> float:

@@ -24,6 +24,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from hf_skillfollow.scoring._confine import (
     KEEP_FLAGS,
@@ -66,36 +67,92 @@ class RootSpec:
     links: tuple[tuple[str, str], ...]  # (path, target) symlinks such as /lib -> usr/lib
     hide: tuple[str, ...]  # covered by an empty read-only tmpfs where exposed
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RootSpec:
+        """The spec from its JSON form (lists for tuples)."""
+        return cls(
+            **{k: tuple(tuple(x) if isinstance(x, list) else x for x in v) for k, v in data.items()}
+        )
+
+
+#: the static root this process lives in, built once by its zygote (``build``); each run
+#: forked from it mounts only its own writable tmpfs and /proc (``enter``)
+_prebuilt: RootSpec | None = None
+#: why the zygote could not build its root (each run then fails with this reason)
+build_failed: str | None = None
+
+
+def prebuildable(spec: RootSpec) -> bool:
+    """Whether ``spec``'s root can be built once per zygote: not where an exposed path lies
+    inside a writable tmpfs (a venv under /tmp), which each run mounts afresh over it."""
+    return not any(
+        path.startswith(root + "/") for path in (*spec.expose, *spec.files) for root in _WRITABLE
+    )
+
+
+def build(spec: RootSpec) -> None:
+    """Make the static part of ``spec``'s root (everything but the writable tmpfs and /proc,
+    whose mount points stay empty) this process's ``/``: once per zygote, in a mount namespace
+    of its own, so that each run forked from it copies the root with its namespace instead of
+    assembling it. Needs CAP_SYS_ADMIN in the mount namespace."""
+    global _prebuilt
+    if not prebuildable(spec):
+        raise ConfineError("this root has exposed paths inside a writable tmpfs")
+    _assemble(spec, None)
+    os.chdir("/")
+    _prebuilt = spec
+
 
 def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> None:
     """Make the minimal root this process's ``/`` and ``cwd`` its scratch dir, owned by
-    ``uid`` (None: the current user). Needs CAP_SYS_ADMIN in the mount namespace."""
+    ``uid`` (None: the current user). Needs CAP_SYS_ADMIN in the mount namespace. In a run
+    forked from a zygote that built the root (``build``), in a new mount namespace: only the
+    run's own writable tmpfs (``/proc`` is ``_zygote.become_init``'s)."""
+    if build_failed is not None:
+        raise ConfineError(build_failed)
+    if _prebuilt is None:
+        _assemble(spec, (uid, tmp_bytes))
+    elif spec == _prebuilt:
+        _writable("", uid, tmp_bytes)
+    else:  # the host replaces a zygote whose root is not the run's
+        raise ConfineError("the run's root is not the one its zygote built")
+    os.chdir(SCRATCH)
+
+
+def _assemble(spec: RootSpec, run: tuple[int | None, int] | None) -> None:
+    """Assemble the root on a stage tmpfs and pivot into it; with ``run`` (its uid and tmpfs
+    size), with the run's writable tmpfs and /proc, otherwise their empty mount points."""
     mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
+    own = ("/proc",) if run is not None else ()
     # Hold every source before the stage tmpfs covers /tmp (a venv may live there).
     held = {
         path: os.open(path, os.O_PATH | os.O_CLOEXEC)
-        for path in (*spec.expose, *spec.files, "/proc", *(f"/dev/{d}" for d in _DEVICES))
+        for path in (*spec.expose, *spec.files, *own, *(f"/dev/{d}" for d in _DEVICES))
         if os.path.lexists(path)
     }
     try:
         mount("tmpfs", _STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-        _populate(spec, held, uid, tmp_bytes)
+        _populate(spec, held, run)
     finally:
         for fd in held.values():
             os.close(fd)
     _pivot(_STAGE)
-    os.chdir(SCRATCH)
 
 
-def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: int) -> None:
-    new = _STAGE
+def _writable(new: str, uid: int | None, tmp_bytes: int) -> None:
+    """The run's private tmpfs at ``/tmp`` (with its scratch dir) and ``/dev/shm``."""
     writable = f"size={tmp_bytes},mode=1777"
-    _mkdir(new + "/tmp")
     mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, writable)
     os.mkdir(new + SCRATCH, 0o700)
     if uid is not None:
         os.chown(new + SCRATCH, uid, uid)
-    _mkdir(new + "/dev")
+    mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, writable)
+
+
+def _populate(spec: RootSpec, held: dict[str, int], run: tuple[int | None, int] | None) -> None:
+    new = _STAGE
+    for path in ("/tmp", "/dev", "/proc"):
+        _mkdir(new + path)
     mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755")
     for device in _DEVICES:
         if f"/dev/{device}" in held:
@@ -103,9 +160,9 @@ def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: 
     for name, target in _DEV_LINKS.items():
         os.symlink(target, f"{new}/dev/{name}")
     os.mkdir(new + "/dev/shm")
-    mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, writable)
-    _mkdir(new + "/proc")
-    _bind(held["/proc"], new + "/proc", directory=True)
+    if run is not None:
+        _writable(new, *run)
+        _bind(held["/proc"], new + "/proc", directory=True)
     for path in (*spec.expose, *spec.files):
         _shield(new, path)
     for path in spec.expose:
@@ -119,7 +176,7 @@ def _populate(spec: RootSpec, held: dict[str, int], uid: int | None, tmp_bytes: 
     for path, target in spec.links:
         if not os.path.lexists(new + path):
             os.symlink(target, new + path)
-    if not _read_only_at_once(new):
+    if not _read_only_at_once(new, writable=run is not None):
         _all_read_only(new)
 
 
@@ -144,12 +201,12 @@ def _set_read_only(path: str, read_only: bool, recursive: bool) -> bool:
     raise ConfineError(f"mount_setattr {path}: {os.strerror(err)}")
 
 
-def _read_only_at_once(new: str) -> bool:
-    """Every mount of the new root read-only in one call, then the writable tmpfs and /proc
-    writable again (not what is mounted inside them)."""
+def _read_only_at_once(new: str, writable: bool) -> bool:
+    """Every mount of the new root read-only in one call, then (``writable``: they are
+    mounted) the writable tmpfs and /proc writable again (not what is mounted inside them)."""
     if not _set_read_only(new, True, recursive=True):
         return False
-    for path in (*_WRITABLE, "/proc"):
+    for path in (*_WRITABLE, "/proc") if writable else ():
         _set_read_only(new + path, False, recursive=False)
     return True
 
