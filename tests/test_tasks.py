@@ -11,6 +11,9 @@ import pytest
 
 from hf_skillfollow.tasks import TaskLoadError, load_tasks, partition, task_sort_key
 
+# a local file's fields are cached (`_evalplus_files`): in a private folder, not the user's
+pytestmark = pytest.mark.usefixtures("private_score_cache")
+
 
 def _spec_partition(ids: list[str], seed: int, size: int) -> set[str]:
     """The documented rule, written out independently of the implementation."""

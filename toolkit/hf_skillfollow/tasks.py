@@ -5,7 +5,8 @@ honour ``MBPP_OVERRIDE_PATH`` / ``HUMANEVAL_OVERRIDE_PATH``) and the Hub dataset
 ``HuggingFaceH4/MATH-500`` through ``datasets``. Each has a local-file override: the
 ``tasks_file`` argument, else the benchmark's environment variable (``SKILLFOLLOW_MBPP_FILE``
 / ``SKILLFOLLOW_HUMANEVAL_FILE`` / ``SKILLFOLLOW_MATH500_FILE``). Each benchmark's facts are
-declared once, in `hf_skillfollow.benchmarks`.
+declared once, in `hf_skillfollow.benchmarks`. A local MBPP+/HumanEval+ file whose bytes were
+loaded before gives tasks whose inputs are decoded when first read (`_evalplus_files`).
 
 The original HumanEval file (``HumanEval.jsonl.gz``: ``test`` code, no ``base_input`` /
 ``plus_input``) is refused with a pointer to HumanEval+: its ``check`` function would have
@@ -18,10 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
-import types
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +178,8 @@ def partition(task_ids: Iterable[str], seed: int, size: int) -> list[str]:
 
 def _same_file_same_tasks(loader: Any) -> Any:
     """Loading a local file whose bytes were loaded before returns those tasks again (a copy of
-    the list; tasks are frozen): a sweep plans many runs of one benchmark file in a process."""
+    the list; tasks are frozen): a sweep plans many runs of one benchmark file in a process.
+    The loader gets the bytes it was keyed by (None: no local file, or it cannot be read)."""
     cache: dict[tuple[str, str], tuple[list[Task], str]] = {}
 
     def load(first: Any, path: str | None) -> tuple[list[Task], str]:
@@ -189,10 +188,10 @@ def _same_file_same_tasks(loader: Any) -> Any:
         except OSError:
             data = None  # the loader says what is wrong with the file
         if data is None:
-            return loader(first, path)
+            return loader(first, path, None)
         key = (repr(first), hashlib.sha256(data).hexdigest())
         if key not in cache:
-            cache[key] = loader(first, path)
+            cache[key] = loader(first, path, data)
             while len(cache) > 8:
                 del cache[next(iter(cache))]
         tasks, version = cache[key]
@@ -202,79 +201,26 @@ def _same_file_same_tasks(loader: Any) -> Any:
 
 
 @_same_file_same_tasks
-def _load_evalplus(benchmark: str, path: str | None) -> tuple[list[Task], str]:
-    if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path):
+def _load_evalplus(benchmark: str, path: str | None, data: bytes | None) -> tuple[list[Task], str]:
+    """A local file's tasks come through `_evalplus_files.load_file`: their inputs are decoded
+    when first used (a warm ``score`` never does)."""
+    from hf_skillfollow import _evalplus_files
+
+    if benchmark == "humanevalplus" and path is not None and _is_original_humaneval(path, data):
         raise _refuse_original_humaneval(path)
     try:
-        problems, digest, release = _evalplus_problems(benchmark, path)
-    except (OSError, KeyError, AssertionError, ValueError) as exc:
+        if path is not None and data is not None:
+            problems, digest = _evalplus_files.load_file(benchmark, path, data)
+            label = f"file:{Path(path).name}"
+        else:
+            by_id, digest, label = _evalplus_files.problems(benchmark, path)
+            problems = list(by_id.values())
+            label = f"file:{Path(path).name}" if path else label
+    except (OSError, EOFError, KeyError, AssertionError, ValueError) as exc:
         where = path or f"the EvalPlus {benchmark} release"
         raise TaskLoadError(f"cannot load {benchmark} from {where}: {exc}") from exc
-    label = f"file:{Path(path).name}" if path else release
     version = f"{benchmark}@{label}+md5.{digest[:12]}"
-    return [_code_task(benchmark, p, digest) for p in problems.values()], version
-
-
-def _evalplus_problems(
-    benchmark: str, path: str | None
-) -> tuple[dict[str, dict[str, Any]], str, str]:
-    humaneval, mbpp = _evalplus_data()
-    if BENCHMARKS[benchmark].evalplus_dataset == "mbpp":
-        with _override(mbpp, "MBPP_OVERRIDE_PATH", path):
-            return mbpp.get_mbpp_plus(), mbpp.get_mbpp_plus_hash(), mbpp.MBPP_PLUS_VERSION
-    with _override(humaneval, "HUMANEVAL_OVERRIDE_PATH", path):
-        return (
-            humaneval.get_human_eval_plus(),
-            humaneval.get_human_eval_plus_hash(),
-            humaneval.HUMANEVAL_PLUS_VERSION,
-        )
-
-
-def _evalplus_data() -> tuple[Any, Any]:
-    """EvalPlus's ``humaneval`` and ``mbpp`` loader modules.
-
-    Their package (``evalplus.data``) imports ``datasets`` for its EvalPerf loader alone,
-    which this toolkit never calls; that import is ~2 s of every ``score``/``run`` start. If
-    ``datasets`` is not loaded yet, the package gets a stand-in while it imports, whose
-    ``load_dataset`` loads the real library on first call; the real module is what any later
-    ``import datasets`` finds."""
-    stand_in = None
-    if "evalplus.data" not in sys.modules and "datasets" not in sys.modules:
-        stand_in = types.ModuleType("datasets")
-
-        def load_dataset(*args: Any, **kwargs: Any) -> Any:
-            import datasets
-
-            return datasets.load_dataset(*args, **kwargs)
-
-        stand_in.load_dataset = load_dataset  # type: ignore[attr-defined]
-        sys.modules["datasets"] = stand_in
-    try:
-        from evalplus.data import humaneval, mbpp
-    finally:
-        if stand_in is not None and sys.modules.get("datasets") is stand_in:
-            del sys.modules["datasets"]
-    return humaneval, mbpp
-
-
-@contextmanager
-def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
-    # EvalPlus reads the override variable once, at import: set the module global (and the
-    # environment, for anything that re-reads it) for the duration of the call.
-    if path is None:
-        yield
-        return
-    old_attr, old_env = getattr(module, name), os.environ.get(name)
-    setattr(module, name, path)
-    os.environ[name] = path
-    try:
-        yield
-    finally:
-        setattr(module, name, old_attr)
-        if old_env is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = old_env
+    return [_code_task(benchmark, p, digest) for p in problems], version
 
 
 def _code_task(benchmark: str, problem: dict[str, Any], digest: str) -> Task:
@@ -304,12 +250,16 @@ def _mbpp_prompt(problem: dict[str, Any]) -> str:
     return f'"""\n{description}\n{example}\n"""\n'
 
 
-def _is_original_humaneval(path: str) -> bool:
-    _evalplus_data()  # the package first, without `datasets`
-    from evalplus.data.utils import stream_jsonl
+def _is_original_humaneval(path: str, data: bytes | None) -> bool:
+    from hf_skillfollow._evalplus_files import first_record
 
-    first = next(iter(stream_jsonl(path)), {})
-    return "test" in first and "base_input" not in first
+    if data is None:
+        return False  # unreadable: the loader says what is wrong with the file
+    try:
+        first = first_record(data, path.endswith(".gz"))
+    except (OSError, EOFError, ValueError):
+        return False
+    return isinstance(first, dict) and "test" in first and "base_input" not in first
 
 
 def _refuse_original_humaneval(path: str) -> TaskLoadError:
@@ -325,7 +275,9 @@ def _refuse_original_humaneval(path: str) -> TaskLoadError:
 
 
 @_same_file_same_tasks
-def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], str]:
+def _load_math500(
+    spec: BenchmarkSpec, path: str | None, data: bytes | None
+) -> tuple[list[Task], str]:
     import datasets
 
     hub_id = str(spec.hub_id)
@@ -335,7 +287,7 @@ def _load_math500(spec: BenchmarkSpec, path: str | None) -> tuple[list[Task], st
             version = f"math500@hub:{hub_id}+fp.{rows._fingerprint[:12]}"
         else:
             rows = datasets.load_dataset("json", data_files=path, split="train")
-            digest = hashlib.md5(Path(path).read_bytes()).hexdigest()
+            digest = hashlib.md5(Path(path).read_bytes() if data is None else data).hexdigest()
             version = f"math500@file:{Path(path).name}+md5.{digest[:12]}"
     except Exception as exc:  # datasets raises many types (network, schema, file)
         raise TaskLoadError(f"cannot load math500 from {path or hub_id}: {exc}") from exc

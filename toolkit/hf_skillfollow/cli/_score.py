@@ -122,12 +122,15 @@ def score(
     """Score EvalPlus-format samples; code runs in the sandbox (base + plus inputs)."""
     import gc
 
-    from hf_skillfollow.cli._progress import unit_progress
-    from hf_skillfollow.scoring import prepare, score_many
-    from hf_skillfollow.tasks import TaskLoadError, load_tasks
+    from hf_skillfollow.scoring import prepare
 
     if BENCHMARKS[benchmark].scorer == "code":
-        prepare(workers)  # the sandbox starts on the other CPU while the tasks load
+        # first: the sandbox starts on the other CPU while the rest imports and the tasks load
+        prepare(workers)
+    from hf_skillfollow.cli._progress import unit_progress
+    from hf_skillfollow.scoring import score_many
+    from hf_skillfollow.tasks import TaskLoadError, load_tasks
+
     try:
         tasks, version = load_tasks(benchmark, tasks_file)
     except TaskLoadError as exc:
