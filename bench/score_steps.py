@@ -26,8 +26,16 @@ Programs: ``canonical`` (the task's canonical solution, which passes; its canoni
 measured in process is printed beside it) and ``fail`` (``raise ValueError`` on load: the
 run's fixed cost alone).
 
+``--sweep BENCHMARK`` instead scores every task's canonical solution once, one after the
+other through one zygote, without the wrappers, once the expected outputs are cached (filled
+first, untimed), and prints each run's CPU beyond its canonical solution's (the run's tree
+CPU, ``wait4``, less the canonical CPU measured when the expected outputs were computed) over
+the tasks whose canonical solution takes under 50 ms, with the host's, the zygote's and the
+machine's CPU per run over the whole sweep.
+
     python bench/score_steps.py [--data-dir DIR] [--tasks HumanEval/0,HumanEval/2,...]
                                 [--programs canonical,fail] [--repeats 30] [--warmup 3]
+    python bench/score_steps.py --sweep humanevalplus|mbppplus [--limit N] [--cache-dir DIR]
 """
 
 from __future__ import annotations
@@ -122,7 +130,7 @@ def traced_judge(*args):
     return result
 _judge.judge = traced_judge
 
-_zygote.main(int(sys.argv[1]), sys.argv[2])
+_zygote.main(int(sys.argv[1]), sys.argv[2], *sys.argv[3:4])
 """
 
 #: (label, from mark, to mark): the steps of one run, in order; "host" marks are the bench's
@@ -291,11 +299,61 @@ def bench(tasks: list[Any], programs: list[str], repeats: int, warmup: int) -> N
             print(f"  load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+#: a sweep's tasks whose canonical solution costs under this are its fixed-cost sample
+SMALL_S = 0.05
+
+
+def sweep(tasks: list[Any]) -> None:
+    """Each canonical solution scored once, in order; the CPU of its run beyond it."""
+    from hf_skillfollow.scoring import _code, _sandbox
+
+    canonical = {}
+    for task in tasks:  # untimed: the expected outputs (and their canonical CPU) cached
+        _, header = _code.ensure_expected(task)
+        canonical[task.task_id] = header["base_cpu_s"] + header["plus_cpu_s"]
+    run, cpu = _sandbox.run, [0.0]
+
+    def measured(*args: Any, **kwargs: Any) -> Any:
+        outcome = run(*args, **kwargs)
+        cpu[0] = outcome.details["cpu_s"]
+        return outcome
+
+    _sandbox.run = measured
+
+    def program(task: Any) -> str:
+        return task.problem["prompt"] + task.problem["canonical_solution"]
+
+    _code.score_program(tasks[0], program(tasks[0]))  # the zygote started, untimed
+    zygote, ticks = _sandbox._zygotes.all[0].proc.pid, os.sysconf("SC_CLK_TCK")
+    busy, own, host, wall = _busy_ticks(), _process_ticks(zygote), time.process_time(), time.time()
+    beyond, passed = [], 0
+    for task in tasks:
+        passed += _code.score_program(task, program(task)).passed
+        if canonical[task.task_id] < SMALL_S:
+            beyond.append(1e3 * (cpu[0] - canonical[task.task_id]))
+    n = len(tasks)
+    print(
+        f"{passed}/{n} canonical solutions passed; {len(beyond)} take under "
+        f"{1e3 * SMALL_S:.0f} ms: their runs' CPU beyond it, mean {statistics.mean(beyond):.2f} "
+        f"ms, median {_median(beyond):.2f} ms (ms resolution each)"
+    )
+    print(
+        f"per run over all {n}: host CPU {1e3 * (time.process_time() - host) / n:.2f} ms, "
+        f"zygote {1e3 * (_process_ticks(zygote) - own) / ticks / n:.2f} ms, machine "
+        f"{1e3 * (_busy_ticks() - busy) / ticks / n:.2f} ms, wall {1e3 * (time.time() - wall) / n:.2f}"
+        f" ms; load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--data-dir", help="folder holding " + FILE)
+    parser.add_argument(
+        "--sweep", choices=sorted(SUITES), help="every canonical solution once (see above)"
+    )
+    parser.add_argument("--limit", type=int, help="--sweep: the first N tasks only")
     parser.add_argument(
         "--tasks",
         default="HumanEval/0,HumanEval/2,HumanEval/4,HumanEval/7,HumanEval/23",
@@ -312,15 +370,27 @@ def main() -> None:
     programs = args.programs.split(",")
     if not set(programs) <= {"canonical", "fail"} or args.repeats < 1 or args.warmup < 1:
         parser.error("--programs takes canonical and/or fail; --repeats and --warmup >= 1")
-    path = _data_dir(args.data_dir) / FILE
+    benchmark = args.sweep or "humanevalplus"
+    path = _data_dir(args.data_dir) / SUITES[benchmark].file
     if not path.is_file():
-        sys.exit(f"HumanEval+ data not found: {path} (pass --data-dir or set SKILLFOLLOW_DATA_DIR)")
+        sys.exit(
+            f"{benchmark} data not found: {path} (pass --data-dir or set SKILLFOLLOW_DATA_DIR)"
+        )
     with tempfile.TemporaryDirectory(prefix="bench-steps-") as tmp:
         os.environ["SKILLFOLLOW_CACHE_DIR"] = args.cache_dir or tmp
         from hf_skillfollow.scoring import _sandbox
         from hf_skillfollow.tasks import load_tasks
 
-        by_id = {t.task_id: t for t in load_tasks("humanevalplus", path)[0]}
+        loaded = load_tasks(benchmark, path)[0]
+        if args.sweep:
+            print(
+                f"score_steps --sweep {benchmark}: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+                f", isolation {_sandbox.isolation_mode()}, load average "
+                f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+            )
+            sweep(loaded[: args.limit])
+            return
+        by_id = {t.task_id: t for t in loaded}
         wanted = args.tasks.split(",")
         unknown = [t for t in wanted if t not in by_id]
         if unknown:

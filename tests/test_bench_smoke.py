@@ -102,6 +102,11 @@ TINY: dict[str, tuple[Tiny, ...]] = {
             ("HumanEval/0 canonical (1006 inputs", "HumanEval/0 fail (1006 inputs",
              "minimal root", "result, exit, teardown", "CPU ms per run (medians): harness"),
         ),
+        Tiny(
+            "--sweep mbppplus --limit 3 --data-dir {data}",
+            ("3/3 canonical solutions passed", "their runs' CPU beyond it, mean",
+             "per run over all 3: host CPU"),
+        ),
     ),
     "space.py": (
         Tiny(
