@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sysconfig
 import threading
 import time
@@ -29,13 +30,14 @@ from hf_skillfollow.tasks import Task, load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTION = "def square_perimeter(a):\n    return 4 * a\n"
+MBPP = "mbppplus-v0.1.0.jsonl"
 
 pytestmark = pytest.mark.usefixtures("private_score_cache")
 
 
 @pytest.fixture(scope="module")
 def task(data_dir: Path) -> Task:
-    tasks = {t.task_id: t for t in load_tasks("mbppplus", data_dir / "mbppplus-v0.1.0.jsonl")[0]}
+    tasks = {t.task_id: t for t in load_tasks("mbppplus", data_dir / MBPP)[0]}
     return tasks["Mbpp/17"]
 
 
@@ -210,14 +212,17 @@ def test_the_expected_output_cache_is_unreachable(
 
 def _library_paths() -> list[str]:
     """Where this interpreter imports from, and the system's shared libraries: what a
-    program may legitimately see (read-only)."""
+    program may legitimately see (read-only). Each path both as the interpreter names it,
+    which is where the sandbox binds it (a venv reached through a symlink is bound at the
+    symlink's path: the modules it imported and its ``sys.path`` name that one), and
+    resolved."""
     import hf_skillfollow
 
     paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     paths.add(str(Path(hf_skillfollow.__file__).parent))
     system = ["/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib", "/lib64", "/lib32"]
     system.append("/etc/ld.so.cache")
-    return sorted({os.path.realpath(p) for p in paths} | set(system))
+    return sorted(paths | {os.path.realpath(p) for p in paths} | set(system))
 
 
 _MOUNTS = """
@@ -261,6 +266,42 @@ def test_the_mount_table_shows_only_the_sandbox(task: Task, mode: str) -> None:
     program = f"ALLOWED = {_library_paths()!r}\nHOST = {host!r}\n" + _MOUNTS + SOLUTION
     verdict = _score(task, program, mode)
     assert verdict.passed, verdict.reason
+
+
+_THROUGH_A_LINK = r"""
+import os, sys
+sys.path.insert(0, os.environ["TESTS"])
+import test_sandbox_isolation as t
+from hf_skillfollow.scoring import score_solution
+from hf_skillfollow.tasks import load_tasks
+
+task = {x.task_id: x for x in load_tasks("mbppplus", os.environ["MBPP"])[0]}["Mbpp/17"]
+program = f"ALLOWED = {t._library_paths()!r}\nHOST = []\n" + t._MOUNTS + t.SOLUTION
+verdict = score_solution(task, program)
+print(sys.prefix, verdict.passed, verdict.details["isolation"], verdict.reason)
+"""
+
+
+def test_a_venv_reached_through_a_symlink_scores_and_shows_only_libraries(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The scorer started through a symlink to its venv (the venv folder itself a link, as a
+    clone that shares another checkout's venv has it): the program is scored, and the mount
+    table holds the venv's libraries at the path the interpreter names them by."""
+    import sys
+
+    link = tmp_path / "venv"
+    link.symlink_to(os.path.realpath(sys.prefix), target_is_directory=True)
+    python = link / "bin" / Path(sys.executable).name
+    env = {**os.environ, "TESTS": str(REPO / "tests"), "MBPP": str(data_dir / MBPP)}
+    proc = subprocess.run(
+        [str(python), "-c", _THROUGH_A_LINK], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    prefix, passed, isolation, reason = proc.stdout.split(" ", 3)
+    assert prefix == str(link), "the interpreter did not run through the link"
+    assert isolation == "root"
+    assert passed == "True", reason
 
 
 # --- the host's Unix sockets -------------------------------------------------------------------
