@@ -5,6 +5,7 @@ on first use; a warm ``score`` never reads them."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import pickle
@@ -18,7 +19,7 @@ import pytest
 
 from hf_skillfollow import _evalplus_files
 from hf_skillfollow._evalplus_files import LazyProblem, load_file
-from hf_skillfollow.tasks import TaskLoadError, load_tasks
+from hf_skillfollow.tasks import TaskLoadError, _code_task, load_tasks
 
 pytestmark = pytest.mark.usefixtures("private_score_cache")
 
@@ -62,7 +63,7 @@ def test_a_second_load_reads_cached_fields_and_decodes_inputs_on_first_read(
 
 
 def test_a_lazy_problem_reads_as_the_whole_dict_everywhere(data_dir: Path, tmp_path: Path) -> None:
-    path = _subset(data_dir, tmp_path, 12)
+    path = _subset(data_dir, tmp_path, 13)
     data = path.read_bytes()
     load_file("mbppplus", str(path), data)
     official = _evalplus_rows("mbppplus", path)
@@ -78,6 +79,7 @@ def test_a_lazy_problem_reads_as_the_whole_dict_everywhere(data_dir: Path, tmp_p
         lambda p: pickle.loads(pickle.dumps(p)),
         lambda p: json.loads(json.dumps(p)),
         lambda p: p.copy(),
+        lambda p: dataclasses.asdict(_code_task("mbppplus", p, "md5"))["problem"],
     ]
     for problem, read in zip(lazy, readers, strict=False):
         got = read(problem)
@@ -86,8 +88,9 @@ def test_a_lazy_problem_reads_as_the_whole_dict_everywhere(data_dir: Path, tmp_p
             want = json.loads(json.dumps(want))
         assert got == want, read
         assert problem._inputs is None  # filled in place, once
-    assert lazy[10] == official[lazy[10]["task_id"]] and len(lazy[11]) == len(official["Mbpp/17"])
-    assert type(pickle.loads(pickle.dumps(lazy[11]))) is dict
+    assert lazy[11] == official[lazy[11]["task_id"]]
+    assert len(lazy[12]) == len(official[lazy[12]["task_id"]])
+    assert type(pickle.loads(pickle.dumps(lazy[12]))) is dict
 
 
 def test_inputs_are_decoded_once_for_the_whole_file(
@@ -152,8 +155,6 @@ def test_expected_outputs_key_is_the_same_for_a_lazy_task(data_dir: Path) -> Non
     decoded, md5 = load_file("humanevalplus", str(path), data)
     lazy, _ = load_file("humanevalplus", str(path), data)
     assert isinstance(lazy[0], LazyProblem)
-    from hf_skillfollow.tasks import _code_task
-
     for a, b in zip(decoded, lazy, strict=True):
         full, cached = _code_task("humanevalplus", a, md5), _code_task("humanevalplus", b, md5)
         assert _code.task_key(full) == _code.task_key(cached)
@@ -248,3 +249,28 @@ def test_a_warm_score_decodes_no_inputs_and_a_cold_one_decodes_them_once(
     shutil.rmtree(cache / "expected")
     assert score("cold.jsonl") == [True] * 4  # expected outputs computed from the inputs
     assert decoded == ["mbppplus"]
+
+
+def test_score_says_in_one_line_when_the_inputs_it_needs_cannot_be_had(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+
+    lines = (data_dir / "mbppplus-v0.1.0.jsonl").read_text().splitlines()[:2]
+    tasks_file = tmp_path / "two.jsonl"
+    tasks_file.write_text("\n".join(lines) + "\n\n\n")  # bytes no other test loads
+    data = tasks_file.read_bytes()
+    load_file("mbppplus", str(tasks_file), data)
+    entry = _entry("mbppplus", data)
+    entry.write_text(entry.read_text().replace('"Mbpp/3"', '"Mbpp/99998"'))
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(json.dumps({"task_id": "Mbpp/99998", "solution": "x = 1"}) + "\n")
+    args = ["score", "--benchmark", "mbppplus", "--samples", str(samples)]
+    args += ["--tasks-file", str(tasks_file), "--output", str(tmp_path / "out.jsonl")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
+    assert "two.jsonl: task 'Mbpp/99998'" in line and "not in the file" in line

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -176,9 +176,12 @@ class LazyProblem(dict):  # type: ignore[type-arg]
 
     __slots__ = ("_inputs",)
 
-    def __init__(self, fields: Mapping[str, Any], inputs: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self, fields: Any = (), inputs: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        # without `inputs`, a plain dict (``dataclasses.asdict`` and ``fromkeys`` make one so)
         super().__init__(fields)
-        self._inputs: Callable[[], dict[str, Any]] | None = inputs
+        self._inputs = inputs
 
     def _fill(self) -> None:
         load = self._inputs

@@ -145,10 +145,13 @@ def score(
             f"--benchmark {benchmark}: task(s) {', '.join(judged[:3])} are graded by a judge "
             "(expectations); score them with `run`, re-grade them with `verify`"
         )
-    with unit_progress(len(pairs), "scoring") as on_done:
-        verdicts = score_many(
-            pairs, workers=workers, extract=False, progress=lambda v: on_done(not v.passed)
-        )
+    try:
+        with unit_progress(len(pairs), "scoring") as on_done:
+            verdicts = score_many(
+                pairs, workers=workers, extract=False, progress=lambda v: on_done(not v.passed)
+            )
+    except TaskLoadError as exc:  # inputs decoded when first read (`_evalplus_files`)
+        raise click.ClickException(str(exc)) from None
     write_verdicts(output, verdicts)
     n_pass = sum(v.passed for v in verdicts)
     echo(f"{benchmark} ({version}): {n_pass}/{len(verdicts)} passed; verdicts in {output}")
