@@ -248,6 +248,27 @@ def test_large_outputs_equal_by_value_but_not_by_bytes_pass_through_send() -> No
     assert score_solution(task, off).reason == "base input #0: wrong output"
 
 
+def test_running_out_of_cpu_while_sending_bytes_after_send_is_a_timeout(strings: Task) -> None:
+    # the output's second pickling (after SEND, behind a header already written) never ends:
+    # the message is cut short, and the judge says why (the CPU budget), not "malformed"
+    from hf_skillfollow.scoring._code import CodeBudget, score_program
+
+    program = """
+class Slow:
+    calls = 0
+    def __reduce__(self):
+        Slow.calls += 1
+        while Slow.calls > 1:
+            pass
+        return (str, ('ba' * 600000,))
+
+def f(n):
+    return 'ab' * n if n < 1000 else Slow()
+"""
+    verdict = score_program(strings, program, CodeBudget(cpu_floor_s=1.0, cpu_factor=1.0))
+    assert verdict.reason == "base input #1: timeout: CPU time budget of 1.0 s exceeded"
+
+
 @pytest.fixture(scope="module")
 def humaneval(data_dir: Path) -> dict[str, Task]:
     tasks = load_tasks("humanevalplus", data_dir / "HumanEvalPlus-v0.1.10.jsonl.gz")[0]

@@ -283,19 +283,14 @@ def _receive(
     limit = _SMALL if blob is None else max(1 << 20, 64 * len(blob))
     try:
         message = inbox.next(limit, like=blob)
+        if message is not None and message[0] == _wire.DIGEST and expected is not None:
+            claim = _wire.read_digest(message[1] or b"")
+            message = _revealed(inbox, expected, i, claim, limit)
     except _wire.WireError as exc:
-        return _wire.ERR, f"malformed output message: {exc}"
+        return _wire.ERR, _malformed(req, inbox, exc)
     if message is None:
         return _wire.ERR, _ended(req, inbox)
     tag, body = message
-    if tag == _wire.DIGEST and expected is not None and blob is not None:
-        try:
-            message = _revealed(inbox, expected, i, _wire.read_digest(body or b""), limit)
-        except _wire.WireError as exc:
-            return _wire.ERR, f"malformed output message: {exc}"
-        if message is None:
-            return _wire.ERR, _ended(req, inbox)
-        tag, body = message
     if body is None:  # OK with the very bytes of the expected output: decode them as our own
         assert expected is not None
         return (_SAME, None) if expected.same_bytes_pass(i) else (_wire.OK, expected.value(i))
@@ -319,6 +314,16 @@ def _receive(
     if tag != _wire.OK:
         return _wire.ERR, f"malformed output message: unexpected tag {tag!r}"
     return _decode(body, blob)
+
+
+def _malformed(req: dict[str, Any], inbox: _wire.Inbox, exc: _wire.WireError) -> str:
+    """Why a message was refused: its fault, unless the program's process used up its CPU
+    budget (cut off in the middle of a message, as when it pickles a large output again after
+    ``SEND``), which is a timeout. The verdict is a failure either way: the process is killed
+    (if it still runs) and its usage read."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(inbox.pid, signal.SIGKILL)
+    return _timed_out(req, inbox.reap(block=True)) or f"malformed output message: {exc}"
 
 
 def _revealed(
@@ -364,19 +369,29 @@ def _timeout_claim(req: dict[str, Any], inbox: _wire.Inbox) -> str:
     with contextlib.suppress(ProcessLookupError):
         os.kill(inbox.pid, signal.SIGKILL)
     exit_ = inbox.reap(block=True)
-    cpu_s = req["limits"]["cpu_s"]
+    timed_out = _timed_out(req, exit_)
+    if timed_out:
+        return timed_out
     used = _cpu_used(exit_)
-    if used is not None and used >= cpu_s:
-        return f"timeout: CPU time budget of {cpu_s:.1f} s exceeded"
     spent = "unknown" if used is None else f"{used:.2f} s"
     return (
         f"raised the scorer's CpuTimeout itself, with its CPU budget not used up "
-        f"({spent} of {cpu_s:.1f} s)"
+        f"({spent} of {req['limits']['cpu_s']:.1f} s)"
     )
 
 
 def _cpu_used(exit_: tuple[int, Any] | None) -> float | None:
     return None if exit_ is None else exit_[1].ru_utime + exit_[1].ru_stime
+
+
+def _timed_out(req: dict[str, Any], exit_: tuple[int, Any] | None) -> str | None:
+    """The reason when the program's process (ended: ``exit_``) used up its CPU budget. Its
+    CPU usage decides, not the signal: the program can send itself SIGXCPU or SIGKILL."""
+    cpu_s = req["limits"]["cpu_s"]
+    used = _cpu_used(exit_)
+    if used is not None and used >= cpu_s:
+        return f"timeout: CPU time budget of {cpu_s:.1f} s exceeded"
+    return None
 
 
 def _ended(req: dict[str, Any], inbox: _wire.Inbox) -> str:
@@ -392,9 +407,5 @@ def _ended(req: dict[str, Any], inbox: _wire.Inbox) -> str:
     exit_ = inbox.reap(block=True)
     if exit_ is None:
         return "the program's process vanished"
-    cpu_s = req["limits"]["cpu_s"]
-    used = _cpu_used(exit_)
-    # CPU usage decides, not the signal: the program can send itself SIGXCPU or SIGKILL.
-    if used is not None and used >= cpu_s:
-        return f"timeout: CPU time budget of {cpu_s:.1f} s exceeded"
-    return f"the program ended its process (exit status {os.waitstatus_to_exitcode(exit_[0])})"
+    status = os.waitstatus_to_exitcode(exit_[0])
+    return _timed_out(req, exit_) or f"the program ended its process (exit status {status})"
