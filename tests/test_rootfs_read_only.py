@@ -149,3 +149,25 @@ def test_runs_from_a_root_built_once_share_nothing_writable() -> None:
     assert first["owner"] == second["owner"] == 65534
     assert first["points"] == second["points"]
     assert first["points"].count("/tmp") == 1 and first["points"].count("/dev/shm") == 1
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root built once per zygote is root mode's")
+def test_a_zygote_that_cannot_build_its_root_fails_each_run_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A root the zygote cannot build (here a file named as a directory to expose) is no
+    silent fallback: every run forked from that zygote fails as a sandbox error that says why,
+    and nothing runs."""
+    good = _sandbox.root_spec
+    monkeypatch.setattr(
+        _sandbox,
+        "root_spec",
+        lambda: (spec := good()) and {**spec, "expose": (*spec["expose"], "/etc/hostname")},
+    )
+    assert _sandbox.isolation_mode() == "root"
+    for _ in range(2):
+        outcome = _sandbox.run({"mode": "candidate"}, _sandbox.SandboxLimits(), None)
+        assert outcome.result.get("sandbox_error"), outcome.result
+        reason = outcome.result["reason"]
+        assert reason.startswith("sandbox: ConfineError: building the zygote's root: "), reason
+        assert "/etc/hostname" in reason, reason
