@@ -130,7 +130,6 @@ def _stage(req: dict[str, Any], inputs: list[Any], pipe: int, answers: int) -> b
             out.flush()
             _send_error(pipe, exc)
             return False
-        assert type(body) is bytes
         out.add(tag, body)
     out.flush()
     return True
