@@ -4,7 +4,9 @@ Runs in the confined harness, which is not dumpable, so the program (same uid, n
 capabilities) can neither ptrace it nor read its memory or descriptors. The expected outputs
 are read from the data file only after the fork: the program's process never has them. Every
 comparison (EvalPlus's, special oracles, ``atol``) happens here, on outputs decoded by
-``_wire.decode`` (bounded, plain data only), and only this process writes the verdict.
+``_wire.decode`` (bounded, plain data only), or, for an output over ``_wire.DIGEST_ABOVE``
+bytes, on the program's commitment to its length and sha256 where that is exactly the expected
+output's (``_revealed``), and only this process writes the verdict.
 Reasons are the judge's own: a timeout is reported only when the program's process really
 used up its CPU budget, whatever the program printed, raised or signalled.
 """
