@@ -274,3 +274,16 @@ def test_score_says_in_one_line_when_the_inputs_it_needs_cannot_be_had(
     assert "Traceback" not in result.output
     (line,) = [ln for ln in result.output.splitlines() if ln.startswith("Error:")]
     assert "two.jsonl: task 'Mbpp/99998'" in line and "not in the file" in line
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_decoding(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("SKILLFOLLOW_CACHE_DIR", str(blocker / "cache"))
+    path = _subset(data_dir, tmp_path, 2)
+    for _ in range(2):
+        problems, _ = load_file("mbppplus", str(path), path.read_bytes())
+        assert problems == list(_evalplus_rows("mbppplus", path).values())
+        assert not isinstance(problems[0], LazyProblem)

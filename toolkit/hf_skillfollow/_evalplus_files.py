@@ -12,6 +12,7 @@ the same bytes (kept in memory, not read again) the first time anything reads th
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
@@ -288,15 +289,7 @@ def _write_fields(key: str, fields: list[dict[str, Any]]) -> None:
     blob = json.dumps({"key": key, "problems": fields}).encode()
     if json.loads(blob)["problems"] != fields:
         return
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-        os.replace(tmp, folder / f"{key}.json")
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+    from hf_skillfollow.store import atomic_write_bytes
+
+    with contextlib.suppress(OSError):
+        atomic_write_bytes(cache_dir() / f"{key}.json", blob)
