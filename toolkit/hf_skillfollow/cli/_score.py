@@ -137,7 +137,7 @@ def score(
         raise click.ClickException(str(exc)) from None
     pairs = read_samples(samples, {t.task_id: t for t in tasks})
     # The tasks live until the process ends: no collection need walk them again, during the
-    # scoring or at exit (HumanEval+'s inputs: 0.1 s of the interpreter's exit).
+    # scoring or at exit (HumanEval+'s inputs, where decoded: 0.1 s of the interpreter's exit).
     gc.freeze()
     judged = [t.task_id for t, _ in pairs if t.grader == "expectations"]
     if judged:  # a judge model grades these; `score` runs no model (docs/tasks.md)
