@@ -207,6 +207,37 @@ def test_the_expected_output_cache_is_unreachable(
     assert verdict.reason == "base input #0: wrong output", verdict.reason
 
 
+@pytest.mark.parametrize("when", ["made after", "made again after"])
+def test_a_cache_made_after_the_zygote_built_its_root_is_unreachable(
+    task: Task, mode: str, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In ``root`` mode the zygote builds the root once: an expected-output cache inside the
+    interpreter's library directory that is first written after that (absent at the build),
+    or removed and written again (its cover goes with the directory), is hidden all the
+    same."""
+    from hf_skillfollow.scoring import _sandbox
+
+    cache = Path(sysconfig.get_paths()["stdlib"]) / f".sbx-late-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("SKILLFOLLOW_CACHE_DIR", str(cache))
+    try:
+        if when == "made again after":
+            cache.mkdir()
+        # a zygote for this root (its hidden paths name the cache): takes the cache as it is now
+        _sandbox.run({"mode": "candidate"}, _sandbox.SandboxLimits(), None)
+        if when == "made again after":
+            shutil.rmtree(cache)
+        assert not cache.exists()
+        payload, _ = ensure_expected(task)
+        for path in [payload, *payload.parents]:
+            if path == cache.parent:
+                break
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        verdict = _score(task, f"PAYLOAD = {str(payload)!r}\n" + _FROM_CACHE, mode)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    assert verdict.reason == "base input #0: wrong output", verdict.reason
+
+
 # --- the host's mount table ----------------------------------------------------------------------
 
 

@@ -114,9 +114,19 @@ def enter(spec: RootSpec, uid: int | None, tmp_bytes: int) -> None:
         _assemble(spec, (uid, tmp_bytes))
     elif spec == _prebuilt:
         _writable("", uid, tmp_bytes)
+        _cover_again(spec)
     else:  # the host replaces a zygote whose root is not the run's
         raise ConfineError("the run's root is not the one its zygote built")
     os.chdir(SCRATCH)
+
+
+def _cover_again(spec: RootSpec) -> None:
+    """Cover, in this run's namespace, each hidden path that the zygote's build left bare: one
+    made since (an expected-output cache first written after the zygote started), or removed
+    and made again (the kernel detaches the build's cover with the directory)."""
+    for path in spec.hide:
+        if not os.path.ismount(path):
+            _cover("", path, spec.expose)
 
 
 def _assemble(spec: RootSpec, run: tuple[int | None, int] | None) -> None:
@@ -251,7 +261,8 @@ def _cover(new: str, path: str, exposed: tuple[str, ...]) -> None:
     if not inside or not os.path.lexists(new + path):
         return
     if os.path.isdir(new + path):
-        mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0")
+        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY
+        mount("tmpfs", new + path, "tmpfs", flags, "size=4k,mode=0")
     else:
         mount(new + "/dev/null", new + path, None, MS_BIND, None)
 
