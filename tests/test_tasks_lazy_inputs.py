@@ -163,6 +163,34 @@ def test_expected_outputs_key_is_the_same_for_a_lazy_task(data_dir: Path) -> Non
     assert all(p._inputs is not None for p in lazy)  # none of that decoded an input
 
 
+_KEYS = (
+    "import json, sys\n"
+    "from hf_skillfollow.tasks import load_tasks\n"
+    "from hf_skillfollow.scoring._code import task_key\n"
+    "tasks, _ = load_tasks('mbppplus', sys.argv[1])\n"
+    "print(json.dumps({'keys': [task_key(t) for t in tasks],\n"
+    "    'metadata': 'importlib.metadata' in sys.modules}))\n"
+)
+
+
+def test_the_expected_outputs_key_reads_no_package_metadata(data_dir: Path, tmp_path: Path) -> None:
+    """``task_key`` names EvalPlus's version as the tasks' load read it from the package
+    (``_evalplus_files.evalplus_version``), the same as its metadata's, so a warm ``score``
+    does not import ``importlib.metadata`` (~10 ms of its start) to key its tasks."""
+    from importlib.metadata import version
+
+    from hf_skillfollow.scoring._code import task_key
+
+    path = _subset(data_dir, tmp_path, 3, "keys.jsonl")
+    run = [sys.executable, "-c", _KEYS, str(path)]
+    for _ in range(2):  # the second process reads the fields from the cache
+        proc = subprocess.run(run, capture_output=True, text=True, timeout=120, check=True)
+    later = json.loads(proc.stdout)
+    assert not later["metadata"]
+    assert later["keys"] == [task_key(t) for t in load_tasks("mbppplus", path)[0]]
+    assert _evalplus_files.evalplus_version() == version("evalplus")
+
+
 def _load_in_a_fresh_process(benchmark: str, path: Path, cache: Path) -> dict[str, Any]:
     code = (
         "import json, sys\n"

@@ -18,11 +18,11 @@ import tempfile
 import threading
 import uuid
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._dirs import cache_root
+from hf_skillfollow._evalplus_files import evalplus_version
 from hf_skillfollow._text import safe_text
 from hf_skillfollow.benchmarks import BENCHMARKS
 from hf_skillfollow.scoring import _sandbox
@@ -144,18 +144,11 @@ def task_key(task: Any) -> str:
         p["entry_point"],
     ]
     if task.source_digest:
-        inputs: Any = ["file", task.source_digest, _evalplus_version()]
+        inputs: Any = ["file", task.source_digest, evalplus_version()]
     else:
         inputs = [_canonical(p["base_input"]), _canonical(p["plus_input"])]
     blob = json.dumps([parts, p.get("atol"), inputs])
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-@cache
-def _evalplus_version() -> str:
-    from importlib.metadata import version
-
-    return version("evalplus")
 
 
 def _canonical(x: Any) -> Any:
