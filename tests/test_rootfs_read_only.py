@@ -19,6 +19,20 @@ from hf_skillfollow.scoring import _rootfs, _sandbox, _zygote
 _remounted: list[str] = []
 
 
+def _spec_built_once() -> _rootfs.RootSpec:
+    """The scorer's own root, less what lies inside its writable tmpfs: where the checkout or
+    its venv sits under /tmp (a clone there, as CI may make), a zygote cannot build that root
+    once (each run's fresh /tmp would cover those paths) and builds it per run instead, so
+    only the rest of it can test the root built once."""
+    spec = _rootfs.RootSpec.from_json(_sandbox.root_spec())
+    inside = ("/tmp/", "/dev/shm/")
+    return dataclasses.replace(
+        spec,
+        expose=tuple(p for p in spec.expose if not p.startswith(inside)),
+        files=tuple(p for p in spec.files if not p.startswith(inside)),
+    )
+
+
 def _build_root(at_once: bool, once: bool) -> dict[str, Any]:
     """In a forked process tree: new namespaces, the minimal root (``once``: built first in a
     mount namespace of its own, as a zygote does), then what it holds."""
@@ -31,8 +45,9 @@ def _build_root(at_once: bool, once: bool) -> dict[str, Any]:
                 _rootfs._read_only_at_once = lambda new, writable: False
             remount = _rootfs._all_read_only
             _rootfs._all_read_only = lambda new: (_remounted.append(new), remount(new))
-            spec = _rootfs.RootSpec.from_json(_sandbox.root_spec())
+            spec = _spec_built_once() if once else _rootfs.RootSpec.from_json(_sandbox.root_spec())
             if once:
+                assert _rootfs.prebuildable(spec)
                 assert _zygote._unshare(_zygote._CLONE_NEWNS)
                 _rootfs.build(spec)
             _zygote.enter_namespaces(user=os.geteuid() != 0)
@@ -104,7 +119,7 @@ def _runs_from_one_root(count: int) -> list[dict[str, Any]]:
     if pid == 0:  # pragma: no cover - reports through the pipe
         os.close(read_fd)
         try:
-            spec = _rootfs.RootSpec.from_json(_sandbox.root_spec())
+            spec = _spec_built_once()
             assert _zygote._unshare(_zygote._CLONE_NEWNS)
             _rootfs.build(spec)
             for _ in range(count):
@@ -158,12 +173,9 @@ def test_a_zygote_that_cannot_build_its_root_fails_each_run_with_the_reason(
     """A root the zygote cannot build (here a file named as a directory to expose) is no
     silent fallback: every run forked from that zygote fails as a sandbox error that says why,
     and nothing runs."""
-    good = _sandbox.root_spec
-    monkeypatch.setattr(
-        _sandbox,
-        "root_spec",
-        lambda: (spec := good()) and {**spec, "expose": (*spec["expose"], "/etc/hostname")},
-    )
+    spec = dataclasses.asdict(_spec_built_once())  # the zygote builds this one once
+    bad = {**spec, "expose": (*spec["expose"], "/etc/hostname")}
+    monkeypatch.setattr(_sandbox, "root_spec", lambda: bad)
     assert _sandbox.isolation_mode() == "root"
     for _ in range(2):
         outcome = _sandbox.run({"mode": "candidate"}, _sandbox.SandboxLimits(), None)
