@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
+import tempfile
 from typing import Any
 
 import pytest
@@ -183,3 +185,30 @@ def test_a_zygote_that_cannot_build_its_root_fails_each_run_with_the_reason(
         reason = outcome.result["reason"]
         assert reason.startswith("sandbox: ConfineError: building the zygote's root: "), reason
         assert "/etc/hostname" in reason, reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root built once per zygote is root mode's")
+def test_a_run_prepared_for_a_root_no_zygote_builds_fails_instead_of_looping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run whose root is not the one the environment now gives (a folder variable changed
+    between preparing it and starting it) gets one clear error: every zygote started for it
+    would build the environment's root and be refused, one after the other, without end."""
+    spec = _spec_built_once()
+    now = dataclasses.asdict(spec)  # what the environment gives: zygotes build this root
+    monkeypatch.setattr(_sandbox, "root_spec", lambda: now)
+    stale = {**now, "hide": [*spec.hide, "/elsewhere"]}
+    request = {"mode": "candidate", "isolation": "root", "root": json.loads(json.dumps(stale))}
+    assert _sandbox.isolation_mode() == "root"
+
+    def stuck(signum: int, frame: Any) -> None:
+        raise AssertionError("still starting zygotes after 30 s")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(30)
+    try:
+        with tempfile.TemporaryFile() as out, pytest.raises(RuntimeError, match="root changed"):
+            _sandbox._spawn(request, out, None, 10.0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -227,10 +227,7 @@ def _spawn(
     scope = _scope.get()
     if scope is not None and scope.cancelled:
         raise Cancelled("the scorer is stopping")
-    zygote = _zygotes.take()
-    while not zygote.serves(request):
-        _zygotes.discard(zygote)
-        zygote = _zygotes.take()
+    zygote = _serving(request)
     ended: tuple[int, float] | None = None
     fired = False
     try:
@@ -270,6 +267,22 @@ def _unnamed_file() -> IO[bytes]:
     if hasattr(os, "memfd_create"):
         return os.fdopen(os.memfd_create("sandbox", os.MFD_CLOEXEC), "w+b")
     return tempfile.TemporaryFile()
+
+
+def _serving(request: dict[str, Any]) -> _Zygote:
+    """A zygote that can fork ``request``'s run. Idle ones started for another root (the
+    environment's hidden paths changed since) are replaced; a request whose root is no longer
+    the one the environment gives fails at once instead of starting zygotes without end."""
+    zygote = _zygotes.take()
+    while not zygote.serves(request):
+        _zygotes.discard(zygote)
+        if zygote.mode == request["isolation"] and zygote.root == root_spec():
+            raise RuntimeError(
+                "the sandbox's root changed while the run was prepared (a SKILLFOLLOW_* folder "
+                "or cache variable changed during the run); run it again"
+            )
+        zygote = _zygotes.take()
+    return zygote
 
 
 def _wait(zygote: _Zygote, pgid: int, wall: float) -> tuple[tuple[int, float] | None, bool]:
