@@ -125,6 +125,9 @@ def test_the_cache_is_keyed_by_the_bytes_and_a_bad_entry_is_ignored(
         json.dumps({"key": "another key", "problems": json.loads(good)["problems"]}),
         good.replace('"prompt"', '"base_input": [], "prompt"', 1),
         good.replace('"entry_point": "', '"entry_point": 1, "x": "', 1),
+        good.replace('"assertion": "', '"assertion": 5, "y": "', 1),  # not a string
+        good.replace('"atol": 0', '"atol": true', 1),  # a tolerance that is no number
+        good.replace('"atol": 0', '"atol": [0]', 1),
     ):
         entry.write_text(bad)
         again, _ = load_file("mbppplus", str(path), data)

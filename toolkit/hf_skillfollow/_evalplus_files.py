@@ -277,9 +277,18 @@ def _read_fields(key: str) -> list[dict[str, Any]] | None:
     for f in fields:
         if not isinstance(f, dict) or not all(isinstance(f.get(k), str) for k in _REQUIRED):
             return None
-        if any(k in f for k in INPUTS):
+        if any(k in f for k in INPUTS) or not all(map(_plain_field, f.items())):
             return None
     return fields
+
+
+def _plain_field(item: tuple[str, Any]) -> bool:
+    """Whether a cached field has the type EvalPlus's rows give it: every field a string but
+    ``atol``, a number. An entry of other types is ignored like any other malformed one."""
+    name, value = item
+    if name == "atol":
+        return type(value) in (int, float)
+    return isinstance(value, str)
 
 
 def _write_fields(key: str, fields: list[dict[str, Any]]) -> None:
