@@ -161,7 +161,9 @@ def _within(path: str, parent: str) -> bool:
 
 def _hidden(exposed: tuple[str, ...]) -> tuple[str, ...]:
     """Known homes of expected outputs and benchmark data that lie inside an exposed
-    directory, at their path inside the sandbox (read afresh: tests and users move them)."""
+    directory, at their path inside the sandbox (the variables are read afresh: tests and
+    users move them; their real paths are resolved once per set of names, so a symlink among
+    them retargeted during the run is not followed again)."""
     known = [str(cache_root())]
     known += [
         v
