@@ -139,7 +139,7 @@ def test_the_cache_is_keyed_by_the_bytes_and_a_bad_entry_is_ignored(
 def test_a_cached_task_that_is_not_in_the_file_is_an_error_naming_it(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    path = _subset(data_dir, tmp_path, 3)
+    path = _subset(data_dir, tmp_path, 8)  # bytes of its own: their cache entry is poisoned
     data = path.read_bytes()
     load_file("mbppplus", str(path), data)
     entry = _entry("mbppplus", data)
@@ -184,7 +184,7 @@ def test_the_expected_outputs_key_reads_no_package_metadata(data_dir: Path, tmp_
 
     from hf_skillfollow.scoring._code import task_key
 
-    path = _subset(data_dir, tmp_path, 3, "keys.jsonl")
+    path = _subset(data_dir, tmp_path, 7, "keys.jsonl")
     run = [sys.executable, "-c", _KEYS, str(path)]
     for _ in range(2):  # the second process reads the fields from the cache
         proc = subprocess.run(run, capture_output=True, text=True, timeout=120, check=True)
