@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +34,16 @@ def _spec_built_once() -> _rootfs.RootSpec:
         expose=tuple(p for p in spec.expose if not p.startswith(inside)),
         files=tuple(p for p in spec.files if not p.startswith(inside)),
     )
+
+
+@pytest.fixture
+def fresh_zygotes() -> Iterator[None]:
+    """No zygote left idle by an earlier test, before or after: one started where the root is
+    built per run (a checkout under /tmp) serves a run of any root, so a test of the zygotes
+    that build theirs once would not reach one of its own."""
+    _sandbox._zygotes.close()
+    yield
+    _sandbox._zygotes.close()
 
 
 def _build_root(at_once: bool, once: bool) -> dict[str, Any]:
@@ -168,6 +179,7 @@ def test_runs_from_a_root_built_once_share_nothing_writable() -> None:
     assert first["points"].count("/tmp") == 1 and first["points"].count("/dev/shm") == 1
 
 
+@pytest.mark.usefixtures("fresh_zygotes")
 @pytest.mark.skipif(os.geteuid() != 0, reason="a root built once per zygote is root mode's")
 def test_a_zygote_that_cannot_build_its_root_fails_each_run_with_the_reason(
     monkeypatch: pytest.MonkeyPatch,
@@ -187,6 +199,7 @@ def test_a_zygote_that_cannot_build_its_root_fails_each_run_with_the_reason(
         assert "/etc/hostname" in reason, reason
 
 
+@pytest.mark.usefixtures("fresh_zygotes")
 @pytest.mark.skipif(os.geteuid() != 0, reason="a root built once per zygote is root mode's")
 def test_a_run_prepared_for_a_root_no_zygote_builds_fails_instead_of_looping(
     monkeypatch: pytest.MonkeyPatch,
