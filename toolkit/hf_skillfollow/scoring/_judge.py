@@ -13,14 +13,12 @@ used up its CPU budget, whatever the program printed, raised or signalled.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import itertools
 import mmap
 import os
 import pickle
-import signal
 import time
 from typing import Any
 
@@ -119,9 +117,7 @@ def judge(req: dict[str, Any], inputs: bytes, data_fd: int | None) -> dict[str, 
     except _child.CpuTimeout:
         return _fail(None, None, "timeout: checking the outputs exceeded its CPU budget")
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        inbox.reap(block=True)
+        inbox.stop()
 
 
 def _load_expected(data_fd: int) -> dict[str, Expected]:
@@ -323,9 +319,7 @@ def _malformed(req: dict[str, Any], inbox: _wire.Inbox, exc: _wire.WireError) ->
     budget (cut off in the middle of a message, as when it pickles a large output again after
     ``SEND``), which is a timeout. The verdict is a failure either way: the process is killed
     (if it still runs) and its usage read."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(inbox.pid, signal.SIGKILL)
-    return _timed_out(req, inbox.reap(block=True)) or f"malformed output message: {exc}"
+    return _timed_out(req, inbox.stop()) or f"malformed output message: {exc}"
 
 
 def _revealed(
@@ -368,9 +362,7 @@ def _decode(body: bytes, blob: memoryview) -> tuple[bytes, Any]:
 
 def _timeout_claim(req: dict[str, Any], inbox: _wire.Inbox) -> str:
     """The program's process says its CPU budget ran out: check that against its usage."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(inbox.pid, signal.SIGKILL)
-    exit_ = inbox.reap(block=True)
+    exit_ = inbox.stop()
     timed_out = _timed_out(req, exit_)
     if timed_out:
         return timed_out
@@ -403,10 +395,7 @@ def _ended(req: dict[str, Any], inbox: _wire.Inbox) -> str:
         if inbox.reap(block=False) is not None:
             break
         time.sleep(0.02)
-    else:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(inbox.pid, signal.SIGKILL)
-    exit_ = inbox.reap(block=True)
+    exit_ = inbox.stop()
     if exit_ is None:
         return "the program's process vanished"
     status = os.waitstatus_to_exitcode(exit_[0])

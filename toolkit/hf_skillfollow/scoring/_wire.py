@@ -19,12 +19,14 @@ the bytes cross only if the judge asks for them.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import hashlib
 import math
 import os
 import pickle
 import select
+import signal
 import struct
 import sys
 import time
@@ -993,6 +995,14 @@ class Inbox:
             if self.exit is not None:
                 return False
             self.reap(block=False)
+
+    def stop(self) -> tuple[int, Any] | None:
+        """Kill the program's process (unless it was reaped already) and reap it: its exit
+        status and usage, None if it could not be waited for."""
+        if self.exit is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        return self.reap(block=True)
 
     def reap(self, block: bool) -> tuple[int, Any] | None:
         if self.exit is None:
