@@ -98,8 +98,7 @@ def build(spec: RootSpec) -> None:
     global _prebuilt
     if not prebuildable(spec):
         raise ConfineError("this root has exposed paths inside a writable tmpfs")
-    _assemble(spec, None)
-    os.chdir("/")
+    _assemble(spec, None)  # its pivot leaves the cwd at the new /
     _prebuilt = spec
 
 
