@@ -33,6 +33,8 @@ from hf_skillfollow._task import TaskLoadError
 from hf_skillfollow.benchmarks import BENCHMARKS
 
 INPUTS = ("base_input", "plus_input")
+#: what EvalPlus's loaders raise for a file they cannot read (``load_error`` words it)
+LOAD_ERRORS = (OSError, EOFError, KeyError, AssertionError, ValueError)
 #: bump when the fields cache's layout changes: old entries are then ignored
 _FORMAT = "1"
 #: a fields cache file larger than this is ignored (HumanEval+'s: ~0.4 MB)
@@ -104,6 +106,11 @@ def _override(module: Any, name: str, path: str | None) -> Iterator[None]:
             os.environ[name] = old_env
 
 
+def load_error(benchmark: str, where: str, exc: BaseException) -> TaskLoadError:
+    """The error for a benchmark file (or release, ``where``) EvalPlus could not read."""
+    return TaskLoadError(f"cannot load {benchmark} from {where}: {exc}")
+
+
 def first_record(data: bytes, gzipped: bool) -> Any:
     """The first non-blank line of a (gzipped) JSON-lines file's bytes, decoded; raises
     ``OSError``/``EOFError`` (gzip), ``UnicodeDecodeError`` or ``ValueError`` (JSON)."""
@@ -154,9 +161,8 @@ class _FileInputs:
             if self.by_id is None:
                 try:
                     decoded = _decode(self.benchmark, self.path, self.data)
-                except (OSError, EOFError, KeyError, AssertionError, ValueError) as exc:
-                    message = f"cannot load {self.benchmark} from {self.path}: {exc}"
-                    raise TaskLoadError(message) from exc
+                except LOAD_ERRORS as exc:
+                    raise load_error(self.benchmark, self.path, exc) from exc
                 self.by_id = {t: {k: p[k] for k in INPUTS} for t, p in decoded.items()}
                 self.data = b""
         found = self.by_id.get(task_id)

@@ -211,14 +211,14 @@ def _load_evalplus(benchmark: str, path: str | None, data: bytes | None) -> tupl
     try:
         if path is not None and data is not None:
             problems, digest = _evalplus_files.load_file(benchmark, path, data)
-            label = f"file:{Path(path).name}"
+            release = ""
         else:
-            by_id, digest, label = _evalplus_files.problems(benchmark, path)
+            by_id, digest, release = _evalplus_files.problems(benchmark, path)
             problems = list(by_id.values())
-            label = f"file:{Path(path).name}" if path else label
-    except (OSError, EOFError, KeyError, AssertionError, ValueError) as exc:
+    except _evalplus_files.LOAD_ERRORS as exc:
         where = path or f"the EvalPlus {benchmark} release"
-        raise TaskLoadError(f"cannot load {benchmark} from {where}: {exc}") from exc
+        raise _evalplus_files.load_error(benchmark, where, exc) from exc
+    label = f"file:{Path(path).name}" if path else release
     version = f"{benchmark}@{label}+md5.{digest[:12]}"
     return [_code_task(benchmark, p, digest) for p in problems], version
 
