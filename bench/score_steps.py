@@ -296,7 +296,12 @@ def bench(tasks: list[Any], programs: list[str], repeats: int, warmup: int) -> N
             label = f"{task.task_id} {kind} ({inputs} inputs"
             label += f", canonical CPU {canonical_ms:.1f} ms)" if kind == "canonical" else ")"
             report(label, runs, per_run)
-            print(f"  load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            print(f"  load average now {_load()}")
+
+
+def _load() -> str:
+    """The load averages (1, 5, 15 minutes), as printed beside every figure."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 #: a sweep's tasks whose canonical solution costs under this are its fixed-cost sample
@@ -341,7 +346,7 @@ def sweep(tasks: list[Any]) -> None:
         f"per run over all {n}: host CPU {1e3 * (time.process_time() - host) / n:.2f} ms, "
         f"zygote {1e3 * (_process_ticks(zygote) - own) / ticks / n:.2f} ms, machine "
         f"{1e3 * (_busy_ticks() - busy) / ticks / n:.2f} ms, wall {1e3 * (time.time() - wall) / n:.2f}"
-        f" ms; load average now {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+        f" ms; load average now {_load()}"
     )
 
 
@@ -385,8 +390,7 @@ def main() -> None:
         if args.sweep:
             print(
                 f"score_steps --sweep {benchmark}: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-                f", isolation {_sandbox.isolation_mode()}, load average "
-                f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+                f", isolation {_sandbox.isolation_mode()}, load average {_load()}"
             )
             sweep(loaded[: args.limit])
             return
@@ -398,8 +402,7 @@ def main() -> None:
         print(
             f"score_steps: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
             f"{os.cpu_count()} CPUs, isolation {_sandbox.isolation_mode()}, load average "
-            f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-            f"{args.repeats} timed runs per program, medians"
+            f"{_load()}; {args.repeats} timed runs per program, medians"
         )
         bench([by_id[t] for t in wanted], programs, args.repeats, args.warmup)
         print(json.dumps({"load_average_end": os.getloadavg()}))
