@@ -37,21 +37,12 @@ import sys
 from typing import NoReturn
 
 from hf_skillfollow.scoring import _child, _harness, _oracle, _rootfs, _seccomp
-from hf_skillfollow.scoring._confine import (
-    MS_NODEV,
-    MS_NOEXEC,
-    MS_NOSUID,
-    MS_REC,
-    ConfineError,
-    die_with_parent,
-    libc,
-    mount,
-    write_file,
-)
+from hf_skillfollow.scoring._confine import ConfineError, die_with_parent, libc
+from hf_skillfollow.scoring._namespaces import CLONE_NEWNS as _CLONE_NEWNS
+from hf_skillfollow.scoring._namespaces import CLONE_NEWPID as _CLONE_NEWPID
+from hf_skillfollow.scoring._namespaces import become_init, enter_namespaces
+from hf_skillfollow.scoring._namespaces import unshare as _unshare
 
-_CLONE_NEWNS, _CLONE_NEWIPC, _CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
-_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
-_MS_PRIVATE = 1 << 18
 #: deterministic standard modules that programs commonly import: loaded once, here
 _PRELOAD = ("math", "cmath", "re", "collections", "itertools", "functools", "heapq", "bisect")
 _PRELOAD += ("string", "typing", "fractions", "decimal", "operator", "copy")
@@ -164,39 +155,6 @@ def start(fds: list[int], in_pid_ns: bool = False) -> NoReturn:
         os._exit(3)
 
 
-def _unshare(flags: int) -> bool:
-    return libc().unshare(flags) == 0
-
-
-def enter_namespaces(user: bool, pid: bool = True) -> None:
-    """New mount, network, IPC and (with ``pid``, for the next child) PID namespaces; with
-    ``user``, a new user namespace in which the caller is root (``unshare --map-root-user``)."""
-    uid, gid = os.getuid(), os.getgid()
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | (_CLONE_NEWPID if pid else 0)
-    if not _unshare(flags | (_CLONE_NEWUSER if user else 0)):
-        raise OSError(ctypes.get_errno(), f"unshare: {os.strerror(ctypes.get_errno())}")
-    if user:
-        maps = (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1"))
-        for name, text in maps:
-            write_file(f"/proc/self/{name}", text)
-
-
-def become_init() -> None:
-    """PID 1 of the new PID namespace: dies with its parent (the zygote in root mode, the
-    run's first process in userns mode), sees only its own processes in a fresh ``/proc``,
-    and keeps mounts from propagating to the host."""
-    die_with_parent()
-    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    try:
-        # Only processes the reader could ptrace are listed: the harness, which is not
-        # dumpable, is then invisible to the program (its status, statm, stat and schedstat
-        # would tell how large the expected outputs are). Linux 5.8 and later.
-        mount("proc", "/proc", "proc", flags, "hidepid=ptraceable")
-    except ConfineError:
-        mount("proc", "/proc", "proc", flags, None)
-
-
 def _pass_on(status: int) -> NoReturn:
     """Exit as the harness did (as ``unshare --fork`` does): same code or same signal."""
     if os.WIFSIGNALED(status):
@@ -206,24 +164,5 @@ def _pass_on(status: int) -> NoReturn:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def probe(mode: str) -> int:
-    """Exit status 0 when runs in ``mode`` (``root`` or ``userns``) can be set up here."""
-    try:
-        enter_namespaces(mode == "userns")
-        child = os.fork()
-        if child == 0:
-            try:
-                become_init()
-                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m")
-            except BaseException:
-                os._exit(1)
-            os._exit(0)
-        return os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
-    except OSError:
-        return 1
-
-
 if __name__ == "__main__":
-    if sys.argv[1] == "--probe":
-        sys.exit(probe(sys.argv[2]))
     main(int(sys.argv[1]), sys.argv[2], *sys.argv[3:4])

@@ -1,0 +1,91 @@
+"""The isolation probe: a fork of the scorer, not a fresh interpreter (issue 40's start-up).
+
+It must answer as the zygote's runs will (root here, as in CI), say no when the namespaces
+cannot be made or the probe hangs, reap its child either way, and leave the scorer's own
+namespaces as they were, also when a thread asks.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+
+import pytest
+
+from hf_skillfollow.scoring import _namespaces, _sandbox
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "fork") or os.geteuid() != 0, reason="root mode needs root (as in CI)"
+)
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pids of the processes the probe forks."""
+    pids: list[int] = []
+    real = os.fork
+
+    def recorded() -> int:
+        pid = real()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recorded)
+    return pids
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_the_probe_starts_no_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the probe started a process with exec")
+
+    monkeypatch.setattr(subprocess, "Popen", refused)
+    for name in ("execv", "execve", "posix_spawn"):
+        monkeypatch.setattr(os, name, refused)
+    _sandbox._isolation_mode.cache_clear()
+    try:
+        assert _sandbox.isolation_mode() == "root"
+    finally:
+        _sandbox._isolation_mode.cache_clear()
+
+
+def test_a_probe_that_cannot_make_the_namespaces_says_no(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    monkeypatch.setattr(_namespaces, "unshare", lambda flags: False)
+    assert _namespaces.probe_in_fork("root") is False
+    assert _namespaces.probe_in_fork("userns") is False
+    assert len(forks) == 2 and all(_reaped(pid) for pid in forks)
+
+
+def test_a_probe_that_hangs_is_killed_and_says_no(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    monkeypatch.setattr(_namespaces, "probe", lambda mode: time.sleep(3600) or 0)
+    start = time.monotonic()
+    assert _namespaces.probe_in_fork("root", timeout=0.3) is False
+    assert time.monotonic() - start < 5
+    assert len(forks) == 1 and _reaped(forks[0])
+
+
+def test_a_probe_from_a_thread_leaves_the_scorers_namespaces_as_they_were(
+    forks: list[int],
+) -> None:
+    own = {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in ("mnt", "net", "ipc", "pid")}
+    answers: list[bool] = []
+    thread = threading.Thread(target=lambda: answers.append(_namespaces.probe_in_fork("root")))
+    thread.start()
+    thread.join()
+    assert answers == [True]
+    assert {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in own} == own
+    assert len(forks) == 1 and _reaped(forks[0])
