@@ -196,6 +196,34 @@ def test_resume_carries_a_new_endpoint_into_finished_trials(tmp_path: Path) -> N
     assert read("running__2", "config.json") == {"agent": old}
 
 
+def test_resume_refuses_an_oversized_or_malformed_job_file_naming_it(tmp_path: Path) -> None:
+    """The job folder's files are Harbor's (third-party): read bounded, and a bad one stops the
+    resume with one line naming the file, before anything is rewritten."""
+    from hf_skillfollow.harness._harbor import _carry_endpoint
+    from hf_skillfollow.importers._walk import MAX_JSON_BYTES
+
+    old = {"name": "terminus-2", "base_url": "http://127.0.0.1:1/v1", "model_api_key_name": "K"}
+    job = tmp_path / "jobs" / "se"
+    (job / "done__1").mkdir(parents=True)
+    (job / "config.json").write_text(json.dumps({"agents": [old]}))
+    (job / "done__1" / "result.json").write_text("{}")
+    (tmp_path / "se.json").write_text(json.dumps({"agents": [{**old, "base_url": "x"}]}))
+    trial_config = job / "done__1" / "config.json"
+    bad = {
+        "{not json": "not JSON",
+        "[" * 100 + "]" * 100: "nested 100 deep",
+        " " * (MAX_JSON_BYTES + 1): f"{MAX_JSON_BYTES + 1} bytes (limit {MAX_JSON_BYTES})",
+    }
+    for text, why in bad.items():
+        trial_config.write_text(text)
+        with pytest.raises(HarnessError) as caught:
+            _carry_endpoint(job / "config.json", tmp_path / "se.json")
+        message = str(caught.value)
+        assert str(trial_config) in message and why in message and "\n" not in message
+        assert message.startswith(f"cannot resume the job in {job}: ")
+        assert trial_config.read_text() == text  # left as it was
+
+
 def test_harbor_runs_without_its_telemetry_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Harbor reports to PostHog by default: the harness turns it off, a user's own setting wins."""
     from hf_skillfollow.harness._harbor import harbor_env

@@ -607,7 +607,12 @@ def _carry_endpoint(recorded: Path, current: Path) -> None:
     Harbor matches against the planned trials (else "Existing trial config does not match
     planned job config": the embedded server's port is new on every run). The endpoint a
     trial used stays in its `result.json`. Every agent entry takes it (the one job of both
-    arms has two; they share the endpoint)."""
+    arms has two; they share the endpoint). The job folder's files are Harbor's, read bounded
+    like any trial folder (the importers' reader): one that is too large, too deep or not JSON
+    stops the resume with one line naming it."""
+    from hf_skillfollow.importers._base import ImportInputError
+    from hf_skillfollow.importers._walk import read_json
+
     now = json.loads(current.read_text())["agents"][0]
     job = recorded.parent
     files = [recorded, job / "lock.json"]
@@ -615,7 +620,10 @@ def _carry_endpoint(recorded: Path, current: Path) -> None:
         files += [result.parent / "config.json", result.parent / "lock.json"]
     for path in files:
         if path.is_file() and not path.is_symlink():
-            config = json.loads(path.read_text())
+            try:
+                config = read_json(path, job)
+            except ImportInputError as exc:
+                raise HarnessError(f"cannot resume the job in {job}: {exc}") from None
             _set_endpoint(config, now["base_url"], now["model_api_key_name"])
             path.write_text(json.dumps(config, indent=2))
 
