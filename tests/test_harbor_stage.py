@@ -221,7 +221,9 @@ def test_resume_refuses_an_oversized_or_malformed_job_file_naming_it(tmp_path: P
         message = str(caught.value)
         assert str(trial_config) in message and why in message and "\n" not in message
         assert message.startswith(f"cannot resume the job in {job}: ")
-        assert trial_config.read_text() == text  # left as it was
+        # nothing rewritten, the job's own file (read before the bad one) included
+        assert trial_config.read_text() == text
+        assert json.loads((job / "config.json").read_text()) == {"agents": [old]}
 
 
 def test_harbor_runs_without_its_telemetry_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -618,14 +618,16 @@ def _carry_endpoint(recorded: Path, current: Path) -> None:
     files = [recorded, job / "lock.json"]
     for result in job.glob("*/result.json"):  # a finished trial; an unfinished one is redone
         files += [result.parent / "config.json", result.parent / "lock.json"]
-    for path in files:
+    configs: dict[Path, Any] = {}
+    for path in files:  # all read before any is rewritten: a bad one leaves the job as it was
         if path.is_file() and not path.is_symlink():
             try:
-                config = read_json(path, job)
+                configs[path] = read_json(path, job)
             except ImportInputError as exc:
                 raise HarnessError(f"cannot resume the job in {job}: {exc}") from None
-            _set_endpoint(config, now["base_url"], now["model_api_key_name"])
-            path.write_text(json.dumps(config, indent=2))
+    for path, config in configs.items():
+        _set_endpoint(config, now["base_url"], now["model_api_key_name"])
+        path.write_text(json.dumps(config, indent=2))
 
 
 def _set_endpoint(node: Any, base_url: str, key_name: str, depth: int = 0) -> None:
