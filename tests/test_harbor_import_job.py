@@ -82,6 +82,31 @@ def test_one_job_splits_into_arms_by_each_trials_recorded_skills(tmp_path: Path)
     assert code == 0 and "(0 written, 2 already there)" in output
 
 
+def test_each_trials_result_json_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial and its arm come from one read of its result.json (the importers' bounded
+    reader of every trial-folder file is counted, per path)."""
+    from collections import Counter
+
+    from hf_skillfollow.transcripts import _reader
+
+    job, pool = _job(tmp_path), write_pool(tmp_path / "pool")
+    reads: Counter[Path] = Counter()
+    real = _reader.read_bounded
+
+    def counted(file: Path, root: Path, max_bytes: int, name: str) -> bytes:
+        reads[Path(file)] += 1
+        return real(file, root, max_bytes, name)
+
+    monkeypatch.setattr(_reader, "read_bounded", counted)
+    code, output = _cli("--job", str(job), "--skills", str(pool), "-o", str(tmp_path / "runs"))
+    assert code == 0, output
+    results = {path: n for path, n in reads.items() if path.name == "result.json"}
+    trials = ["task-a__1", "task-a__2", "task-b__3", "task-b__4"]
+    assert results == {job / "result.json": 1, **{job / t / "result.json": 1 for t in trials}}
+
+
 def test_a_trial_recording_its_arm_two_ways_is_one_line(tmp_path: Path) -> None:
     """A forged config.json claiming the without-skills arm for a trial whose result.json
     records the skills it ran with."""

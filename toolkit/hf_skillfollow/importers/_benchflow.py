@@ -19,7 +19,6 @@ from typing import Any
 from hf_skillfollow.importers._base import (
     Arm,
     Collected,
-    ImportInputError,
     ImportOptions,
     ImportRequest,
     Trial,
@@ -45,15 +44,12 @@ def collect_benchflow(request: ImportRequest) -> Collected:
 
 
 def read_rollout(
-    path: Path, root: Path, arm: Arm, options: ImportOptions
+    data: dict[str, Any], path: Path, arm: Arm, options: ImportOptions
 ) -> Trial | Unfinished | None:
-    """The rollout whose `result.json` is `path` (a Harbor-shaped one as a Harbor trial);
-    None for a job's summary."""
-    data = read_json(path, root)
-    if not isinstance(data, dict):
-        raise ImportInputError(f"{path}: a JSON {type(data).__name__}, not a result object")
+    """The rollout whose `result.json` is `path`, parsed as `data` (a Harbor-shaped one as a
+    Harbor trial); None for a job's summary."""
     if "trial_name" in data:
-        return read_trial(path, root, arm, options)
+        return read_trial(data, path, arm, options)
     if "rollout_name" not in data:
         return None  # a job's summary.json-like result
     folder = path.parent

@@ -46,7 +46,8 @@ _TRANSCRIPTS = (
 )  # fmt: skip
 
 
-TrialReader = Callable[[Path, Path, Arm, ImportOptions], "Trial | Unfinished | None"]
+#: A trial from its parsed `result.json` (an object) and that file's path.
+TrialReader = Callable[[dict[str, Any], Path, Arm, ImportOptions], "Trial | Unfinished | None"]
 
 
 class Unfinished(str):
@@ -61,9 +62,10 @@ def collect_harbor(request: ImportRequest) -> Collected:
 def collect(
     request: ImportRequest, harness: str, reader: TrialReader, *, jobs: bool = False
 ) -> Collected:
-    """Every trial under the with/without-skills paths, each read by `reader` from its
-    `result.json` (None: not a trial, such as a job's own result.json); with `jobs`, also
-    under `request.paths`, jobs that ran both arms (`_JobArms` gives each trial's arm)."""
+    """Every trial under the with/without-skills paths, each made by `reader` from its
+    `result.json`, read once here (None: not a trial, such as a job's own result.json); with
+    `jobs`, also under `request.paths`, jobs that ran both arms (`_JobArms` gives each trial's
+    arm)."""
     if request.paths and not jobs:
         raise ImportInputError(
             f"--job: not for {harness} (give --with-skills and --without-skills)"
@@ -88,14 +90,19 @@ def collect(
             found = 0
             arms = _JobArms(root) if arm is None else None
             for result_path in walk_files(root, "result.json"):
-                trial = reader(result_path, root, arm or "se", request.options)
+                data = read_json(result_path, root)
+                if not isinstance(data, dict):
+                    raise ImportInputError(
+                        f"{result_path}: a JSON {type(data).__name__}, not a result object"
+                    )
+                trial = reader(data, result_path, arm or "se", request.options)
                 if isinstance(trial, Unfinished):
                     unfinished += 1
                     continue
                 if trial is None:
                     continue
                 if arms is not None:
-                    trial = dataclasses.replace(trial, arm=arms.arm(result_path))
+                    trial = dataclasses.replace(trial, arm=arms.arm(result_path, data))
                 key = result_path.resolve()
                 if key in where:
                     raise ImportInputError(
@@ -135,7 +142,8 @@ class _JobArms:
         self.first: tuple[Path, dict[str, Any]] | None = None
         self.skills: tuple[Path, list[Any]] | None = None
 
-    def arm(self, result_path: Path) -> Arm:
+    def arm(self, result_path: Path, result: dict[str, Any]) -> Arm:
+        """The arm of the trial whose `result.json` is `result_path`, parsed as `result`."""
         folder = result_path.parent
         path = find_file(folder, "config.json")
         if path is None:
@@ -144,9 +152,7 @@ class _JobArms:
             )
         agent = field(read_json(path, self.root), path, "agent", kind=dict, required=True)
         skills = field(agent, path, "skills", kind=list) or []
-        recorded = field(
-            read_json(result_path, self.root), result_path, "config", "agent", "skills"
-        )
+        recorded = field(result, result_path, "config", "agent", "skills")
         if recorded is not None and recorded != skills:
             raise ImportInputError(
                 f"{result_path}: field 'config.agent.skills' differs from {path}'s "
@@ -220,12 +226,10 @@ def _once(trial: Trial, seen: dict[str, Trial], flag: str) -> None:
 
 
 def read_trial(
-    path: Path, root: Path, arm: Arm, options: ImportOptions
+    data: dict[str, Any], path: Path, arm: Arm, options: ImportOptions
 ) -> Trial | Unfinished | None:
-    """The trial whose `result.json` is `path`; None for a job-level result.json."""
-    data = read_json(path, root)
-    if not isinstance(data, dict):
-        raise ImportInputError(f"{path}: a JSON {type(data).__name__}, not a result object")
+    """The trial whose `result.json` is `path`, parsed as `data`; None for a job-level
+    result.json."""
     if "trial_name" not in data:
         return None  # a job's result.json (stats over its trials)
     if all(data.get(k) is None for k in ("finished_at", "verifier_result", "exception_info")):
