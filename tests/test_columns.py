@@ -58,3 +58,21 @@ def test_identity_columns_name_their_manifest_source() -> None:
 
 def test_metrics_inputs_are_the_paired_outcomes() -> None:
     assert columns.METRIC_INPUTS == ("se_correct", "sd_correct", "invoked", "returned")
+
+
+def test_agent_ran_over_every_provenance_the_project_writes() -> None:
+    """`run` (the chat loop, and the backfill of rows from before the column, read as null
+    where not filled) is no agent's run; `run:<harness>` (`run --harness harbor`) and
+    `imported:<format>` (every import format) are, in the row and the pyarrow forms alike."""
+    pa = pytest.importorskip("pyarrow")
+    from hf_skillfollow.harness._harbor import PROVENANCE
+    from hf_skillfollow.registries import IMPORTERS
+
+    (backfill,) = (c.backfill for c in columns.TRANSITIONS if c.name == "provenance")
+    assert (backfill, PROVENANCE) == ("run", "run:harbor")
+    assert sorted(IMPORTERS) == ["benchflow", "harbor", "skill-creator"]
+    truth = {"run": False, None: False, "run:harbor": True, "imported:harbor": True,
+             "imported:benchflow": True, "imported:skill-creator": True}  # fmt: skip
+    assert {p: columns.agent_ran(p) for p in truth} == truth
+    mask = columns.agent_ran_mask(pa.array(list(truth), pa.string()))
+    assert mask.to_pylist() == list(truth.values())

@@ -228,6 +228,23 @@ TRANSITIONS: tuple[Column, ...] = (
           nullable=True),
 )  # fmt: skip
 
+#: The `provenance` of the chat loop's rows (and its backfill, for rows from before the column).
+CHAT_LOOP = "run"
+
+
+def agent_ran(provenance: object) -> bool:
+    """An agent ran the arms (`imported:<format>`, `run:<harness>`), so its transcripts decided
+    the activation; not the chat loop (`run`, or null in rows from before the column)."""
+    return str(provenance or CHAT_LOOP) != CHAT_LOOP
+
+
+def agent_ran_mask(provenance: Any) -> Any:
+    """`agent_ran` of each row of a pyarrow `provenance` column, as a boolean array (pyarrow is
+    imported here only, so this module stays light)."""
+    import pyarrow.compute as pc
+
+    return pc.not_equal(pc.fill_null(provenance, CHAT_LOOP), CHAT_LOOP)
+
 
 def _arm(name: str, type_: ColumnType, doc: str, *, nullable: bool = False) -> Column:
     return Column(name, type_, doc, "arm", nullable=nullable)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_markdown, for_terminal, for_terminal_text, frame_to_csv
+from hf_skillfollow.columns import agent_ran
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,15 +159,10 @@ def _rae_text(row: dict[str, Any]) -> str:
     return _with_ci(row, "rae") + ("" if row["reportable"] else " *")
 
 
-def _agent_loaded(row: Any) -> bool:
-    """The cell's activation came from an agent's transcript (provenance other than `run`)."""
-    return str(row.get("provenance") or "run") != "run"
-
-
 def never_triggered(row: Any) -> str:
     """Why RAE is undefined on a cell with no task in S_call, in that cell's terms: the chat
     loop's model retrieves skills from us; an agent (imported or harness-run) loads them."""
-    return NEVER_LOADED if _agent_loaded(row) else NEVER_RETRIEVED
+    return NEVER_LOADED if agent_ran(row.get("provenance")) else NEVER_RETRIEVED
 
 
 def _activation_unknown(row: dict[str, Any]) -> bool:
@@ -232,7 +228,7 @@ def _footer(cells: pd.DataFrame, notes: str | None) -> list[str]:
         "(scored incorrect); a cell whose errors pass the threshold (--max-error-rate, 5% by default) is "
         "error-heavy and its effects are not reported.",
     ]
-    if "provenance" in cells and any(_agent_loaded({"provenance": v}) for v in cells["provenance"]):
+    if "provenance" in cells and any(agent_ran(v) for v in cells["provenance"]):
         lines.append(LOADED_TRIGGER)
     if notes:
         lines.append(notes)

@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from hf_skillfollow.columns import agent_ran
 from hf_skillfollow.formatting import is_undefined
 
 #: Hex digits of a content hash shown in a label (the drill-down header has the whole version).
@@ -59,11 +60,10 @@ def protocol(row: dict) -> str:
     mode instead; so does a cell the toolkit ran through a harness (`run:<harness>`,
     docs/harness.md), which is not imported."""
     access = str(row.get("access") or "search")
-    provenance = str(row.get("provenance") or "run")
-    if provenance != "run":
+    if agent_ran(row.get("provenance")):
         agent = f", agent {row['agent']}" if _given(row.get("agent")) else ""
         harness = row.get("harness") or "another harness"
-        how = "run through" if provenance.startswith("run:") else "imported from"
+        how = "run through" if str(row["provenance"]).startswith("run:") else "imported from"
         return f"{access} loading, {how} {harness}{agent}"
     words = _ACCESS_WORDS.get(access, access)
     settings = []

@@ -218,6 +218,7 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from hf_skillfollow.columns import agent_ran_mask
     from hf_skillfollow.metrics._imported import (
         activation_unknown,
         imported_summary,
@@ -227,7 +228,7 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
 
     # imported (`imported:<format>`) or run through a harness (`run:<harness>`): the chat
     # loop's rows are `run` (docs/design.md)
-    is_imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
+    is_imported = agent_ran_mask(table["provenance"])
     if not (pc.any(is_imported).as_py() or pc.any(violated_rows(table)).as_py()):
         return table, None
 
@@ -239,7 +240,7 @@ def _imported_view(table, trigger: str, include_violations: bool):  # noqa: ANN0
     at = table.schema.get_field_index("returned")
     table = table.set_column(at, "returned", pa.array(returned)).filter(pa.array(keep))
     unknown = activation_unknown(table.select(["cell_id", "detector"]).to_pandas())
-    mine = table.filter(pc.not_equal(pc.fill_null(table["provenance"], "run"), "run"))
+    mine = table.filter(agent_ran_mask(table["provenance"]))
     n = sum(excluded.values())
     note = (
         f" {n} pair(s) with an arm-integrity violation (docs/import.md) "

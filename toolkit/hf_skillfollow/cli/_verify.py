@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from hf_skillfollow.cli._echo import data, echo
+from hf_skillfollow.columns import agent_ran
 from hf_skillfollow.verify._render import FORMATS
 
 #: exit status: every checked row agrees / some row disagrees / verification could not run /
@@ -128,7 +129,7 @@ def verify(
 def _without_imported(rows: list[Any]) -> list[Any]:
     """The rows verify can re-score: an imported row's verdict is another harness's verifier
     result (a reward in its result.json), which this toolkit cannot re-run (docs/import.md)."""
-    imported = [r for r in rows if r.provenance != "run"]
+    imported = [r for r in rows if agent_ran(r.provenance)]
     if not imported:
         return rows
     kinds = ", ".join(sorted({r.provenance for r in imported}))
@@ -140,7 +141,7 @@ def _without_imported(rows: list[Any]) -> list[Any]:
     if len(imported) == len(rows):
         raise CannotVerify(f"cannot verify: {says}")
     echo(f"not verified: {says}", err=True)
-    return [r for r in rows if r.provenance == "run"]
+    return [r for r in rows if not agent_ran(r.provenance)]
 
 
 def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None) -> Any:  # noqa: ANN001

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow.columns import agent_ran
 from hf_skillfollow.metrics import _frame, _pooling
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def imported_summary(
     and run through a harness (`run:<harness>`); the chat loop's rows (`run`) are passed over."""
     by_cell: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in rows:
-        if str(r.get("provenance") or "run") != "run":
+        if agent_ran(r.get("provenance")):
             by_cell[str(r["cell_id"])].append(r)
     return [_cell(cell, rs, excluded.get(cell, 0)) for cell, rs in by_cell.items()]
 

@@ -29,6 +29,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hf_skillfollow.columns import agent_ran_mask
 from hf_skillfollow.space_app import _cache
 from hf_skillfollow.space_app._labels import add_labels
 from hf_skillfollow.space_app._sources import (
@@ -444,7 +445,7 @@ def _pair_summaries(table: pa.Table, cells: pd.DataFrame) -> dict[str, list]:
     names = table.column_names
     if "provenance" in names:
         # imported or run through a harness (`run:<harness>`): not the chat loop's `run`
-        imported = pc.not_equal(pc.fill_null(table["provenance"], "run"), "run")
+        imported = agent_ran_mask(table["provenance"])
         if pc.any(imported).as_py():
             from hf_skillfollow.metrics import imported_summary
 
