@@ -260,3 +260,16 @@ def test_bad_flags_are_named(sources: dict[str, Path]) -> None:
     assert code != 0 and "--group-by" in out and "se_correct" in out
     code, out = _invoke(sources["run_a"], "--resamples", "0")
     assert code != 0 and "--resamples" in out
+
+
+def test_arm_integrity_counts_each_cell_apart_though_their_ids_share_a_prefix() -> None:
+    """Two cells whose ids share their first 8 characters are two counts, each labelled long
+    enough to tell them apart; a cell no other resembles keeps the 8-character label."""
+    from hf_skillfollow.report import arm_integrity_text
+
+    bad = "violation: 1 pool skill text(s) in the skill-disabled request: skill 'x' SKILL.md body"
+    cells = ["abcdef12aa000000", "abcdef12ab000000", "abcdef12ab000000", "ffff0000ffff0000"]
+    table = pa.table({"cell_id": [*cells, "ffff0000ffff0000"], "arm_integrity": [bad] * 4 + ["ok"]})
+    text = arm_integrity_text(table, "table")
+    assert "Arm integrity: 5 pair(s) checked, 4 with a violation" in text
+    assert "; per cell abcdef12aa: 1, abcdef12ab: 2, ffff0000: 1; first: " in text

@@ -8,7 +8,8 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -82,12 +83,24 @@ def arm_integrity_text(table: Any, fmt: str) -> str:
         "skill content in the skill-disabled arm)"
     )
     if bad:
-        cells: dict[str, int] = {}
-        for r in bad:
-            cells[str(r["cell_id"])[:8]] = cells.get(str(r["cell_id"])[:8], 0) + 1
-        per_cell = ", ".join(f"{cell}: {n}" for cell, n in sorted(cells.items()))
+        cells = Counter(str(r["cell_id"]) for r in bad)
+        label = _short_ids(cells)
+        per_cell = ", ".join(f"{label[cell]}: {n}" for cell, n in sorted(cells.items()))
         line += f"; per cell {per_cell}; first: {bad[0]['arm_integrity'][:300]}"
     return "\n" + escape(line) + "\n"
+
+
+def _short_ids(ids: Iterable[str], shortest: int = 8) -> dict[str, str]:
+    """Each id's first `shortest` characters, more where another id shares them, so two cells
+    are never shown as one."""
+    ordered = sorted(set(ids))
+    labels: dict[str, str] = {}
+    for i, cid in enumerate(ordered):
+        # in sorted order the ids sharing the longest prefix with this one are its neighbours
+        shared = [len(os.path.commonprefix([cid, other])) for other in ordered[max(i - 1, 0) : i + 2]
+                  if other != cid]  # fmt: skip
+        labels[cid] = cid[: max([shortest - 1, *shared]) + 1]
+    return labels
 
 
 def to_records(cells: pd.DataFrame) -> list[dict[str, Any]]:
