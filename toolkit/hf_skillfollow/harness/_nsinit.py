@@ -1,7 +1,10 @@
 """The init of one sandbox environment: namespaces, a minimal root, then reap until killed.
 
 Run by `_env.SandboxEnvironment.start` as ``python -m hf_skillfollow.harness._nsinit SPEC``
-(stdlib only: it runs in Harbor's interpreter). The handshake on stdout/stdin:
+in Harbor's interpreter, which has the package (Harbor loads `_env` from it; `.ci/setup-harbor`
+installs it with ``--no-deps``) but not the toolkit's dependencies: this module and the scorer's confinement helpers it shares
+(`scoring._confine`, `scoring._namespaces`: the libc calls, mount and namespace flags) use
+the standard library only. The handshake on stdout/stdin:
 
 1. it enters a new user namespace and prints ``userns``; the host (root, outside) writes
    ``/proc/<pid>/{uid,gid}_map`` mapping inside 0 to an unprivileged host id range, then
@@ -27,12 +30,31 @@ import signal
 import subprocess
 import sys
 
-_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x20000, 0x4000000, 0x8000000
-_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+from hf_skillfollow.scoring._confine import (
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    ConfineError,
+    die_with_parent,
+    libc,
+    mount,
+    set_dumpable,
+)
+from hf_skillfollow.scoring._namespaces import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+)
+
+_CLONE_NEWUTS, _MS_PRIVATE = 0x4000000, 1 << 18
 _MOVE_MOUNT, _AT_FDCWD, _F_EMPTY_PATH = 429, -100, 4
-_MNT_DETACH, _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 2, 1, 4
+_MNT_DETACH = 2
 _STAGE = "/tmp"
 #: the host's trees shown read-only inside (the top-level links of a merged /usr are copied)
 _SYSTEM = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -40,34 +62,24 @@ _WRITABLE = ("app", "root", "tmp", "logs/agent", "logs/verifier", "logs/artifact
              "runtime", "home", "run", "var/tmp", "opt", "srv", "mnt")  # fmt: skip
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
 
 def _check(rc: int, what: str) -> None:
     if rc != 0:
         raise OSError(ctypes.get_errno(), f"{what}: {os.strerror(ctypes.get_errno())}")
 
 
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str = "") -> None:
-    enc = [x.encode() if x is not None else None for x in (source, target, fstype)]
-    rc = _libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), data.encode() or None)
-    _check(rc, f"mount {target}")
-
-
 def _bind_read_only(source: str, target: str) -> None:
-    _mount(source, target, None, _MS_BIND | _MS_REC)
-    _mount(None, target, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID)
+    mount(source, target, None, MS_BIND | MS_REC, None)
+    mount("none", target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
 
 
 def _build_root(spec: dict) -> None:
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
     # Each bind's source arrives as a detached copy of its mount that the host made
     # (open_tree): this uid may not traverse the folders above it, and a plain descriptor
     # would name a mount of the host's namespace, which cannot be bound here.
     held = [(int(fd), target) for fd, target in spec.get("binds", [])]
-    _mount(
-        "sandbox", _STAGE, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={spec['storage_mb']}m,mode=755"
-    )
+    mount("sandbox", _STAGE, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['storage_mb']}m,mode=755")
     new = _STAGE
     for name in _SYSTEM:
         host = f"/{name}"
@@ -84,50 +96,50 @@ def _build_root(spec: dict) -> None:
     os.mkdir(f"{new}/dev/shm")
     for device in _DEVICES:
         open(f"{new}/dev/{device}", "w").close()  # noqa: SIM115 (a mount point)
-        _mount(f"/dev/{device}", f"{new}/dev/{device}", None, _MS_BIND)
-    _mount(
+        mount(f"/dev/{device}", f"{new}/dev/{device}", None, MS_BIND, None)
+    mount(
         "devpts",
         f"{new}/dev/pts",
         "devpts",
-        _MS_NOSUID | _MS_NOEXEC,
+        MS_NOSUID | MS_NOEXEC,
         "newinstance,ptmxmode=0666,mode=620",
     )
     os.symlink("pts/ptmx", f"{new}/dev/ptmx")
     for link, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         os.symlink(target, f"{new}/dev/{link}")
-    _mount("shm", f"{new}/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=64m,mode=1777")
+    mount("shm", f"{new}/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     for fd, target in held:  # read-only, at the path the job names (an agent's install, a relay)
         os.makedirs(f"{new}{target}", exist_ok=True)
         _check(
-            _libc.syscall(
+            libc().syscall(
                 _MOVE_MOUNT, fd, b"", _AT_FDCWD, f"{new}{target}".encode(), _F_EMPTY_PATH
             ),
             f"move_mount {target}",
         )
-        _mount(None, f"{new}{target}", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID)
+        mount("none", f"{new}{target}", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID, None)
         os.close(fd)
     os.mkdir(f"{new}/proc")
-    _mount("proc", f"{new}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     os.mkdir(f"{new}/.old")
-    _check(_libc.syscall(155, new.encode(), f"{new}/.old".encode()), "pivot_root")
+    _check(libc().syscall(155, new.encode(), f"{new}/.old".encode()), "pivot_root")
     os.chdir("/")
-    _check(_libc.umount2(b"/.old", _MNT_DETACH), "umount old root")
+    _check(libc().umount2(b"/.old", _MNT_DETACH), "umount old root")
     os.rmdir("/.old")
 
 
 def _init(spec: dict) -> None:
     """PID 1 of the sandbox: build the root, bring loopback up, then reap orphans forever."""
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
     try:
         _build_root(spec)
-        _check(_libc.sethostname(b"sandbox", 7), "sethostname")
+        _check(libc().sethostname(b"sandbox", 7), "sethostname")
         subprocess.run(["/usr/sbin/ip", "link", "set", "lo", "up"], check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as exc:
+    except (OSError, ConfineError, subprocess.CalledProcessError) as exc:
         print(f"error {exc}", flush=True)
         os._exit(3)
     # Commands run as this uid without capabilities: they must not ptrace the capable init.
-    _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    set_dumpable(False)
     print(f"ready {spec['host_pid']}", flush=True)
     os.close(1)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
@@ -142,8 +154,8 @@ def _init(spec: dict) -> None:
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    _check(_libc.unshare(_CLONE_NEWUSER), "unshare user")
+    die_with_parent()
+    _check(libc().unshare(CLONE_NEWUSER), "unshare user")
     print("userns", flush=True)
     if not sys.stdin.readline().strip():
         sys.exit("nsinit: the host did not map the user namespace")
@@ -152,11 +164,11 @@ def main() -> None:
     os.setresuid(0, 0, 0)
     # A credential change clears the parent-death signal: set it again, then make sure the
     # parent (Harbor) did not die before it was set.
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
     if os.getppid() == 1:
         sys.exit("nsinit: Harbor is gone")
-    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
-    _check(_libc.unshare(flags), "unshare")
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | _CLONE_NEWUTS | CLONE_NEWPID
+    _check(libc().unshare(flags), "unshare")
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
