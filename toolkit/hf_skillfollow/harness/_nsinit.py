@@ -1,10 +1,11 @@
 """The init of one sandbox environment: namespaces, a minimal root, then reap until killed.
 
 Run by `_env.SandboxEnvironment.start` as ``python -m hf_skillfollow.harness._nsinit SPEC``
-in Harbor's interpreter, which has the package (Harbor loads `_env` from it; `.ci/setup-harbor`
-installs it with ``--no-deps``) but not the toolkit's dependencies: this module and the scorer's confinement helpers it shares
-(`scoring._confine`, `scoring._namespaces`: the libc calls, mount and namespace flags) use
-the standard library only. The handshake on stdout/stdin:
+in Harbor's interpreter, which has the package (Harbor loads `_env` from it;
+`.ci/setup-harbor` installs it with ``--no-deps``) but not the toolkit's dependencies: this
+module and the scorer's confinement helpers it shares (`scoring._confine`,
+`scoring._namespaces`: the libc calls, mount and namespace flags) use the standard library
+only. The handshake on stdout/stdin:
 
 1. it enters a new user namespace and prints ``userns``; the host (root, outside) writes
    ``/proc/<pid>/{uid,gid}_map`` mapping inside 0 to an unprivileged host id range, then
