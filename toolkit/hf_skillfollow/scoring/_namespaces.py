@@ -1,7 +1,8 @@
 """A run's namespaces, and the probe that says whether they can be made here.
 
-Shared by the zygote (which makes them for every run) and the scorer (which probes once per
-process, before it starts any zygote). Nothing here imports more than ``_confine``: the probe
+Shared by the zygote (which makes them for every run), the scorer (which probes once per
+process, before it starts any zygote) and the agent harness's sandbox init
+(``harness._nsinit``, its flags). Nothing here imports more than ``_confine``: the probe
 runs in a fork of the scorer, so that no interpreter starts for it (a fresh one cost 0.05 s of
 CPU on the path to the first run), and the child calls only what is already loaded.
 """
