@@ -7,7 +7,9 @@ namespaces as they were, also when a thread asks.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -89,3 +91,24 @@ def test_a_probe_from_a_thread_leaves_the_scorers_namespaces_as_they_were(
     assert answers == [True]
     assert {ns: os.readlink(f"/proc/self/ns/{ns}") for ns in own} == own
     assert len(forks) == 1 and _reaped(forks[0])
+
+
+def test_an_interrupted_wait_kills_and_reaps_the_probe(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    real_sleep = time.sleep
+    monkeypatch.setattr(_namespaces, "probe", lambda mode: real_sleep(3600) or 0)
+
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(time, "sleep", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _namespaces.probe_in_fork("root")
+        assert len(forks) == 1 and _reaped(forks[0])
+    finally:  # not left sleeping should the assertion fail
+        for pid in forks:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)

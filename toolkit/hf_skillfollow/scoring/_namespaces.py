@@ -103,11 +103,22 @@ def probe_in_fork(mode: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
             os._exit(code)
     deadline = time.monotonic() + timeout
     pause = 0.0005
-    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
-        if time.monotonic() > deadline:
+    alive = True
+    try:
+        while True:
+            try:
+                done, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its pid may be another's now
+                alive = False
+                raise
+            if done:
+                alive = False
+                return os.waitstatus_to_exitcode(status) == 0
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
+    finally:
+        if alive:  # it hung, or the wait was interrupted (Ctrl-C): not left running
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            return False
-        time.sleep(pause)
-        pause = min(2 * pause, 0.05)
-    return os.waitstatus_to_exitcode(done[1]) == 0
