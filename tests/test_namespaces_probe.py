@@ -112,3 +112,23 @@ def test_an_interrupted_wait_kills_and_reaps_the_probe(
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+
+
+def test_the_probe_leaves_the_process_wide_warning_filters_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Other threads use the warning filters while the probe forks: swapping the list for a
+    copy and back (``catch_warnings``) would drop or revive their changes."""
+    import warnings
+
+    filters = warnings.filters
+    seen: list[bool] = []
+    real = os.fork
+
+    def fork() -> int:
+        seen.append(warnings.filters is filters)
+        return real()
+
+    monkeypatch.setattr(os, "fork", fork)
+    assert _namespaces.probe_in_fork("root") is True
+    assert seen == [True] and warnings.filters is filters

@@ -33,6 +33,17 @@ _MS_PRIVATE = 1 << 18
 #: how long the probe may take before it counts as a failure (it takes milliseconds)
 PROBE_TIMEOUT_S = 60.0
 
+# Python 3.12+ warns of a fork with threads (a lock another thread held stays held in the
+# child); the probe's child takes none. Said once, for this module's forks only: a
+# catch_warnings() around the fork would swap the process-wide filter list for a copy and
+# back while other threads use it, dropping or reinstating their own changes.
+warnings.filterwarnings(
+    "ignore",
+    r"This process \(pid=\d+\) is multi-threaded, use of fork\(\)",
+    DeprecationWarning,
+    r"hf_skillfollow\.scoring\._namespaces\Z",
+)
+
 
 def unshare(flags: int) -> bool:
     return libc().unshare(flags) == 0
@@ -90,11 +101,7 @@ def probe_in_fork(mode: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
     may have threads: the child is single-threaded and calls only loaded C functions, and
     what it changes, namespaces and mounts, is its own)."""
     libc()  # looked up here, not in the child
-    with warnings.catch_warnings():
-        # Python 3.12+ warns of a fork with threads (a lock another thread held stays held
-        # in the child); this child takes none
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
+    pid = os.fork()
     if pid == 0:  # pragma: no cover - the forked probe; its exit status is the answer
         code = 1
         try:
