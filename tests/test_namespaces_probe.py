@@ -1,8 +1,9 @@
-"""The isolation probe: a fork of the scorer, not a fresh interpreter (issue 40's start-up).
+"""The isolation probe: a fork of a small scorer, not a fresh interpreter (issue 40's start-up).
 
 It must answer as the zygote's runs will (root here, as in CI), say no when the namespaces
 cannot be made or the probe hangs, reap its child either way, and leave the scorer's own
-namespaces as they were, also when a thread asks.
+namespaces as they were, also when a thread asks. A large scorer, a fork that fails and a
+fork that says no ask a fresh interpreter instead, so that no fork weakens the runs.
 """
 
 from __future__ import annotations
@@ -47,10 +48,26 @@ def _reaped(pid: int) -> bool:
     return False
 
 
+@pytest.fixture
+def interpreters(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The commands of the interpreters the probe starts (they run)."""
+    started: list[list[str]] = []
+    real = subprocess.run
+
+    def recorded(cmd: list[str], *args: object, **kwargs: object) -> object:
+        started.append(list(cmd))
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", recorded)
+    return started
+
+
 def test_the_probe_starts_no_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("the probe started a process with exec")
 
+    # a small scorer, as `score` is when it probes (this test process may be larger)
+    monkeypatch.setattr(_namespaces, "FORK_BELOW_BYTES", 1 << 62)
     monkeypatch.setattr(subprocess, "Popen", refused)
     for name in ("execv", "execve", "posix_spawn"):
         monkeypatch.setattr(os, name, refused)
@@ -132,3 +149,34 @@ def test_the_probe_leaves_the_process_wide_warning_filters_alone(
     monkeypatch.setattr(os, "fork", fork)
     assert _namespaces.probe_in_fork("root") is True
     assert seen == [True] and warnings.filters is filters
+
+
+def test_a_large_scorer_asks_an_interpreter_not_a_fork(
+    monkeypatch: pytest.MonkeyPatch, forks: list[int], interpreters: list[list[str]]
+) -> None:
+    monkeypatch.setattr(_namespaces, "FORK_BELOW_BYTES", 1)
+    assert _namespaces.fork_is_cheap() is False
+    assert _sandbox._probe("root") is True
+    assert forks == []
+    assert [cmd[-2:] for cmd in interpreters] == [["hf_skillfollow.scoring._namespaces", "root"]]
+
+
+def test_a_fork_that_fails_does_not_weaken_the_runs(
+    monkeypatch: pytest.MonkeyPatch, interpreters: list[list[str]]
+) -> None:
+    def no_fork() -> int:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(_namespaces, "FORK_BELOW_BYTES", 1 << 62)
+    monkeypatch.setattr(os, "fork", no_fork)
+    assert _sandbox._probe("root") is True
+    assert len(interpreters) == 1
+
+
+def test_a_fork_that_says_no_is_asked_again_in_an_interpreter(
+    monkeypatch: pytest.MonkeyPatch, interpreters: list[list[str]]
+) -> None:
+    monkeypatch.setattr(_namespaces, "FORK_BELOW_BYTES", 1 << 62)
+    monkeypatch.setattr(_namespaces, "probe_in_fork", lambda mode: False)
+    assert _sandbox._probe("root") is True
+    assert len(interpreters) == 1

@@ -2,9 +2,13 @@
 
 Shared by the zygote (which makes them for every run), the scorer (which probes once per
 process, before it starts any zygote) and the agent harness's sandbox init
-(``harness._nsinit``, its flags). Nothing here imports more than ``_confine``: the probe
-runs in a fork of the scorer, so that no interpreter starts for it (a fresh one cost 0.05 s of
-CPU on the path to the first run), and the child calls only what is already loaded.
+(``harness._nsinit``, its flags). Nothing here imports more than ``_confine``. While the
+scorer is small (as ``score`` is when it probes, at its start) the probe runs in a fork of it,
+so that no interpreter starts for it (a fresh one costs 0.05 s of CPU on the path to the first
+run), and the child calls only what is already loaded; a large scorer's fork costs more than
+an interpreter, so there, and wherever the fork fails or says no, the scorer asks a fresh
+interpreter instead (``python -m hf_skillfollow.scoring._namespaces MODE``: exit status 0 for
+yes).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import sys
 import time
 import warnings
 
@@ -30,8 +35,12 @@ from hf_skillfollow.scoring._confine import (
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_PRIVATE = 1 << 18
-#: how long the probe may take before it counts as a failure (it takes milliseconds)
-PROBE_TIMEOUT_S = 60.0
+#: how long the forked probe may take before it counts as a failure (it takes milliseconds;
+#: the interpreter asked after it has its own minute)
+PROBE_TIMEOUT_S = 10.0
+#: above this resident size a fork costs the scorer more than a fresh interpreter: the fork
+#: copies its page tables and each page it writes afterwards faults once (1 GiB: about 0.35 s)
+FORK_BELOW_BYTES = 128 * 1024 * 1024
 
 # Python 3.12+ warns of a fork with threads (a lock another thread held stays held in the
 # child); the probe's child takes none. Said once, for this module's forks only: a
@@ -96,6 +105,17 @@ def probe(mode: str) -> int:
         return 1
 
 
+def fork_is_cheap() -> bool:
+    """Whether this process is small enough that a fork of it probes faster than a fresh
+    interpreter."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            resident = int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return False
+    return resident < FORK_BELOW_BYTES
+
+
 def probe_in_fork(mode: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
     """Whether runs in ``mode`` can be set up here, probed in a fork of this process (which
     may have threads: the child is single-threaded and calls only loaded C functions, and
@@ -129,3 +149,7 @@ def probe_in_fork(mode: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
         if alive:  # it hung, or the wait was interrupted (Ctrl-C): not left running
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    sys.exit(probe(sys.argv[1]))

@@ -93,13 +93,21 @@ def _isolation_mode() -> str:
 
 
 def _probe(mode: str) -> bool:
-    """Whether a run's namespaces (and a tmpfs mount in them) can be set up in ``mode``."""
-    from hf_skillfollow.scoring._namespaces import probe_in_fork
+    """Whether a run's namespaces (and a tmpfs mount in them) can be set up in ``mode``: in a
+    fork of this process while it is small, and otherwise, or when the fork fails or says no,
+    in a fresh interpreter, as before the fork (a fork's failure must not weaken the runs)."""
+    from hf_skillfollow.scoring import _namespaces
 
+    if _namespaces.fork_is_cheap():
+        with contextlib.suppress(OSError):  # no fork now (memory, a process limit)
+            if _namespaces.probe_in_fork(mode):
+                return True
+    cmd = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._namespaces", mode]
     try:
-        return probe_in_fork(mode)
-    except OSError:  # no fork here (a process limit): no run could start either
+        proc = subprocess.run(cmd, capture_output=True, timeout=60, env=_child_env(), cwd="/")
+    except (OSError, subprocess.SubprocessError):
         return False
+    return proc.returncode == 0
 
 
 def _next_uid() -> int:
