@@ -196,6 +196,41 @@ def test_resume_carries_a_new_endpoint_into_finished_trials(tmp_path: Path) -> N
     assert read("running__2", "config.json") == {"agent": old}
 
 
+def test_resume_holds_one_job_file_at_a_time(tmp_path: Path) -> None:
+    """A job of many finished trials is rewritten one file at a time: its parsed files are
+    never all in memory at once (each may be up to the reader's 16 MiB)."""
+    import tracemalloc
+
+    from hf_skillfollow.harness._harbor import _carry_endpoint
+    from hf_skillfollow.importers._walk import read_json
+
+    old = {"name": "terminus-2", "base_url": "http://127.0.0.1:1/v1", "model_api_key_name": "K"}
+    bulk = [f"line {i} of a long recorded history" for i in range(20_000)]
+    job = tmp_path / "jobs" / "se"
+    job.mkdir(parents=True)
+    (job / "config.json").write_text(json.dumps({"agents": [old]}))
+    for i in range(24):
+        trial = job / f"done__{i}"
+        trial.mkdir()
+        (trial / "config.json").write_text(json.dumps({"agent": old, "history": bulk}))
+        (trial / "result.json").write_text("{}")
+    (tmp_path / "se.json").write_text(json.dumps({"agents": [{**old, "base_url": "x"}]}))
+    tracemalloc.start()
+    try:
+        # one file's share: read the way the resume reads it, then written back
+        one_file = job / "done__0" / "config.json"
+        json.dumps(read_json(one_file, job), indent=2)
+        one = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        _carry_endpoint(job / "config.json", tmp_path / "se.json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # one file at a time: about one file's peak; all at once: that and 23 more parsed files
+    assert peak < 1.5 * one, (peak, one)
+    assert json.loads((job / "done__23" / "config.json").read_text())["agent"]["base_url"] == "x"
+
+
 def test_resume_refuses_an_oversized_or_malformed_job_file_naming_it(tmp_path: Path) -> None:
     """The job folder's files are Harbor's (third-party): read bounded, and a bad one stops the
     resume with one line naming the file, before anything is rewritten."""

@@ -618,14 +618,20 @@ def _carry_endpoint(recorded: Path, current: Path) -> None:
     files = [recorded, job / "lock.json"]
     for result in job.glob("*/result.json"):  # a finished trial; an unfinished one is redone
         files += [result.parent / "config.json", result.parent / "lock.json"]
-    configs: dict[Path, Any] = {}
-    for path in files:  # all read before any is rewritten: a bad one leaves the job as it was
-        if path.is_file() and not path.is_symlink():
-            try:
-                configs[path] = read_json(path, job)
-            except ImportInputError as exc:
-                raise HarnessError(f"cannot resume the job in {job}: {exc}") from None
-    for path, config in configs.items():
+    files = [path for path in files if path.is_file() and not path.is_symlink()]
+
+    def read(path: Path) -> Any:
+        try:
+            return read_json(path, job)
+        except ImportInputError as exc:
+            raise HarnessError(f"cannot resume the job in {job}: {exc}") from None
+
+    # All checked before any is rewritten (a bad one leaves the job as it was), one at a time:
+    # a job of many trials is never held in memory whole.
+    for path in files:
+        read(path)
+    for path in files:
+        config = read(path)
         _set_endpoint(config, now["base_url"], now["model_api_key_name"])
         path.write_text(json.dumps(config, indent=2))
 
