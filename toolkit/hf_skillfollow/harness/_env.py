@@ -37,6 +37,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
 from hf_skillfollow.harness._relay import pipe
+from hf_skillfollow.scoring._confine import AT_FDCWD
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: a command's stdout/stderr kept (the rest is read and dropped) and a transfer's bytes
@@ -46,7 +47,7 @@ _NPROC = 512
 _DEFAULT_MEMORY_MB = 4096
 _DEFAULT_STORAGE_MB = 2048
 _CGROUP = Path("/sys/fs/cgroup/memory")
-_OPEN_TREE, _OPEN_TREE_CLONE, _AT_FDCWD, _AT_RECURSIVE = 428, 1, -100, 0x8000
+_OPEN_TREE, _OPEN_TREE_CLONE, _AT_RECURSIVE = 428, 1, 0x8000
 #: where the relay's sockets appear inside a trial
 _RELAY_DIR = "/run/hf-skillfollow-relay"
 
@@ -367,7 +368,7 @@ def _detached_copy(path: str) -> int:
 
     libc = ctypes.CDLL(None, use_errno=True)
     flags = _OPEN_TREE_CLONE | os.O_CLOEXEC | _AT_RECURSIVE
-    fd = libc.syscall(_OPEN_TREE, _AT_FDCWD, path.encode(), flags)
+    fd = libc.syscall(_OPEN_TREE, AT_FDCWD, path.encode(), flags)
     if fd < 0:
         raise RuntimeError(f"sandbox: cannot share {path}: {os.strerror(ctypes.get_errno())}")
     return int(fd)

@@ -32,13 +32,17 @@ import subprocess
 import sys
 
 from hf_skillfollow.scoring._confine import (
+    AT_FDCWD,
+    MNT_DETACH,
     MS_BIND,
     MS_NODEV,
     MS_NOEXEC,
     MS_NOSUID,
+    MS_PRIVATE,
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
+    PIVOT_ROOT,
     ConfineError,
     die_with_parent,
     libc,
@@ -53,9 +57,8 @@ from hf_skillfollow.scoring._namespaces import (
     CLONE_NEWUSER,
 )
 
-_CLONE_NEWUTS, _MS_PRIVATE = 0x4000000, 1 << 18
-_MOVE_MOUNT, _AT_FDCWD, _F_EMPTY_PATH = 429, -100, 4
-_MNT_DETACH = 2
+_CLONE_NEWUTS = 0x4000000
+_MOVE_MOUNT, _F_EMPTY_PATH = 429, 4
 _STAGE = "/tmp"
 #: the host's trees shown read-only inside (the top-level links of a merged /usr are copied)
 _SYSTEM = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -75,7 +78,7 @@ def _bind_read_only(source: str, target: str) -> None:
 
 
 def _build_root(spec: dict) -> None:
-    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
+    mount("none", "/", None, MS_REC | MS_PRIVATE, None)
     # Each bind's source arrives as a detached copy of its mount that the host made
     # (open_tree): this uid may not traverse the folders above it, and a plain descriptor
     # would name a mount of the host's namespace, which cannot be bound here.
@@ -114,7 +117,7 @@ def _build_root(spec: dict) -> None:
         os.makedirs(f"{new}{target}", exist_ok=True)
         _check(
             libc().syscall(
-                _MOVE_MOUNT, fd, b"", _AT_FDCWD, f"{new}{target}".encode(), _F_EMPTY_PATH
+                _MOVE_MOUNT, fd, b"", AT_FDCWD, f"{new}{target}".encode(), _F_EMPTY_PATH
             ),
             f"move_mount {target}",
         )
@@ -123,9 +126,12 @@ def _build_root(spec: dict) -> None:
     os.mkdir(f"{new}/proc")
     mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     os.mkdir(f"{new}/.old")
-    _check(libc().syscall(155, new.encode(), f"{new}/.old".encode()), "pivot_root")
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(0, f"pivot_root: unsupported architecture {os.uname().machine!r}")
+    _check(libc().syscall(number, new.encode(), f"{new}/.old".encode()), "pivot_root")
     os.chdir("/")
-    _check(libc().umount2(b"/.old", _MNT_DETACH), "umount old root")
+    _check(libc().umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")
 
 

@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from functools import cache
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH, AT_FDCWD = 2, -100
+#: pivot_root(2), which has no libc wrapper, by architecture
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 4, 24, 28

@@ -24,6 +24,7 @@ from hf_skillfollow.scoring._confine import (
     MS_NODEV,
     MS_NOEXEC,
     MS_NOSUID,
+    MS_PRIVATE,
     MS_REC,
     ConfineError,
     die_with_parent,
@@ -34,7 +35,6 @@ from hf_skillfollow.scoring._confine import (
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-_MS_PRIVATE = 1 << 18
 #: how long the forked probe may take before it counts as a failure (it takes milliseconds;
 #: the interpreter asked after it has its own minute)
 PROBE_TIMEOUT_S = 10.0
@@ -76,7 +76,7 @@ def become_init() -> None:
     run's first process in userns mode), sees only its own processes in a fresh ``/proc``,
     and keeps mounts from propagating to the host."""
     die_with_parent()
-    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
+    mount("none", "/", None, MS_REC | MS_PRIVATE, None)
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     try:
         # Only processes the reader could ptrace are listed: the harness, which is not

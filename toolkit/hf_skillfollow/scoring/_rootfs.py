@@ -27,22 +27,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from hf_skillfollow.scoring._confine import (
+    AT_FDCWD,
     KEEP_FLAGS,
+    MNT_DETACH,
     MS_BIND,
     MS_NODEV,
     MS_NOEXEC,
     MS_NOSUID,
+    MS_PRIVATE,
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
+    PIVOT_ROOT,
     ConfineError,
     libc,
     mount,
 )
 
-_MS_PRIVATE, _MNT_DETACH = 1 << 18, 2
-_MOUNT_SETATTR, _AT_FDCWD, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
-_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_MOUNT_SETATTR, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, 0x8000, 1
 #: where the new root is assembled: a tmpfs mounted over this (always present) directory
 _STAGE = "/tmp"
 _DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -131,7 +133,7 @@ def _cover_again(spec: RootSpec) -> None:
 def _assemble(spec: RootSpec, run: tuple[int | None, int] | None) -> None:
     """Assemble the root on a stage tmpfs and pivot into it; with ``run`` (its uid and tmpfs
     size), with the run's writable tmpfs and /proc, otherwise their empty mount points."""
-    mount("none", "/", None, MS_REC | _MS_PRIVATE, None)
+    mount("none", "/", None, MS_REC | MS_PRIVATE, None)
     own = ("/proc",) if run is not None else ()
     # Hold every source before the stage tmpfs covers /tmp (a venv may live there).
     held = {
@@ -200,7 +202,7 @@ def _set_read_only(path: str, read_only: bool, recursive: bool) -> bool:
     )
     flags = _AT_RECURSIVE if recursive else 0
     rc = libc().syscall(
-        _MOUNT_SETATTR, _AT_FDCWD, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)
+        _MOUNT_SETATTR, AT_FDCWD, path.encode(), flags, ctypes.byref(attr), ctypes.sizeof(attr)
     )
     if rc == 0:
         return True
@@ -292,12 +294,12 @@ def _all_read_only(new: str) -> None:
 def _pivot(new_root: str) -> None:
     """``new_root`` becomes ``/``; the old root is stacked on it by ``pivot_root(".", ".")``
     and detached, so no path leads back to the host."""
-    number = _PIVOT_ROOT.get(os.uname().machine)
+    number = PIVOT_ROOT.get(os.uname().machine)
     if number is None:
         raise ConfineError(f"pivot_root: unsupported architecture {os.uname().machine!r}")
     os.chdir(new_root)
     if libc().syscall(number, b".", b".") != 0:
         raise ConfineError(f"pivot_root: {os.strerror(ctypes.get_errno())}")
-    if libc().umount2(b".", _MNT_DETACH) != 0:
+    if libc().umount2(b".", MNT_DETACH) != 0:
         raise ConfineError(f"umount old root: {os.strerror(ctypes.get_errno())}")
     os.chdir("/")
