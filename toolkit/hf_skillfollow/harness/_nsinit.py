@@ -42,11 +42,11 @@ from hf_skillfollow.scoring._confine import (
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
-    PIVOT_ROOT,
     ConfineError,
     die_with_parent,
     libc,
     mount,
+    pivot_root,
     set_dumpable,
 )
 from hf_skillfollow.scoring._namespaces import (
@@ -126,10 +126,7 @@ def _build_root(spec: dict) -> None:
     os.mkdir(f"{new}/proc")
     mount("proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     os.mkdir(f"{new}/.old")
-    number = PIVOT_ROOT.get(os.uname().machine)
-    if number is None:
-        raise OSError(0, f"pivot_root: unsupported architecture {os.uname().machine!r}")
-    _check(libc().syscall(number, new.encode(), f"{new}/.old".encode()), "pivot_root")
+    pivot_root(new, f"{new}/.old")
     os.chdir("/")
     _check(libc().umount2(b"/.old", MNT_DETACH), "umount old root")
     os.rmdir("/.old")

@@ -23,7 +23,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH, AT_FDCWD = 2, -100
 #: pivot_root(2), which has no libc wrapper, by architecture
-PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME = 1024, 2048, 1 << 21
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS = 1, 38
 _PR_SET_DUMPABLE, _PR_CAPBSET_DROP, _PR_SET_SECUREBITS = 4, 24, 28
@@ -145,6 +145,15 @@ def set_cpu_limit(cpu_s: float) -> None:
     used = resource.getrusage(resource.RUSAGE_SELF)
     cpu = int(used.ru_utime + used.ru_stime + cpu_s) + 1
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """``pivot_root(2)``: ``new_root`` becomes ``/``, the old root is moved to ``put_old``."""
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise ConfineError(f"pivot_root: unsupported architecture {os.uname().machine!r}")
+    if libc().syscall(number, new_root.encode(), put_old.encode()) != 0:
+        raise ConfineError(f"pivot_root: {os.strerror(ctypes.get_errno())}")
 
 
 def set_dumpable(dumpable: bool) -> None:

@@ -65,10 +65,10 @@ _PR_SET_PDEATHSIG = 1
 
 class _Worker:
     def __init__(self) -> None:
-        from hf_skillfollow.scoring._sandbox import _child_env
+        from hf_skillfollow.scoring._sandbox import PYTHON_MODULE, _child_env
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-P", "-m", __name__],
+            [*PYTHON_MODULE, __name__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=_child_env(),

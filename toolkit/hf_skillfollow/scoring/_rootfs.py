@@ -38,10 +38,10 @@ from hf_skillfollow.scoring._confine import (
     MS_RDONLY,
     MS_REC,
     MS_REMOUNT,
-    PIVOT_ROOT,
     ConfineError,
     libc,
     mount,
+    pivot_root,
 )
 
 _MOUNT_SETATTR, _AT_RECURSIVE, _MOUNT_ATTR_RDONLY = 442, 0x8000, 1
@@ -294,12 +294,8 @@ def _all_read_only(new: str) -> None:
 def _pivot(new_root: str) -> None:
     """``new_root`` becomes ``/``; the old root is stacked on it by ``pivot_root(".", ".")``
     and detached, so no path leads back to the host."""
-    number = PIVOT_ROOT.get(os.uname().machine)
-    if number is None:
-        raise ConfineError(f"pivot_root: unsupported architecture {os.uname().machine!r}")
     os.chdir(new_root)
-    if libc().syscall(number, b".", b".") != 0:
-        raise ConfineError(f"pivot_root: {os.strerror(ctypes.get_errno())}")
+    pivot_root(".", ".")
     if libc().umount2(b".", MNT_DETACH) != 0:
         raise ConfineError(f"umount old root: {os.strerror(ctypes.get_errno())}")
     os.chdir("/")

@@ -41,7 +41,9 @@ from hf_skillfollow._dirs import cache_root
 from hf_skillfollow.scoring._idle import IdlePool
 from hf_skillfollow.scoring._rootfs import SCRATCH, RootSpec, prebuildable
 
-_ZYGOTE = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._zygote"]
+#: a sandbox-side interpreter, without the user site nor the working directory on its path
+PYTHON_MODULE = [sys.executable, "-s", "-P", "-m"]
+_ZYGOTE = [*PYTHON_MODULE, "hf_skillfollow.scoring._zygote"]
 _RUN = b"run"  # a zygote's only request; the run's descriptors travel with it
 _UID_BASE, _UID_SPAN = 200_000, 100_000
 _uids = itertools.count()
@@ -102,7 +104,7 @@ def _probe(mode: str) -> bool:
         with contextlib.suppress(OSError):  # no fork now (memory, a process limit)
             if _namespaces.probe_in_fork(mode):
                 return True
-    cmd = [sys.executable, "-s", "-P", "-m", "hf_skillfollow.scoring._namespaces", mode]
+    cmd = [*PYTHON_MODULE, "hf_skillfollow.scoring._namespaces", mode]
     try:
         proc = subprocess.run(cmd, capture_output=True, timeout=60, env=_child_env(), cwd="/")
     except (OSError, subprocess.SubprocessError):
