@@ -148,7 +148,7 @@ def refuse_judged(tasks: list[Path]) -> None:
         try:
             text = read_bytes(task / "task.toml", 256 * 1024, task).decode("utf-8", "replace")
             meta = tomllib.loads(text).get("metadata")
-        except (ImportInputError, tomllib.TOMLDecodeError):
+        except (ImportInputError, tomllib.TOMLDecodeError, RecursionError):
             continue  # Harbor reads the task itself and says what is wrong with it
         if isinstance(meta, dict) and meta.get("hf_skillfollow_grader") == "judge":
             raise EvalTaskError(

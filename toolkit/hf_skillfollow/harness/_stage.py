@@ -27,7 +27,9 @@ _MAX_FILES = 5000
 _MAX_BYTES = 256 * 1024 * 1024
 _MAX_DEPTH = 24
 _COPY_SKILLS = re.compile(r"^\s*(COPY|ADD)\s+(\S+\s+)*\.?/?skills/?(\s|$)", re.IGNORECASE)
-_SKILLS_DIR_LINE = re.compile(r"^\s*skills_dir\s*=.*$", re.MULTILINE)
+#: `[ \t]`, not `\s`: `\s*` from each line start ran across every blank line after it
+#: (quadratic in a task.toml of blank lines)
+_SKILLS_DIR_LINE = re.compile(r"^[ \t]*skills_dir[ \t]*=.*$", re.MULTILINE)
 
 
 class StageError(ValueError):
@@ -44,6 +46,8 @@ class StagedTasks:
 
 def stage_pool(pool: SkillPool, dest: Path) -> list[Path]:
     """Write the pool's skills under `dest`; return each skill's folder."""
+    for skill in pool.skills:
+        _check_folder_name(skill.name, skill.folder / "SKILL.md")
     folders = []
     for skill in pool.skills:
         folder = dest / skill.name
@@ -59,6 +63,21 @@ def stage_pool(pool: SkillPool, dest: Path) -> list[Path]:
                 target.chmod(0o755)
         folders.append(folder)
     return folders
+
+
+def _check_folder_name(name: str, where: Path) -> None:
+    """Each skill is staged as the folder `<name>/`, the name agents know it by, and the loader
+    accepts any name with a warning: refuse one that is no single folder name (`..`,
+    ``../../x``, ``a/b``), which would write outside the pool's folder."""
+    if (
+        name in ("", ".", "..")
+        or any(ch in name for ch in "/\\\0")
+        or len(name.encode("utf-8", "surrogateescape")) > 255
+    ):
+        raise StageError(
+            f"{where}: field 'name' {ascii(name)[:80]} is not a folder name (no '/', '\\', "
+            "'.' or '..', at most 255 bytes); the harness stages each skill as <name>/"
+        )
 
 
 def find_tasks(root: Path) -> list[Path]:

@@ -1,0 +1,89 @@
+"""`run --harness harbor` against hostile task and skill folders (attack pass, 5 Dec 2026).
+
+No Harbor needed (default suite): what is attacked runs on the host before Harbor does:
+staging the pool and the tasks, and reading the tasks' files. Each test failed on the code
+before its mend (docs/harness.md says what is refused).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from hf_skillfollow.harness import _stage
+from hf_skillfollow.harness._evals_tasks import refuse_judged
+from hf_skillfollow.skills import load_pool
+
+
+def _skill(root: Path, folder: str, name: str) -> Path:
+    path = root / folder
+    path.mkdir(parents=True)
+    (path / "SKILL.md").write_text(f"---\nname: '{name}'\ndescription: a skill\n---\nbody\n")
+    return path
+
+
+def _task(root: Path, name: str, toml: str) -> Path:
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("do it\n")
+    (task / "task.toml").write_text(toml)
+    return task
+
+
+@pytest.mark.parametrize("name", ["../../../escaped", "..", ".", "a/b", "a\\b", "x" * 300])
+def test_a_skill_name_that_is_no_folder_name_is_refused_not_written_outside(
+    tmp_path: Path, name: str
+) -> None:
+    # The loader accepts any name with a warning; staging wrote `skills/<name>/SKILL.md`, so a
+    # name of `../../../escaped` wrote a file outside the run's work folder (seen with the real
+    # CLI: runs/../escaped/SKILL.md).
+    _skill(tmp_path / "pool", "evil", name)
+    _skill(tmp_path / "pool", "fine", "fine")
+    dest = tmp_path / "work" / "runs" / "harbor-x" / "skills"
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_pool(load_pool(tmp_path / "pool"), dest)
+    message = str(err.value)
+    assert "\n" not in message and "evil" in message and "SKILL.md" in message
+    assert "'name'" in message
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert all(p.parts[0] == "pool" for p in written), written
+
+
+def test_the_run_refuses_a_skill_name_that_escapes_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Harbor is never reached (staging refuses first); /bin/false stands where it would be.
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    _skill(tmp_path / "pool", "evil", "../../../escaped")
+    out = tmp_path / "out" / "runs"
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--skills", str(tmp_path / "pool"),
+        "-o", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output and "'name'" in result.output
+    assert not list(tmp_path.rglob("escaped"))
+
+
+def test_a_task_toml_nested_too_deep_is_not_a_traceback(tmp_path: Path) -> None:
+    # tomllib recurses per nesting level: 5,000 brackets raised RecursionError out of the
+    # check for skill-eval tasks, a traceback of `run --harness harbor`.
+    task = _task(tmp_path, "deep", "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    refuse_judged([task])  # Harbor reads the task itself and says what is wrong with it
+
+
+def test_many_blank_lines_in_a_task_toml_do_not_stall_staging(tmp_path: Path) -> None:
+    # `^\s*skills_dir` in MULTILINE mode ran `\s*` across every following blank line from each
+    # line start: quadratic, 0.56 s for 20,000 newlines, ~14 s for 100,000, hours for a few MB.
+    task = _task(tmp_path / "in", "blank", "\n" * 100_000 + '[environment]\nskills_dir = "/s"\n')
+    started = time.monotonic()
+    staged = _stage.stage_tasks([task], tmp_path / "se", tmp_path / "sd")
+    assert time.monotonic() - started < 3.0
+    assert staged.own_skills == ["blank"]
+    assert "skills_dir" not in (tmp_path / "sd" / "blank" / "task.toml").read_text()
