@@ -4,8 +4,10 @@ A rollout folder holds `result.json` (`task_name`, `rollout_name`, `rewards.rewa
 `verifier_error`, `export_error`, `agent`/`agent_name`, `model`, `n_tool_calls`,
 `n_skill_invocations` (also in `agent_result`, with the token counts), `source.file_hashes`),
 `timing.json` (seconds per phase) and `trajectory/acp_trajectory.jsonl`, the ACP tool calls
-the `acp` detector reads. Older BenchFlow jobs wrote Harbor's trial shape (`trial_name`):
-those are read as Harbor trials. Rollouts of one job sit in a timestamped folder
+the `acp` detector reads. Some rollouts name themselves `trial_name` instead of `rollout_name`
+(SkillsBench's 2026-05 OpenCode run) and are still rollouts. Older BenchFlow jobs wrote
+Harbor's trial shape (`verifier_result`, `agent_info`, `exception_info`): those are read as
+Harbor trials. Rollouts of one job sit in a timestamped folder
 (`<job>/<YYYY-MM-DD__HH-MM-SS>/<rollout>/`), so without a start time the folder path orders
 them. BenchFlow's own count of skill calls goes to the `harness-record` detector when the
 rollout left no transcript.
@@ -37,6 +39,9 @@ from hf_skillfollow.importers._walk import field, find_file, read_json
 
 _MAX_TEXT = 500
 _ERRORS = ("error", "verifier_error", "export_error")
+# Harbor's TrialResult fields: a BenchFlow result names its rollout `rollout_name` or, as
+# SkillsBench's 2026-05 OpenCode rollouts do, `trial_name`, but never has these.
+_HARBOR_FIELDS = ("verifier_result", "agent_info", "exception_info")
 
 
 def collect_benchflow(request: ImportRequest) -> Collected:
@@ -48,9 +53,10 @@ def read_rollout(
 ) -> Trial | Unfinished | None:
     """The rollout whose `result.json` is `path`, parsed as `data` (a Harbor-shaped one as a
     Harbor trial); None for a job's summary."""
-    if "trial_name" in data:
+    if any(k in data for k in _HARBOR_FIELDS):
         return read_trial(data, path, arm, options)
-    if "rollout_name" not in data:
+    name = "rollout_name" if "rollout_name" in data else "trial_name"
+    if name not in data:
         return None  # a job's summary.json-like result
     folder = path.parent
     task = field(data, path, "task_name", kind=str, required=True)
@@ -85,7 +91,7 @@ def read_rollout(
         harness_record=harness_record(data, path),
         tokens=tokens(data, path),
         seconds=_seconds(folder, data),
-        trial_id=field(data, path, "rollout_name", kind=str) or "",
+        trial_id=field(data, path, name, kind=str) or "",
     )
 
 
