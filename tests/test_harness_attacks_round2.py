@@ -87,3 +87,94 @@ def test_many_blank_lines_in_a_task_toml_do_not_stall_staging(tmp_path: Path) ->
     assert time.monotonic() - started < 3.0
     assert staged.own_skills == ["blank"]
     assert "skills_dir" not in (tmp_path / "sd" / "blank" / "task.toml").read_text()
+
+
+_HELPER = "---\nname: helper\ndescription: the task's own skill\n---\nuse it\n"
+#: ways a task hands its own skills to the agent that Harbor 0.26 honours (its TaskConfig
+#: reads every one of these TOML forms as `environment.skills_dir`) but staging missed: the
+#: tasks shared one job and the without-skills arm had the task's skills
+_SHIPS = {
+    "dotted": ('environment.skills_dir = "/app/tools"\n', "tools/helper/SKILL.md", None),
+    "quoted": ('[environment]\n"skills_dir" = "/app/tools"\n', "tools/helper/SKILL.md", None),
+    "copy-into": (
+        "[environment]\n",
+        "tools/helper/SKILL.md",
+        "FROM x\nWORKDIR /app\nCOPY tools/ \\\n  /root/.claude/skills/\nCOPY data.txt /app/\n",
+    ),
+}
+
+
+def _shipping_task(root: Path, name: str) -> Path:
+    toml, skill, dockerfile = _SHIPS[name]
+    task = _task(root, name, toml)
+    (task / "environment" / skill).parent.mkdir(parents=True)
+    (task / "environment" / skill).write_text(_HELPER)
+    (task / "environment" / "data.txt").write_text("x")
+    if dockerfile:
+        (task / "environment" / "Dockerfile").write_text(dockerfile)
+    return task
+
+
+@pytest.mark.parametrize("name", sorted(_SHIPS))
+def test_a_task_that_ships_skills_in_any_form_loses_them_in_the_sd_copy(
+    tmp_path: Path, name: str
+) -> None:
+    import tomllib
+
+    task = _shipping_task(tmp_path / "in", name)
+    shared = _stage.stage_tasks([task], tmp_path / "both")
+    assert shared.own_skills == [name]  # so the arms do not share one copy
+    staged = _stage.stage_tasks([task], tmp_path / "se", tmp_path / "sd")
+    assert staged.own_skills == [name]
+    sd = tmp_path / "sd" / name
+    assert "skills_dir" not in tomllib.loads((sd / "task.toml").read_text()).get("environment", {})
+    se_toml = tomllib.loads((tmp_path / "se" / name / "task.toml").read_text())
+    assert se_toml == tomllib.loads(_SHIPS[name][0])  # the with-skills copy is the task as is
+    if _SHIPS[name][2]:
+        assert (sd / "environment" / "Dockerfile").read_text() == (
+            "FROM x\nWORKDIR /app\nCOPY data.txt /app/\n"
+        )
+
+
+def test_a_skill_md_in_a_hidden_folder_of_the_environment_is_refused_for_sd(
+    tmp_path: Path,
+) -> None:
+    # No Dockerfile: environment/ is copied into the workdir, where Claude Code finds
+    # .claude/skills/ in both arms.
+    task = _task(tmp_path / "in", "hidden", "[environment]\n")
+    (task / "environment" / ".claude" / "skills" / "helper").mkdir(parents=True)
+    (task / "environment" / ".claude" / "skills" / "helper" / "SKILL.md").write_text(_HELPER)
+    assert _stage.stage_tasks([task], tmp_path / "both").own_skills == ["hidden"]
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "se", tmp_path / "sd")
+    assert "\n" not in str(err.value)
+    assert str(task / "environment" / ".claude" / "skills" / "helper" / "SKILL.md") in str(
+        err.value
+    )
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        'environment = { skills_dir = "/app/tools" }\n',  # an inline table: no line to drop
+        '[environment]\nskills_dir = """\n/app/tools"""\n',  # dropping a line breaks the file
+    ],
+)
+def test_a_skills_dir_the_sd_copy_cannot_lose_alone_is_refused(tmp_path: Path, toml: str) -> None:
+    # Shared by both arms before; stripping line-wise would leave SD's task.toml broken (its
+    # trials alone failing) or with the key: refused with one line naming the file instead.
+    task = _task(tmp_path / "in", "multi", toml)
+    assert _stage.stage_tasks([task], tmp_path / "both").own_skills == ["multi"]
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "se", tmp_path / "sd")
+    assert str(err.value).startswith(f"{task / 'task.toml'}: [environment] skills_dir")
+
+
+def test_a_skills_dir_key_of_another_table_is_left_alone(tmp_path: Path) -> None:
+    # a `skills_dir` key of another table is no skills folder: left alone in both copies (the
+    # line was dropped from SD's copy before, a difference beyond the skills)
+    other = _task(tmp_path / "in", "meta", '[metadata]\nskills_dir = "about"\n')
+    assert _stage.stage_tasks([other], tmp_path / "se", tmp_path / "sd").own_skills == []
+    assert (tmp_path / "sd" / "meta" / "task.toml").read_text() == other.joinpath(
+        "task.toml"
+    ).read_text()

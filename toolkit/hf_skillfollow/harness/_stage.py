@@ -26,10 +26,17 @@ MAX_TASKS = 2000
 _MAX_FILES = 5000
 _MAX_BYTES = 256 * 1024 * 1024
 _MAX_DEPTH = 24
-_COPY_SKILLS = re.compile(r"^\s*(COPY|ADD)\s+(\S+\s+)*\.?/?skills/?(\s|$)", re.IGNORECASE)
+#: a task.toml is a few KB; Harbor's own reader has no bound
+MAX_TOML_BYTES = 1024 * 1024
 #: `[ \t]`, not `\s`: `\s*` from each line start ran across every blank line after it
 #: (quadratic in a task.toml of blank lines)
-_SKILLS_DIR_LINE = re.compile(r"^[ \t]*skills_dir[ \t]*=.*$", re.MULTILINE)
+#: (quadratic in a task.toml of blank lines). The key bare, quoted or dotted from the top
+#: (`environment.skills_dir`); what a strip leaves is checked by parsing (`_skills_dir`)
+_SKILLS_DIR_LINE = re.compile(
+    r"""^[ \t]*(?:(?:environment|"environment"|'environment')[ \t]*\.[ \t]*)?"""
+    r"""(?:skills_dir|"skills_dir"|'skills_dir')[ \t]*=.*$""",
+    re.MULTILINE,
+)
 
 
 class StageError(ValueError):
@@ -113,7 +120,7 @@ def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = Non
             if dest.exists():
                 shutil.rmtree(dest)
             _copy_tree(task, dest)
-        if _own_skills(copies[-1], strip=sd_dest is not None):
+        if _own_skills(copies[-1], task, strip=sd_dest is not None):
             staged.own_skills.append(task.name)
         staged.names.append(task.name)
     return staged
@@ -143,27 +150,124 @@ def _copy_tree(source: Path, dest: Path) -> None:
     walk(source, dest, 0)
 
 
-def _own_skills(task: Path, *, strip: bool) -> bool:
-    """Whether a task copy ships its own skills; `strip`: remove them from it."""
+def _own_skills(task: Path, source: Path, *, strip: bool) -> bool:
+    """Whether a task copy ships its own skills; `strip`: remove them from it (`source`: the
+    task folder it was copied from, named in errors). A task ships
+    skills by its ``environment/skills/``, a Dockerfile line that copies into or from a
+    ``skills`` folder, ``[environment] skills_dir`` (in any TOML form: Harbor reads the file
+    with a TOML parser, so `environment.skills_dir = ...` or an inline table counts), or a
+    ``SKILL.md`` in a hidden folder of ``environment/`` (``.claude/skills/``, where agents
+    discover skills in the workdir it may be copied into)."""
     found = False
-    skills = task / "environment" / "skills"
+    environment = task / "environment"
+    skills = environment / "skills"
     if skills.is_dir():
         found = True
         if strip:
             shutil.rmtree(skills)
-    dockerfile = task / "environment" / "Dockerfile"
+    hidden = _hidden_skill(environment)
+    if hidden is not None:
+        found = True
+        if strip:
+            raise StageError(
+                f"{source / 'environment' / hidden}: a SKILL.md in a hidden folder is a skill "
+                "the without-skills arm would have too; ship a task's own skills in "
+                "environment/skills/ (removed from that arm's copy)"
+            )
+    dockerfile = environment / "Dockerfile"
     if dockerfile.is_file():
-        lines = dockerfile.read_text(errors="replace").splitlines(keepends=True)
-        kept = [line for line in lines if not _COPY_SKILLS.match(line)]
+        lines = _instructions(dockerfile.read_text("utf-8", "surrogateescape"))
+        kept = [line for line in lines if not _copies_skills(line)]
         if len(kept) != len(lines):
             found = True
             if strip:
-                dockerfile.write_text("".join(kept))
+                dockerfile.write_text("".join(kept), "utf-8", "surrogateescape")
+    return _skills_dir(task, source, strip=strip) or found
+
+
+def _hidden_skill(environment: Path) -> str | None:
+    """The first ``SKILL.md`` (any case) under a hidden folder of `environment`, relative to it
+    (the copy holds regular files only, bounded by `_copy_tree`)."""
+    if not environment.is_dir():
+        return None
+    for folder, dirs, files in os.walk(environment):
+        dirs.sort()
+        rel = Path(folder).relative_to(environment)
+        if any(part.startswith(".") for part in rel.parts):
+            for name in sorted(files):
+                if name.casefold() == "skill.md":
+                    return str(rel / name)
+    return None
+
+
+def _instructions(text: str) -> list[str]:
+    """A Dockerfile's instructions, each with its continuation lines (``\\`` at a line's
+    end) and line ends, so that dropping one drops all its lines."""
+    out: list[str] = []
+    pending = ""
+    for line in text.splitlines(keepends=True):
+        pending += line
+        if not line.rstrip("\r\n").endswith("\\"):
+            out.append(pending)
+            pending = ""
+    return out + ([pending] if pending else [])
+
+
+def _copies_skills(instruction: str) -> bool:
+    """A COPY or ADD with a source or destination in a ``skills`` folder (`skills/`,
+    ``/root/.claude/skills``): how a task hands its own skills to the agent."""
+    words = instruction.replace("\\\n", " ").split()
+    if not words or words[0].upper() not in ("COPY", "ADD"):
+        return False
+    for word in words[1:]:
+        if word.startswith("--"):
+            continue
+        parts = word.strip('[]",').replace("\\", "/").split("/")
+        if any(part.casefold() == "skills" for part in parts):
+            return True
+    return False
+
+
+def _skills_dir(task: Path, source: Path, *, strip: bool) -> bool:
+    """Whether the copy's task.toml sets ``[environment] skills_dir``; `strip`: remove it,
+    and refuse when what is left is not the same TOML less that key alone."""
+    import tomllib
+
     toml = task / "task.toml"
-    text = toml.read_text(errors="replace")
+    if toml.stat().st_size > MAX_TOML_BYTES:
+        raise StageError(f"{source / 'task.toml'}: over {MAX_TOML_BYTES} bytes")
+    text = toml.read_text("utf-8", "surrogateescape")
     without = _SKILLS_DIR_LINE.sub("", text)
-    if without != text:
-        found = True
-        if strip:
-            toml.write_text(without)
-    return found
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, UnicodeEncodeError):
+        data = None  # Harbor cannot read it either and fails the task; strip as written
+    if data is None:
+        if strip and without != text:
+            toml.write_text(without, "utf-8", "surrogateescape")
+        return without != text
+    environment = data.get("environment")
+    if not isinstance(environment, dict) or "skills_dir" not in environment:
+        return False
+    if strip:
+        del environment["skills_dir"]
+        try:
+            left = tomllib.loads(without)
+        except (tomllib.TOMLDecodeError, RecursionError, UnicodeEncodeError):
+            left = None
+        if _without_empty_environment(left) != _without_empty_environment(data):
+            raise StageError(
+                f"{source / 'task.toml'}: [environment] skills_dir is written in a form the "
+                "without-skills arm's copy cannot lose alone; write it as one line "
+                '`skills_dir = "..."` in the [environment] table'
+            )
+        toml.write_text(without, "utf-8", "surrogateescape")
+    return True
+
+
+def _without_empty_environment(data: dict | None) -> dict | None:
+    """`data` less an empty `environment` table (`[environment]` with skills_dir alone and
+    `environment.skills_dir = ...` leave one and none: the same task for Harbor)."""
+    if data is None or data.get("environment") != {}:
+        return data
+    return {key: value for key, value in data.items() if key != "environment"}
