@@ -72,7 +72,7 @@ class Meter:
         file = self._counted(path, file)
         bound = _footer_bound(file.metadata)
         if bound > _CHEAP_BOUND:
-            strings = _string_leaves(file.metadata.schema.to_arrow_schema())
+            strings = self._measurable(path, file.metadata)
             bound = self._measured(path, file.metadata, strings, _read_strings(path, strings))
         self._count_decoded(bound, path)
 
@@ -91,7 +91,7 @@ class Meter:
             present = set(file.schema_arrow.names)  # ParquetFile refuses a name it lacks
             wanted = [c for c in dictionary if c in present]
             return pq.ParquetFile(path, read_dictionary=wanted).read()
-        strings = _string_leaves(meta.schema.to_arrow_schema())
+        strings = self._measurable(path, meta)
         read = _read_strings(path, strings, threads=True)
         self._count_decoded(self._measured(path, meta, strings, read), path)
         measured = set(read.column_names)
@@ -122,11 +122,29 @@ class Meter:
         self.decoded += size
         self._over("bytes once decoded", self.decoded, self.budget.decoded_bytes, path)
 
+    def _measurable(self, path: Path, meta: pq.FileMetaData) -> list[str]:
+        """The string leaves to read as dictionaries and measure, once the file's value slots
+        (which that read allocates, and any read of the file) are within the budget: those
+        whose every chunk decodes with a bounded effort (`_measurable_chunk`)."""
+        self._over(
+            "bytes once decoded", self.decoded + _slots(meta), self.budget.decoded_bytes, path
+        )
+        unbounded = {
+            meta.row_group(g).column(c).path_in_schema
+            for g in range(meta.num_row_groups)
+            for c in range(meta.num_columns)
+            if not _measurable_chunk(meta.row_group(g).column(c))
+        }
+        leaves = _string_leaves(meta.schema.to_arrow_schema())
+        return [leaf for leaf in leaves if leaf not in unbounded]
+
     def _measured(
         self, path: Path, meta: pq.FileMetaData, strings: list[str], table: pa.Table
     ) -> int:
-        """Exact decoded size of the string columns (`table`: them, read as dictionaries),
-        plus the footer's decompressed size of the others."""
+        """Exact decoded size of the string columns (`table`: them, read as dictionaries)
+        with their slots (offsets), plus the footer's bound of the other chunks: a number its
+        width per slot, a string left unread (one no dictionary read can measure, or under a
+        type the walk does not enter, such as a map) as `_footer_bound` bounds it."""
         total = 0
         for name in table.column_names:
             for chunk in table[name].chunks:
@@ -138,12 +156,19 @@ class Meter:
                         f"{longest:,} bytes; a source may hold strings of at most "
                         f"{self.budget.string_chars:,}"
                     )
-        others = sum(
-            meta.row_group(g).column(c).total_uncompressed_size
-            for g in range(meta.num_row_groups)
-            for c in range(meta.num_columns)
-            if meta.row_group(g).column(c).path_in_schema not in strings
-        )
+        measured = set(strings)
+        others = 0
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                chunk = meta.row_group(g).column(c)
+                if chunk.path_in_schema in measured:
+                    others += _slot_bytes(meta, c) * chunk.num_values
+                elif chunk.physical_type == "BYTE_ARRAY":
+                    others += _chunk_bound(meta, c, chunk)
+                else:  # a number decodes to its width per slot, whatever its encoding
+                    others += max(
+                        chunk.total_uncompressed_size, _slot_bytes(meta, c) * chunk.num_values
+                    )
         return total + others
 
     def _over(self, what: str, value: int, limit: int, path: Path) -> None:
@@ -176,17 +201,62 @@ def _open(path: Path) -> pq.ParquetFile:
 
 
 def _footer_bound(meta: pq.FileMetaData) -> int:
-    """An upper bound of the decoded bytes: a plain chunk decodes to its decompressed size; a
-    dictionary chunk to at most one largest value per value slot, and no value is larger
-    than the decompressed chunk."""
-    bound = 0
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for c in range(meta.num_columns):
-            chunk = group.column(c)
-            size = chunk.total_uncompressed_size
-            bound += size * max(1, chunk.num_values) if chunk.has_dictionary_page else size
-    return bound
+    """An upper bound of the decoded bytes, chunk by chunk (`_chunk_bound`)."""
+    return sum(
+        _chunk_bound(meta, c, meta.row_group(g).column(c))
+        for g in range(meta.num_row_groups)
+        for c in range(meta.num_columns)
+    )
+
+
+#: Encodings whose values take at most the bytes the page stores (levels, plain values,
+#: lengths coded apart from the bytes). A dictionary index repeats a stored value, and
+#: DELTA_BYTE_ARRAY stores each value as a prefix of the one before plus a suffix: one stored
+#: 4,000-byte value with empty suffixes decodes to 4,000 bytes per row.
+_STORED = frozenset({"PLAIN", "RLE", "BIT_PACKED", "DELTA_LENGTH_BYTE_ARRAY",
+                     "DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"})  # fmt: skip
+_DICTIONARY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
+
+
+def _chunk_bound(meta: pq.FileMetaData, c: int, chunk: pq.ColumnChunkMetaData) -> int:
+    """Bytes column chunk `chunk` (of column `c`) takes once decoded, at most: its value
+    slots (`_slot_bytes` each: nulls, and every element of a list, have one, stored in a few
+    bits of levels), plus the bytes its values can hold. A chunk whose pages store every
+    value decodes to at most its decompressed size; any other (a dictionary, a prefix code,
+    an encoding not known here) to at most one decompressed chunk per slot, since no value is
+    longer than the bytes it is decoded from, or than the value before it and those bytes."""
+    size, slots = chunk.total_uncompressed_size, chunk.num_values
+    stored = set(chunk.encodings) <= _STORED and not chunk.has_dictionary_page
+    values = size if stored else size * max(1, slots)
+    return values + _slot_bytes(meta, c) * slots
+
+
+def _measurable_chunk(chunk: pq.ColumnChunkMetaData) -> bool:
+    """Whether reading `chunk` as a dictionary costs at most its decompressed size: its
+    pages are a dictionary and indices, or values stored whole (a dictionary's fallback). A
+    prefix-coded page would be decoded value by value (and pyarrow cannot read it as a
+    dictionary at all), so its chunk is counted at its bound instead."""
+    return set(chunk.encodings) <= _STORED | _DICTIONARY
+
+
+def _slot_bytes(meta: pq.FileMetaData, c: int) -> int:
+    """Bytes one value of column `c` takes once read: a number or boolean its width (a
+    boolean counted as a byte), a string its 4-byte offset or dictionary index."""
+    column = meta.schema.column(c)
+    kind = column.physical_type
+    if kind == "FIXED_LEN_BYTE_ARRAY":
+        return max(1, column.length)
+    return {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}.get(kind, 4)
+
+
+def _slots(meta: pq.FileMetaData) -> int:
+    """Bytes the value slots of every chunk take once read, strings not counted: what any
+    read of the file allocates at least, told by the footer before anything is read."""
+    return sum(
+        _slot_bytes(meta, c) * meta.row_group(g).column(c).num_values
+        for g in range(meta.num_row_groups)
+        for c in range(meta.num_columns)
+    )
 
 
 def is_string_like(kind: pa.DataType) -> bool:

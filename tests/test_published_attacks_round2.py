@@ -1,0 +1,128 @@
+"""Attacks on what the project reads back from published repos, second round (5 Dec 2026).
+
+Each test is a hostile publisher's file that got past the read path before its mend: the
+board (`space_app`), `verify` and the Hub read path (`hub._load`, `hub._budget`). The files are
+real parquet, written the way a publisher's own writer can write them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hf_skillfollow.hub import HubError, load_transitions
+from hf_skillfollow.hub._budget import Budget, BudgetError, Meter
+from hf_skillfollow.schema import transitions_from_rows
+from hf_skillfollow.space_app._board import load_board
+from tests._fixtures_hub import CELL_A, outcome_rows, write_run_dir
+
+RESAMPLES = 200
+_MiB = 1 << 20
+#: A budget the tests' bombs pass by several times, so that a bomb the footer check lets
+#: through is read (and the test fails) at a cost of tens of MB, not gigabytes.
+SMALL = Budget(file_bytes=1 << 30, decoded_bytes=16 * _MiB, string_chars=4_096, rows=20_000_000)
+
+
+def _rows(run_id: str, copies: int = 1) -> pa.Table:
+    """CELL_A's 20 rows `copies` times over, each copy with its own task ids."""
+    rows = []
+    for k in range(copies):
+        for row in outcome_rows(CELL_A, run_id=run_id, cell_id="cellX", model="org/bomb"):
+            rows.append({**row, "task_id": f"{row['task_id']}-{k}"})
+    return transitions_from_rows(rows)
+
+
+def _run(root: Path, table: pa.Table, **write: object) -> Path:
+    run = root / "run-bomb"
+    run.mkdir(parents=True)
+    pq.write_table(table, run / "transitions.parquet", **write)
+    return run
+
+
+def _prefix_coded_bomb(root: Path) -> Path:
+    """Every row's `se_error` the same 4,000 characters, written DELTA_BYTE_ARRAY (each value
+    stored as 'the previous value's 4,000 characters, then nothing'): 2,000 rows decode to
+    8 MB of errors from a file of a few KB, and the footer gives the encoded size only."""
+    table = _rows("run-bomb", copies=100)
+    col = table.schema.get_field_index("se_error")
+    table = table.set_column(col, "se_error", pa.array(["e" * 4_000] * table.num_rows))
+    strings = [f.name for f in table.schema if pa.types.is_string(f.type)]
+    run = _run(
+        root,
+        table,
+        use_dictionary=False,
+        write_statistics=False,
+        column_encoding=dict.fromkeys(strings, "DELTA_BYTE_ARRAY"),
+    )
+    meta = pq.ParquetFile(run / "transitions.parquet").metadata.row_group(0).column(col)
+    assert "DELTA_BYTE_ARRAY" in meta.encodings and not meta.has_dictionary_page
+    assert meta.total_uncompressed_size < 100_000  # what the footer says it decodes to
+    return run
+
+
+def test_a_prefix_coded_string_bomb_is_bounded_from_its_footer(tmp_path):
+    """On 003f482 the footer bound counted a DELTA_BYTE_ARRAY chunk at its encoded size (it
+    is no dictionary), so the file passed and was decoded: 8 MB here, 2.6 GB (6 GB of RSS)
+    for a 1.2 MB file of 600,000 rows against the real 2 GiB budget. A value can repeat
+    every byte before it, so its chunk is bounded as a dictionary chunk is, and never read
+    as a dictionary to measure it (pyarrow cannot)."""
+    run = _prefix_coded_bomb(tmp_path)
+    small = Budget(file_bytes=1 << 30, decoded_bytes=4 * _MiB, string_chars=4_096, rows=10**7)
+    with pytest.raises(BudgetError, match="bytes once decoded"):
+        Meter(small, "bomb").check(run / "transitions.parquet")
+    with pytest.raises(BudgetError, match="bytes once decoded"):
+        Meter(small, "bomb").read(
+            run / "transitions.parquet", pq.ParquetFile(run / "transitions.parquet")
+        )
+
+
+def _slot_bomb(root: Path) -> Path:
+    """One row whose `skills_returned` holds 8 million empty strings: no string byte to
+    count, a dictionary index (or offset) of 4 bytes each once read, 32 MB from a few KB."""
+    table = _rows("run-bomb")
+    n = 8_000_000
+    offsets = np.zeros(table.num_rows + 1, np.int32)
+    offsets[1:] = n
+    values = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([""]))
+    returned = pa.ListArray.from_arrays(pa.array(offsets), values.cast(pa.string()))
+    col = table.schema.get_field_index("skills_returned")
+    table = table.set_column(col, table.schema.field(col), returned)
+    return _run(root, table, compression="zstd")
+
+
+def test_value_slots_are_counted_even_where_no_byte_is_stored(tmp_path):
+    """On 003f482 the measured size of a file counted the string bytes and the other chunks'
+    decompressed pages, never the slots: 8 million empty strings measured 0 bytes, and the
+    read allocated 32 MB of indices to measure them (2.4 GB per 600 million, still a file of
+    kilobytes, since a list's values are no rows). Every value slot is counted from the
+    footer (4 bytes a string, its width a number) before anything is read."""
+    run = _slot_bomb(tmp_path)
+    assert (run / "transitions.parquet").stat().st_size < 200_000
+    with pytest.raises(BudgetError, match="bytes once decoded"):
+        Meter(SMALL, "bomb").check(run / "transitions.parquet")
+
+
+def test_the_board_refuses_both_bombs_and_keeps_the_other_source(tmp_path, monkeypatch):
+    """End to end with the board's own read (`sources.read_transitions` with its budget) and
+    `load_transitions` (what `verify` reads): each bomb is one warning naming its source."""
+    from hf_skillfollow.hub import _budget
+
+    monkeypatch.setattr(_budget, "TRANSITIONS", SMALL)
+    monkeypatch.setitem(_budget.BUDGETS, "transitions", SMALL)
+    good = tmp_path / "good"
+    write_run_dir(good, "run-g", CELL_A, cell_id="cellG", model="org/good")
+    prefix = _prefix_coded_bomb(tmp_path / "prefix").parent
+    slots = _slot_bomb(tmp_path / "slots").parent
+    for bomb in (prefix, slots):
+        with pytest.raises(HubError, match="bytes once decoded"):
+            load_transitions(bomb / "run-bomb")
+    board = load_board(
+        [str(prefix), str(slots), str(good)], resamples=RESAMPLES, discover=False, use_cache=False
+    )
+    assert board.sources == [str(good)]
+    for bomb in (prefix, slots):
+        assert any(str(bomb) in w and "bytes once decoded" in w for w in board.warnings)
