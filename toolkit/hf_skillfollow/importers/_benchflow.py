@@ -32,6 +32,7 @@ from hf_skillfollow.importers._harbor import (
     harness_record,
     read_trial,
     reward_value,
+    seconds_value,
     tokens,
     transcripts,
 )
@@ -118,9 +119,4 @@ def _seconds(folder: Path, data: dict[str, Any]) -> float:
     if not isinstance(timing, dict):
         path = find_file(folder, "timing.json")
         timing = read_json(path, folder) if path is not None else {}
-    value = timing.get("agent_execution") if isinstance(timing, dict) else None
-    return (
-        float(value)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-        else 0.0
-    )
+    return seconds_value(timing.get("agent_execution") if isinstance(timing, dict) else None)

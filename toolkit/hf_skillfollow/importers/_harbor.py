@@ -372,9 +372,23 @@ def tokens(data: dict[str, Any], path: Path) -> tuple[int, int]:
     )
 
 
+#: Largest count a run folder's int64 token columns hold; a larger one is not a count.
+_MAX_COUNT = 2**63 - 1
+
+
 def _count(value: Any) -> int:
-    """A recorded token count, 0 when absent or not a count."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    """A recorded token count, 0 when absent or not a count (negative, or past int64: the
+    tables could not hold it, and the record would already be in records.jsonl)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT:
+        return value
+    return 0
+
+
+def seconds_value(value: Any) -> float:
+    """A recorded duration in seconds, 0.0 when absent or not a finite number >= 0 (`1e400`
+    parses as inf, which the run folder's tables refuse after the record is appended)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
 
 
 def _seconds(data: dict[str, Any]) -> float:
@@ -386,7 +400,7 @@ def _seconds(data: dict[str, Any]) -> float:
     try:
         start = dt.datetime.fromisoformat(str(phase.get("started_at")))
         end = dt.datetime.fromisoformat(str(phase.get("finished_at")))
-    except ValueError:
+        seconds = (end - start).total_seconds()
+    except (ValueError, TypeError):  # TypeError: one time with a zone, the other without
         return 0.0
-    seconds = (end - start).total_seconds()
-    return seconds if math.isfinite(seconds) and seconds >= 0 else 0.0
+    return seconds_value(seconds)

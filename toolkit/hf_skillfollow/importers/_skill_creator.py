@@ -25,6 +25,7 @@ from hf_skillfollow.importers._base import (
     ImportRequest,
     Trial,
 )
+from hf_skillfollow.importers._harbor import seconds_value
 from hf_skillfollow.importers._walk import (
     MAX_ENTRIES,
     existing_files,
@@ -134,8 +135,9 @@ def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
     if timing_path is not None:
         timing = read_json(timing_path, run)
         started = field(timing, timing_path, "executor_start", kind=str) or ""
-        value = field(timing, timing_path, "executor_duration_seconds", kind=(int, float))
-        seconds = float(value) if value is not None and value >= 0 else 0.0
+        seconds = seconds_value(
+            field(timing, timing_path, "executor_duration_seconds", kind=(int, float))
+        )
     if not started:
         m = _RUN.fullmatch(run.name)
         started = f"run-{int(m.group(1)):06d}" if m else ""

