@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from hf_skillfollow.transcripts import detect
+
 pq = pytest.importorskip("pyarrow.parquet")
 
 from hf_skillfollow.importers import ImportOptions, import_runs  # noqa: E402
@@ -91,3 +93,36 @@ def test_benchflow_rollout_named_by_trial_name_is_read_as_a_benchflow_rollout(
         "detector": "acp", "arm_integrity": "ok", "agent": "OpenCode@unknown",
         "model": "google/gemini-3-flash",
     }  # fmt: skip
+
+
+def test_opencode_read_over_acp_names_its_file_only_in_the_result() -> None:
+    """OpenCode's `read` as BenchFlow records it (seen in
+    `withskills-opencode/3d-scan-calc__720ed855`: a read of the skill's `scripts/` file) has
+    the title `read` and no `rawInput`: the path is only in the result's leading
+    `<path>…</path>`, followed by `<type>file</type>` or `<type>directory</type>`. Hand labels
+    (empty pool: any skill name counts), by call:
+    c1 read of pdf-kit's SKILL.md, completed -> pdf-kit, instructions
+    c2 read of sheet-kit's scripts/tool.py, completed -> sheet-kit, resource
+    c3 read of the skills folder of doc-kit, a directory -> a listing, nothing
+    c4 read of a task file -> nothing
+    c5 the agent quotes a `<path>` of table-kit's SKILL.md in an edit's result -> nothing"""
+    events = [
+        _acp_text("c1", "read", "read",
+                  f"<path>{OPENCODE_SKILLS}/pdf-kit/SKILL.md</path>\n<type>file</type>\n"
+                  "<content>\n1: ---\n2: name: pdf-kit\n</content>"),
+        _acp_text("c2", "read", "read",
+                  f"<path>{OPENCODE_SKILLS}/sheet-kit/scripts/tool.py</path>\n<type>file</type>\n"
+                  "<content>\n1: import sys\n\n(End of file - total 1 lines)\n</content>"),
+        _acp_text("c3", "read", "read",
+                  f"<path>{OPENCODE_SKILLS}/doc-kit</path>\n<type>directory</type>\n"
+                  "<entries>\nSKILL.md\nscripts/\n</entries>"),
+        _acp_text("c4", "read", "read", "<path>/root/table.md</path>\n<type>file</type>\n"),
+        _acp_text("c5", "edit", "write",
+                  f"<path>{OPENCODE_SKILLS}/table-kit/SKILL.md</path>\n<type>file</type>\n"),
+    ]  # fmt: skip
+    d = detect([{"type": "user_message", "text": "Solve it."}, *events], pool=(), format="acp")
+    assert d.kinds() == {"pdf-kit": "instructions", "sheet-kit": "resource"}
+    assert [(e.skill, e.event_index, e.succeeded) for e in d.events] == [
+        ("pdf-kit", 1, True),
+        ("sheet-kit", 2, True),
+    ]

@@ -10,7 +10,9 @@ call whose result opens with OpenHands' ``Tool: invoke_skill`` header and a
 ``[skill: <name>]`` marker or OpenCode's ``<skill_content name="<name>">`` envelope; the skill
 is named by ``rawInput`` (``name``/``skill``), those markers, or the title. Other calls count
 when ``rawInput``, ``locations[].path`` or, for ``read``/``execute`` calls, the title names a
-pool skill's files. Loaded when the final ``status`` is ``completed``. A round's
+pool skill's files, or when a ``read``'s result opens with OpenCode's ``<path>…</path>`` of a
+file (not a directory) of a pool skill: real OpenCode records carry no ``rawInput`` and title
+the call just ``read``. Loaded when the final ``status`` is ``completed``. A round's
 ``skill_context_preloaded`` (BenchFlow's inject mode) is noted, not counted: nothing the
 agent did loaded those skills.
 """
@@ -23,13 +25,18 @@ from collections.abc import Collection, Iterator, Mapping
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, tool_refs
 from hf_skillfollow.transcripts._reader import as_transcript, field
-from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool, path_ref
+from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_pool, path_ref
 
 NAME = "acp"
 
 _HEADER = re.compile(r"\s{0,20}Tool:\s{0,20}(?:invoke_skill|activate_skill)\b", re.IGNORECASE)
 _MARKER = re.compile(r"\[skill:\s{0,20}([^\]\s]{1,200})\]")
 _ENVELOPE = re.compile(r"\s{0,20}<skill_content\s{1,20}name\s{0,20}=\s{0,20}\"([^\"]{1,200})\"")
+# OpenCode's `read` result opens with the file it read; BenchFlow keeps no `rawInput`, so this is
+# the only place the path is recorded. A directory read is a listing, not a file read.
+_READ_RESULT = re.compile(
+    r"\s{0,20}<path>([^<\n]{1,4096})</path>\s{0,20}(?:<type>([a-z]{1,20})</type>)?"
+)
 _SNIFFABLE = frozenset({"", "other", "tool"})
 _LISTING_KINDS = frozenset({"search", "edit", "delete", "move", "think", "switch_mode", "fetch"})
 
@@ -67,6 +74,10 @@ def detect_acp(transcript: object, pool: Collection[str]) -> Detection:
         refs += [r for r in out_refs if r not in refs]
         if kind in ("read", "execute"):
             refs += [r for r in command_refs(title, pool) if r not in refs]
+        if kind == "read":
+            ref = _read_result_ref(call.get("content"), pool)
+            if ref and ref not in refs:
+                refs.append(ref)
         out.add_refs(refs, index, shown, ok)
     preloaded = [e for e in transcript.events if field(e, "skill_context_preloaded") is True]
     if preloaded:
@@ -122,6 +133,16 @@ def _skill_asked(kind: str, title: str, raw: Mapping, content: object) -> str | 
         return None
     words = title.replace(":", " ").split()
     return named or marker or envelope or (words[-1] if len(words) > 1 else "")
+
+
+def _read_result_ref(content: object, pool: Collection[str]) -> SkillRef | None:
+    """The skill file an OpenCode `read` names in its result (`<path>…</path>`, then
+    `<type>file</type>`), or None (a directory, no such header)."""
+    first = next(_texts(content), "")
+    found = _READ_RESULT.match(first[:5000])
+    if not found or found.group(2) not in (None, "file"):
+        return None
+    return path_ref(found.group(1).strip(), pool)
 
 
 def _texts(content: object) -> Iterator[str]:
