@@ -112,3 +112,40 @@ def test_agent_times_in_mixed_time_zones_are_no_traceback(tmp_path: Path) -> Non
     result = _harbor(se, sd, out)
     assert result.exit_code == 0, result.output
     assert sorted((t["arm"], t["latency_s"]) for t in _traces(out)) == [("sd", 90.0), ("se", 0.0)]
+
+
+# ------------------------------------------------------ a second run of the same cell
+
+
+def _run_of(root: Path, tag: str, se_reward: float, started: str) -> tuple[Path, Path]:
+    se, sd = _arms(root / tag)
+    write_trial(se, f"a__{tag}1", "task-a", reward=se_reward, started=started, stream=cc_stream())
+    write_trial(sd, f"a__{tag}2", "task-a", reward=1.0 - se_reward, started=started,
+                stream=cc_stream(init=False))  # fmt: skip
+    return se, sd
+
+
+def test_another_run_of_the_same_cell_is_not_taken_as_already_recorded(tmp_path: Path) -> None:
+    # Run B repeats run A (same agent, model, task and checksum: the same cell) with the
+    # opposite outcome. Imported into the same folder it was counted "1 already there" and
+    # never recorded: A's row stood for B's trials.
+    a = _run_of(tmp_path, "A", 1.0, "2026-01-26T03:00:00")
+    b = _run_of(tmp_path, "B", 0.0, "2026-01-27T03:00:00")
+    out = tmp_path / "runs"
+    assert _harbor(*a, out).exit_code == 0
+    line = _error_line(_harbor(*b, out))
+    (run,) = out.iterdir()
+    assert line == (
+        f"Error: {run}: task 'task-a' (repeat 0) is recorded from the trials a__A1 and a__A2, "
+        "not a__B1 and a__B2: another run of the same cell; import both runs' folders in one "
+        "import (each trial pair a repeat), or into another output folder"
+    )
+    assert len((run / "records.jsonl").read_text().splitlines()) == 1
+    # both runs in one import: A's pair stays repeat 0, B's is repeat 1
+    both = _invoke("harbor", "--with-skills", str(a[0]), "--with-skills", str(b[0]),
+                   "--without-skills", str(a[1]), "--without-skills", str(b[1]), "-o", str(out))  # fmt: skip
+    assert both.exit_code == 0, both.output
+    assert "(1 written, 1 already there)" in both.output
+    rows = {(r["repeat_index"], r["se_correct"], r["sd_correct"]) for d in out.iterdir()
+            for r in pq.read_table(d / "transitions.parquet").to_pylist()}  # fmt: skip
+    assert rows == {(0, True, False), (1, False, True)}

@@ -331,7 +331,11 @@ def _write_repeat(
     else:
         store.root.mkdir(parents=True, exist_ok=True)
         store.write_manifest(manifest)
-    done = {r["task_id"]: r["transition"] for r in store.read_records()}
+    records = {r["task_id"]: r for r in store.read_records()}
+    for pair in pairs:  # all checked before anything is appended
+        if pair.task in records:
+            _same_trials(store.root, k, pair, records[pair.task])
+    done = {task: r["transition"] for task, r in records.items()}
     from hf_skillfollow.columns import identity_values
 
     columns = identity_values(manifest)
@@ -352,6 +356,31 @@ def _write_repeat(
             on_pair(bool(pair.se.error or pair.sd.error))
     store.write_tables()
     result.run_dirs.append(store.root)
+
+
+def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None:
+    """A recorded pair is kept only when it was recorded from this pair's trials (a resume, a
+    re-import). Another run of the same cell (same agent, model, tasks, checksums and skills:
+    the same run folder) would otherwise be counted as already there and never recorded."""
+    from hf_skillfollow._text import safe_text
+
+    recorded: dict[str, tuple[str, str]] = {}
+    for trace in record.get("traces") or ():
+        try:
+            details = json.loads(trace.get("scorer_details") or "{}")
+        except (TypeError, ValueError):
+            continue
+        if isinstance(details, dict) and isinstance(details.get("trial"), str):
+            recorded[str(trace.get("arm"))] = (details["trial"], str(details.get("started_at")))
+    now = {t.arm: (safe_text(t.source.name), t.started_at) for t in (pair.se, pair.sd)}
+    if set(recorded) != {"se", "sd"} or recorded == now:
+        return  # a record without its trials' names is not second-guessed
+    raise ImportInputError(
+        f"{root}: task {pair.task!r} (repeat {k}) is recorded from the trials "
+        f"{recorded['se'][0]} and {recorded['sd'][0]}, not {now['se'][0]} and {now['sd'][0]}: "
+        "another run of the same cell; import both runs' folders in one import (each trial "
+        "pair a repeat), or into another output folder"
+    )
 
 
 def _iso(text: str) -> str:
