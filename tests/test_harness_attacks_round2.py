@@ -178,3 +178,38 @@ def test_a_skills_dir_key_of_another_table_is_left_alone(tmp_path: Path) -> None
     assert (tmp_path / "sd" / "meta" / "task.toml").read_text() == other.joinpath(
         "task.toml"
     ).read_text()
+
+
+def test_empty_folders_count_against_the_tasks_bound(tmp_path: Path) -> None:
+    # Only files were counted: 100,000 empty folders were copied for each arm (17 s here) and
+    # uploaded to every trial.
+    task = _task(tmp_path / "in", "wide", "[environment]\n")
+    for i in range(_stage._MAX_FILES + 1):
+        (task / "environment" / f"d{i}").mkdir(parents=True)
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "both")
+    assert str(err.value) == (
+        f"{task}: over {_stage._MAX_FILES} files and folders or {_stage._MAX_BYTES} bytes"
+    )
+
+
+def test_the_sd_copy_keeps_the_bytes_it_does_not_strip(tmp_path: Path) -> None:
+    # A Dockerfile or task.toml that is not UTF-8 was rewritten in SD's copy alone with U+FFFD
+    # in place of each odd byte: the arms' tasks differed beyond the skills.
+    task = _task(tmp_path / "in", "latin", '[environment]\nskills_dir = "/s"\n# caf\xe9\n')
+    (task / "task.toml").write_bytes(b'[environment]\nskills_dir = "/s"\n# caf\xe9\n')
+    (task / "environment").mkdir()
+    (task / "environment" / "Dockerfile").write_bytes(
+        b"FROM x\n# caf\xe9\nCOPY skills /root/.claude/skills\nWORKDIR /app\n"
+    )
+    _stage.stage_tasks([task], tmp_path / "se", tmp_path / "sd")
+    sd = tmp_path / "sd" / "latin"
+    assert (sd / "environment" / "Dockerfile").read_bytes() == b"FROM x\n# caf\xe9\nWORKDIR /app\n"
+    assert (sd / "task.toml").read_bytes() == b"[environment]\n\n# caf\xe9\n"
+
+
+def test_a_task_toml_over_a_mib_is_one_line(tmp_path: Path) -> None:
+    task = _task(tmp_path / "in", "big", "# pad\n" * 200_000 + '[environment]\nskills_dir = "/s"\n')
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "both")
+    assert str(err.value) == f"{task / 'task.toml'}: over {_stage.MAX_TOML_BYTES} bytes"
