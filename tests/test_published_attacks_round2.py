@@ -16,7 +16,7 @@ import pytest
 
 from hf_skillfollow.hub import HubError, load_transitions
 from hf_skillfollow.hub._budget import Budget, BudgetError, Meter
-from hf_skillfollow.schema import transitions_from_rows
+from hf_skillfollow.schema import SchemaError, transitions_from_rows
 from hf_skillfollow.space_app._board import load_board
 from tests._fixtures_hub import CELL_A, outcome_rows, write_run_dir
 
@@ -126,3 +126,53 @@ def test_the_board_refuses_both_bombs_and_keeps_the_other_source(tmp_path, monke
     assert board.sources == [str(good)]
     for bomb in (prefix, slots):
         assert any(str(bomb) in w and "bytes once decoded" in w for w in board.warnings)
+
+
+def _hostile_columns(root: Path) -> dict[str, Path]:
+    """Two run folders: one whose `model` column is there twice, one whose `model` is a
+    list of strings (the footer's schema is the publisher's, not the declared one)."""
+    table = _rows("run-x")
+    col = table.schema.get_field_index("model")
+    out = {}
+    for name, hostile in {
+        "twice": table.append_column("model", table["model"]),
+        "nested": table.set_column(col, "model", pa.array([["org/m"]] * table.num_rows)),
+    }.items():
+        run = root / name / "run-x"
+        run.mkdir(parents=True)
+        pq.write_table(hostile, run / "transitions.parquet")
+        out[name] = run / "transitions.parquet"
+    return out
+
+
+def test_a_column_twice_or_of_another_shape_is_one_line_naming_the_file(tmp_path):
+    """On 003f482 the board skipped these sources with `KeyError: 'Field "model" exists 2
+    times in schema'` and `KeyError: b'model'` (no file named: the budgeted read asked
+    pyarrow for a dictionary of every identity column by name), and `load_transitions` and
+    `report` printed the whole 49-line schema pyarrow puts in its message."""
+    files = _hostile_columns(tmp_path)
+    good = tmp_path / "good"
+    write_run_dir(good, "run-g", CELL_A, cell_id="cellG", model="org/good")
+    board = load_board(
+        [str(files["twice"].parents[1]), str(files["nested"].parents[1]), str(good)],
+        resamples=RESAMPLES,
+        discover=False,
+        use_cache=False,
+    )
+    assert board.sources == [str(good)]
+    warned = {w for w in board.warnings if "skipped" in w}
+    assert len(warned) == 2
+    for w in warned:
+        assert "\n" not in w and "KeyError" not in w and "transitions.parquet" in w
+        assert "'model'" in w
+    assert any("2 times" in w for w in warned)
+    for path in files.values():
+        with pytest.raises((HubError, SchemaError)) as caught:
+            load_transitions(path.parent)
+        message = str(caught.value)
+        assert "\n" not in message and str(path) in message and "'model'" in message
+    from hf_skillfollow.sources import SourceError, read_transitions
+
+    with pytest.raises(SourceError) as caught:  # `report`'s read, which has no budget
+        read_transitions(files["twice"])
+    assert "\n" not in str(caught.value) and str(files["twice"]) in str(caught.value)

@@ -146,7 +146,9 @@ def _read_file(path: Path, meter: Meter | None = None, dictionaries: bool = Fals
             else:
                 table = meter.read(path, pq.ParquetFile(path), dictionary)
         except (pa.ArrowInvalid, OSError) as exc:
-            raise SourceError(f"{path}: not a readable parquet file ({exc})") from None
+            from hf_skillfollow.hub._layout import unreadable
+
+            raise SourceError(unreadable(path, exc)) from None
         kept = _KEPT_DICTIONARIES if dictionaries else ()
         return validate_transitions(table, str(path), dictionaries=kept)
     if path.suffix in _JSONL_SUFFIXES:

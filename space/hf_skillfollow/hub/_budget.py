@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hf_skillfollow._files import regular_file
-from hf_skillfollow.hub._layout import HubError
+from hf_skillfollow.hub._layout import HubError, unreadable
 
 _MiB = 1 << 20
 _GiB = 1 << 30
@@ -88,7 +88,8 @@ class Meter:
         bound = _footer_bound(meta)
         if bound <= _CHEAP_BOUND:
             self._count_decoded(bound, path)
-            present = set(file.schema_arrow.names)  # ParquetFile refuses a name it lacks
+            # ParquetFile refuses a name it lacks, or one that is no string leaf (a list)
+            present = {f.name for f in file.schema_arrow if is_string_like(f.type)}
             wanted = [c for c in dictionary if c in present]
             return pq.ParquetFile(path, read_dictionary=wanted).read()
         strings = self._measurable(path, meta)
@@ -114,6 +115,7 @@ class Meter:
         self.file_bytes += os.path.getsize(path)
         self._over("bytes of parquet files", self.file_bytes, b.file_bytes, path)
         file = file if file is not None else _open(path)
+        _check_names(path, file.schema_arrow.names)
         self.rows += file.metadata.num_rows
         self._over("rows", self.rows, b.rows, path)
         return file
@@ -197,7 +199,20 @@ def _open(path: Path) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
-        raise HubError(f"{path}: not a readable parquet file ({exc})") from None
+        raise HubError(unreadable(path, exc)) from None
+
+
+def _check_names(path: Path, names: Sequence[str]) -> None:
+    """A HubError naming a column the file holds twice: pyarrow reads such a file, and
+    every later lookup by name fails with a KeyError naming neither file nor source."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise HubError(
+                f"{path}: column {name!r} appears {list(names).count(name)} times; a results "
+                "file holds each column once"
+            )
+        seen.add(name)
 
 
 def _footer_bound(meta: pq.FileMetaData) -> int:

@@ -125,7 +125,14 @@ def read_parquet_file(path: Path) -> pa.Table:
     try:
         return pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise HubError(f"{path}: not a readable parquet file ({exc})") from None
+        raise HubError(unreadable(path, exc)) from None
+
+
+def unreadable(path: str | Path, exc: BaseException) -> str:
+    """The one line saying `path` is no readable parquet file: pyarrow's reason up to its
+    first line break (some of its messages go on with the file's whole schema)."""
+    reason = str(exc).strip().split("\n", 1)[0] or type(exc).__name__
+    return f"{path}: not a readable parquet file ({reason})"
 
 
 def _maybe(traces: pa.Table | None) -> pa.Table | None:

@@ -29,6 +29,7 @@ from hf_skillfollow.hub._layout import (
     is_repo_folder,
     is_run_dir,
     read_parquet_file,
+    unreadable,
 )
 from hf_skillfollow.locations import is_hub_id
 from hf_skillfollow.schema import (
@@ -225,13 +226,13 @@ def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") 
         try:
             file = pq.ParquetFile(regular_file(path), pre_buffer=False)
         except (pa.ArrowException, OSError) as exc:
-            raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
+            raise SchemaError(unreadable(path, exc)) from None
         with lock:  # the footer says what decoding costs: checked before any row is read
             meter.check(path, file)
         try:
             return file.read(use_threads=False)
         except (pa.ArrowException, OSError) as exc:
-            raise SchemaError(f"{path}: not a readable parquet file ({exc})") from None
+            raise SchemaError(unreadable(path, exc)) from None
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         tables = list(pool.map(read, files))
