@@ -149,3 +149,57 @@ def test_another_run_of_the_same_cell_is_not_taken_as_already_recorded(tmp_path:
     rows = {(r["repeat_index"], r["se_correct"], r["sd_correct"]) for d in out.iterdir()
             for r in pq.read_table(d / "transitions.parquet").to_pylist()}  # fmt: skip
     assert rows == {(0, True, False), (1, False, True)}
+
+
+# ------------------------------------------- lone surrogates: names UTF-8 cannot encode
+
+
+def _surrogate(path: Path, text: str) -> None:
+    """Write the JSON escape `\\ud800` (a lone surrogate once parsed) in place of `text`."""
+    path.write_text(path.read_text().replace(text, text + "\\ud800"))
+
+
+def _records(out: Path) -> list[str]:
+    return [json.loads(line)["task_id"] for d in sorted(out.iterdir())
+            for line in (d / "records.jsonl").read_text().splitlines()]  # fmt: skip
+
+
+def test_a_task_name_with_a_lone_surrogate_is_recorded_once(tmp_path: Path) -> None:
+    # The run store writes "\ud800" as its escape; the pairs kept the raw name, so a second
+    # import found no recorded pair of that name and appended the row again, and the
+    # violation line's print raised UnicodeEncodeError after the writing.
+    se, sd = _arms(tmp_path)
+    _surrogate(write_trial(se, "a__1", "task-a", stream=cc_stream()) / "result.json", "task-a")
+    _surrogate(write_trial(sd, "a__2", "task-a", stream=cc_stream()) / "result.json", "task-a")
+    out = tmp_path / "runs"
+    first, second = _harbor(se, sd, out), _harbor(se, sd, out)
+    assert first.exit_code == 0, first.output
+    assert "arm-integrity violation: task-a\\ud800 (repeat 0, a__2): listed" in first.output
+    assert second.exit_code == 0 and "(0 written, 1 already there)" in second.output
+    assert _records(out) == ["task-a\\ud800"]
+
+
+def test_a_non_utf8_eval_folder_is_recorded_once(tmp_path: Path) -> None:
+    import os
+
+    ws = build_skill_creator(tmp_path)
+    it = ws / "iteration-2"
+    os.rename(it / "eval-2-empty", os.fsencode(it) + b"/eval-2-\xff")
+    out = tmp_path / "runs"
+    first = _invoke("skill-creator", str(ws), "-o", str(out))
+    second = _invoke("skill-creator", str(ws), "-o", str(out))
+    assert first.exit_code == 0, first.output
+    assert second.exit_code == 0 and "(0 written, 4 already there)" in second.output
+    assert sorted(_records(out)) == ["eval-0-ocean", "eval-0-ocean", "eval-1-forms",
+                                     "eval-2-\\udcff"]  # fmt: skip
+
+
+def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
+    se, sd = _arms(tmp_path)
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    read = ("Read", {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"}, "---", False)
+    trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
+    _surrogate(trial / "agent" / "claude-code.txt", '"X')
+    result = _harbor(se, sd, tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    assert "X\\ud800" in result.output and "arm-integrity violation: task-a" in result.output

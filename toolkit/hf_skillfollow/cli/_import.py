@@ -9,10 +9,18 @@ from typing import Any
 
 import click
 
+from hf_skillfollow._text import safe_text
 from hf_skillfollow.cli._echo import echo
 
 _PATH = click.Path(path_type=Path)
 _MAX_LISTED = 20
+
+
+def _say(line: str, *, err: bool = False) -> None:
+    """A line of the import's summary: third-party names and transcript evidence in it may
+    hold lone surrogates (a JSON `\\ud800`, a folder name that is not UTF-8), shown escaped
+    rather than failing the print after the run folders are written."""
+    echo(safe_text(line), err=err)
 
 
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -124,10 +132,10 @@ def _import(fmt: str, **kw: Any) -> None:
                 on_total=on_total, on_pair=on_pair,
             )  # fmt: skip
     except (ImportInputError, RunDirError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(safe_text(str(exc))) from None
     for note in result.notes[:_MAX_LISTED]:
-        echo(f"note: {note}", err=True)
-    echo(
+        _say(f"note: {note}", err=True)
+    _say(
         f"{result.n_pairs} pair(s) in {len(result.run_dirs)} run folder(s) "
         f"({result.n_written} written, {result.n_already} already there); "
         f"{result.n_dropped} unpaired trial(s) dropped; "
@@ -135,13 +143,13 @@ def _import(fmt: str, **kw: Any) -> None:
         f"{len(result.violations)} arm-integrity violation(s)"
     )
     for task, (arm, n) in sorted(result.dropped.items())[:_MAX_LISTED]:
-        echo(
+        _say(
             f"  unpaired: {task}: {n} extra {'with' if arm == 'se' else 'without'}-skills trial(s)"
         )
     for violation in result.violations[:_MAX_LISTED]:
-        echo(f"  arm-integrity violation: {violation}")
+        _say(f"  arm-integrity violation: {violation}")
     for run_dir in result.run_dirs:
-        echo(f"run folder: {run_dir}")
+        _say(f"run folder: {run_dir}")
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The pairing rule of imported trials (docs/import.md, "Pairing"), in one place.
 
-Trials are grouped by task name; within each arm a task's trials are ordered by start time
+Trials are grouped by task name (as the run store writes it: `_text.safe_text`); within each arm a task's trials are ordered by start time
 (then by folder, for equal or missing times) and paired by ordinal: the k-th with-skills
 trial with the k-th without-skills trial, as repeat k. Extras of the longer arm are dropped
 and counted. The two arms may record different task checksums (SkillsBench's no-skills tasks
@@ -40,9 +40,13 @@ class Pairing:
 
 
 def pair_trials(trials: list[Trial]) -> Pairing:
+    from hf_skillfollow._text import safe_text
+
     by_task: dict[str, dict[str, list[Trial]]] = defaultdict(lambda: {"se": [], "sd": []})
     for trial in trials:
-        by_task[trial.task][trial.arm].append(trial)
+        # the task id as the run store writes it (a lone surrogate as its escape): a re-import
+        # must find the pairs recorded under it, and every output can print it
+        by_task[safe_text(trial.task)][trial.arm].append(trial)
     pairs: list[Pair] = []
     dropped: dict[str, tuple[str, int]] = {}
     for task in sorted(by_task):
