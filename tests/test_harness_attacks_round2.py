@@ -213,3 +213,46 @@ def test_a_task_toml_over_a_mib_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(_stage.StageError) as err:
         _stage.stage_tasks([task], tmp_path / "both")
     assert str(err.value) == f"{task / 'task.toml'}: over {_stage.MAX_TOML_BYTES} bytes"
+
+
+def _run_without_harbor(out: Path, tasks: str) -> str:
+    """`run --harness harbor` up to the job: /bin/false stands where Harbor would be, so the
+    job fails at once with one line, after the work folder is staged."""
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", tasks, "-o", str(out),
+    ])  # fmt: skip
+    assert result.exit_code == 1 and "exited with 1" in result.output, result.output
+    return result.output
+
+
+def test_a_relative_tasks_path_names_its_own_work_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The work folder's key hashed --tasks as typed: `--tasks tasks` (or `.`) in two folders
+    # gave one work folder, so the second run resumed the first's job and pooled its trials
+    # with other tasks.
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    out = tmp_path / "runs"
+    for project, task in (("a", "one"), ("b", "two")):
+        _task(tmp_path / project / "tasks", task, "[environment]\n")
+        monkeypatch.chdir(tmp_path / project)
+        _run_without_harbor(out, "tasks")
+    works = sorted(out.glob("harbor-*"))
+    assert len(works) == 2
+    assert sorted(p.name for w in works for p in (w / "tasks" / "both").iterdir()) == ["one", "two"]
+
+
+@pytest.mark.parametrize("given", [".", "environment/.."])
+def test_a_task_given_as_dot_is_staged_under_its_own_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    # `Path(".").name` is "": the task was copied as tasks/both itself; `x/..` named it "..",
+    # so its copy went to tasks/ and the run stopped on a missing tasks/both/.. .
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    task = _task(tmp_path, "count", "[environment]\n")
+    (task / "environment").mkdir()
+    monkeypatch.chdir(task)
+    _run_without_harbor(tmp_path / "runs", given)
+    (work,) = (tmp_path / "runs").glob("harbor-*")
+    assert [p.name for p in (work / "tasks" / "both").iterdir()] == ["count"]

@@ -285,6 +285,10 @@ def run_harbor(
         skills=options.skills or EXAMPLES / "skills",
     )
     _check(options)
+    if options.tasks and _dataset(options.tasks) is None:
+        # the work folder's key hashes the folder, not the words typed: `--tasks tasks` in two
+        # projects is two runs, and `.` or `x/..` names a task by its folder's own name
+        options = replace(options, tasks=str(Path(options.tasks).resolve()))
     assert options.skills is not None
     try:
         pool = load_pool(options.skills)
