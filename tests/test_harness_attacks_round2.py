@@ -256,3 +256,16 @@ def test_a_task_given_as_dot_is_staged_under_its_own_name(
     _run_without_harbor(tmp_path / "runs", given)
     (work,) = (tmp_path / "runs").glob("harbor-*")
     assert [p.name for p in (work / "tasks" / "both").iterdir()] == ["count"]
+
+
+@pytest.mark.parametrize("which", ["task.toml", "instruction.md"])
+def test_a_task_file_that_is_a_link_is_named_in_one_line(tmp_path: Path, which: str) -> None:
+    # It counted as a task (the check followed the link), the copy left it out (links are
+    # not copied), and the run stopped on "No such file" naming the work folder's copy.
+    task = _task(tmp_path / "in", "linked", "[environment]\n")
+    _task(tmp_path / "in", "fine", "[environment]\n")
+    (task / which).unlink()
+    (task / which).symlink_to("/etc/hostname")
+    with pytest.raises(_stage.StageError) as err:
+        _stage.find_tasks(tmp_path / "in")
+    assert str(err.value).startswith(f"{task / which}: a link")

@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,19 @@ def find_tasks(root: Path) -> list[Path]:
 
 
 def _is_task(path: Path) -> bool:
-    return (path / "task.toml").is_file() and (path / "instruction.md").is_file()
+    """Whether `path` holds a task.toml and an instruction.md; either as a link or a special
+    file is one error naming it (the copy holds regular files only, so the task could not
+    run, and the run stopped on its copy's path)."""
+    for name in ("task.toml", "instruction.md"):
+        try:
+            mode = os.lstat(path / name).st_mode
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(mode):
+            kind = "a link" if stat.S_ISLNK(mode) else "not a regular file"
+            raise StageError(f"{path / name}: {kind}; a task's files are copied as regular "
+                             "files only, links never followed")  # fmt: skip
+    return True
 
 
 def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = None) -> StagedTasks:
