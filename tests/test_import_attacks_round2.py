@@ -203,3 +203,12 @@ def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
     result = _harbor(se, sd, tmp_path / "runs")
     assert result.exit_code == 0, result.output
     assert "X\\ud800" in result.output and "arm-integrity violation: task-a" in result.output
+
+
+def test_a_line_break_in_a_trial_folder_name_keeps_the_error_one_line(tmp_path: Path) -> None:
+    se, sd = _arms(tmp_path)
+    trial = write_trial(se, "a\nEVIL \x1b[31m", "task-a", stream=cc_stream())
+    _edit(trial / "result.json", started_at=5)
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    line = _error_line(_harbor(se, sd, tmp_path / "runs"))
+    assert line == f"Error: {se}/a\\nEVIL \\x1b[31m/result.json: field 'started_at' is a int, expected str"

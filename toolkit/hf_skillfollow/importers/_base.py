@@ -20,7 +20,17 @@ LOADING_MODES = ("on-demand", "nudge", "inject")
 
 
 class ImportInputError(ValueError):
-    """Bad input to an import: the message is one line naming the file, field or flag."""
+    """Bad input to an import: the message is one line naming the file, field or flag.
+
+    The message quotes third-party names (a trial folder's may hold a line break or an escape
+    sequence, a task name a lone surrogate): they are shown as escapes, so it stays one line
+    that any output can print, from the command or from the Harbor runner alike."""
+
+    def __init__(self, message: str) -> None:
+        from hf_skillfollow._escape import visible_controls
+        from hf_skillfollow._text import safe_text
+
+        super().__init__(visible_controls(safe_text(message)))
 
 
 @dataclass(frozen=True)
