@@ -212,3 +212,40 @@ def test_a_line_break_in_a_trial_folder_name_keeps_the_error_one_line(tmp_path: 
     write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
     line = _error_line(_harbor(se, sd, tmp_path / "runs"))
     assert line == f"Error: {se}/a\\nEVIL \\x1b[31m/result.json: field 'started_at' is a int, expected str"
+
+
+# ------------------------------------------ two jobs whose agents differ beyond the skills
+
+
+def _agent(trial: Path, **agent: object) -> None:
+    """Set fields of the trial's recorded agent, in config.json and result.json's copy."""
+    for name, config in (("config.json", None), ("result.json", "config")):
+        data = json.loads((trial / name).read_text())
+        entry = (data[config] if config else data)["agent"]
+        entry.update(agent)
+        (trial / name).write_text(json.dumps(data))
+
+
+def test_two_jobs_whose_agents_differ_beyond_the_skills_are_refused(tmp_path: Path) -> None:
+    # With --with-skills/--without-skills only the agent's name, version and model were
+    # compared: a without-skills job run with 1 turn and a 10 s timeout imported as a pair.
+    se, sd = _arms(tmp_path)
+    _agent(write_trial(se, "a__1", "task-a", stream=cc_stream()), skills=["/skills"],
+           kwargs={"max_turns": 100})  # fmt: skip
+    plain = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    _agent(plain, kwargs={"max_turns": 1}, override_timeout_sec=10)
+    line = _error_line(_harbor(se, sd, tmp_path / "runs"))
+    assert line == (
+        f"Error: {plain}/result.json: field 'config.agent.kwargs' differs from "
+        f"{se}/a__1/result.json's: the arms must differ only in the skills"
+    )
+
+
+def test_two_jobs_whose_agents_differ_only_in_the_skills_import(tmp_path: Path) -> None:
+    se, sd = _arms(tmp_path)
+    _agent(write_trial(se, "a__1", "task-a", stream=cc_stream()), skills=["/skills"],
+           n_concurrent=8)  # fmt: skip
+    _agent(write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False)),
+           n_concurrent=2)  # scheduling, not the agent's behaviour  # fmt: skip
+    result = _harbor(se, sd, tmp_path / "runs")
+    assert result.exit_code == 0, result.output

@@ -79,6 +79,9 @@ def collect(
     notes: list[str] = []
     where: dict[Path, str] = {}
     ids: dict[str, Trial] = {}
+    # the trials of two jobs, one per arm: each recorded agent must be the first one's but for
+    # the skills (a job's own are checked by _JobArms)
+    same = _FirstAgent("config.agent", "the arms", _SCHEDULING) if jobs else None
     unfinished = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
@@ -103,6 +106,10 @@ def collect(
                     continue
                 if arms is not None:
                     trial = dataclasses.replace(trial, arm=arms.arm(result_path, data))
+                elif same is not None:
+                    agent = field(data, result_path, "config", "agent")
+                    if isinstance(agent, dict):  # an older result.json records none
+                        same.check(result_path, agent)
                 key = result_path.resolve()
                 if key in where:
                     raise ImportInputError(
@@ -139,7 +146,7 @@ class _JobArms:
     def __init__(self, root: Path) -> None:
         self.root = root if root.is_dir() else root.parent  # a result.json given alone
         self.jobs: dict[Path, list[dict[str, Any]] | None] = {}
-        self.first: tuple[Path, dict[str, Any]] | None = None
+        self.first = _FirstAgent("agent", "the arms of a job")
         self.skills: tuple[Path, list[Any]] | None = None
 
     def arm(self, result_path: Path, result: dict[str, Any]) -> Arm:
@@ -162,21 +169,12 @@ class _JobArms:
         return "se" if skills else "sd"
 
     def _check(self, path: Path, agent: dict[str, Any], skills: list[Any], job: Path) -> None:
-        neutral = _but_skills(agent)
         agents = self._job_agents(job)
         if agents is not None and agent not in agents:
             raise ImportInputError(
                 f"{path}: field 'agent' is none of the agents of its job ({job / 'config.json'})"
             )
-        if self.first is None:
-            self.first = (path, neutral)
-        elif neutral != self.first[1]:
-            keys = sorted(k for k in neutral.keys() | self.first[1].keys()
-                          if neutral.get(k) != self.first[1].get(k))  # fmt: skip
-            raise ImportInputError(
-                f"{path}: field 'agent.{keys[0]}' differs from {self.first[0]}'s: the arms of "
-                "a job must differ only in the skills"
-            )
+        self.first.check(path, agent)
         if skills:
             if self.skills is None:
                 self.skills = (path, skills)
@@ -207,9 +205,37 @@ class _JobArms:
         return self.jobs[job]
 
 
-def _but_skills(agent: dict[str, Any]) -> dict[str, Any]:
+#: Agent fields of two jobs (one per arm) that may differ: the skills, and how many trials
+#: ran at once, which schedules the trials and does not change what the agent does.
+_SCHEDULING = ("skills", "n_concurrent", "concurrency_group")
+
+
+def _but_skills(agent: dict[str, Any], ignored: tuple[str, ...] = ("skills",)) -> dict[str, Any]:
     """An agent entry without its `skills`: what the two arms' entries share."""
-    return {k: v for k, v in agent.items() if k != "skills"}
+    return {k: v for k, v in agent.items() if k not in ignored}
+
+
+class _FirstAgent:
+    """Every trial's recorded agent must be the first trial's but for `ignored` (the skills):
+    the arms may differ only in the skills. One line naming the file and the first field that
+    differs."""
+
+    def __init__(self, where: str, arms: str, ignored: tuple[str, ...] = ("skills",)) -> None:
+        self.where, self.arms, self.ignored = where, arms, ignored
+        self.first: tuple[Path, dict[str, Any]] | None = None
+
+    def check(self, path: Path, agent: dict[str, Any]) -> None:
+        neutral = _but_skills(agent, self.ignored)
+        if self.first is None:
+            self.first = (path, neutral)
+            return
+        if neutral != self.first[1]:
+            keys = sorted(k for k in neutral.keys() | self.first[1].keys()
+                          if neutral.get(k) != self.first[1].get(k))  # fmt: skip
+            raise ImportInputError(
+                f"{path}: field '{self.where}.{keys[0][:_MAX_NAME]}' differs from "
+                f"{self.first[0]}'s: {self.arms} must differ only in the skills"
+            )
 
 
 def _once(trial: Trial, seen: dict[str, Trial], flag: str) -> None:
