@@ -269,3 +269,37 @@ def test_a_task_file_that_is_a_link_is_named_in_one_line(tmp_path: Path, which: 
     with pytest.raises(_stage.StageError) as err:
         _stage.find_tasks(tmp_path / "in")
     assert str(err.value).startswith(f"{task / which}: a link")
+
+
+def test_tasks_over_the_total_are_refused_before_any_byte_is_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each task was bounded (256 MiB), the set was not: 2,000 tasks of sparse files, a few KB
+    # on disk, were copied in full (a sparse file's copy is not sparse here) for each arm.
+    monkeypatch.setattr(_stage, "MAX_TOTAL_BYTES", 3 * 1024 * 1024, raising=False)
+    tasks = []
+    for i in range(4):
+        task = _task(tmp_path / "in", f"t{i}", "[environment]\n")
+        with open(task / "tests" / "data.bin", "wb") as sparse:
+            sparse.truncate(1024 * 1024)  # 1 MiB that takes no disk
+        tasks.append(task)
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks(tasks, tmp_path / "se", tmp_path / "sd")
+    assert str(err.value).startswith(f"{tmp_path / 'in'}: the tasks hold over 3145728 bytes")
+    assert not (tmp_path / "se").exists() and not (tmp_path / "sd").exists()
+
+
+def test_a_set_uid_file_is_copied_without_its_set_uid_bit(tmp_path: Path) -> None:
+    # The copy kept every mode bit (shutil.copy2), and `run --harness harbor --env sandbox`
+    # runs as root: a task's 4755 program became a set-uid-root file in the work folder.
+    import os
+    import stat
+
+    task = _task(tmp_path / "in", "suid", "[environment]\n")
+    program = task / "tests" / "run.sh"
+    program.write_text("#!/bin/sh\nid\n")
+    os.chmod(program, 0o6755 | stat.S_ISVTX)
+    _stage.stage_tasks([task], tmp_path / "both")
+    copied = tmp_path / "both" / "suid" / "tests" / "run.sh"
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # runnable, nothing more
+    assert copied.read_text() == "#!/bin/sh\nid\n"

@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,8 @@ MAX_TASKS = 2000
 _MAX_FILES = 5000
 _MAX_BYTES = 256 * 1024 * 1024
 _MAX_DEPTH = 24
+#: all the tasks of one run together, as their sizes say (a sparse file is copied in full)
+MAX_TOTAL_BYTES = 4 * 1024 * 1024 * 1024
 #: a task.toml is a few KB; Harbor's own reader has no bound
 MAX_TOML_BYTES = 1024 * 1024
 #: `[ \t]`, not `\s`: `\s*` from each line start ran across every blank line after it
@@ -126,7 +128,17 @@ def _is_task(path: Path) -> bool:
 def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = None) -> StagedTasks:
     """Copy each task for both arms; the without-skills copy (`sd_dest`) loses the task's own
     skills. Without `sd_dest` the one copy in `se_dest` serves both arms, as it is: the
-    caller must not share it when `own_skills` names a task."""
+    caller must not share it when `own_skills` names a task. Every task is measured before
+    any is copied: together they hold at most `MAX_TOTAL_BYTES`."""
+    tasks = list(tasks)
+    total = 0
+    for task in tasks:
+        total += sum(size for _, _, size in _entries(task))
+        if total > MAX_TOTAL_BYTES:
+            raise StageError(
+                f"{task.parent}: the tasks hold over {MAX_TOTAL_BYTES} bytes together (their "
+                "file sizes as the file system gives them, sparse files included)"
+            )
     staged = StagedTasks(names=[])
     for task in tasks:
         copies = [se_dest / task.name] + ([sd_dest / task.name] if sd_dest else [])
@@ -140,18 +152,19 @@ def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = Non
     return staged
 
 
-def _copy_tree(source: Path, dest: Path) -> None:
-    # Every entry counts, folders and links included: 100,000 empty folders were copied
-    # uncounted (17 s for both arms' copies here, and uploaded again to every trial).
+def _entries(source: Path) -> Iterator[tuple[Path, os.DirEntry[str], int]]:
+    """What of the task `source` is copied, as (path relative to it, entry, size; -1 for a
+    folder), a folder before what it holds: folders and regular files only (links, FIFOs,
+    sockets and devices are left out, never followed or opened), bounded: every entry counts
+    against `_MAX_FILES` (100,000 empty folders were copied uncounted before, 17 s here),
+    a folder is read no further than that, and the files hold at most `_MAX_BYTES`."""
     budget = {"entries": _MAX_FILES, "bytes": _MAX_BYTES}
     over = f"{source}: over {_MAX_FILES} files and folders or {_MAX_BYTES} bytes"
 
-    def walk(src: Path, dst: Path, depth: int) -> None:
+    def walk(src: Path, rel: Path, depth: int) -> Iterator[tuple[Path, os.DirEntry[str], int]]:
         if depth > _MAX_DEPTH:
             raise StageError(f"{src}: folders nested deeper than {_MAX_DEPTH}")
-        dst.mkdir(parents=True, exist_ok=True)
         with os.scandir(src) as listing:
-            # read no more of a folder than the budget allows before sorting it
             entries = list(itertools.islice(listing, budget["entries"] + 1))
         budget["entries"] -= len(entries)
         if budget["entries"] < 0:
@@ -160,14 +173,53 @@ def _copy_tree(source: Path, dest: Path) -> None:
             if entry.is_symlink():
                 continue  # a link could lead anywhere on this machine; tasks get files only
             if entry.is_dir(follow_symlinks=False):
-                walk(Path(entry.path), dst / entry.name, depth + 1)
+                yield rel / entry.name, entry, -1
+                yield from walk(Path(entry.path), rel / entry.name, depth + 1)
             elif entry.is_file(follow_symlinks=False):
-                budget["bytes"] -= entry.stat(follow_symlinks=False).st_size
+                size = entry.stat(follow_symlinks=False).st_size
+                budget["bytes"] -= size
                 if budget["bytes"] < 0:
                     raise StageError(over)
-                shutil.copy2(entry.path, dst / entry.name, follow_symlinks=False)
+                yield rel / entry.name, entry, size
 
-    walk(source, dest, 0)
+    yield from walk(source, Path(), 0)
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    for rel, entry, size in _entries(source):
+        if size < 0:
+            (dest / rel).mkdir()
+        else:
+            _copy_file(Path(entry.path), dest / rel, size)
+
+
+def _copy_file(source: Path, dest: Path, size: int) -> None:
+    """`size` bytes of the regular file `source`, as measured; opened without following a
+    link and without blocking on a FIFO, so a file swapped for either since is left out, and
+    one grown since is an error rather than a copy past the bound."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(source, flags)
+    except OSError:
+        return  # a link or gone since it was listed: left out as links are
+    with os.fdopen(fd, "rb") as src:
+        info = os.fstat(src.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return
+        with dest.open("xb") as out:
+            left = size
+            while left > 0:
+                chunk = src.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                left -= len(chunk)
+            if left != 0 or src.read(1):
+                raise StageError(f"{source}: changed while it was copied")
+        # a test script stays runnable; never set-uid, set-gid or sticky (this may run as root)
+        os.chmod(dest, stat.S_IMODE(info.st_mode) & 0o777)
+        os.utime(dest, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
 def _own_skills(task: Path, source: Path, *, strip: bool) -> bool:
