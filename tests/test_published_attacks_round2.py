@@ -176,3 +176,42 @@ def test_a_column_twice_or_of_another_shape_is_one_line_naming_the_file(tmp_path
     with pytest.raises(SourceError) as caught:  # `report`'s read, which has no budget
         read_transitions(files["twice"])
     assert "\n" not in str(caught.value) and str(files["twice"]) in str(caught.value)
+
+
+def _laughing_card(root: Path, levels: int) -> Path:
+    """A results repo folder whose 500-byte card declares `data_files` as `levels` nested
+    lists of ten aliases of the one below: 10**levels paths for PyYAML to build and
+    `declared_patterns` to walk."""
+    shards = root / "data" / "transitions"
+    shards.mkdir(parents=True)
+    pq.write_table(_rows("run-x"), shards / "run-x.parquet")
+    lines = ['x0: &a0 "data/transitions/*.parquet"']
+    for i in range(1, levels + 1):
+        lines.append(f"x{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    card = "\n".join(["---", *lines, "configs:", "- config_name: transitions"])
+    (root / "README.md").write_text(f"{card}\n  data_files: *a{levels}\n---\n# results\n")
+    return root
+
+
+def test_a_card_of_nested_aliases_is_refused_before_it_is_built(tmp_path):
+    """On 782df74 a 578-byte card of 8 such levels kept `load_transitions` (what `verify`
+    and the board's Hub sources read the card with) busy for over 100 s at 1 GB of RSS
+    before it was killed; at 6 levels it returned after walking a million copies of one
+    path. The card's front matter is read up to a bound and parsed without anchors or
+    aliases (`_skill_meta.load_plain_yaml`, as a SKILL.md is)."""
+    import time
+
+    repo = _laughing_card(tmp_path / "repo", levels=6)
+    start = time.monotonic()
+    with pytest.raises(HubError, match=r"README\.md.*(anchor|alias)"):
+        load_transitions(repo)
+    assert time.monotonic() - start < 5
+
+
+def test_a_card_whose_front_matter_never_ends_is_read_up_to_a_bound(tmp_path):
+    """The front matter is read in bounded pieces: a card that opens `---` and never closes
+    it within the bound is refused naming the card, whatever the file's size."""
+    repo = _laughing_card(tmp_path / "repo", levels=0)
+    (repo / "README.md").write_text("---\n" + "# x\n" * 400_000)
+    with pytest.raises(HubError, match=r"README\.md.*front matter"):
+        load_transitions(repo)

@@ -165,16 +165,29 @@ def _matching(root: Path, pattern: str) -> list[str]:
     return [str(p) for p in root.glob(pattern) if p.is_file() and p.suffix == ".parquet"]
 
 
+#: A results card's front matter: the toolkit writes about 1 KB; `datasets`' dataset_info
+#: adds a few KB per config. A card is the publisher's text, read only this far.
+MAX_CARD_FRONT_MATTER = 256 * 1024
+
+
 def declared_patterns(root: Path, config: Config) -> list[str]:
     """`data_files` paths of `config` in the README's `configs` (what `load_dataset` reads)."""
     import yaml
 
+    from hf_skillfollow._skill_meta import YAMLAliasError, load_plain_yaml
+
     card = root / CARD_PATH
-    text = card.read_text(encoding="utf-8") if card.is_file() else ""
-    if not text.startswith("---"):
+    block = _front_matter(card) if card.is_file() else None
+    if block is None:
         return []
     try:
-        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+        meta = load_plain_yaml(block) or {}
+    except YAMLAliasError as exc:
+        # a few hundred bytes of nested aliases describe 10^9 paths ("billion laughs")
+        raise HubError(
+            f"{card}: its front matter has a YAML anchor or alias ({exc}); a results card "
+            "declares its configs in plain YAML"
+        ) from None
     except yaml.YAMLError:
         return []
     configs = meta.get("configs") if isinstance(meta, dict) else None
@@ -182,6 +195,28 @@ def declared_patterns(root: Path, config: Config) -> list[str]:
         if isinstance(entry, dict) and entry.get("config_name") == config:
             return [_inside(p, root, config) for p in _paths(entry.get("data_files"))]
     return []
+
+
+def _front_matter(card: Path) -> str | None:
+    """The YAML between the card's opening and closing `---` lines, read line by line up to
+    `MAX_CARD_FRONT_MATTER` bytes (a HubError naming the card past it); None without one."""
+    read = 0
+    lines: list[bytes] = []
+    with open(regular_file(card), "rb") as fh:
+        if fh.readline(8).rstrip(b"\r\n") != b"---":
+            return None
+        while read <= MAX_CARD_FRONT_MATTER:
+            line = fh.readline(MAX_CARD_FRONT_MATTER + 1 - read)
+            if not line:
+                return None  # no closing line: no front matter, as before
+            if line.rstrip(b"\r\n") == b"---":
+                return b"".join(lines).decode("utf-8", errors="replace")
+            lines.append(line)
+            read += len(line)
+    raise HubError(
+        f"{card}: its front matter passes {MAX_CARD_FRONT_MATTER:,} bytes without its closing "
+        "'---' line; a results card's configs take about 1 KB"
+    )
 
 
 def _paths(data_files: object) -> list[str]:
