@@ -249,3 +249,42 @@ def test_two_jobs_whose_agents_differ_only_in_the_skills_import(tmp_path: Path) 
            n_concurrent=2)  # scheduling, not the agent's behaviour  # fmt: skip
     result = _harbor(se, sd, tmp_path / "runs")
     assert result.exit_code == 0, result.output
+
+
+# ------------------------------------------------------------------ bounded listing
+
+
+def _many_files(folder: Path, n: int) -> None:
+    import os
+
+    folder.mkdir(parents=True)
+    for i in range(n):
+        os.close(os.open(folder / f"f{i:06d}", os.O_CREAT | os.O_WRONLY))
+
+
+def _peak_bytes(call) -> int:  # noqa: ANN001
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - the bound's refusal is expected here
+        assert "more than 100 entries" in str(exc), exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_a_folder_past_the_entry_bound_is_refused_before_it_is_listed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bound was checked after the whole folder was listed and sorted: memory grew with
+    # the folder (about 100 MB at 300,000 entries against a 200,000 bound), not the bound.
+    from hf_skillfollow.importers import _skill_creator, _walk
+
+    monkeypatch.setattr(_walk, "MAX_ENTRIES", 100)
+    monkeypatch.setattr(_skill_creator, "MAX_ENTRIES", 100)
+    _many_files(tmp_path / "job" / "junk", 5_000)  # listed whole: about 1.4 MB
+    assert _peak_bytes(lambda: list(_walk.walk_files(tmp_path / "job", "result.json"))) < 400_000
+    assert _peak_bytes(lambda: _skill_creator._dirs(tmp_path / "job" / "junk")) < 400_000

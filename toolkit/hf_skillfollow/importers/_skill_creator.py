@@ -32,6 +32,7 @@ from hf_skillfollow.importers._walk import (
     field,
     find_file,
     given_path,
+    listing,
     read_json,
 )
 
@@ -84,13 +85,9 @@ def _iteration(workspace: Path) -> Path:
 
 
 def _dirs(folder: Path) -> list[Path]:
-    out = []
-    for n, p in enumerate(sorted(folder.iterdir())):
-        if n > MAX_ENTRIES:
-            raise ImportInputError(f"{folder}: more than {MAX_ENTRIES:,} entries")
-        if p.is_dir() and not p.is_symlink():
-            out.append(p)
-    return out
+    """The real folders (no symbolic links) in `folder`, sorted; bounded like a walk."""
+    entries = listing(folder, MAX_ENTRIES, folder, hint="")
+    return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
 
 
 def _baseline(iteration: Path, chosen: str | None) -> str:

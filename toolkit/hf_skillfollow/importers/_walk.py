@@ -10,6 +10,7 @@ at fault).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,17 +59,9 @@ def walk_files(root: Path, name: str) -> Iterator[Path]:
     stack: list[tuple[Path, int]] = [(root, 0)]
     while stack:
         folder, depth = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
-        except OSError as exc:
-            raise ImportInputError(f"{folder}: cannot list the folder ({exc.strerror})") from None
-        for entry in entries:
-            seen += 1
-            if seen > MAX_ENTRIES:
-                raise ImportInputError(
-                    f"{root}: more than {MAX_ENTRIES:,} entries; give the job or trial folders "
-                    "themselves"
-                )
+        entries = listing(folder, MAX_ENTRIES - seen, root)
+        seen += len(entries)
+        for entry in sorted(entries, key=lambda e: e.name, reverse=True):
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
                 if depth + 1 > MAX_DEPTH:
@@ -78,6 +71,21 @@ def walk_files(root: Path, name: str) -> Iterator[Path]:
                 if entry.is_symlink() and not _inside(path, root):
                     continue  # a link out of the given folder is never read
                 yield path
+
+
+def listing(
+    folder: Path, budget: int, root: Path, hint: str = "; give the job or trial folders themselves"
+) -> list[os.DirEntry[str]]:
+    """The entries of `folder`, refused (naming `root`) past `budget` of them: read one by one,
+    so a folder of millions of entries costs no more than the bound, never listed whole."""
+    try:
+        with os.scandir(folder) as found:
+            entries = list(itertools.islice(found, max(budget, 0) + 1))
+    except OSError as exc:
+        raise ImportInputError(f"{folder}: cannot list the folder ({exc.strerror})") from None
+    if len(entries) > budget:
+        raise ImportInputError(f"{root}: more than {MAX_ENTRIES:,} entries{hint}")
+    return entries
 
 
 def existing_files(folder: Path, *names: str) -> tuple[Path, ...]:
