@@ -303,3 +303,15 @@ def test_a_set_uid_file_is_copied_without_its_set_uid_bit(tmp_path: Path) -> Non
     copied = tmp_path / "both" / "suid" / "tests" / "run.sh"
     assert stat.S_IMODE(copied.stat().st_mode) == 0o755  # runnable, nothing more
     assert copied.read_text() == "#!/bin/sh\nid\n"
+
+
+def test_a_skill_eval_task_padded_past_the_check_is_still_refused(tmp_path: Path) -> None:
+    # The check read task.toml up to 256 KiB and let a larger one pass unread; staging takes
+    # up to 1 MiB: a skill eval padded with comments ran with its placeholder reward of 0 in
+    # both arms, every trial a failure that no judge would grade.
+    from hf_skillfollow.harness._errors import HarnessError
+
+    toml = "#" * (300 * 1024) + '\n[metadata]\nhf_skillfollow_grader = "judge"\n'
+    task = _task(tmp_path, "padded", toml)
+    with pytest.raises(HarnessError, match="is a skill eval written by hf-skillfollow"):
+        refuse_judged([task])

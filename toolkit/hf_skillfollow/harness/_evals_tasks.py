@@ -141,12 +141,15 @@ def refuse_judged(tasks: list[Path]) -> None:
     judges the trials, gives it a result. Read bounded, never through a link out."""
     import tomllib
 
+    from hf_skillfollow.harness._stage import MAX_TOML_BYTES
     from hf_skillfollow.importers import ImportInputError
     from hf_skillfollow.importers._walk import read_bytes
 
     for task in tasks:
         try:
-            text = read_bytes(task / "task.toml", 256 * 1024, task).decode("utf-8", "replace")
+            # as much as staging takes (`_stage` refuses more): a larger cap here let a
+            # padded skill eval pass unread
+            text = read_bytes(task / "task.toml", MAX_TOML_BYTES, task).decode("utf-8", "replace")
             meta = tomllib.loads(text).get("metadata")
         except (ImportInputError, tomllib.TOMLDecodeError, RecursionError):
             continue  # Harbor reads the task itself and says what is wrong with it
