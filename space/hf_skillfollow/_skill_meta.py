@@ -157,8 +157,10 @@ def _parse_yaml(block: str, path: Path) -> dict[object, object] | Finding:
     return data
 
 
-#: A top-level `key: value` line whose plain value could hide a second `: `.
-_PLAIN_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]+([^'\"\[{|>&*!%@`#\s].*?)[ \t]*$")
+#: A top-level `key: value` line whose plain value could hide a second `: `. The value's
+#: trailing blanks are stripped after the match: a lazy `.*?` before `[ \t]*$` backtracks over
+#: every run of blanks, quadratic on a hostile line (60,000 spaces: ~15 s).
+_PLAIN_FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*):[ \t]+([^'\"\[{|>&*!%@`#\s].*)$")
 
 
 def _quote_colon_values(block: str) -> tuple[str, list[str]] | None:
@@ -170,8 +172,9 @@ def _quote_colon_values(block: str) -> tuple[str, list[str]] | None:
     lines, keys = [], []
     for line in block.split("\n"):
         match = _PLAIN_FIELD.match(line)
-        if match and ": " in match.group(2):
-            key, value = match.groups()
+        value = match.group(2).rstrip(" \t") if match else ""
+        if match and ": " in value:
+            key = match.group(1)
             lines.append(f"{key}: '{value.replace(chr(39), chr(39) * 2)}'")
             keys.append(key)
         else:
