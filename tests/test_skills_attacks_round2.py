@@ -6,8 +6,11 @@ the docs promise; each failed on the code before its mend.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+
+import pytest
 
 from hf_skillfollow.skills import load_pool, validate_pool
 
@@ -45,3 +48,43 @@ def test_the_colon_fallback_still_strips_trailing_blanks(tmp_path: Path) -> None
     )
     pool = load_pool(tmp_path)
     assert pool.get("colon").description == "Use when: asked"
+
+
+def test_hard_linked_files_inside_a_skill_cost_one_walk_of_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each file with more than one link walked the whole skill folder to count its names: 1,000
+    files hard-linked in pairs cost 1,000 walks of 1,000 entries (~5 s a skill, a tarball
+    keeps hard links). The folder is listed a bounded number of times, whatever the links."""
+    folder = _skill(tmp_path, "linked")
+    (folder / "r").mkdir()
+    for i in range(150):
+        (folder / "r" / f"f{i}.md").write_text(f"text {i}\n", encoding="utf-8")
+        os.link(folder / "r" / f"f{i}.md", folder / "r" / f"g{i}.md")
+    listings = 0
+    real_scandir = os.scandir
+
+    def counting(path: object = ".") -> object:
+        nonlocal listings
+        listings += 1
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", counting)
+    pool = load_pool(tmp_path)
+    monkeypatch.undo()
+    assert len(pool.get("linked").resources) == 300  # linked twice inside: served
+    assert listings <= 10, f"{listings} folder listings for one skill of 300 files"
+
+
+def test_a_hard_link_to_a_file_outside_is_still_refused_among_many(tmp_path: Path) -> None:
+    folder = _skill(tmp_path / "pool", "linked")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside\n", encoding="utf-8")
+    for i in range(20):
+        (folder / f"f{i}.md").write_text(f"text {i}\n", encoding="utf-8")
+        os.link(folder / f"f{i}.md", folder / f"g{i}.md")
+    os.link(secret, folder / "leak.md")
+    pool = load_pool(tmp_path / "pool")
+    skill = pool.get("linked")
+    assert "leak.md" not in skill.resources and len(skill.resources) == 40
+    assert dict(skill.unserved)["leak.md"] == "a hard link to a file outside the skill folder"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,14 +62,14 @@ def has_control_chars(text: str) -> bool:
     return any(not ch.isprintable() and ch != " " for ch in text)
 
 
-def _read_regular(path: Path, limit: int, folder: Path | None = None) -> bytes:
+def _read_regular(path: Path, limit: int, links: _Links | None = None) -> bytes:
     """The bytes of `path`, which must be a regular file of at most `limit` bytes.
 
     `O_NOFOLLOW` refuses a symlink put in place after the caller resolved the path,
     `O_NONBLOCK` keeps a FIFO from blocking the open, and the read stops at `limit + 1` bytes
-    whatever the file system reports as the size. With `folder`, a file with more hard links
-    than `folder` holds is refused: its other name is outside the folder (a hard link, unlike a
-    symlink, does not say where it points).
+    whatever the file system reports as the size. With `links` (the names a folder holds), a
+    file with more hard links than the folder holds is refused: its other name is outside the
+    folder (a hard link, unlike a symlink, does not say where it points).
     """
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -84,7 +84,7 @@ def _read_regular(path: Path, limit: int, folder: Path | None = None) -> bytes:
             raise ReadRefused("is not a regular file")
         if info.st_size > limit:
             raise ReadRefused(f"{info.st_size} bytes, more than the {limit} allowed")
-        if folder is not None and info.st_nlink > 1 and not _links_inside(folder, info):
+        if links is not None and info.st_nlink > 1 and not links.all_inside(info):
             raise ReadRefused("a hard link to a file outside the skill folder")
         chunks, size = [], 0
         while size <= limit:
@@ -100,25 +100,39 @@ def _read_regular(path: Path, limit: int, folder: Path | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _links_inside(folder: Path, info: os.stat_result) -> bool:
-    """Whether every hard link of the file `info` describes is a name inside `folder`.
+class _Links:
+    """How many names each file has inside one folder, counted on the first hard-linked file.
 
-    Counted over the folder (hidden names included, symlinks not followed) up to
-    `MAX_SKILL_ENTRIES` entries; a link not found in that budget counts as outside."""
-    found, seen = 0, 0
-    for current, dirs, files in os.walk(folder, followlinks=False):
-        for name in files:
-            seen += 1
-            if seen > MAX_SKILL_ENTRIES:
-                return False
-            try:
-                other = os.lstat(os.path.join(current, name))
-            except OSError:
-                continue
-            if (other.st_dev, other.st_ino) == (info.st_dev, info.st_ino):
-                found += 1
-        seen += len(dirs)
-    return found >= info.st_nlink
+    One walk per folder, however many of its files are hard-linked (a walk per file made a
+    folder of 1,000 linked files cost 1,000 walks). Counted over the folder (hidden names
+    included, symlinks not followed) up to `MAX_SKILL_ENTRIES` entries; past that budget no
+    link counts as inside."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._names: Counter[tuple[int, int]] | None = None
+
+    def _count(self) -> Counter[tuple[int, int]]:
+        names: Counter[tuple[int, int]] = Counter()
+        seen = 0
+        for current, dirs, files in os.walk(self.folder, followlinks=False):
+            for name in files:
+                seen += 1
+                if seen > MAX_SKILL_ENTRIES:
+                    return Counter()
+                try:
+                    other = os.lstat(os.path.join(current, name))
+                except OSError:
+                    continue
+                names[(other.st_dev, other.st_ino)] += 1
+            seen += len(dirs)
+        return names
+
+    def all_inside(self, info: os.stat_result) -> bool:
+        """Whether every hard link of the file `info` describes is a name inside the folder."""
+        if self._names is None:
+            self._names = self._count()
+        return self._names[(info.st_dev, info.st_ino)] >= info.st_nlink
 
 
 def _decode(data: bytes) -> str:
@@ -157,7 +171,7 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
     if not _inside(target, real_folder):
         raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
     try:
-        return _read_regular(target, limit, real_folder)
+        return _read_regular(target, limit, _Links(real_folder))
     except ReadRefused as exc:
         raise SkillFileError(str(exc)) from None
 
@@ -171,7 +185,7 @@ def read_skill_md(path: Path) -> str | Finding:
     if not _inside(target, path.parent.resolve()):
         return error(path, "file", "a symlink leading outside the skill folder")
     try:
-        return _decode(_read_regular(target, MAX_SKILL_BYTES, path.parent.resolve()))
+        return _decode(_read_regular(target, MAX_SKILL_BYTES, _Links(path.parent.resolve())))
     except ReadRefused as exc:
         return error(path, "file", str(exc))
 
@@ -230,6 +244,7 @@ def scan_resources(skill_md: Path) -> Resources:
     """
     folder = skill_md.parent
     real_folder = folder.resolve()
+    links = _Links(real_folder)
     texts: dict[str, str] = {}
     unserved: dict[str, str] = {}
     findings: list[Finding] = []
@@ -247,7 +262,7 @@ def scan_resources(skill_md: Path) -> Resources:
                 reason = _unservable_name(rel)
             if reason is None:
                 try:
-                    texts[rel] = _read_resource(path, real_folder)
+                    texts[rel] = _read_resource(path, links)
                     continue
                 except ReadRefused as exc:
                     reason = str(exc)
@@ -281,7 +296,8 @@ def _unservable_name(rel: str) -> str | None:
     return None
 
 
-def _read_resource(path: Path, real_folder: Path) -> str:
+def _read_resource(path: Path, links: _Links) -> str:
+    real_folder = links.folder
     if path.is_symlink():
         try:
             target = path.resolve(strict=True)
@@ -292,7 +308,7 @@ def _read_resource(path: Path, real_folder: Path) -> str:
         if target.is_dir():
             raise ReadRefused("a symlinked folder (not followed)")
         path = target
-    return _decode(_read_regular(path, MAX_RESOURCE_BYTES, real_folder))
+    return _decode(_read_regular(path, MAX_RESOURCE_BYTES, links))
 
 
 def _containers(root: Path) -> list[Path]:
