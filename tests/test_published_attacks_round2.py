@@ -215,3 +215,52 @@ def test_a_card_whose_front_matter_never_ends_is_read_up_to_a_bound(tmp_path):
     (repo / "README.md").write_text("---\n" + "# x\n" * 400_000)
     with pytest.raises(HubError, match=r"README\.md.*front matter"):
         load_transitions(repo)
+
+
+HEAVY_CLIENT = """
+import sys
+from pathlib import Path
+from hf_skillfollow.hub import _budget, load_transitions
+limit = int(sys.argv[2])
+_budget.BUDGETS["transitions"] = _budget.Budget(
+    file_bytes=limit, decoded_bytes=1 << 30, string_chars=4096, rows=10**7
+)
+try:
+    print("rows", load_transitions(sys.argv[1]).num_rows)
+except Exception as exc:
+    print(type(exc).__name__, exc)
+home = Path(sys.argv[3])
+print("parquet downloaded", sum(1 for p in home.rglob("*.parquet")))
+"""
+
+
+def test_a_hub_repo_over_the_file_budget_is_refused_before_its_files_are_downloaded(tmp_path):
+    """On 15acf83 the Hub path downloaded every file the card's `configs` matched
+    (`snapshot_download`) and only then summed their sizes against the budget: a repo of
+    100 GB of run files filled the disk of the Space before the board refused it. Served by
+    the olah mirror with the real `huggingface_hub`: the sizes the Hub lists are summed
+    first (a dry run) and nothing is downloaded over the budget."""
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+    from tests._fixtures_hub import two_cell_runs
+    from tests._olah import client, git_commit, mirror
+
+    pytest.importorskip("olah")
+    runs = two_cell_runs(tmp_path / "runs")
+    repo = tmp_path / "mirrors" / "datasets" / "org" / "heavy"
+    res = CliRunner().invoke(
+        cli, ["push", *map(str, runs), "--repo", "org/heavy", "--dry-run", str(repo)]
+    )
+    assert res.exit_code == 0, res.output
+    git_commit(repo)
+    size = sum(p.stat().st_size for p in (repo / "data" / "transitions").glob("*.parquet"))
+    with mirror(tmp_path, "org/heavy") as endpoint:
+        home = tmp_path / "client"
+        home.mkdir()
+        over = client(endpoint, HEAVY_CLIENT, "org/heavy", str(size - 1), str(home), tmp=home)
+        assert over.returncode == 0, over.stderr[-3000:]
+        assert "BudgetError" in over.stdout and "org/heavy" in over.stdout, over.stdout
+        assert "parquet downloaded 0" in over.stdout, over.stdout
+        under = client(endpoint, HEAVY_CLIENT, "org/heavy", str(10 * size), str(home), tmp=home)
+        assert "rows 40" in under.stdout, under.stdout + under.stderr[-2000:]

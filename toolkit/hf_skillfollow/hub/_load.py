@@ -237,7 +237,7 @@ def read_config_files(root: Path, config: Config, source: str) -> pa.Table:
             f"{source}: not a skillfollow results repo: it has no {config!r} config "
             "(a results repo's README declares 'transitions' and 'traces' over data/<config>/*.parquet)"
         )
-    return read_parquet_files(files, config)
+    return read_parquet_files(files, config, source)
 
 
 def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") -> pa.Table:
@@ -295,6 +295,9 @@ def _load_hub(repo_id: str, config: Config) -> pa.Table:
     )
 
     def fetch(patterns: list[str]) -> Path:
+        # The sizes the Hub lists are summed before any byte is fetched: reading the files
+        # is held to the budget, and so is writing them to this disk first.
+        _check_download(repo_id, patterns, config)
         return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns))
 
     try:
@@ -315,6 +318,35 @@ def _load_hub(repo_id: str, config: Config) -> pa.Table:
             f"{repo_id}: cannot download its {config} files ({_first_line(exc)})"
         ) from None
     return read_config_files(folder, config, repo_id)
+
+
+def _check_download(repo_id: str, patterns: list[str], config: Config) -> None:
+    """A BudgetError naming `repo_id` when the files `snapshot_download` would fetch for
+    `patterns` (its own dry run: the same listing, filter, offline and unreachable-Hub
+    handling) hold more bytes than the budget of `config` allows: every file counts, the
+    card and any file a card's pattern matches. A huggingface_hub without dry runs (before
+    1.1) is not asked; the files are then held to the budget when read, as before."""
+    import inspect
+
+    from huggingface_hub import snapshot_download
+
+    from hf_skillfollow.hub._budget import BUDGETS, BudgetError
+
+    if "dry_run" not in inspect.signature(snapshot_download).parameters:
+        return
+    try:
+        planned = snapshot_download(
+            repo_id, repo_type="dataset", allow_patterns=patterns, dry_run=True
+        )
+    except OSError:  # offline or unreachable (DryRunError): nothing can be fetched
+        return
+    total = sum(int(getattr(f, "file_size", 0) or 0) for f in planned)
+    limit = BUDGETS[config].file_bytes
+    if total > limit:
+        raise BudgetError(
+            f"{repo_id}: its {config} files hold {total:,} bytes, past {limit:,} bytes of files "
+            "(a source may cost at most that); nothing was downloaded and the source is not shown"
+        )
 
 
 def _first_line(exc: BaseException) -> str:
