@@ -288,3 +288,61 @@ def test_a_folder_past_the_entry_bound_is_refused_before_it_is_listed_whole(
     _many_files(tmp_path / "job" / "junk", 5_000)  # listed whole: about 1.4 MB
     assert _peak_bytes(lambda: list(_walk.walk_files(tmp_path / "job", "result.json"))) < 400_000
     assert _peak_bytes(lambda: _skill_creator._dirs(tmp_path / "job" / "junk")) < 400_000
+
+
+# ------------------------------------------------ skill-creator's benchmark.json cross-check
+
+
+def _benchmark(ws: Path, runs: list) -> None:  # noqa: ANN001
+    path = ws / "iteration-2" / "benchmark.json"
+    data = json.loads(path.read_text())
+    data["runs"] = runs
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("bad", [{"run_number": [1]}, {"configuration": {"a": 1}}])
+def test_a_benchmark_run_with_an_unhashable_field_is_a_note(tmp_path: Path, bad: dict) -> None:
+    # run_number [1] made the lookup key unhashable: TypeError, a traceback
+    ws = build_skill_creator(tmp_path)
+    run = {"eval_id": 1, "eval_name": "forms", "configuration": "with_skill", "run_number": 1,
+           "result": {"passed": 2, "total": 2}}  # fmt: skip
+    _benchmark(ws, [{**run, **bad}])
+    result = _invoke("skill-creator", str(ws), "-o", str(tmp_path / "runs"))
+    assert result.exit_code == 0, result.output
+    assert "benchmark.json: runs[0] (forms, " in result.output
+    assert "has no graded run" in result.output
+
+
+def test_a_huge_benchmark_json_cross_check_is_bounded(tmp_path: Path) -> None:
+    # each of benchmark.json's runs was compared with every graded run: 600,000 runs against
+    # 300 evals did not finish in 2 minutes. Matched by id in one look-up; by name within a
+    # bounded number of comparisons, the rest counted in one note.
+    import time
+
+    from hf_skillfollow.importers._base import Trial
+    from hf_skillfollow.importers._skill_creator import _cross_check
+
+    it = tmp_path / "iteration-1"
+    trials = []
+    for i in range(300):
+        for arm, config in (("se", "with_skill"), ("sd", "without_skill")):
+            folder = it / f"eval-{i}-n{i}" / config
+            folder.mkdir(parents=True)
+            (folder / "grading.json").write_text('{"expectations": []}')
+            trials.append(Trial(arm, f"eval-{i}-n{i}", "", "", False, None, folder))
+    runs = [{"eval_id": 7, "configuration": "with_skill", "result": {"passed": 1, "total": 1}}]
+    runs += [{"eval_name": f"zz{i}"} for i in range(100_000)]
+    (it / "benchmark.json").write_text(json.dumps({"runs": runs}))
+    began = time.monotonic()
+    notes = _cross_check(it, trials, "without_skill")
+    assert time.monotonic() - began < 10
+    bench = it / "benchmark.json"
+    assert notes[0] == (f"{bench}: runs[0] (eval-7-n7, with_skill, run 1) says 1/1 expectations "
+                        "passed, its grading.json 0/0; the grading counts")  # fmt: skip
+    assert notes[1] == f"{bench}: runs[1] (zz0, None, run 1) has no graded run"
+    # 2,000,000 comparisons of 300 folders: runs[1] to runs[6666] matched by name, 49 listed
+    assert notes[50:] == [
+        f"{bench}: 6,617 more run(s) disagree with the gradings or have none",
+        f"{bench}: 93,334 run(s) not cross-checked (matching them by eval_name took over "
+        "2,000,000 comparisons)",
+    ]

@@ -39,6 +39,11 @@ from hf_skillfollow.importers._walk import (
 _ARMS = ("with_skill", "without_skill", "old_skill")
 _ITERATION = re.compile(r"iteration-(\d{1,6})")
 _RUN = re.compile(r"run-(\d{1,6})")
+#: Notes kept of benchmark.json's disagreements (the rest counted), and the comparisons spent
+#: matching its runs to eval folders by name; characters of its values shown in a note.
+_MAX_NOTES = 50
+_MAX_NAME_SCANS = 2_000_000
+_SHOWN = 80
 _TRANSCRIPTS = ("transcript.jsonl", "outputs/transcript.jsonl", "transcript.json",
                 "outputs/transcript.json")  # fmt: skip
 
@@ -195,37 +200,57 @@ def _cross_check(iteration: Path, trials: list[Trial], baseline: str) -> list[st
         graded[(t.task, config, int(m.group(1)) if m else 1)] = grading_counts(
             read_json(grading, t.source), grading
         )
-    notes = []
+    return _disagreements(bench, runs, graded)
+
+
+def _disagreements(
+    bench: Path, runs: list[Any], graded: dict[tuple[str, str, int], tuple[int, int]]
+) -> list[str]:
+    """One note per run of benchmark.json that disagrees with its grading or has none (the
+    first `_MAX_NOTES`, then a count). A run is matched by `eval_id` in one look-up, else by
+    `eval_name` (the eval folder's name ends with it) within `_MAX_NAME_SCANS` comparisons in
+    all: a benchmark.json of a million runs costs no more."""
+    tasks = list(dict.fromkeys(k[0] for k in graded))
+    by_id: dict[str, str] = {}
+    for task in tasks:
+        parts = task.split("-", 2)
+        by_id.setdefault(parts[1] if len(parts) > 1 else "", task)
+    notes: list[str] = []
+    more = unchecked = scans = 0
     for i, run in enumerate(runs):
         if not isinstance(run, dict):
             continue
         name, eval_id = run.get("eval_name"), run.get("eval_id")
         config, number = run.get("configuration"), run.get("run_number", 1)
         result = run.get("result") if isinstance(run.get("result"), dict) else {}
-        task = next((k[0] for k in graded if _names(k[0], name, eval_id)), None)
-        key = (task, config, number)
-        if task is None or key not in graded:
-            notes.append(
-                f"{bench}: runs[{i}] ({name or eval_id}, {config}, run {number}) has no graded run"
-            )
+        task = by_id.get(str(eval_id)) if isinstance(eval_id, int | str) else None
+        if task is None and isinstance(name, str) and name:
+            if scans + len(tasks) > _MAX_NAME_SCANS:
+                unchecked += 1
+                continue
+            scans += len(tasks)
+            task = next((t for t in tasks if t.endswith(name)), None)
+        shown = f"{config!s:.{_SHOWN}}, run {number!s:.{_SHOWN}}"
+        have = None
+        if isinstance(config, str) and isinstance(number, int) and not isinstance(number, bool):
+            have = graded.get((task, config, number)) if task is not None else None
+        if have is None:
+            text = f"runs[{i}] ({name or eval_id!s:.{_SHOWN}}, {shown}) has no graded run"
+        elif (said := (result.get("passed"), result.get("total"))) != have:
+            text = (f"runs[{i}] ({task}, {shown}) says {said[0]!s:.{_SHOWN}}/{said[1]!s:.{_SHOWN}} "
+                    f"expectations passed, its grading.json {have[0]}/{have[1]}; the grading counts")  # fmt: skip
+        else:
             continue
-        have = graded[key]
-        said = (result.get("passed"), result.get("total"))
-        if said != have:
-            notes.append(
-                f"{bench}: runs[{i}] ({task}, {config}, run {number}) says {said[0]}/{said[1]} "
-                f"expectations passed, its grading.json {have[0]}/{have[1]}; the grading counts"
-            )
+        if len(notes) < _MAX_NOTES:
+            notes.append(f"{bench}: {text}")
+        else:
+            more += 1
+    if more:
+        notes.append(f"{bench}: {more:,} more run(s) disagree with the gradings or have none")
+    if unchecked:
+        notes.append(f"{bench}: {unchecked:,} run(s) not cross-checked (matching them by "
+                     f"eval_name took over {_MAX_NAME_SCANS:,} comparisons)")  # fmt: skip
     return notes
-
-
-def _names(folder: str, name: object, eval_id: object) -> bool:
-    """Whether the eval folder `eval-<id>[-<name>]` is benchmark.json's eval (by id or name)."""
-    parts = folder.split("-", 2)
-    ids = parts[1] if len(parts) > 1 else ""
-    return (eval_id is not None and str(eval_id) == ids) or (
-        isinstance(name, str) and bool(name) and folder.endswith(name)
-    )
 
 
 def _with_model(trial: Trial, model: str) -> Trial:
