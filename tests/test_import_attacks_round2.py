@@ -346,3 +346,14 @@ def test_a_huge_benchmark_json_cross_check_is_bounded(tmp_path: Path) -> None:
         f"{bench}: 93,334 run(s) not cross-checked (matching them by eval_name took over "
         "2,000,000 comparisons)",
     ]
+
+
+@pytest.mark.parametrize("where", ["a-file", "a-file/below"])
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path: Path, where: str) -> None:
+    # -o naming a file (or a folder below one) raised NotADirectoryError / FileExistsError
+    se, sd = _run_of(tmp_path, "A", 1.0, "2026-01-26T03:00:00")
+    (tmp_path / "a-file").write_text("x")
+    out = tmp_path / where
+    line = _error_line(_harbor(se, sd, out))
+    assert line.startswith(f"Error: output folder (-o) {out}: cannot make imported-")
+    assert line.endswith("(Not a directory)")

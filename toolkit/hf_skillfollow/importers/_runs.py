@@ -329,7 +329,12 @@ def _write_repeat(
         manifest = recorded  # its created_at stays
         result.notes.extend(store.recover(run_id=run_id))
     else:
-        store.root.mkdir(parents=True, exist_ok=True)
+        try:
+            store.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # -o names a file, or a folder that cannot be made
+            raise ImportInputError(
+                f"output folder (-o) {output_dir}: cannot make {run_id} there ({exc.strerror})"
+            ) from None
         store.write_manifest(manifest)
     records = {r["task_id"]: r for r in store.read_records()}
     for pair in pairs:  # all checked before anything is appended
