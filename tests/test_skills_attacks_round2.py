@@ -88,3 +88,33 @@ def test_a_hard_link_to_a_file_outside_is_still_refused_among_many(tmp_path: Pat
     skill = pool.get("linked")
     assert "leak.md" not in skill.resources and len(skill.resources) == 40
     assert dict(skill.unserved)["leak.md"] == "a hard link to a file outside the skill folder"
+
+
+def test_a_skill_description_in_the_skill_disabled_request_is_an_arm_integrity_violation(
+    tmp_path: Path,
+) -> None:
+    """The catalog the SE arm is shown is every skill's description (and a search hit shows it
+    at the top of the SKILL.md): a task prompt quoting one hands the SD arm part of the
+    treatment. Only bodies and served files were looked for: a 223-character description
+    pasted into the SD request was `ok`."""
+    from hf_skillfollow._arm_integrity import sd_request_integrity
+
+    description = "Binary search for the first index where a monotone condition becomes true."
+    folder = tmp_path / "lower-bound"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        f"---\nname: lower-bound\ndescription: {description}\n---\n# Lower bound\n\nShort.\n",
+        encoding="utf-8",
+    )
+    pool = load_pool(tmp_path)
+    quoted = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": f"Solve it.\n{description.replace(' ', chr(10), 3)}"},
+    ]
+    verdict = sd_request_integrity(pool, quoted)
+    assert verdict == (
+        "violation: 1 pool skill text(s) in the skill-disabled request: "
+        "skill 'lower-bound' description"
+    )
+    clean = [{"role": "user", "content": "Solve it: find the first index of 3 in [1, 3, 3]."}]
+    assert sd_request_integrity(pool, clean) == "ok"

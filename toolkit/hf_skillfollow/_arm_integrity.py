@@ -2,7 +2,7 @@
 
 `sd_request_integrity(pool, messages)` checks one recorded SD request (every message sent to
 the model: system prompt, task, attached files) for the text of any pool skill: a SKILL.md
-body or a served file. A task's prompt that quotes a skill (an eval attaching a reference, a
+body, a description or a served file. A task's prompt that quotes a skill (an eval attaching a reference, a
 task file pasting a SKILL.md) hands the SD arm what only the SE arm should read, and the pair
 no longer measures the skills. The verdict is the transitions column `arm_integrity`, in the
 form the importers use for a without-skills trial (docs/import.md): `ok`, or
@@ -36,13 +36,18 @@ def _collapse(text: str) -> str:
 
 
 def pool_texts(pool: SkillPool) -> tuple[tuple[str, str], ...]:
-    """(what, collapsed text) of every skill body and served file of `pool` worth looking for."""
+    """(what, collapsed text) of every skill body, description and served file of `pool` worth
+    looking for: the description is SE-only too (the catalog shows it, a search hit's SKILL.md
+    starts with it)."""
     cached = _TEXTS.get(id(pool))
     if cached is not None and cached[0] is pool:
         return cached[1]
     found: dict[str, str] = {}
     for skill in pool.skills:
-        named = [(f"skill {skill.name!r} SKILL.md body", skill.body)]
+        named = [
+            (f"skill {skill.name!r} SKILL.md body", skill.body),
+            (f"skill {skill.name!r} description", skill.description),
+        ]
         named += [
             (f"skill {skill.name!r} file {rel!r}", text)
             for rel, text in zip(skill.resources, skill.resource_texts, strict=True)
