@@ -315,3 +315,87 @@ def test_a_skill_eval_task_padded_past_the_check_is_still_refused(tmp_path: Path
     task = _task(tmp_path, "padded", toml)
     with pytest.raises(HarnessError, match="is a skill eval written by hf-skillfollow"):
         refuse_judged([task])
+
+
+_PLANTED = (
+    "import os, pathlib\n"
+    "pathlib.Path(os.environ['HAR_MARKER_DIR'], 'ran-' + __name__).write_text('on the host')\n"
+)
+
+
+@pytest.fixture
+def hostile_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The current folder is a downloaded benchmark that plants `hf_skillfollow` and
+    `llama_cpp` packages: a Python started with `-c` or `-m` puts the current folder first on
+    its path and imports them instead of the installed ones, on the host (as root for the
+    sandbox). Each writes a marker file when imported."""
+    cwd = tmp_path / "benchmark"
+    for package in ("hf_skillfollow", "llama_cpp"):
+        (cwd / package).mkdir(parents=True)
+        (cwd / package / "__init__.py").write_text(_PLANTED)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    monkeypatch.setenv("HAR_MARKER_DIR", str(markers))
+    monkeypatch.chdir(cwd)
+    return markers
+
+
+def test_the_sandbox_probe_never_imports_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hostile_cwd: Path
+) -> None:
+    # Before: `python -c "import hf_skillfollow.harness._env"` in Harbor's interpreter ran
+    # ./hf_skillfollow/__init__.py (seen with the real CLI and .venv-harbor).
+    import os
+    import sys
+
+    from hf_skillfollow.harness._errors import HarnessError
+    from hf_skillfollow.harness._harbor import _check_sandbox_importable
+
+    harbor_bin = tmp_path / "harbor-bin"
+    harbor_bin.mkdir()
+    os.symlink(sys.executable, harbor_bin / "python")  # an interpreter without Harbor
+    with pytest.raises(HarnessError, match="does not import in Harbor's interpreter"):
+        _check_sandbox_importable(harbor_bin / "harbor")
+    assert list(hostile_cwd.iterdir()) == []
+
+
+def test_pythons_under_harbor_never_import_the_current_folder(hostile_cwd: Path) -> None:
+    # Harbor starts the sandbox's init as `python -m hf_skillfollow.harness._nsinit` (harness/
+    # _env.py) in the current folder: its environment now says PYTHONSAFEPATH.
+    import subprocess
+    import sys
+
+    from hf_skillfollow.harness._harbor import harbor_env
+
+    env = harbor_env()
+    env["HAR_MARKER_DIR"] = str(hostile_cwd)
+    done = subprocess.run(
+        [sys.executable, "-c", "import hf_skillfollow; print(hf_skillfollow.__file__)"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "benchmark" not in done.stdout and list(hostile_cwd.iterdir()) == []
+
+
+def test_the_embedded_server_never_imports_the_current_folder(
+    tmp_path: Path, hostile_cwd: Path
+) -> None:
+    # `python -m llama_cpp.server` ran ./llama_cpp/__init__.py; with a GGUF that is no model
+    # the real server then fails to start, one line.
+    import asyncio
+
+    pytest.importorskip("llama_cpp")
+    from hf_skillfollow.backends._server import free_port
+    from hf_skillfollow.harness._errors import HarnessError
+    from hf_skillfollow.harness._harbor import _Embedded, _serving
+
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"not a model")
+
+    async def serve() -> None:
+        async with _serving(_Embedded(bogus, free_port(), 1)):
+            pass
+
+    with pytest.raises(HarnessError):
+        asyncio.run(serve())
+    assert list(hostile_cwd.iterdir()) == []

@@ -451,8 +451,10 @@ def _check_sandbox_importable(harbor: Path) -> None:
     target = ENVIRONMENTS["sandbox"].split(":")[0]
     import subprocess
 
+    # -P: `-c` would put the current folder first on the path, and a benchmark checkout
+    # holding `hf_skillfollow/` would run on the host (seen before 5 Dec)
     probe = subprocess.run(
-        [str(python), "-c", f"import {target}"], capture_output=True, text=True, timeout=120
+        [str(python), "-P", "-c", f"import {target}"], capture_output=True, text=True, timeout=120
     )
     if probe.returncode != 0:
         raise HarnessError(
@@ -473,6 +475,9 @@ def harbor_env() -> dict[str, str]:
     env.setdefault("HARBOR_TELEMETRY", "0")
     env.setdefault(_EMBEDDED_KEY, "sk-no-key-required")
     env["PYTHONUNBUFFERED"] = "1"
+    # Every Python Harbor starts here (the sandbox's init is `python -m ...`) leaves the
+    # current folder off its path: a folder of downloaded tasks may hold `hf_skillfollow/`.
+    env["PYTHONSAFEPATH"] = "1"
     return env
 
 
@@ -538,7 +543,8 @@ async def _serving(server: _Embedded | None) -> AsyncIterator[None]:
         config = Path(tmp) / "server.json"
         config.write_text(json.dumps(server_config(
             server.gguf, server.gguf.name, port=server.port, n_threads=server.threads)))  # fmt: skip
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config)]
+        # -P: `-m` would put the current folder first on the path (a `llama_cpp/` there runs)
+        cmd = [sys.executable, "-P", "-m", "llama_cpp.server", "--config_file", str(config)]
         try:
             async with launched_server(
                 "llama.cpp", cmd, ready_url=f"http://127.0.0.1:{server.port}/v1/models",
