@@ -357,3 +357,51 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path: Path, where:
     line = _error_line(_harbor(se, sd, out))
     assert line.startswith(f"Error: output folder (-o) {out}: cannot make imported-")
     assert line.endswith("(Not a directory)")
+
+
+# ------------------------------------------------------------- strings kept in every row
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "value"),
+    [("harbor", "task_checksum", "c" * 1_000_000), ("harbor", "started_at", "2026" + "x" * 300),
+     ("benchflow", "started_at", "s" * 1_000_000)],
+)  # fmt: skip
+def test_a_megabyte_checksum_or_start_time_is_one_line(
+    tmp_path: Path, fmt: str, name: str, value: str
+) -> None:
+    # Both were kept whole: a 5 MB task_checksum and started_at made a 10 MB manifest and
+    # 20 MB of records for one pair (the manifest lists every task's two checksums).
+    se, sd = _arms(tmp_path)
+    if fmt == "harbor":
+        trial = write_trial(se, "a__1", "task-a", stream=cc_stream())
+        write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    else:
+        trial = write_rollout(se, "r1", "task-a")
+        write_rollout(sd, "r2", "task-a", reward=0.0)
+    _edit(trial / "result.json", **{name: value})
+    line = _error_line(_invoke(fmt, "--with-skills", str(se), "--without-skills", str(sd),
+                               "-o", str(tmp_path / "runs")))  # fmt: skip
+    assert line == f"Error: {trial}/result.json: field {name!r} is longer than 200 characters"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_megabyte_executor_start_is_one_line(tmp_path: Path) -> None:
+    ws = build_skill_creator(tmp_path)
+    timing = ws / "iteration-2" / "eval-1-forms" / "with_skill" / "timing.json"
+    timing.write_text(json.dumps({"executor_start": "t" * 1_000_000}))
+    line = _error_line(_invoke("skill-creator", str(ws), "-o", str(tmp_path / "runs")))
+    assert line == f"Error: {timing}: field 'executor_start' is longer than 200 characters"
+
+
+def test_megabyte_reward_names_are_bounded_in_the_error_row(tmp_path: Path) -> None:
+    se, sd = _arms(tmp_path)
+    trial = write_trial(se, "a__1", "task-a", stream=cc_stream())
+    _edit(trial / "result.json", verifier_result={"rewards": {"k" * 1_000_000: 1, "b": 0}})
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    (run,) = out.iterdir()
+    (row,) = pq.read_table(run / "transitions.parquet").to_pylist()
+    assert row["se_error"].startswith("no 'reward' among the verifier's rewards ['b', 'kkk")
+    assert len(row["se_error"]) == 500

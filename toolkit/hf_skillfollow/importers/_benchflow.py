@@ -39,6 +39,7 @@ from hf_skillfollow.importers._harbor import (
 from hf_skillfollow.importers._walk import field, find_file, read_json
 
 _MAX_TEXT = 500
+_MAX_NAME = 200
 _ERRORS = ("error", "verifier_error", "export_error")
 # Harbor's TrialResult fields: a BenchFlow result names its rollout `rollout_name` or, as
 # SkillsBench's 2026-05 OpenCode rollouts do, `trial_name`, but never has these.
@@ -80,7 +81,7 @@ def read_rollout(
         arm=arm,
         task=task,
         checksum=_checksum(data, path),
-        started_at=field(data, path, "started_at", kind=str) or "",
+        started_at=field(data, path, "started_at", kind=str, max_chars=_MAX_NAME) or "",
         passed=error is None and reward is not None and reward >= options.pass_threshold,
         error=error,
         source=folder,

@@ -262,8 +262,9 @@ def read_trial(
         return Unfinished(str(path))
     folder = path.parent
     task = field(data, path, "task_name", kind=str, required=True)
-    checksum = field(data, path, "task_checksum", kind=str) or ""
-    started = field(data, path, "started_at", kind=str) or ""
+    # kept in every trace, and the checksums in the manifest's task list
+    checksum = field(data, path, "task_checksum", kind=str, max_chars=_MAX_NAME) or ""
+    started = field(data, path, "started_at", kind=str, max_chars=_MAX_NAME) or ""
     error = _exception(data, path)
     reward = None
     if error is None:
@@ -339,7 +340,7 @@ def _reward(data: dict[str, Any], path: Path) -> tuple[float | None, str | None]
     elif len(rewards) == 1:
         name, value = next(iter(rewards.items()))
     else:
-        return None, f"no 'reward' among the verifier's rewards {sorted(rewards)[:5]}"
+        return None, f"no 'reward' among the verifier's rewards {sorted(rewards)[:5]}"[:_MAX_TEXT]
     return reward_value(value, path, f"verifier_result.rewards.{name}"), None
 
 

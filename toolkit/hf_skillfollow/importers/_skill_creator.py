@@ -136,7 +136,7 @@ def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
     seconds = 0.0
     if timing_path is not None:
         timing = read_json(timing_path, run)
-        started = field(timing, timing_path, "executor_start", kind=str) or ""
+        started = field(timing, timing_path, "executor_start", kind=str, max_chars=200) or ""
         seconds = seconds_value(
             field(timing, timing_path, "executor_duration_seconds", kind=(int, float))
         )

@@ -133,10 +133,12 @@ def field(
     *keys: str,
     kind: type | tuple[type, ...] | None = None,
     required: bool = False,
+    max_chars: int | None = None,
 ) -> Any:
     """`data[k1][k2]...`, None when absent; a wrong type is an error naming file and field.
 
-    A JSON `true` is no number: `bool` matches only a `kind` that names it."""
+    A JSON `true` is no number: `bool` matches only a `kind` that names it. `max_chars`: a
+    longer string is an error too (a value every row or the manifest keeps whole)."""
     value = data
     for key in keys:
         if not isinstance(value, dict) or value.get(key) is None:
@@ -151,5 +153,9 @@ def field(
         want = "/".join(k.__name__ for k in kinds)
         raise ImportInputError(
             f"{path}: field {'.'.join(keys)!r} is a {type(value).__name__}, expected {want}"
+        )
+    if max_chars is not None and isinstance(value, str) and len(value) > max_chars:
+        raise ImportInputError(
+            f"{path}: field {'.'.join(keys)!r} is longer than {max_chars} characters"
         )
     return value
