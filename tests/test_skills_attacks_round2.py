@@ -118,3 +118,29 @@ def test_a_skill_description_in_the_skill_disabled_request_is_an_arm_integrity_v
     )
     clean = [{"role": "user", "content": "Solve it: find the first index of 3 in [1, 3, 3]."}]
     assert sd_request_integrity(pool, clean) == "ok"
+
+
+_LFS = (
+    "version https://git-lfs.github.com/spec/v1\n"
+    "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+)
+
+
+def test_a_git_lfs_pointer_is_not_served_as_the_file_it_stands_for(tmp_path: Path) -> None:
+    """A library cloned without `git lfs` holds pointers in place of its LFS files: a font or a
+    PDF (not served when fetched: binary) was served and hashed as three lines of text, and a
+    SKILL.md pointer was refused as a file without front matter."""
+    folder = _skill(tmp_path, "fonts", body="Use the font in assets/.\n")
+    (folder / "assets").mkdir()
+    (folder / "assets" / "font.ttf").write_text(_LFS, encoding="utf-8")
+    (folder / "assets" / "note.md").write_text("version 2 of the notes\n", encoding="utf-8")
+    (tmp_path / "pointer").mkdir()
+    (tmp_path / "pointer" / "SKILL.md").write_text(_LFS, encoding="utf-8")
+    report = validate_pool(tmp_path)
+    by_name = {r.path.parent.name: r for r in report.skills}
+    fonts = by_name["fonts"].skill
+    assert fonts is not None and fonts.resources == ("assets/note.md",)
+    assert "Git LFS pointer" in dict(fonts.unserved)["assets/font.ttf"]
+    (error,) = by_name["pointer"].findings
+    assert error.severity == "error" and error.field == "file"
+    assert error.message.startswith("a Git LFS pointer, not the file's content")

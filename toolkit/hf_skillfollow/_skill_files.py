@@ -135,6 +135,22 @@ class _Links:
         return self._names[(info.st_dev, info.st_ino)] >= info.st_nlink
 
 
+#: How a Git LFS pointer file starts (git-lfs spec v1): a clone without `git lfs` (or a Hub
+#: repository's) leaves these few lines in place of the file.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\n"
+_LFS_POINTER_MAX = 1024
+
+
+def _skill_bytes(path: Path, limit: int, links: _Links) -> bytes:
+    """`_read_regular` for a file of a skill folder, refusing a Git LFS pointer: it stands for
+    content that was not fetched (a font, a PDF, a large reference), which would otherwise be
+    served and hashed as three lines of text."""
+    data = _read_regular(path, limit, links)
+    if len(data) < _LFS_POINTER_MAX and data.startswith(_LFS_POINTER):
+        raise ReadRefused("a Git LFS pointer, not the file's content (fetch it: `git lfs pull`)")
+    return data
+
+
 def _decode(data: bytes) -> str:
     if b"\x00" in data:
         raise ReadRefused("holds NUL bytes (a binary file)")
@@ -171,7 +187,7 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
     if not _inside(target, real_folder):
         raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
     try:
-        return _read_regular(target, limit, _Links(real_folder))
+        return _skill_bytes(target, limit, _Links(real_folder))
     except ReadRefused as exc:
         raise SkillFileError(str(exc)) from None
 
@@ -185,7 +201,7 @@ def read_skill_md(path: Path) -> str | Finding:
     if not _inside(target, path.parent.resolve()):
         return error(path, "file", "a symlink leading outside the skill folder")
     try:
-        return _decode(_read_regular(target, MAX_SKILL_BYTES, _Links(path.parent.resolve())))
+        return _decode(_skill_bytes(target, MAX_SKILL_BYTES, _Links(path.parent.resolve())))
     except ReadRefused as exc:
         return error(path, "file", str(exc))
 
@@ -308,7 +324,7 @@ def _read_resource(path: Path, links: _Links) -> str:
         if target.is_dir():
             raise ReadRefused("a symlinked folder (not followed)")
         path = target
-    return _decode(_read_regular(path, MAX_RESOURCE_BYTES, links))
+    return _decode(_skill_bytes(path, MAX_RESOURCE_BYTES, links))
 
 
 def _containers(root: Path) -> list[Path]:
