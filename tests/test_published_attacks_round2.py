@@ -264,3 +264,53 @@ def test_a_hub_repo_over_the_file_budget_is_refused_before_its_files_are_downloa
         assert "parquet downloaded 0" in over.stdout, over.stdout
         under = client(endpoint, HEAVY_CLIENT, "org/heavy", str(10 * size), str(home), tmp=home)
         assert "rows 40" in under.stdout, under.stdout + under.stderr[-2000:]
+
+
+def _linked_source(root: Path) -> tuple[Path, Path]:
+    """A folder of runs as a publisher hands it over (a `git clone` keeps links): one honest
+    run, and one whose files are relative links to a private run elsewhere on this machine."""
+    private = write_run_dir(
+        root / "private", "run-secret", CELL_A, cell_id="cellS", model="me/private"
+    )
+    source = root / "published"
+    write_run_dir(source, "run-g", CELL_A, cell_id="cellG", model="org/good")
+    linked = source / "run-h"
+    linked.mkdir()
+    for name in ("transitions.parquet", "traces.parquet"):
+        (linked / name).symlink_to(Path("../../private/run-secret") / name)
+    repo = root / "repo"  # the same link inside a results repo folder
+    (repo / "data" / "transitions").mkdir(parents=True)
+    (repo / "README.md").write_text(
+        "---\nconfigs:\n- config_name: transitions\n  data_files: data/transitions/*.parquet\n---\n"
+    )
+    (repo / "data" / "transitions" / "run-secret.parquet").symlink_to(
+        private / "transitions.parquet"
+    )
+    return source, repo
+
+
+def test_a_link_out_of_a_local_source_is_never_followed(tmp_path):
+    """On 8717022 the board showed `me/private`'s run under the published folder (its
+    transitions and traces read through the links), and `load_transitions` (`verify`) read
+    the private rows through a run folder's or a repo folder's link. A link that stays inside
+    the source is read as before."""
+    source, repo = _linked_source(tmp_path)
+    board = load_board([str(source)], resamples=RESAMPLES, discover=False, use_cache=False)
+    assert "me/private" not in set(board.cells()["model"])
+    assert board.sources == []
+    assert any("run-h" in w and "link" in w for w in board.warnings), board.warnings
+    for where in (source / "run-h", repo):
+        with pytest.raises(HubError, match="link"):
+            load_transitions(where)
+    from hf_skillfollow.space_app._traces import _load as load_traces_of
+
+    note = load_traces_of(str(source))
+    assert isinstance(note, str) and "link" in note
+    inner = tmp_path / "inner"
+    (inner / "store").mkdir(parents=True)
+    rows = outcome_rows(CELL_A, run_id="run-l", cell_id="cellL", model="org/linked")
+    pq.write_table(transitions_from_rows(rows), inner / "store" / "rows.parquet")
+    (inner / "run-l").mkdir()
+    (inner / "run-l" / "transitions.parquet").symlink_to(Path("../store/rows.parquet"))
+    inside = load_board([str(inner)], resamples=RESAMPLES, discover=False, use_cache=False)
+    assert list(inside.cells()["model"]) == ["org/linked"], inside.warnings

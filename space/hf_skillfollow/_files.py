@@ -32,3 +32,21 @@ def regular_file(path: str | os.PathLike[str]) -> Path:
         )
         raise NotRegularFile(f"{path}: {kind}, not a regular file; only regular files are read")
     return Path(path)
+
+
+class OutsideSource(OSError):
+    """A path in a published folder that leads, through a symbolic link, out of that folder."""
+
+
+def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Path:
+    """`path` when it, every link resolved, stays inside the folder `root`; OutsideSource
+    naming the link otherwise. A published folder (a results repo cloned with git, a folder
+    of runs) is its publisher's: a link in it to a file elsewhere on this machine would show
+    that file's rows under the publisher's name."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    if real != top and os.path.commonpath([real, top]) != top:
+        raise OutsideSource(
+            f"{path}: a symbolic link out of {root} (to {real}); only files inside a source "
+            "are read"
+        )
+    return Path(path)

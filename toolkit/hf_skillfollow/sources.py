@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from hf_skillfollow._files import NotRegularFile, regular_file
+from hf_skillfollow._files import NotRegularFile, OutsideSource, inside, regular_file
 from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import (
@@ -99,7 +99,10 @@ def _folder_files(folder: Path) -> list[Path]:
     """A run directory's own file, else every run file and results-repo shard below `folder`."""
     own = folder / RUN_TRANSITIONS
     if own.is_file():
-        return [own]
+        try:
+            return [inside(own, folder)]
+        except OutsideSource as exc:
+            raise SourceError(str(exc)) from None
     found: list[str] = []
     # One os.walk (a repo of 10^4 runs is 10^4 files): run files anywhere, and *.parquet in
     # a folder that is, or is inside, a data/transitions folder.
@@ -116,7 +119,11 @@ def _folder_files(folder: Path) -> list[Path]:
             f"{folder}: no transitions found (looked for {RUN_TRANSITIONS} in run directories and "
             "*.parquet under data/transitions/)"
         )
-    return [Path(f) for f in sorted(found, key=lambda f: f.split(os.sep))]  # as Paths sort
+    try:  # a link out of the folder would show another file's rows as this source's
+        files = [inside(f, folder) for f in sorted(found, key=lambda f: f.split(os.sep))]
+    except OutsideSource as exc:
+        raise SourceError(str(exc)) from None
+    return files  # as Paths sort
 
 
 def _meter(budget: Budget | None, source: str) -> Meter | None:

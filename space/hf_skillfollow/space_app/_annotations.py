@@ -58,7 +58,9 @@ def _check_local(source: str) -> None:
     files += [
         p for p in path.rglob("*.parquet") if p.is_file() and f"{ANNOTATIONS_DIR}/" in p.as_posix()
     ]
-    check_files(files, "annotations", source)
+    from hf_skillfollow._files import inside
+
+    check_files([inside(f, path) for f in files], "annotations", source)
 
 
 def cell_markdown(board: Board, cell: pd.Series) -> str:

@@ -83,7 +83,10 @@ def _trace_files(root: Path) -> list[Path]:
     found = sorted(root.rglob("traces.parquet")) + sorted(
         (root / "data" / "traces").glob("*.parquet")
     )
-    return [f for f in dict.fromkeys(found) if f.is_file()]  # a dangling link is no file
+    from hf_skillfollow._files import inside
+
+    # a dangling link is no file; a link out of the source is refused (OutsideSource)
+    return [inside(f, root) for f in dict.fromkeys(found) if f.is_file()]
 
 
 def _hub_traces(repo: str) -> pa.Table | None:

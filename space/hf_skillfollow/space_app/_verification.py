@@ -109,9 +109,10 @@ def _records_of(source: str) -> list[pa.Table]:
     files = sorted(
         {f for pattern in RECORD_GLOBS for f in path.rglob(pattern) if is_record_file(f)}
     )
+    from hf_skillfollow._files import inside
     from hf_skillfollow.hub._budget import check_files
 
-    check_files(files, "verifications", source)
+    check_files([inside(f, path) for f in files], "verifications", source)
     return [read_record(f, str(f)) for f in files]
 
 

@@ -19,7 +19,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from hf_skillfollow._files import regular_file
+from hf_skillfollow._files import OutsideSource, inside, regular_file
 from hf_skillfollow.hub._layout import (
     CARD_PATH,
     RUN_ANNOTATIONS,
@@ -100,9 +100,10 @@ def _load_path(path: Path, config: Config) -> pa.Table:
         file = path / _RUN_FILES[config]
         if not file.is_file():
             raise HubError(f"{path}: run directory has no {file.name}")
-        return _read_parquet(file, config)
+        return _read_parquet(_local(file, path), config)
     if is_repo_folder(path):
-        return _validate(read_config_files(path, config, str(path)), config, str(path))
+        files = [_local(f, path) for f in config_files(path, config)]
+        return _validate(_read_config(files, config, str(path)), config, str(path))
     if path.is_file() and path.suffix == ".parquet":
         return _read_parquet(path, config)
     raise HubError(
@@ -229,9 +230,21 @@ def _paths(data_files: object) -> list[str]:
     return []
 
 
+def _local(file: Path, root: Path) -> Path:
+    """`file` of the local folder `root` when no link leads it out (`_files.inside`); a Hub
+    snapshot is not asked: its files are the cache's links to its blobs."""
+    try:
+        return inside(file, root)
+    except OutsideSource as exc:
+        raise HubError(str(exc)) from None
+
+
 def read_config_files(root: Path, config: Config, source: str) -> pa.Table:
     """Every row of `config` in the repo folder `root`, read in one threaded pass."""
-    files = config_files(root, config)
+    return _read_config(config_files(root, config), config, source)
+
+
+def _read_config(files: list[Path], config: Config, source: str) -> pa.Table:
     if not files:
         raise HubError(
             f"{source}: not a skillfollow results repo: it has no {config!r} config "
