@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_skillfollow.skills import load_pool, validate_pool
+from hf_skillfollow.skills import SkillPoolError, load_pool, validate_pool
 
 
 def _skill(root: Path, name: str, front: str = "", body: str = "Body.\n") -> Path:
@@ -144,3 +144,24 @@ def test_a_git_lfs_pointer_is_not_served_as_the_file_it_stands_for(tmp_path: Pat
     (error,) = by_name["pointer"].findings
     assert error.severity == "error" and error.field == "file"
     assert error.message.startswith("a Git LFS pointer, not the file's content")
+
+
+def test_a_hugging_face_cache_snapshot_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """`hf download REPO` without `--local-dir` leaves `snapshots/<rev>/` whose every file is a
+    relative symlink into `blobs/`, outside each skill folder (the layout huggingface_hub
+    writes, built here by hand: huggingface.co is not reachable from the tests). Refusing
+    the links is right; the error now says how to get a folder of real files."""
+    repo = tmp_path / "hub" / "datasets--someone--skills"
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / "0a1b").write_text(
+        "---\nname: pdf\ndescription: Reads PDFs.\n---\nBody.\n", encoding="utf-8"
+    )
+    skill_dir = repo / "snapshots" / "3f2e" / "skills" / "pdf"
+    skill_dir.mkdir(parents=True)
+    (skill_dir / "SKILL.md").symlink_to("../../../../blobs/0a1b")
+    with pytest.raises(SkillPoolError) as caught:
+        load_pool(repo / "snapshots" / "3f2e")
+    message = str(caught.value)
+    assert message.startswith(f"{skill_dir / 'SKILL.md'}: file: a symlink leading outside")
+    assert "`hf download REPO --local-dir DIR`, and point POOL at DIR" in message
+    assert "\n" not in message

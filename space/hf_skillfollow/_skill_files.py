@@ -192,6 +192,17 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
         raise SkillFileError(str(exc)) from None
 
 
+def _hub_cache(target: Path) -> str:
+    """The way out when `target` is a blob of a Hugging Face cache: its `snapshots/<rev>/`
+    folders link every file to `blobs/`, outside any skill folder."""
+    if target.parent.name != "blobs" or not (target.parent.parent / "snapshots").is_dir():
+        return ""
+    return (
+        " (a Hugging Face cache snapshot: download the repository into a folder of its own, "
+        "`hf download REPO --local-dir DIR`, and point POOL at DIR)"
+    )
+
+
 def read_skill_md(path: Path) -> str | Finding:
     """The normalised text of a SKILL.md, or the error naming why it is refused."""
     try:
@@ -199,7 +210,7 @@ def read_skill_md(path: Path) -> str | Finding:
     except (OSError, RuntimeError) as exc:
         return error(path, "file", f"cannot be read ({exc})")
     if not _inside(target, path.parent.resolve()):
-        return error(path, "file", "a symlink leading outside the skill folder")
+        return error(path, "file", f"a symlink leading outside the skill folder{_hub_cache(target)}")
     try:
         return _decode(_skill_bytes(target, MAX_SKILL_BYTES, _Links(path.parent.resolve())))
     except ReadRefused as exc:
@@ -320,7 +331,7 @@ def _read_resource(path: Path, links: _Links) -> str:
         except (OSError, RuntimeError):
             raise ReadRefused("a dangling or looping symlink") from None
         if not _inside(target, real_folder):
-            raise ReadRefused("a symlink leading outside the skill folder")
+            raise ReadRefused(f"a symlink leading outside the skill folder{_hub_cache(target)}")
         if target.is_dir():
             raise ReadRefused("a symlinked folder (not followed)")
         path = target
