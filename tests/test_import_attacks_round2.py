@@ -405,3 +405,41 @@ def test_megabyte_reward_names_are_bounded_in_the_error_row(tmp_path: Path) -> N
     (row,) = pq.read_table(run / "transitions.parquet").to_pylist()
     assert row["se_error"].startswith("no 'reward' among the verifier's rewards ['b', 'kkk")
     assert len(row["se_error"]) == 500
+
+
+# ------------------------------------------------ a trial that finishes after a later one
+
+
+def test_a_trial_finishing_after_a_later_one_keeps_the_pairs(tmp_path: Path) -> None:
+    # SD's 03:00 trial was still running when its 04:00 one had finished: the first import
+    # paired SE's 03:00 trial with SD's 04:00 one; once the 03:00 one finished, the ordinal
+    # pairs shifted (03:00 with 03:00), so the recorded pair no longer matched (before the
+    # recorded-trials check: SD's 04:00 trial was used in two pairs). Trials of an arm started
+    # at or after one of its trials still running are held back until it finishes.
+    se, sd = _arms(tmp_path)
+    three, four = "2026-01-26T03:00:00", "2026-01-26T04:00:00"
+    write_trial(se, "a__1", "task-a", started=three, stream=cc_stream())
+    write_trial(se, "a__3", "task-a", started=four, reward=0.0, stream=cc_stream())
+    running = write_trial(sd, "a__2", "task-a", started=three, reward=None, stream=cc_stream(init=False))  # fmt: skip
+    _edit(running / "result.json", finished_at=None)
+    write_trial(sd, "a__4", "task-a", started=four, reward=1.0, stream=cc_stream(init=False))
+    write_trial(se, "b__1", "task-b", stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    first = _harbor(se, sd, out)
+    assert first.exit_code == 0, first.output
+    assert ("1 trial(s) still running (no finished_at, verdict or exception) left out, and 1 "
+            "finished trial(s) of their task and arm started at or after them held back") in first.output  # fmt: skip
+    assert "1 pair(s) in 1 run folder(s)" in first.output  # task-b only
+    _edit(running / "result.json", finished_at=three, verifier_result={"rewards": {"reward": 0.0}})
+    later = _harbor(se, sd, out)
+    assert later.exit_code == 0, later.output
+    pairs = {}
+    for trace in _traces(out):
+        details = json.loads(trace["scorer_details"])
+        pairs.setdefault((trace["run_id"][-2:], trace["task_id"]), {})[trace["arm"]] = details["trial"]
+    assert pairs == {
+        ("r0", "task-a"): {"se": "a__1", "sd": "a__2"},
+        ("r0", "task-b"): {"se": "b__1", "sd": "b__2"},
+        ("r1", "task-a"): {"se": "a__3", "sd": "a__4"},
+    }

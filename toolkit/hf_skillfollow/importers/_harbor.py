@@ -50,9 +50,16 @@ _TRANSCRIPTS = (
 TrialReader = Callable[[dict[str, Any], Path, Arm, ImportOptions], "Trial | Unfinished | None"]
 
 
-class Unfinished(str):
+@dataclasses.dataclass(frozen=True)
+class Unfinished:
     """A reader's answer for a trial still running (no end, no verdict, no exception): left
-    out with a note, so a later import records it once it has finished."""
+    out with a note, so a later import records it once it has finished. Its task and start
+    time (as recorded, else None and '') hold back the finished trials of its task and arm
+    that started at or after it: pairs are by ordinal, and once it finishes they would shift
+    (`_hold_back`)."""
+
+    task: str | None
+    started_at: str
 
 
 def collect_harbor(request: ImportRequest) -> Collected:
@@ -82,7 +89,7 @@ def collect(
     # the trials of two jobs, one per arm: each recorded agent must be the first one's but for
     # the skills (a job's own are checked by _JobArms)
     same = _FirstAgent("config.agent", "the arms", _SCHEDULING) if jobs else None
-    unfinished = 0
+    running: list[tuple[Unfinished, Arm]] = []
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
@@ -100,7 +107,9 @@ def collect(
                     )
                 trial = reader(data, result_path, arm or "se", request.options)
                 if isinstance(trial, Unfinished):
-                    unfinished += 1
+                    running.append(
+                        (trial, arms.arm(result_path, data) if arms is not None else arm or "se")
+                    )
                     continue
                 if trial is None:
                     continue
@@ -123,12 +132,33 @@ def collect(
                 found += 1
             if not found:
                 notes.append(f"{flag} {root}: no {harness} trial (result.json) found")
-    if unfinished:
+    if running:
+        trials, held = _hold_back(trials, running)
         notes.append(
-            f"{unfinished} trial(s) still running (no finished_at, verdict or exception) left "
-            "out: import again once they finish"
-        )
+            f"{len(running)} trial(s) still running (no finished_at, verdict or exception) left "
+            + (f"out, and {held} finished trial(s) of their task and arm started at or after "
+               "them held back" if held else "out")
+            + ": import again once they finish"
+        )  # fmt: skip
     return Collected(trials, notes, harness)
+
+
+def _hold_back(
+    trials: list[Trial], running: list[tuple[Unfinished, Arm]]
+) -> tuple[list[Trial], int]:
+    """The trials to pair now, and how many were held back: those of a task and arm that has a
+    trial still running, started at or after it (a trial without a task or start time holds
+    back its arm's every trial of that task, or of every task). Once it finishes it sorts
+    before them, so pairing them now would give pairs that a later import contradicts."""
+    first: dict[tuple[str | None, Arm], str] = {}
+    for unfinished, arm in running:
+        key = (unfinished.task, arm)
+        first[key] = min(first.get(key, unfinished.started_at), unfinished.started_at)
+    kept = [
+        t for t in trials
+        if not any(t.started_at >= first[k] for k in ((t.task, t.arm), (None, t.arm)) if k in first)
+    ]  # fmt: skip
+    return kept, len(trials) - len(kept)
 
 
 class _JobArms:
@@ -259,7 +289,10 @@ def read_trial(
     if "trial_name" not in data:
         return None  # a job's result.json (stats over its trials)
     if all(data.get(k) is None for k in ("finished_at", "verifier_result", "exception_info")):
-        return Unfinished(str(path))
+        task = data.get("task_name")
+        started = data.get("started_at")
+        return Unfinished(task if isinstance(task, str) else None,
+                          started if isinstance(started, str) else "")  # fmt: skip
     folder = path.parent
     task = field(data, path, "task_name", kind=str, required=True)
     # kept in every trace, and the checksums in the manifest's task list
