@@ -399,3 +399,49 @@ def test_the_embedded_server_never_imports_the_current_folder(
     with pytest.raises(HarnessError):
         asyncio.run(serve())
     assert list(hostile_cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("table", "line"),
+    [
+        ("agent", "timeout_sec = nan"),  # Harbor: every trial times out at once
+        ("agent", "timeout_sec = -1.0"),
+        ("agent", "timeout_sec = 0"),
+        ("verifier", "timeout_sec = inf"),  # Harbor: a hung verifier is never stopped
+        ("verifier", "timeout_sec = 1e18"),
+        ("environment", "build_timeout_sec = true"),  # Harbor: 1.0
+        ("agent", 'timeout_sec = "600"'),
+        ("environment", "memory_mb = -4096"),
+        ("environment", "cpus = nan"),
+        ("environment", "storage_mb = " + "9" * 30),
+    ],
+)
+def test_a_timeout_or_resource_harbor_would_misread_is_one_line(
+    tmp_path: Path, table: str, line: str
+) -> None:
+    task = _task(tmp_path / "in", "odd", f"[{table}]\n{line}\n")
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "both")
+    key, _, _ = line.partition(" = ")
+    assert str(err.value).startswith(f"{task / 'task.toml'}: [{table}] {key} = ")
+    assert "\n" not in str(err.value)
+
+
+def test_an_integer_past_python_s_digit_limit_is_unreadable_not_an_error_without_a_file(
+    tmp_path: Path,
+) -> None:
+    # tomllib raises a plain ValueError (not TOMLDecodeError) on an int of 5,000 digits: it
+    # came out of staging and of the skill-eval check as a line naming no file.
+    task = _task(tmp_path / "in", "digits", "x = " + "1" * 5000 + "\n")
+    refuse_judged([task])
+    assert _stage.stage_tasks([task], tmp_path / "both").own_skills == []
+
+
+def test_ordinary_timeouts_and_resources_pass(tmp_path: Path) -> None:
+    toml = (
+        "[agent]\ntimeout_sec = 1800.0\n[verifier]\ntimeout_sec = 120\n"
+        "[environment]\nbuild_timeout_sec = 600.0\ncpus = 2\nmemory_mb = 4096\n"
+        "storage_mb = 10240\ngpus = 0\n"
+    )
+    task = _task(tmp_path / "in", "fine", toml)
+    assert _stage.stage_tasks([task], tmp_path / "both").names == ["fine"]

@@ -14,6 +14,7 @@ regular files only, no links followed, bounded in count, size and depth.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hf_skillfollow.skills import SkillPool
 
@@ -312,12 +314,13 @@ def _skills_dir(task: Path, source: Path, *, strip: bool) -> bool:
     without = _SKILLS_DIR_LINE.sub("", text)
     try:
         data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError, UnicodeEncodeError):
+    except (ValueError, RecursionError):  # a TOMLDecodeError, or an int past 4,300 digits
         data = None  # Harbor cannot read it either and fails the task; strip as written
     if data is None:
         if strip and without != text:
             toml.write_text(without, "utf-8", "surrogateescape")
         return without != text
+    _check_numbers(data, source / "task.toml")
     environment = data.get("environment")
     if not isinstance(environment, dict) or "skills_dir" not in environment:
         return False
@@ -325,7 +328,7 @@ def _skills_dir(task: Path, source: Path, *, strip: bool) -> bool:
         del environment["skills_dir"]
         try:
             left = tomllib.loads(without)
-        except (tomllib.TOMLDecodeError, RecursionError, UnicodeEncodeError):
+        except (ValueError, RecursionError):  # a TOMLDecodeError, or an int past 4,300 digits
             left = None
         if _without_empty_environment(left) != _without_empty_environment(data):
             raise StageError(
@@ -335,6 +338,42 @@ def _skills_dir(task: Path, source: Path, *, strip: bool) -> bool:
             )
         toml.write_text(without, "utf-8", "surrogateescape")
     return True
+
+
+def _check_numbers(data: dict[str, Any], toml: Path) -> None:
+    """Refuse a timeout or resource of the task Harbor would take as it is: it reads NaN, 0 and
+    negative timeouts (every trial of both arms times out at once), `inf` and 1e18 (a hung
+    agent is never stopped) and `true` (as 1) without a word."""
+    for table, key, low, high in _NUMBERS:
+        section = data.get(table)
+        if not isinstance(section, dict) or key not in section:
+            continue
+        value = section[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not math.isfinite(value))
+            or not low <= value <= high
+            or (low == 0 and value == 0 and key.endswith("timeout_sec"))
+        ):
+            raise StageError(
+                f"{toml}: [{table}] {key} = {ascii(value)[:40]}: a number from {low} to "
+                f"{high}{' (over 0)' if key.endswith('timeout_sec') else ''}"
+            )
+
+
+#: (table, key, least, most) of task.toml's numbers Harbor 0.26 reads (`TaskConfig`); a
+#: timeout of at most a day, resources only finite and not negative (each environment
+#: has its own ceiling: the sandbox's is its own, docs/harness.md)
+_NUMBERS = (
+    ("agent", "timeout_sec", 0, 86_400),
+    ("verifier", "timeout_sec", 0, 86_400),
+    ("environment", "build_timeout_sec", 0, 86_400),
+    ("environment", "cpus", 0, 1_000_000),
+    ("environment", "memory_mb", 0, 1 << 40),
+    ("environment", "storage_mb", 0, 1 << 40),
+    ("environment", "gpus", 0, 1_000_000),
+)
 
 
 def _without_empty_environment(data: dict | None) -> dict | None:
