@@ -154,15 +154,16 @@ def _import(fmt: str, **kw: Any) -> None:
 
 @contextmanager
 def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[bool], None]]]:
-    """A pairs bar on stderr, started once the number of pairs is known."""
+    """A bar on stderr, started once the number of steps is known: each pair read (without
+    --skills, all are read first) and written."""
     from hf_skillfollow.cli._progress import bar
 
-    progress = bar("pairs", "{task.fields[failed]} with an error", stderr=True)
+    progress = bar("import", "{task.fields[failed]} pair(s) with an error", stderr=True)
     state: dict[str, Any] = {"task": None, "failed": 0}
 
     def on_total(total: int) -> None:
         progress.start()
-        state["task"] = progress.add_task("pairs", total=total, failed=0)
+        state["task"] = progress.add_task("import", total=total, failed=0)
 
     def on_pair(error: bool) -> None:
         state["failed"] += int(error)

@@ -64,7 +64,9 @@ def import_runs(
     arms are its `with_skill` and `without_skill`/`old_skill` folders). The result's `run_dirs` are
     ordinary run folders (one per repeat) that `report`, `push`, `verify` and the board read;
     importing the same trials again adds nothing, and an interrupted import resumes.
-    `on_total(n)` is called once with the number of pairs, `on_pair(error)` after each.
+    `on_total(n)` is called once with the number of steps, `on_pair(error)` after each: one
+    per pair written (`error`: the pair holds an error row) and, without `options.skills`,
+    before them one per pair read (every transcript is read first, `error` False).
     `provenance` is the rows' `provenance` column: `imported:<fmt>` by default (trials another
     harness ran); `run:<harness>` when hf-skillfollow itself ran the trials through that
     harness (`run --harness harbor` passes `run:harbor`), which the board and report do not

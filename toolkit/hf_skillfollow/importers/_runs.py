@@ -118,7 +118,8 @@ def write_runs(
     pool_names, pool_name, pool_hash = _pool(options)
     intended = _intended(options, {p.task for p in pairing.pairs})
     if on_total:
-        on_total(len(pairing.pairs))
+        # without a pool every transcript is read first, then every pair written: a step each
+        on_total(len(pairing.pairs) * (2 if pool_names is None else 1))
 
     skipped: list[str] = []
 
@@ -145,9 +146,8 @@ def write_runs(
         # the skills offered are the names the with-skills transcripts list: all are read first
         for p in pairing.pairs:
             decided[(p.task, p.repeat_index)] = decide(p)
-            if on_pair:  # the reading is the long part: the bar follows it
-                on_pair(bool(p.se.error or p.sd.error))
-        on_pair = None
+            if on_pair:  # a pair's error is counted when it is written
+                on_pair(False)
         listed = sorted({s for d in decided.values() if d.se for s in d.se.listed})
         from hf_skillfollow.config import stable_hash
 
