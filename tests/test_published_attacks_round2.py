@@ -314,3 +314,39 @@ def test_a_link_out_of_a_local_source_is_never_followed(tmp_path):
     (inner / "run-l" / "transitions.parquet").symlink_to(Path("../store/rows.parquet"))
     inside = load_board([str(inner)], resamples=RESAMPLES, discover=False, use_cache=False)
     assert list(inside.cells()["model"]) == ["org/linked"], inside.warnings
+
+
+def test_a_repo_of_many_honest_runs_is_counted_by_what_its_rows_take(tmp_path, monkeypatch):
+    """A real-file finding: the footer bound of a dictionary chunk is its size per row, so a
+    run file of 80 rows counted ~336 KB against the 2 GiB budget while its rows take ~40 KB:
+    on 8717022 `check_files` refused 7,000 copies of such a file, and a Hub repo (or repo
+    folder) of more than ~6,400 honest runs of 80 tasks could not be loaded, a board of the
+    12,500 runs the docs measure included. A file read whole is counted at what its rows
+    took once read; its footer bound still admits it (so no file is decoded past the limit)
+    and a bomb is refused as before. Here 40 runs under a budget between the two sums."""
+    import pyarrow.parquet as pq_
+
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.hub._layout import canonical, parquet_bytes
+
+    shards = tmp_path / "repo" / "data" / "transitions"
+    shards.mkdir(parents=True)
+    (tmp_path / "repo" / "README.md").write_text(
+        "---\nconfigs:\n- config_name: transitions\n  data_files: data/transitions/*.parquet\n---\n"
+    )
+    bounds = taken = 0
+    for k in range(40):
+        table = canonical(_rows(f"run-{k}", copies=4), "transitions")
+        path = shards / f"run-{k}.parquet"
+        path.write_bytes(parquet_bytes(table, "transitions"))
+        bounds += _budget._footer_bound(pq_.ParquetFile(path).metadata)
+        taken += pq_.read_table(path).nbytes
+    limit = 2 * taken
+    assert bounds > limit  # what the footers alone would count
+    budget = Budget(file_bytes=1 << 30, decoded_bytes=limit, string_chars=4_096, rows=10**7)
+    monkeypatch.setitem(_budget.BUDGETS, "transitions", budget)
+    assert load_transitions(tmp_path / "repo").num_rows == 40 * 80
+    bomb = _prefix_coded_bomb(tmp_path / "bomb")
+    (shards / "run-bomb.parquet").write_bytes((bomb / "transitions.parquet").read_bytes())
+    with pytest.raises(HubError, match="bytes once decoded"):
+        load_transitions(tmp_path / "repo")

@@ -273,12 +273,8 @@ def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") 
 
         try:
             file = pq.ParquetFile(regular_file(path), pre_buffer=False)
-        except (pa.ArrowException, OSError) as exc:
-            raise SchemaError(unreadable(path, exc)) from None
-        with lock:  # the footer says what decoding costs: checked before any row is read
-            meter.check(path, file)
-        try:
-            return file.read(use_threads=False)
+            # the footer says what decoding may cost: checked before any row is read
+            return meter.read_whole(path, file, lock)
         except (pa.ArrowException, OSError) as exc:
             raise SchemaError(unreadable(path, exc)) from None
 
