@@ -152,6 +152,11 @@ def _skill_bytes(path: Path, limit: int, links: _Links) -> bytes:
 
 
 def _decode(data: bytes) -> str:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        # what Windows PowerShell 5.1's `>`, Out-File and Set-Content write by default
+        raise ReadRefused(
+            "is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+        )
     if b"\x00" in data:
         raise ReadRefused("holds NUL bytes (a binary file)")
     try:
@@ -210,7 +215,9 @@ def read_skill_md(path: Path) -> str | Finding:
     except (OSError, RuntimeError) as exc:
         return error(path, "file", f"cannot be read ({exc})")
     if not _inside(target, path.parent.resolve()):
-        return error(path, "file", f"a symlink leading outside the skill folder{_hub_cache(target)}")
+        return error(
+            path, "file", f"a symlink leading outside the skill folder{_hub_cache(target)}"
+        )
     try:
         return _decode(_skill_bytes(target, MAX_SKILL_BYTES, _Links(path.parent.resolve())))
     except ReadRefused as exc:
