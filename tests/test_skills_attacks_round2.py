@@ -207,3 +207,21 @@ def test_a_utf16_skill_md_says_utf16_not_binary(tmp_path: Path) -> None:
     )
     ok = next(r.skill for r in report.skills if r.skill is not None)
     assert dict(ok.unserved)["notes.md"].startswith("is UTF-16 text")
+
+
+@pytest.mark.parametrize("access", ["search", "catalog"])
+def test_an_unknown_tool_name_is_echoed_bounded(tmp_path: Path, access: str) -> None:
+    """The model's own text echoed into the next request is cut (as an invalid path is): a tool
+    name of 20,000 characters, or one holding an escape sequence, came back whole."""
+    from hf_skillfollow.access import make_access
+    from hf_skillfollow.backends._base import ToolCall
+    from hf_skillfollow.config import RunConfig
+
+    _skill(tmp_path, "alpha", body="Alpha body text.\n")
+    _skill(tmp_path, "beta", body="Beta body text.\n")
+    protocol = make_access(RunConfig(access=access, skills_dir=tmp_path), load_pool(tmp_path))
+    name = "\x1b[2J" + "x" * 20_000
+    outcome = protocol.session().execute(ToolCall("c1", name, "{}"), 1)
+    assert outcome.request is None and outcome.skills == ()
+    assert outcome.text.startswith("Unknown tool '\\x1b[2Jxxx") and len(outcome.text) < 200
+    assert "\x1b" not in outcome.text

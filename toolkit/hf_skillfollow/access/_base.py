@@ -61,4 +61,7 @@ class AccessProtocol(Protocol):
 
 
 def unknown_tool(call: ToolCall) -> CallOutcome:
-    return CallOutcome(f"Unknown tool {call.name!r}. No skill returned.", None)
+    from hf_skillfollow._skill_findings import short
+
+    # the name is the model's own text: echoed back bounded, as an invalid path is
+    return CallOutcome(f"Unknown tool {short(call.name)}. No skill returned.", None)
