@@ -6,9 +6,12 @@ tasks are copied once when both arms share one job (`stage_tasks` without `sd_de
 is sound only when no task ships its own skills (`StagedTasks.own_skills` says which do).
 Otherwise each arm gets its own copy of every task: the with-skills arm the task as it is,
 the without-skills arm the same task without its own ``environment/skills/`` (and the
-Dockerfile lines that copy them, and ``[environment] skills_dir``), so a task that ships
-skills cannot hand them to the arm that must not have them. Task folders are untrusted:
-regular files only, no links followed, bounded in count, size and depth.
+Dockerfile instructions that copy skills, and ``[environment] skills_dir`` in any TOML form),
+so a task that ships skills cannot hand them to the arm that must not have them (`_own_skills`
+says every way it is detected). Task folders are untrusted: regular files only, no links
+followed nor FIFOs opened, no set-uid bit kept, bounded in count, size and depth per task
+and in size all together; a task.toml's timeouts and resources are checked as Harbor would
+misread them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ MAX_TOTAL_BYTES = 4 * 1024 * 1024 * 1024
 #: a task.toml is a few KB; Harbor's own reader has no bound
 MAX_TOML_BYTES = 1024 * 1024
 #: `[ \t]`, not `\s`: `\s*` from each line start ran across every blank line after it
-#: (quadratic in a task.toml of blank lines)
 #: (quadratic in a task.toml of blank lines). The key bare, quoted or dotted from the top
 #: (`environment.skills_dir`); what a strip leaves is checked by parsing (`_skills_dir`)
 _SKILLS_DIR_LINE = re.compile(
