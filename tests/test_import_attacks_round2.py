@@ -475,3 +475,29 @@ def test_the_progress_bar_ends_with_the_writing(
     assert totals == [len(steps)] and events[-1].startswith("step")
     # each pair's error (its SD trial has no verifier result) is counted once
     assert steps.count("step True") == 3 and events.count("write") == 3
+
+
+# ------------------------------------------------------------- --tasks and the cell
+
+
+def test_tasks_naming_other_intended_skills_is_another_cell(tmp_path: Path) -> None:
+    # Without --skills, --tasks' intended skills are the skills offered: the read of x's
+    # SKILL.md activates x without them (the trial lists none) and nothing with them (x is
+    # not offered). The cell id did not change, so the second import kept the first's row
+    # ("1 already there", returned true) for a measurement that says otherwise.
+    from tests._trial_fixtures import write_tasks
+
+    se, sd = _arms(tmp_path)
+    read = ("Read", {"file_path": "/root/.claude/skills/x/SKILL.md"}, "---\nname: x", False)
+    write_trial(se, "a__1", "task-a", stream=cc_stream(read, init=False))
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    tasks = write_tasks(tmp_path / "tasks", {"task-a": ["y"]})
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    again = _invoke("harbor", "--with-skills", str(se), "--without-skills", str(sd),
+                    "--tasks", str(tasks), "-o", str(out))  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "(1 written, 0 already there)" in again.output
+    rows = {(r["returned"], tuple(r["intended_skills"] or ())) for d in out.iterdir()
+            for r in pq.read_table(d / "transitions.parquet").to_pylist()}  # fmt: skip
+    assert rows == {(True, ()), (False, ("y",))}

@@ -153,7 +153,7 @@ def write_runs(
 
         pool_name, pool_hash = "listed", "names-" + stable_hash(listed)
     identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash,
-                         provenance or f"imported:{fmt}", judging)  # fmt: skip
+                         provenance or f"imported:{fmt}", judging, intended)  # fmt: skip
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
@@ -221,8 +221,11 @@ def _one(values: set[str], what: str, flag_hint: str) -> str:
 def _identity(
     fmt: str, harness: str, pairing: Pairing, options: ImportOptions, pool_name: str,
     pool_hash: str, provenance: str, judging: Judging | None = None,
+    intended: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """Everything the run folders of this import share, its cell id included."""
+    """Everything the run folders of this import share, its cell id included. `intended`
+    (--tasks: each task's intended skills) is part of the task set: without --skills they are
+    the skills offered, and they are the rows' `intended_skills` (trigger precision)."""
     from hf_skillfollow.config import cell_id, stable_hash
 
     arms: dict[str, list[Trial]] = {"se": [], "sd": []}
@@ -240,7 +243,9 @@ def _identity(
             "only in the skills"
         )
     tasks = sorted({(p.task, p.se.checksum, p.sd.checksum) for p in pairing.pairs})
-    task_set = stable_hash([list(t) for t in tasks])
+    named = intended or {}
+    # a task's intended skills join its entry only where --tasks names some (older cells stay)
+    task_set = stable_hash([[*t, *([named[t[0]]] if named.get(t[0]) else [])] for t in tasks])
     datasets = {t.dataset for ts in arms.values() for t in ts}
     # the registry dataset the trials name (all the same one), else the format
     benchmark = options.benchmark or (
