@@ -159,7 +159,7 @@ def write_runs(
     for pair in pairing.pairs:
         by_repeat.setdefault(pair.repeat_index, []).append(pair)
     for k in sorted(by_repeat):
-        # a pair already recorded (re-import, resume) is not read again
+        # a pair already recorded (re-import, resume) is not read again (with a pool)
         _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
                       lambda p: decided.get((p.task, p.repeat_index)) or decide(p),
                       judging)  # fmt: skip
