@@ -225,3 +225,21 @@ def test_an_unknown_tool_name_is_echoed_bounded(tmp_path: Path, access: str) -> 
     assert outcome.request is None and outcome.skills == ()
     assert outcome.text.startswith("Unknown tool '\\x1b[2Jxxx") and len(outcome.text) < 200
     assert "\x1b" not in outcome.text
+
+
+def test_an_unclosed_code_fence_in_a_returned_skill_costs_linear_time(tmp_path: Path) -> None:
+    """The adherence proxy reads the code blocks of every returned skill, once per pair: its
+    block pattern (```` ``` ````, `\\s*\\n`, then the code) backtracked over a run of blank lines
+    after an unclosed fence, quadratic: 8,000 lines took 0.3 s, a 1 MiB body would take over
+    an hour per pair."""
+    from hf_skillfollow.adherence import adheres
+
+    body = "# Trap\n\n```" + "\n" * 60_000 + "def helper_trap(x):\n    return x\n"
+    _skill(tmp_path, "trap", body=body)
+    _skill(tmp_path, "fenced", body="```python\ndef lower_bound(a, x):\n    pass\n```\n")
+    pool = load_pool(tmp_path)
+    start = time.perf_counter()
+    assert not adheres(pool, ["trap"], "def solve():\n    return 1\n")
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2, f"{elapsed:.1f} s for one returned skill"
+    assert adheres(pool, ["fenced"], "use lower_bound(a, 3)")

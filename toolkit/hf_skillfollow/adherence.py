@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hf_skillfollow.skills import SkillPool
 
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+# The fence's info string ends at the first newline: `[ \t]*\n`, not `\s*\n`, which backtracks
+# over every blank line after an unclosed fence (quadratic on a skill body, once per pair).
+_CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _DEFINED = re.compile(r"^\s*(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _GENERIC = frozenset({"main", "solve", "helper", "test", "check", "f", "g"})
 
