@@ -350,3 +350,74 @@ def test_a_repo_of_many_honest_runs_is_counted_by_what_its_rows_take(tmp_path, m
     (shards / "run-bomb.parquet").write_bytes((bomb / "transitions.parquet").read_bytes())
     with pytest.raises(HubError, match="bytes once decoded"):
         load_transitions(tmp_path / "repo")
+
+
+def _chatty_run(root: Path) -> Path:
+    """A run whose retrieving rows each made 2,000 searches of 500-character queries and got
+    2,000 500-character skill names back (ten distinct values: a file of 16 KB)."""
+    rows = outcome_rows(CELL_A, run_id="run-q", cell_id="cellQ", model="org/q")
+    for r in rows:
+        r.update(max_calls=2_000, top_k=1)
+        if r["queries"]:
+            r["queries"] = [f"{k % 10}" + "q" * 500 for k in range(2_000)]
+            r["skills_returned"] = [f"s{k % 10}" + "k" * 500 for k in range(2_000)]
+            r["n_calls"] = 2_000
+    run = root / "run-q"
+    run.mkdir(parents=True)
+    pq.write_table(transitions_from_rows(rows), run / "transitions.parquet", compression="zstd")
+    return run
+
+
+def _loud_record(run: Path) -> None:
+    """A verification record of `run` (every verdict agrees) whose first row says it was
+    verified by a 30-million-character name, each row under its own verification id: the
+    file is 6 KB (zstd), and under the 64 MB footer bound no string length is measured."""
+    from hf_skillfollow.schema import VERIFICATIONS_SCHEMA, verifications_from_rows
+
+    tasks = pq.read_table(run / "transitions.parquet").to_pylist()
+    rows = [
+        {
+            "schema_version": 1, "verification_id": f"20260101T000000-{i:08x}",
+            "verified_at": "2026-01-01T00:00:00+00:00",
+            "verified_by": "B" * 30_000_000 if i == 0 else f"verifier {i}",
+            "machine": "m", "toolkit_version": "0.1.0", "scorer_version": "1",
+            "benchmark": t["benchmark"], "benchmark_version": t["benchmark_version"],
+            "benchmark_release": t["benchmark_version"], "run_id": t["run_id"],
+            "cell_id": t["cell_id"], "task_id": t["task_id"], "se_recorded": t["se_correct"],
+            "se_rescored": t["se_correct"], "sd_recorded": t["sd_correct"],
+            "sd_rescored": t["sd_correct"], "se_reason": "ok", "sd_reason": "ok",
+        }
+        for i, t in enumerate(tasks)
+    ]  # fmt: skip
+    folder = run / "verifications"
+    folder.mkdir()
+    table = verifications_from_rows(rows).cast(VERIFICATIONS_SCHEMA)
+    pq.write_table(
+        table, folder / f"x--{run.name}.parquet", compression="zstd", use_dictionary=False
+    )
+
+
+def test_the_drill_down_sends_a_bounded_page_whatever_a_row_or_record_holds(tmp_path):
+    """On e18d41a the drill-down of a 16 KB run was 12.1 MB of HTML (its flipped-task table
+    joined every query and returned skill of a row) and a 6 KB verification record made its
+    re-scoring section 30 MB (one line per distinct record, every name whole): both went to
+    every visitor who opened the cell. Each joined list and each record string is cut to a
+    prefix with its length, and the records listed are capped, with the count of the rest."""
+    from hf_skillfollow.space_app._board import cell_key
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    _chatty_run(tmp_path / "q")
+    board = load_board([str(tmp_path / "q")], resamples=RESAMPLES, discover=False, use_cache=False)
+    parts = [str(p) for p in _show_cell(board, cell_key("cellQ", board.sources[0]))]
+    assert max(map(len, parts)) < 200_000, [len(p) for p in parts]
+    flips = next(p for p in parts if "harmful and" in p)
+    assert "2,000 queries" in flips and "2,000 skills" in flips
+
+    run = write_run_dir(tmp_path / "v", "run-v", CELL_A, cell_id="cellV", model="org/v")
+    _loud_record(run)
+    board = load_board([str(tmp_path / "v")], resamples=RESAMPLES, discover=False, use_cache=False)
+    parts = [str(p) for p in _show_cell(board, cell_key("cellV", board.sources[0]))]
+    assert max(map(len, parts)) < 200_000, [len(p) for p in parts]
+    section = next(p for p in parts if '<div class="sf-rescored">' in p)
+    assert "30,000,000 characters" in section and "more records" in section
+    assert "✓ 20/20" in section

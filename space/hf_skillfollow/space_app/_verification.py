@@ -204,23 +204,39 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
     return "".join(parts) + "</div>"
 
 
+#: Records listed in a drill-down: a record may give every row its own id, so one line per
+#: distinct record is one line per row.
+SHOWN_RECORDS = 10
+
+
 def _record_lines(status: pa.Table) -> list[str]:
+    """One line per record behind the mark (the newest `SHOWN_RECORDS`, then how many more),
+    every string of it the publisher's, cut as the table cuts names (`_table._capped`)."""
+    from hf_skillfollow.space_app._table import _capped
+
     keys = ["verification_id", "verified_by", "verified_at", "toolkit_version", "scorer_version",
             "benchmark_release"]  # fmt: skip
     seen = status.filter(status["checked"])
     seen = seen.select(keys).append_column("source", seen["source"].cast(pa.string()))
     rows = {tuple(r.values()): r for r in seen.to_pylist()}
-    return [
-        f"record <code>{escape(r['verification_id'])}</code> by {escape(r['verified_by'])}, "
-        f"{escape(r['verified_at'])}, published in <code>{escape(r['source'])}</code>: "
-        f"hf-skillfollow {escape(r['toolkit_version'])}, scorer "
-        f"version {escape(r['scorer_version'])}, benchmark release "
-        f"<code>{escape(r['benchmark_release'])}</code>"
-        for r in sorted(rows.values(), key=lambda r: r["verified_at"])
+    ordered = sorted(rows.values(), key=lambda r: str(r["verified_at"]), reverse=True)
+    lines = [
+        f"record <code>{escape(_capped(r['verification_id']))}</code> by "
+        f"{escape(_capped(r['verified_by']))}, {escape(_capped(r['verified_at']))}, published in "
+        f"<code>{escape(_capped(r['source']))}</code>: hf-skillfollow "
+        f"{escape(_capped(r['toolkit_version']))}, scorer version "
+        f"{escape(_capped(r['scorer_version']))}, benchmark release "
+        f"<code>{escape(_capped(r['benchmark_release']))}</code>"
+        for r in ordered[:SHOWN_RECORDS]
     ]
+    if len(ordered) > SHOWN_RECORDS:
+        lines.append(f"… and {len(ordered) - SHOWN_RECORDS:,} more records")
+    return lines
 
 
 def _table(rows: list[dict[str, object]]) -> str:
+    from hf_skillfollow.space_app._table import _capped
+
     head = "".join(
         f"<th>{h}</th>" for h in ("task_id", "run_id", "arm", "published", "re-scored", "reason")
     )
@@ -229,8 +245,8 @@ def _table(rows: list[dict[str, object]]) -> str:
         + "".join(
             f"<td>{escape(str(v))}</td>"
             for v in (
-                r["task_id"],
-                r["run_id"],
+                _capped(r["task_id"]),
+                _capped(r["run_id"]),
                 str(r["arm"]).upper(),
                 _bit(r["published"]),
                 _bit(r["rescored"]),

@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -267,8 +268,8 @@ def flips_html(table: pd.DataFrame) -> str:
             f"<td>{escape(r['flip'])}</td>"
             f'<td><button class="sf-task" data-sf-task="{escape(task)}" title="Show the SE and SD traces">{escape(r["task_id"])}</button></td>'
             + (f"<td>{escape(r['run_id'])}</td>" if runs else "")
-            + f"<td>{escape(r['subset'])}</td><td>{escape('; '.join(r['skills']))}</td>"
-            f'<td class="sf-wrap">{escape(" | ".join(r["queries"]))}</td></tr>'
+            + f"<td>{escape(r['subset'])}</td><td>{escape(_joined(r['skills'], '; ', 'skills'))}</td>"
+            f'<td class="sf-wrap">{escape(_joined(r["queries"], " | ", "queries"))}</td></tr>'
         )
     n_harm = int((table["flip"] == HARMFUL).sum())
     return (
@@ -282,6 +283,14 @@ def _capped(value: object) -> str:
     from hf_skillfollow.space_app._table import _capped as capped
 
     return capped(value, 400)
+
+
+def _joined(values: Sequence[object], sep: str, what: str) -> str:
+    """A row's list (queries, returned skills) as one cell: its first 400 characters, with
+    how many there were when cut. A row may hold thousands of them (a 16 KB run file made a
+    12 MB flipped-task table), and every visitor who opens the cell is sent the table."""
+    text = sep.join(map(str, values))
+    return text if len(text) <= 400 else f"{_capped(text)} ({len(values):,} {what})"
 
 
 def trace_key(source: str, run_id: str, task_id: str) -> str:
