@@ -501,3 +501,28 @@ def test_tasks_naming_other_intended_skills_is_another_cell(tmp_path: Path) -> N
     rows = {(r["returned"], tuple(r["intended_skills"] or ())) for d in out.iterdir()
             for r in pq.read_table(d / "transitions.parquet").to_pylist()}  # fmt: skip
     assert rows == {(True, ()), (False, ("y",))}
+
+
+# ------------------------------------------------------------ two imports at once
+
+
+def test_a_second_import_writing_the_same_run_folder_at_once_is_one_line(tmp_path: Path) -> None:
+    # Two imports of the same trials into one folder at the same time each found no pair
+    # recorded and appended every one: 3,000 pairs gave 5,943 records, both saying
+    # "3000 written". The run folder is held by the import writing it.
+    import fcntl
+    import os
+
+    se, sd = _run_of(tmp_path, "A", 1.0, "2026-01-26T03:00:00")
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    (run,) = out.iterdir()
+    held = os.open(run, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running import holds it
+        line = _error_line(_harbor(se, sd, out))
+    finally:
+        os.close(held)
+    assert line == (f"Error: {run}: another import is writing this run folder; import again "
+                    "once it has finished")  # fmt: skip
+    assert "(0 written, 1 already there)" in _harbor(se, sd, out).output

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -327,45 +328,68 @@ def _write_repeat(
         if started
         else _dt.datetime.now(_dt.UTC).isoformat("T", "seconds"),
     }
-    if store.manifest_path.is_file():
-        recorded = store.read_manifest()
-        if recorded.get("cell_id") != identity["cell_id"]:
-            raise RunDirError(f"{store.root}: a run folder of another cell; not overwritten")
-        manifest = recorded  # its created_at stays
-        result.notes.extend(store.recover(run_id=run_id))
-    else:
-        try:
-            store.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # -o names a file, or a folder that cannot be made
-            raise ImportInputError(
-                f"output folder (-o) {output_dir}: cannot make {run_id} there ({exc.strerror})"
-            ) from None
-        store.write_manifest(manifest)
-    records = {r["task_id"]: r for r in store.read_records()}
-    for pair in pairs:  # all checked before anything is appended
-        if pair.task in records:
-            _same_trials(store.root, k, pair, records[pair.task])
-    done = {task: r["transition"] for task, r in records.items()}
-    from hf_skillfollow.columns import identity_values
-
-    columns = identity_values(manifest)
-    for pair in pairs:
-        if pair.task in done:
-            result.n_already += 1
-            status = str(done[pair.task].get("arm_integrity") or "")
+    try:
+        store.root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # -o names a file, or a folder that cannot be made
+        raise ImportInputError(
+            f"output folder (-o) {output_dir}: cannot make {run_id} there ({exc.strerror})"
+        ) from None
+    with _only_writer(store.root):
+        if store.manifest_path.is_file():
+            recorded = store.read_manifest()
+            if recorded.get("cell_id") != identity["cell_id"]:
+                raise RunDirError(f"{store.root}: a run folder of another cell; not overwritten")
+            manifest = recorded  # its created_at stays
+            result.notes.extend(store.recover(run_id=run_id))
         else:
-            d = decide(pair)
-            store.append_record(_record(manifest, columns, d, options, judging))
-            result.n_written += 1
-            status = d.integrity.status
-        if is_violation(status):
-            result.violations.append(
-                f"{pair.task} (repeat {k}, {pair.sd.source.name}): {status.removeprefix(VIOLATION)}"
-            )
-        if on_pair:
-            on_pair(bool(pair.se.error or pair.sd.error))
-    store.write_tables()
-    result.run_dirs.append(store.root)
+            store.write_manifest(manifest)
+        records = {r["task_id"]: r for r in store.read_records()}
+        for pair in pairs:  # all checked before anything is appended
+            if pair.task in records:
+                _same_trials(store.root, k, pair, records[pair.task])
+        done = {task: r["transition"] for task, r in records.items()}
+        from hf_skillfollow.columns import identity_values
+
+        columns = identity_values(manifest)
+        for pair in pairs:
+            if pair.task in done:
+                result.n_already += 1
+                status = str(done[pair.task].get("arm_integrity") or "")
+            else:
+                d = decide(pair)
+                store.append_record(_record(manifest, columns, d, options, judging))
+                result.n_written += 1
+                status = d.integrity.status
+            if is_violation(status):
+                where = f"{pair.task} (repeat {k}, {pair.sd.source.name})"
+                result.violations.append(f"{where}: {status.removeprefix(VIOLATION)}")
+            if on_pair:
+                on_pair(bool(pair.se.error or pair.sd.error))
+        store.write_tables()
+        result.run_dirs.append(store.root)
+
+
+@contextmanager
+def _only_writer(root: Path) -> Iterator[None]:
+    """The run folder held for one import at a time: a second one at once would find no pair
+    recorded yet and append every one again. Another import holding it is one error line."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): not held
+        yield
+        return
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ImportInputError(
+                f"{root}: another import is writing this run folder; import again once it has "
+                "finished"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None:

@@ -237,8 +237,9 @@ def _disagreements(
         if have is None:
             text = f"runs[{i}] ({name or eval_id!s:.{_SHOWN}}, {shown}) has no graded run"
         elif (said := (result.get("passed"), result.get("total"))) != have:
-            text = (f"runs[{i}] ({task}, {shown}) says {said[0]!s:.{_SHOWN}}/{said[1]!s:.{_SHOWN}} "
-                    f"expectations passed, its grading.json {have[0]}/{have[1]}; the grading counts")  # fmt: skip
+            passed, total = (f"{x!s:.{_SHOWN}}" for x in said)
+            text = (f"runs[{i}] ({task}, {shown}) says {passed}/{total} expectations passed, "
+                    f"its grading.json {have[0]}/{have[1]}; the grading counts")  # fmt: skip
         else:
             continue
         if len(notes) < _MAX_NOTES:
