@@ -3,9 +3,10 @@
 Trials are grouped by task name (as the run store writes it: `_text.safe_text`); within each
 arm a task's trials are ordered by start time (then by folder, for equal or missing times)
 and paired by ordinal: the k-th with-skills trial with the k-th without-skills trial, as
-repeat k. Extras of the longer arm are dropped and counted. The two arms may record different task checksums (SkillsBench's no-skills tasks
-are copies without `environment/skills/`): that is recorded per pair. Two checksums of one
-task within one arm are two versions of the task, and an error.
+repeat k. Extras of the longer arm are dropped and counted. The two arms may record
+different task checksums (SkillsBench's no-skills tasks are copies without
+`environment/skills/`): that is recorded per pair. Two checksums of one task within one arm
+are two versions of the task, and an error.
 """
 
 from __future__ import annotations
