@@ -421,3 +421,28 @@ def test_the_drill_down_sends_a_bounded_page_whatever_a_row_or_record_holds(tmp_
     section = next(p for p in parts if '<div class="sf-rescored">' in p)
     assert "30,000,000 characters" in section and "more records" in section
     assert "✓ 20/20" in section
+
+
+def test_annotations_in_the_drill_down_are_cut_and_counted(tmp_path):
+    """On 08bda25 an annotations file of 30 annotators, one of them named by 3 million
+    characters, put 3 MB of Markdown and 30 blocks of tables into the drill-down of the cell
+    (each annotator's name whole, every annotator listed). The name is cut as the table cuts
+    names, and the newest annotators' blocks are shown with how many more there are."""
+    import pyarrow.parquet as pq_
+
+    from hf_skillfollow.schema import annotations_from_rows
+    from hf_skillfollow.space_app._board import cell_key
+    from hf_skillfollow.space_app._ui import _show_cell
+    from tests._board_fixtures import write_annotations
+
+    run = write_run_dir(tmp_path / "a", "run-a", CELL_A, cell_id="cellA", model="org/a")
+    path = write_annotations(run, "seed")
+    rows = pq_.read_table(path).to_pylist()
+    names = ["N" * 3_000_000] + [f"annotator-{k}" for k in range(29)]
+    table = annotations_from_rows([{**r, "annotator": name} for name in names for r in rows])
+    pq_.write_table(table, path, compression="zstd")
+    board = load_board([str(tmp_path / "a")], resamples=RESAMPLES, discover=False, use_cache=False)
+    parts = [str(p) for p in _show_cell(board, cell_key("cellA", board.sources[0]))]
+    assert max(map(len, parts)) < 200_000, [len(p) for p in parts]
+    text = next(p for p in parts if "blinded LLM annotations" in p)
+    assert "3,000,000 characters" in text and "more annotators" in text

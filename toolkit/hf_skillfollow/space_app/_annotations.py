@@ -23,6 +23,9 @@ _CACHE: dict[str, tuple[pa.Table | None, str | None]] = {}
 _LOCK = threading.Lock()
 #: Characters of a bad file's error shown in the drill-down.
 _PROBLEM_CHARS = 300
+#: Annotators whose tables a drill-down shows: each is ~1 KB of tables, and a published file
+#: may name any number of them.
+SHOWN_ANNOTATORS = 10
 
 
 def _annotations(source: str) -> tuple[pa.Table | None, str | None]:
@@ -100,8 +103,11 @@ def summary_markdown(summary: pd.DataFrame) -> str:
 
     if summary.empty:
         return ""
+    from hf_skillfollow.space_app._table import _capped
+
     parts = ["**Why did it help or hurt? (blinded LLM annotations)**"]
-    for r in summary.to_dict("records"):
+    records = summary.to_dict("records")
+    for r in records[:SHOWN_ANNOTATORS]:
         header = "| label | helpful (b) | harmful (c) |\n|---|---|---|"
         lines = [
             f"| {lab} | {r[f'helpful_{slug(lab)}']} | {r[f'harmful_{slug(lab)}']} |"
@@ -121,10 +127,12 @@ def summary_markdown(summary: pd.DataFrame) -> str:
             else f"gap: b_cond − labelled = {r['gap_b']}, c_cond − labelled = {r['gap_c']}"
         )
         parts += [
-            f"Annotator {for_markdown_code(r['annotator'])} · labelled b {r['labelled_b']}/{r['b_cond']}, "
+            f"Annotator {for_markdown_code(_capped(r['annotator']))} · labelled b {r['labelled_b']}/{r['b_cond']}, "
             f"c {r['labelled_c']}/{r['c_cond']} ({reconciled})",
             "\n".join([header, *lines]),
             "\n".join(["| group | b | c | n | RAE |", "|---|---|---|---|---|", *groups]),
         ]
+    if len(records) > SHOWN_ANNOTATORS:
+        parts.append(f"… and {len(records) - SHOWN_ANNOTATORS:,} more annotators")
     parts.append(f"_{DESCRIBE_NOT_REDEFINE}_")
     return "\n\n".join(parts)
