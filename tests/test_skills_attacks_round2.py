@@ -243,3 +243,42 @@ def test_an_unclosed_code_fence_in_a_returned_skill_costs_linear_time(tmp_path: 
     elapsed = time.perf_counter() - start
     assert elapsed < 2, f"{elapsed:.1f} s for one returned skill"
     assert adheres(pool, ["fenced"], "use lower_bound(a, 3)")
+
+
+@pytest.mark.parametrize(
+    ("where", "why"),
+    [
+        ("x/skill.md", "the spec's file name is SKILL.md"),
+        (".drafts/x/SKILL.md", "in a hidden folder"),
+        ("skills/SKILL.md", "directly in the skills folder"),
+    ],
+)
+def test_an_empty_pool_names_the_skill_files_it_skipped(
+    tmp_path: Path, where: str, why: str
+) -> None:
+    """'No skill disappears silently': a pool whose only skill file is skipped (lower-case
+    name, hidden folder, a SKILL.md directly in `skills/`) stopped on 'skill pool is empty'
+    with nothing about the file, and `skills validate` could not list it either."""
+    path = tmp_path / where
+    path.parent.mkdir(parents=True)
+    path.write_text("---\nname: x\ndescription: d\n---\nbody\n", encoding="utf-8")
+    with pytest.raises(SkillPoolError) as caught:
+        load_pool(tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}: skill pool is empty (no <skill>/SKILL.md files)")
+    assert f"skipped {path}: file: " in message and why in message
+    assert "\n" not in message
+
+
+def test_a_skill_md_directly_in_the_skills_folder_is_a_warning_beside_real_skills(
+    tmp_path: Path,
+) -> None:
+    _skill(tmp_path / "skills", "real")
+    (tmp_path / "skills" / "SKILL.md").write_text(
+        "---\nname: top\ndescription: d\n---\nbody\n", encoding="utf-8"
+    )
+    pool = load_pool(tmp_path)
+    assert pool.names == ["real"]
+    (finding,) = pool.findings
+    assert finding.file == tmp_path / "skills" / "SKILL.md"
+    assert finding.message.startswith("directly in the skills folder")

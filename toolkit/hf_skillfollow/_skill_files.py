@@ -376,6 +376,9 @@ def discover(root: Path) -> tuple[list[Path], list[Finding]]:
     lister = _Lister(MAX_SCAN_ENTRIES)
     visited = 0
     for start in _containers(root) or [root]:
+        if start != root and _is_skill(start):
+            # the client guide's skills live in <skills>/<name>/: one here has no folder
+            findings.append(warning(start / SKILL_FILE, "file", _IN_CONTAINER))
         queue = deque([(start, 0)])
         while queue:
             folder, depth = queue.popleft()
@@ -432,6 +435,10 @@ def _passed(folder: Path) -> list[Path]:
 
 
 _NARROW = "; point POOL at the folder that holds the skills"
+_IN_CONTAINER = (
+    "directly in the skills folder, not in a skill folder of its own "
+    "(<skills>/<name>/SKILL.md); not loaded"
+)
 
 
 def _is_skill(folder: Path) -> bool:

@@ -352,7 +352,12 @@ def validate_pool(path_or_name: str | Path) -> PoolReport:
         )
     files, pool_findings = discover(root)
     if not files:
-        raise SkillPoolError(f"{root}: skill pool is empty (no <skill>/{SKILL_FILE} files)")
+        # what discovery skipped (a skill file, a symlinked folder) is said here, or never
+        skipped = "".join(f"; skipped {f}" for f in pool_findings[:1])
+        more = f" (and {len(pool_findings) - 1} more)" if len(pool_findings) > 1 else ""
+        raise SkillPoolError(
+            f"{root}: skill pool is empty (no <skill>/{SKILL_FILE} files){skipped}{more}"
+        )
     reports, held = [], 0
     for file in files:
         report = _build(file)
