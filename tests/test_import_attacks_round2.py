@@ -526,3 +526,16 @@ def test_a_second_import_writing_the_same_run_folder_at_once_is_one_line(tmp_pat
     assert line == (f"Error: {run}: another import is writing this run folder; import again "
                     "once it has finished")  # fmt: skip
     assert "(0 written, 1 already there)" in _harbor(se, sd, out).output
+
+
+def test_two_workspaces_with_the_same_eval_folder_are_one_line(tmp_path: Path) -> None:
+    # skill-creator names evals eval-0, eval-1, ...: two workspaces' eval-0 were merged into
+    # one task, their runs paired by start time across the workspaces as its repeats (8
+    # pairs of 3 tasks in 4 run folders), though they may be two skills' different evals.
+    a = build_skill_creator(tmp_path / "a")
+    b = build_skill_creator(tmp_path / "b")
+    line = _error_line(_invoke("skill-creator", str(a), str(b), "-o", str(tmp_path / "runs")))
+    assert line == (
+        f"Error: WORKSPACE {b}: eval folder 'eval-0-ocean' is also in {a / 'iteration-2'}; "
+        "import the workspaces apart (their evals are not repeats of one task)"
+    )

@@ -56,6 +56,7 @@ def collect_skill_creator(request: ImportRequest) -> Collected:
     trials: list[Trial] = []
     notes: list[str] = []
     baselines = set()
+    evals: dict[str, Path] = {}
     for workspace in request.paths:
         given_path(workspace, "WORKSPACE")
         if not workspace.is_dir():
@@ -65,6 +66,14 @@ def collect_skill_creator(request: ImportRequest) -> Collected:
         baselines.add(baseline)
         notes.append(f"{iteration}: {baseline} is the without-skills arm")
         found, model = _runs(iteration, baseline, request.options)
+        for task in dict.fromkeys(t.task for t in found):
+            # eval-0, eval-1, ... in every workspace: the same name is not the same eval
+            other = evals.setdefault(task, iteration)
+            if other != iteration:
+                raise ImportInputError(
+                    f"WORKSPACE {workspace}: eval folder {task!r} is also in {other}; import "
+                    "the workspaces apart (their evals are not repeats of one task)"
+                )
         trials.extend(found)
         notes.extend(_cross_check(iteration, found, baseline))
         if model:
