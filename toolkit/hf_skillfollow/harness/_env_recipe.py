@@ -3,7 +3,8 @@
 The sandbox builds no image: the host's read-only ``/usr`` is the image. A Dockerfile may use
 ``FROM`` (ignored), ``WORKDIR``, ``ENV`` and ``COPY`` of files from ``environment/``; any
 other instruction is refused with the file and line. Stdlib only (no Harbor), so the
-toolkit's own interpreter can check a task too.
+toolkit's own interpreter checks every task before a sandbox run (`_harbor`), one line
+naming the task's own Dockerfile, rather than each trial failing inside Harbor.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import shlex
 from pathlib import Path
 
 _DOCKERFILE_KEEP = {"FROM", "WORKDIR", "ENV", "COPY"}
+MAX_DOCKERFILE_BYTES = 65536
 
 
 class Recipe:
@@ -29,7 +31,13 @@ def read_dockerfile(environment_dir: Path) -> Recipe:
     if not path.is_file():
         return recipe
     recipe.copies = []
-    text = path.read_text(errors="replace")[:65536].replace("\\\n", " ")
+    with path.open("rb") as f:
+        data = f.read(MAX_DOCKERFILE_BYTES + 1)
+    if len(data) > MAX_DOCKERFILE_BYTES:
+        # read whole or not at all: an instruction past what is read would be neither done
+        # nor refused
+        raise ValueError(f"{path}: over {MAX_DOCKERFILE_BYTES} bytes")
+    text = data.decode("utf-8", "replace").replace("\\\n", " ")
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -41,7 +49,10 @@ def read_dockerfile(environment_dir: Path) -> Recipe:
                 f"{path}:{number}: {word} needs an image build, which the sandbox environment "
                 "cannot do; run this task with a Docker-capable --env"
             )
-        args = shlex.split(rest)
+        try:
+            args = shlex.split(rest)
+        except ValueError as exc:  # an unclosed quote
+            raise ValueError(f"{path}:{number}: {exc}") from None
         if word == "WORKDIR" and args:
             recipe.workdir = args[0]
         elif word == "ENV" and args:

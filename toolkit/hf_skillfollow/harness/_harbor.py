@@ -61,6 +61,8 @@ _MAX_INJECT_CHARS = 64_000
 #: settings that do not identify the run: the same command with other values resumes it
 _MAY_CHANGE_ON_RESUME = ("concurrency", "base_url", "api_key_env")
 _LOG_TAIL = 2000
+#: what frames a line of Harbor's (rich) traceback boxes
+_BOX = " \t│┃╭╮╰╯─━"
 #: seconds a Harbor job has to end after SIGTERM when the run is stopped
 _STOP_GRACE_S = 30.0
 #: the rows' `provenance`: hf-skillfollow ran both arms, through Harbor (not `imported:harbor`)
@@ -358,6 +360,8 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
     staged = None
     if _dataset(options.tasks) is None:
         tasks = _stage.find_tasks(Path(options.tasks))
+        if options.env == "sandbox":
+            _check_recipes(tasks)
         if not evals:
             from hf_skillfollow.harness._evals_tasks import refuse_judged
 
@@ -392,6 +396,21 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
         return [BOTH], notes
     notes.append(f"note: the arms run as two Harbor jobs, each with half of --concurrency: {why}")
     return ["se", "sd"], notes
+
+
+def _check_recipes(tasks: list[Path]) -> None:
+    """Each task's Dockerfile as the sandbox reads it, checked here: inside Harbor a refusal
+    ends its job in a traceback box, not one line naming the task's own file."""
+    from hf_skillfollow.harness._env_recipe import read_dockerfile
+
+    for task in tasks:
+        environment = task / "environment"
+        if environment.is_symlink() or (environment / "Dockerfile").is_symlink():
+            continue  # not staged (links are not copied): the sandbox never reads it
+        try:
+            read_dockerfile(task / "environment")
+        except (ValueError, OSError) as exc:
+            raise HarnessError(str(exc)) from None
 
 
 def _check_evals(options: HarborOptions) -> None:
@@ -586,8 +605,10 @@ async def _run_jobs(
                 await _stop(proc)
                 raise
         if rc != 0:
-            tail = log.read_bytes()[-_LOG_TAIL:].decode(errors="replace").strip().splitlines()
-            last = tail[-1] if tail else "no output"
+            tail = log.read_bytes()[-_LOG_TAIL:].decode(errors="replace").splitlines()
+            # the last line that says something: Harbor's tracebacks end in a box's border
+            said = [line.strip(_BOX) for line in tail if any(c.isalnum() for c in line)]
+            last = said[-1] if said else "no output"
             raise HarnessError(
                 f"harbor ({name} job) exited with {rc}: {last[:300]} (log: {log}; finished "
                 "trials are kept: the same command resumes)"
