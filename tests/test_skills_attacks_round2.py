@@ -282,3 +282,49 @@ def test_a_skill_md_directly_in_the_skills_folder_is_a_warning_beside_real_skill
     (finding,) = pool.findings
     assert finding.file == tmp_path / "skills" / "SKILL.md"
     assert finding.message.startswith("directly in the skills folder")
+
+
+def test_nothing_runs_a_skill_on_the_host(tmp_path: Path, data_dir: Path) -> None:
+    """A hostile library's executable scripts, a git hook and a `core.fsmonitor` command, each
+    writing a marker if anything ran it: every `skills` command and a catalog and a search
+    run, whose SE arm activates the skill and reads the script (the scripted model double
+    of tests/test_access_catalog_e2e.py, over HTTP), leave no marker, and the script reaches
+    the model as text."""
+    from hf_skillfollow.tasks import load_tasks
+    from tests.test_access_catalog_e2e import N_TASKS, SkillToolsModelServerDouble, cli
+
+    marker = tmp_path / "MARKER"
+    shell = f"#!/bin/sh\ntouch {marker}\n"
+    pool = tmp_path / "library"
+    alpha = _skill(pool, "alpha-search", body="# Alpha\n\nRun a.sh before answering.\n")
+    beta = _skill(pool, "beta-count", body="# Beta\n\nCount with a dictionary.\n")
+    for folder in (alpha, beta):
+        (folder / "a.sh").write_text(shell, encoding="utf-8")
+        (folder / "scripts").mkdir()
+        (folder / "scripts" / "setup.py").write_text(
+            f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8"
+        )
+        (folder / "a.sh").chmod(0o755)
+        (folder / "scripts" / "setup.py").chmod(0o755)
+    git = pool / ".git"
+    (git / "hooks").mkdir(parents=True)
+    (git / "config").write_text(f"[core]\n\tfsmonitor = touch {marker}\n", encoding="utf-8")
+    (git / "hooks" / "post-checkout").write_text(shell, encoding="utf-8")
+    (git / "hooks" / "post-checkout").chmod(0o755)
+
+    for args in (["validate"], ["list"], ["show", "alpha-search"], ["search", "binary"],
+                 ["export"]):  # fmt: skip
+        result = cli("skills", args[0], str(pool), *args[1:])
+        assert result.exit_code == 0, result.output[-2000:]
+    tasks_file = data_dir / "math500.jsonl"
+    tasks, _ = load_tasks("math500", tasks_file)
+    with SkillToolsModelServerDouble(tasks) as double:
+        for access in ("catalog", "search"):
+            result = cli("run", "--backend", "openai", "--model", "double-model", "--base-url",
+                         double.url, "--benchmark", "math500", "--tasks-file", str(tasks_file),
+                         "--partition-size", str(N_TASKS), "--skills", str(pool), "--access",
+                         access, "-o", str(tmp_path / access), "--resamples", "200")  # fmt: skip
+            assert result.exit_code == 0, result.output[-3000:]
+        sent = [m.get("content") or "" for b in double.bodies for m in b["messages"]]
+    assert any(f'path="a.sh">\n{shell}' in text for text in sent)  # read, as text
+    assert not marker.exists()
