@@ -446,3 +446,26 @@ def test_annotations_in_the_drill_down_are_cut_and_counted(tmp_path):
     assert max(map(len, parts)) < 200_000, [len(p) for p in parts]
     text = next(p for p in parts if "blinded LLM annotations" in p)
     assert "3,000,000 characters" in text and "more annotators" in text
+
+
+def test_the_board_reads_no_jsonl_source_it_cannot_hold_to_its_budget(tmp_path):
+    """On 2c29ffe the board read a `.jsonl` source with no read budget at all (the budget is
+    counted on parquet footers): a 98 MB file took 715 MB of RSS, so a 20 GB one is the
+    machine's memory. The board's readers (a budget given) refuse it in one line naming the
+    file; `report`, which reads the analyst's own files, still reads JSONL."""
+    import json
+
+    from hf_skillfollow.hub._budget import TRANSITIONS
+    from hf_skillfollow.sources import SourceError, read_transitions
+
+    rows = outcome_rows(CELL_A, run_id="run-j", cell_id="cellJ", model="org/j")
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(SourceError, match=r"rows\.jsonl.*parquet"):
+        read_transitions(path, budget=TRANSITIONS)
+    assert read_transitions(path).num_rows == 20
+    good = tmp_path / "good"
+    write_run_dir(good, "run-g", CELL_A, cell_id="cellG", model="org/good")
+    board = load_board([str(path), str(good)], resamples=RESAMPLES, discover=False, use_cache=False)
+    assert board.sources == [str(good)]
+    assert any("rows.jsonl" in w for w in board.warnings)

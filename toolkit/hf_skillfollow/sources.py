@@ -159,6 +159,13 @@ def _read_file(path: Path, meter: Meter | None = None, dictionaries: bool = Fals
         kept = _KEPT_DICTIONARIES if dictionaries else ()
         return validate_transitions(table, str(path), dictionaries=kept)
     if path.suffix in _JSONL_SUFFIXES:
+        if meter is not None:
+            # The read budget is counted on parquet footers before anything is decoded; a JSON
+            # text has none, and its rows take ~7 times its size in memory while parsed.
+            raise SourceError(
+                f"{path}: a JSON rows file is not read where a read budget applies (the "
+                "leaderboard); publish the rows as parquet (a run directory or results repo)"
+            )
         return _read_jsonl(path)
     raise SourceError(f"{path}: unsupported file type {path.suffix!r} (use .parquet or .jsonl)")
 
