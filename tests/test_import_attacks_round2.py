@@ -539,3 +539,21 @@ def test_two_workspaces_with_the_same_eval_folder_are_one_line(tmp_path: Path) -
         f"Error: WORKSPACE {b}: eval folder 'eval-0-ocean' is also in {a / 'iteration-2'}; "
         "import the workspaces apart (their evals are not repeats of one task)"
     )
+
+
+def test_a_running_trial_of_a_job_of_both_arms_holds_back_both(tmp_path: Path) -> None:
+    # In a job of both arms (--job) a running trial's arm is not read (its recorded agent is
+    # checked once it has finished; Harbor may not have written all of it): the trials of its
+    # task in both arms that started at or after it wait with it.
+    from tests.test_harbor_import_job import _job
+
+    job = _job(tmp_path)
+    running = job / "task-a__0"
+    running.mkdir()
+    (running / "result.json").write_text(json.dumps(
+        {"trial_name": "task-a__0", "task_name": "task-a", "started_at": "2026-01-26T03:00:00"}))  # fmt: skip
+    result = _invoke("harbor", "--job", str(job), "-o", str(tmp_path / "runs"))
+    assert result.exit_code == 0, result.output
+    assert ("1 trial(s) still running (no finished_at, verdict or exception) left out, and 2 "
+            "finished trial(s) of their task and arm started at or after them held back") in result.output  # fmt: skip
+    assert "1 pair(s) in 1 run folder(s)" in result.output  # task-b only

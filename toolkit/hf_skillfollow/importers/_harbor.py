@@ -89,7 +89,7 @@ def collect(
     # the trials of two jobs, one per arm: each recorded agent must be the first one's but for
     # the skills (a job's own are checked by _JobArms)
     same = _FirstAgent("config.agent", "the arms", _SCHEDULING) if jobs else None
-    running: list[tuple[Unfinished, Arm]] = []
+    running: list[tuple[Unfinished, Arm | None]] = []
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
@@ -107,9 +107,7 @@ def collect(
                     )
                 trial = reader(data, result_path, arm or "se", request.options)
                 if isinstance(trial, Unfinished):
-                    running.append(
-                        (trial, arms.arm(result_path, data) if arms is not None else arm or "se")
-                    )
+                    running.append((trial, arm))  # a job's (--job): both arms held back
                     continue
                 if trial is None:
                     continue
@@ -144,20 +142,23 @@ def collect(
 
 
 def _hold_back(
-    trials: list[Trial], running: list[tuple[Unfinished, Arm]]
+    trials: list[Trial], running: list[tuple[Unfinished, Arm | None]]
 ) -> tuple[list[Trial], int]:
     """The trials to pair now, and how many were held back: those of a task and arm that has a
-    trial still running, started at or after it (a trial without a task or start time holds
-    back its arm's every trial of that task, or of every task). Once it finishes it sorts
-    before them, so pairing them now would give pairs that a later import contradicts."""
-    first: dict[tuple[str | None, Arm], str] = {}
+    trial still running, started at or after it. Once it finishes it sorts before them, so
+    pairing them now would give pairs that a later import contradicts. A running trial whose
+    arm is not known yet (a job of both arms: its record is checked once it has finished)
+    holds back both arms; one without a task name, every task of its arm."""
+    first: dict[tuple[str | None, Arm | None], str] = {}
     for unfinished, arm in running:
         key = (unfinished.task, arm)
         first[key] = min(first.get(key, unfinished.started_at), unfinished.started_at)
-    kept = [
-        t for t in trials
-        if not any(t.started_at >= first[k] for k in ((t.task, t.arm), (None, t.arm)) if k in first)
-    ]  # fmt: skip
+
+    def held(t: Trial) -> bool:
+        keys = ((task, arm) for task in (t.task, None) for arm in (t.arm, None))
+        return any(t.started_at >= first[k] for k in keys if k in first)
+
+    kept = [t for t in trials if not held(t)]
     return kept, len(trials) - len(kept)
 
 
