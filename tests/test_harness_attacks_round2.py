@@ -502,3 +502,24 @@ def test_a_failed_job_s_line_is_what_it_said_not_a_box_border(
     ])  # fmt: skip
     assert result.exit_code == 1
     assert "exited with 1: ValueError: the reason (log: " in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"do it\x00 now\n", "holds a NUL byte"),
+        (b"caf\xe9\n", "not UTF-8"),
+        (b"x" * (1024 * 1024 + 1), "over 1048576 bytes"),
+    ],
+)
+def test_an_instruction_harbor_cannot_hand_an_agent_is_one_line(
+    tmp_path: Path, content: bytes, why: str
+) -> None:
+    # Harbor reads instruction.md with read_text(): bytes that are not UTF-8 ended its job in a
+    # traceback, a NUL or a prompt of hundreds of MB went to the model in every trial of both
+    # arms (staging allowed 256 MiB a task).
+    task = _task(tmp_path / "in", "odd", "[environment]\n")
+    (task / "instruction.md").write_bytes(content)
+    with pytest.raises(_stage.StageError) as err:
+        _stage.stage_tasks([task], tmp_path / "both")
+    assert str(err.value).startswith(f"{task / 'instruction.md'}: {why}")

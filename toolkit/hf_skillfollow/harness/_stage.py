@@ -37,6 +37,8 @@ _MAX_DEPTH = 24
 MAX_TOTAL_BYTES = 4 * 1024 * 1024 * 1024
 #: a task.toml is a few KB; Harbor's own reader has no bound
 MAX_TOML_BYTES = 1024 * 1024
+#: an instruction is a prompt: Harbor hands it whole to the agent in every trial
+MAX_INSTRUCTION_BYTES = 1024 * 1024
 #: `[ \t]`, not `\s`: `\s*` from each line start ran across every blank line after it
 #: (quadratic in a task.toml of blank lines). The key bare, quoted or dotted from the top
 #: (`environment.skills_dir`); what a strip leaves is checked by parsing (`_skills_dir`)
@@ -150,10 +152,26 @@ def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = Non
             if dest.exists():
                 shutil.rmtree(dest)
             _copy_tree(task, dest)
+        _check_instruction(copies[0] / "instruction.md", task / "instruction.md")
         if _own_skills(copies[-1], task, strip=sd_dest is not None):
             staged.own_skills.append(task.name)
         staged.names.append(task.name)
     return staged
+
+
+def _check_instruction(copy: Path, source: Path) -> None:
+    """The instruction as Harbor hands it to the agent (`read_text`): UTF-8, no NUL, at most
+    `MAX_INSTRUCTION_BYTES`; read from the copy (a regular file, measured)."""
+    if copy.stat().st_size > MAX_INSTRUCTION_BYTES:
+        raise StageError(f"{source}: over {MAX_INSTRUCTION_BYTES} bytes")
+    data = copy.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StageError(f"{source}: not UTF-8 (byte {exc.start})") from None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise StageError(f"{source}: holds a NUL byte (at byte {nul})")
 
 
 def _entries(source: Path) -> Iterator[tuple[Path, os.DirEntry[str], int]]:
