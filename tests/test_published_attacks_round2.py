@@ -469,3 +469,30 @@ def test_the_board_reads_no_jsonl_source_it_cannot_hold_to_its_budget(tmp_path):
     board = load_board([str(path), str(good)], resamples=RESAMPLES, discover=False, use_cache=False)
     assert board.sources == [str(good)]
     assert any("rows.jsonl" in w for w in board.warnings)
+
+
+def test_the_traces_of_a_folder_of_many_runs_are_counted_by_what_they_take(tmp_path, monkeypatch):
+    """As for rows: on 93bc56f the drill-down counted a local source's trace files at their
+    footer bounds (~1.7 MB for a 160-row file that takes ~45 KB), so a folder of enough
+    honest runs showed no traces at all. Here 30 runs under a traces budget between the two
+    sums: their traces are read, and a budget under what they take still refuses them."""
+    import pyarrow.parquet as pq_
+
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.space_app._traces import _load as load_traces_of
+
+    root = tmp_path / "runs"
+    bounds = taken = 0
+    for k in range(30):
+        run = write_run_dir(root, f"run-{k}", CELL_A, cell_id=f"cell{k}", model="org/m")
+        bounds += _budget._footer_bound(pq_.ParquetFile(run / "traces.parquet").metadata)
+        taken += pq_.read_table(run / "traces.parquet").nbytes
+    assert bounds > 2 * taken
+    budget = Budget(file_bytes=1 << 30, decoded_bytes=2 * taken, string_chars=_MiB, rows=10**7)
+    monkeypatch.setitem(_budget.BUDGETS, "traces", budget)
+    traces = load_traces_of(str(root))
+    assert not isinstance(traces, str), traces
+    assert traces.num_rows == 30 * 40
+    tight = Budget(file_bytes=1 << 30, decoded_bytes=taken // 2, string_chars=_MiB, rows=10**7)
+    monkeypatch.setitem(_budget.BUDGETS, "traces", tight)
+    assert "bytes once decoded" in load_traces_of(str(root))

@@ -65,15 +65,22 @@ def _load(source: str) -> pa.Table | str:
 
 
 def _local_traces(root: Path) -> pa.Table | None:
-    from hf_skillfollow.hub._budget import check_files
+    """Every trace file of the local source `root`, each held to the traces budget on the
+    read that is used (`Meter.read_whole`: counted at what it took once read, not at its
+    footer's bound, which would refuse a folder of a few thousand honest runs)."""
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from hf_skillfollow._files import regular_file
+    from hf_skillfollow.hub._budget import BUDGETS, Meter
 
     files = _trace_files(root)
     if not files:
         return None
-    import pyarrow.parquet as pq
-
-    check_files(files, "traces", str(root))
-    return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+    meter, lock = Meter(BUDGETS["traces"], str(root)), threading.Lock()
+    tables = [meter.read_whole(f, pq.ParquetFile(regular_file(f)), lock) for f in files]
+    return pa.concat_tables(tables, promote_options="default")
 
 
 def _trace_files(root: Path) -> list[Path]:
