@@ -557,3 +557,18 @@ def test_a_running_trial_of_a_job_of_both_arms_holds_back_both(tmp_path: Path) -
     assert ("1 trial(s) still running (no finished_at, verdict or exception) left out, and 2 "
             "finished trial(s) of their task and arm started at or after them held back") in result.output  # fmt: skip
     assert "1 pair(s) in 1 run folder(s)" in result.output  # task-b only
+
+
+def test_a_trial_folder_whose_name_is_not_utf8_imports_again(tmp_path: Path) -> None:
+    # the traces' JSON keeps the name's lone surrogate, the check compared it with its escape
+    import os
+
+    se, sd = _arms(tmp_path)
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    os.rename(trial, os.fsencode(sd) + b"/a\xff")
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    again = _harbor(se, sd, out)
+    assert again.exit_code == 0, again.output
+    assert "(0 written, 1 already there)" in again.output

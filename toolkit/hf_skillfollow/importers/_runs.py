@@ -405,8 +405,10 @@ def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None
         except (TypeError, ValueError):
             continue
         if isinstance(details, dict) and isinstance(details.get("trial"), str):
-            recorded[str(trace.get("arm"))] = (details["trial"], str(details.get("started_at")))
-    now = {t.arm: (safe_text(t.source.name), t.started_at) for t in (pair.se, pair.sd)}
+            # the details' JSON keeps a folder name's lone surrogate (`\udcff`) as it is
+            trial, started = details["trial"], str(details.get("started_at"))
+            recorded[str(trace.get("arm"))] = (safe_text(trial), safe_text(started))
+    now = {t.arm: (safe_text(t.source.name), safe_text(t.started_at)) for t in (pair.se, pair.sd)}
     if set(recorded) != {"se", "sd"} or recorded == now:
         return  # a record without its trials' names is not second-guessed
     raise ImportInputError(
