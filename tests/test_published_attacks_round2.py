@@ -496,3 +496,19 @@ def test_the_traces_of_a_folder_of_many_runs_are_counted_by_what_they_take(tmp_p
     tight = Budget(file_bytes=1 << 30, decoded_bytes=taken // 2, string_chars=_MiB, rows=10**7)
     monkeypatch.setitem(_budget.BUDGETS, "traces", tight)
     assert "bytes once decoded" in load_traces_of(str(root))
+
+
+def test_verify_follows_no_run_directory_linked_out_of_the_folder_it_was_given(tmp_path):
+    """On 02de7fe `verify FOLDER` expanded FOLDER's run directories with their links
+    followed: a published folder's `run-h -> ../private/run-secret` made `verify` read the
+    private run (and write its record into the private run's folder). It is refused before
+    anything is read, naming the link (exit 2)."""
+    from hf_skillfollow.verify._inputs import VerifyInputError, read_rows
+
+    write_run_dir(tmp_path / "private", "run-secret", CELL_A, cell_id="cellS", model="me/p")
+    published = tmp_path / "published"
+    write_run_dir(published, "run-g", CELL_A, cell_id="cellG", model="org/good")
+    assert {r.run_id for r in read_rows([str(published)])} == {"run-g"}
+    (published / "run-h").symlink_to(Path("../private/run-secret"))
+    with pytest.raises(VerifyInputError, match=r"run-h.*link"):
+        read_rows([str(published)])

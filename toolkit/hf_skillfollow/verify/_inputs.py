@@ -77,12 +77,17 @@ def read_rows(sources: Sequence[str]) -> list[Row]:
 
 def _expand(source: str) -> list[str]:
     """A folder that is neither a run directory nor a repo folder: the run dirs inside it."""
+    from hf_skillfollow._files import OutsideSource, inside
     from hf_skillfollow.hub._layout import is_repo_folder, is_run_dir
 
     path = Path(source).expanduser()
     if not path.is_dir() or is_run_dir(path) or is_repo_folder(path):
         return [source]
     inner = sorted(str(p) for p in path.iterdir() if is_run_dir(p) or is_repo_folder(p))
+    try:  # a run directory linked out of the folder is someone else's (and gets the record)
+        inner = [str(inside(p, path)) for p in inner]
+    except OutsideSource as exc:
+        raise VerifyInputError(str(exc)) from None
     if not inner:
         raise VerifyInputError(
             f"{source}: no run directories (transitions.parquet) or results repo folders inside"
