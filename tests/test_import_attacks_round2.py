@@ -572,3 +572,19 @@ def test_a_trial_folder_whose_name_is_not_utf8_imports_again(tmp_path: Path) -> 
     again = _harbor(se, sd, out)
     assert again.exit_code == 0, again.output
     assert "(0 written, 1 already there)" in again.output
+
+
+def test_the_results_lines_print_for_the_harbor_runner_too(tmp_path: Path) -> None:
+    # `run --harness harbor` prints an import's violations and notes itself: they are made
+    # printable where they are made, not only by `import`'s own printing
+    from hf_skillfollow._text import utf8_encodable
+    from hf_skillfollow.importers import import_runs
+
+    se, sd = _arms(tmp_path)
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    read = ("Read", {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"}, "---", False)
+    trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
+    _surrogate(trial / "agent" / "claude-code.txt", '"X')
+    result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    assert len(result.violations) == 1 and "X\\ud800" in result.violations[0]
+    assert all(utf8_encodable(line) for line in result.violations + result.notes)

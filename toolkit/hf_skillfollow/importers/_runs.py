@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._arm_integrity import VIOLATION, is_violation
+from hf_skillfollow._text import safe_text
 from hf_skillfollow.importers._activation import (
     NO_TRANSCRIPT,
     Integrity,
@@ -169,6 +170,10 @@ def write_runs(
             f"{len(skipped)} transcript file(s) passed over as not a transcript (the next one, "
             f"else activation unknown), e.g. {skipped[0]}"
         )
+    # printed by `import` and by the Harbor runner: a lone surrogate (a JSON `\ud800` in a
+    # transcript's evidence, a folder name that is not UTF-8) as its escape
+    result.notes = [safe_text(n) for n in result.notes]
+    result.violations = [safe_text(v) for v in result.violations]
     return result
 
 
@@ -396,8 +401,6 @@ def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None
     """A recorded pair is kept only when it was recorded from this pair's trials (a resume, a
     re-import). Another run of the same cell (same agent, model, tasks, checksums and skills:
     the same run folder) would otherwise be counted as already there and never recorded."""
-    from hf_skillfollow._text import safe_text
-
     recorded: dict[str, tuple[str, str]] = {}
     for trace in record.get("traces") or ():
         try:
