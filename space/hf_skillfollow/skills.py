@@ -64,6 +64,7 @@ __all__ = [
     "collection_documents",
     "index_text",
     "load_pool",
+    "load_shipped_pool",
     "load_skill",
     "merged_pool",
     "read_resource",
@@ -325,13 +326,20 @@ def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
 
 
 def _resolve(path_or_name: str | Path) -> Path:
-    path = Path(path_or_name).expanduser()
-    if path.exists():
-        return path
-    text = str(path_or_name)
-    if "/" not in text and "\\" not in text and not text.startswith("."):
-        from hf_skillfollow._resources import shipped_pool
+    from hf_skillfollow._resources import shipped_pool
 
+    path = Path(path_or_name).expanduser()
+    text = str(path_or_name)
+    bare = "/" not in text and "\\" not in text and not text.startswith(".")
+    if path.exists():
+        if bare and path.is_dir() and _is_shipped(text):
+            # a cloned repository's `math/` must not stand in for the shipped pool unnoticed
+            raise SkillPoolError(
+                f"{text}: both a shipped pool and a folder here; name the folder by its path "
+                f"({path.resolve()}), or run elsewhere for the shipped pool"
+            )
+        return path
+    if bare:
         try:
             return shipped_pool(text)
         except FileNotFoundError as exc:
@@ -339,6 +347,26 @@ def _resolve(path_or_name: str | Path) -> Path:
                 f"{text}: neither a directory nor a shipped pool ({exc})"
             ) from None
     raise SkillPoolError(f"{path}: skill pool directory does not exist")
+
+
+def _is_shipped(name: str) -> bool:
+    from hf_skillfollow._resources import shipped_pool
+
+    try:
+        shipped_pool(name)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def load_shipped_pool(name: str) -> SkillPool:
+    """The shipped pool `name` (`coding`, `math`), never a folder of the working directory."""
+    from hf_skillfollow._resources import shipped_pool
+
+    try:
+        return load_pool(shipped_pool(name))
+    except FileNotFoundError as exc:
+        raise SkillPoolError(f"{name}: no shipped pool ({exc})") from None
 
 
 def validate_pool(path_or_name: str | Path) -> PoolReport:

@@ -92,16 +92,17 @@ class RunPlan:
 
 
 def resolve_pool(config: RunConfig) -> SkillPool:
-    from hf_skillfollow.skills import load_pool, merged_pool
+    from hf_skillfollow.skills import load_pool, load_shipped_pool, merged_pool
 
     if config.domain == "general" and not (config.skills_dir or config.merged_library):
         raise ValueError(
             f"--benchmark {config.benchmark}: name the skill pool with --skills POOL "
             "(a folder of skills, or a shipped pool: coding, math)"
         )
+    # no --skills: the shipped pool of the domain, never a same-named folder of the working one
     if config.merged_library:
-        return merged_pool([load_pool("coding"), load_pool("math")])
-    pool = load_pool(config.skills_dir if config.skills_dir else config.domain)
+        return merged_pool([load_shipped_pool("coding"), load_shipped_pool("math")])
+    pool = load_pool(config.skills_dir) if config.skills_dir else load_shipped_pool(config.domain)
     if config.benchmark == "skill-evals":  # the skills' answer keys are not theirs to read
         from hf_skillfollow.tasks_custom import without_evals
 
