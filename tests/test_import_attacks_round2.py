@@ -243,10 +243,12 @@ def test_two_jobs_whose_agents_differ_beyond_the_skills_are_refused(tmp_path: Pa
 
 def test_two_jobs_whose_agents_differ_only_in_the_skills_import(tmp_path: Path) -> None:
     se, sd = _arms(tmp_path)
+    # how many ran at once, and the endpoint (a resumed `run --harness harbor` serves its
+    # model on a new port; result.json keeps the one each trial used): not what the agent does
     _agent(write_trial(se, "a__1", "task-a", stream=cc_stream()), skills=["/skills"],
-           n_concurrent=8)  # fmt: skip
+           n_concurrent=8, base_url="http://127.0.0.1:4001/v1")  # fmt: skip
     _agent(write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False)),
-           n_concurrent=2)  # scheduling, not the agent's behaviour  # fmt: skip
+           n_concurrent=2, base_url="http://127.0.0.1:4002/v1", model_api_key_name="K2")  # fmt: skip
     result = _harbor(se, sd, tmp_path / "runs")
     assert result.exit_code == 0, result.output
 

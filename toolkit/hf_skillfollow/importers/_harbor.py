@@ -88,7 +88,7 @@ def collect(
     ids: dict[str, Trial] = {}
     # the trials of two jobs, one per arm: each recorded agent must be the first one's but for
     # the skills (a job's own are checked by _JobArms)
-    same = _FirstAgent("config.agent", "the arms", _SCHEDULING) if jobs else None
+    same = _FirstAgent("config.agent", "the arms", _NOT_COMPARED) if jobs else None
     running: list[tuple[Unfinished, Arm | None]] = []
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
@@ -236,9 +236,12 @@ class _JobArms:
         return self.jobs[job]
 
 
-#: Agent fields of two jobs (one per arm) that may differ: the skills, and how many trials
-#: ran at once, which schedules the trials and does not change what the agent does.
-_SCHEDULING = ("skills", "n_concurrent", "concurrency_group")
+#: Agent fields of two jobs (one per arm) that may differ: the skills; how many trials ran at
+#: once; and where the model was served (a resumed `run --harness harbor` serves it on a new
+#: port, and result.json keeps the endpoint each trial used): none changes what the agent does.
+_NOT_COMPARED = (
+    "skills", "n_concurrent", "concurrency_group", "base_url", "model_api_key_name",
+)  # fmt: skip
 
 
 def _but_skills(agent: dict[str, Any], ignored: tuple[str, ...] = ("skills",)) -> dict[str, Any]:
