@@ -512,3 +512,27 @@ def test_verify_follows_no_run_directory_linked_out_of_the_folder_it_was_given(t
     (published / "run-h").symlink_to(Path("../private/run-secret"))
     with pytest.raises(VerifyInputError, match=r"run-h.*link"):
         read_rows([str(published)])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array([float("nan")] * 20),
+        pa.array([0.5] * 20),
+        pa.array([2] * 20),
+        pa.array(["true", "false"] * 10),
+    ],
+    ids=["nan", "half", "two", "strings"],
+)
+def test_a_verdict_bit_of_another_type_is_refused_not_cast(tmp_path, values):
+    """On 543f6cd a `se_correct` column of doubles, ints or strings was cast to bool: NaN,
+    0.5, 2 and -1 all read as True, so a publisher's "unknown" (NaN) counted as a pass on the
+    board, in `report` and in `verify`. Only booleans are read as booleans."""
+    from hf_skillfollow.sources import SourceError, read_transitions
+
+    table = _rows("run-b")
+    col = table.schema.get_field_index("se_correct")
+    run = _run(tmp_path, table.set_column(col, "se_correct", values))
+    for read in (read_transitions, load_transitions):
+        with pytest.raises((SchemaError, SourceError, HubError), match="'se_correct'"):
+            read(run)
