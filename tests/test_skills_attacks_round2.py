@@ -366,3 +366,39 @@ def test_a_bare_pool_name_that_is_also_a_folder_here_is_refused_as_ambiguous(
     assert str(tmp_path / "math") in message and "\n" not in message
     assert load_pool(tmp_path / "math").names == ["evil"]  # its path names the folder
     assert load_pool("./coding").names == ["evil"]
+
+
+def test_a_fifo_or_device_in_a_skill_folder_is_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/skills.md: only regular files are opened. The reader opened every file and then
+    asked what it was: a FIFO was opened (non-blocking), and a device node a tarball extracted
+    as root can hold (a watchdog, a tape drive: opening has effects) would be too."""
+    folder = _skill(tmp_path, "nodes")
+    os.mkfifo(folder / "pipe.md")
+    (tmp_path / "fifo-skill").mkdir()
+    os.mkfifo(tmp_path / "fifo-skill" / "SKILL.md")
+    special = [folder / "pipe.md", tmp_path / "fifo-skill" / "SKILL.md"]
+    if hasattr(os, "mknod") and os.geteuid() == 0:
+        import stat
+
+        try:  # /dev/null's numbers: harmless if the mend regresses
+            os.mknod(folder / "dev.md", stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            special.append(folder / "dev.md")
+        except OSError:
+            pass
+    opened: list[str] = []
+    real_open = os.open
+
+    def recording(path: object, *args: object, **kwargs: object) -> int:
+        opened.append(os.fspath(path))  # type: ignore[arg-type]
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", recording)
+    report = validate_pool(tmp_path)
+    monkeypatch.undo()
+    assert not [p for p in opened if Path(p) in special]
+    nodes = next(r.skill for r in report.skills if r.skill is not None)
+    assert dict(nodes.unserved)["pipe.md"] == "is not a regular file"
+    (error,) = report.errors
+    assert error.file == special[1] and error.message == "is not a regular file"

@@ -65,12 +65,21 @@ def has_control_chars(text: str) -> bool:
 def _read_regular(path: Path, limit: int, links: _Links | None = None) -> bytes:
     """The bytes of `path`, which must be a regular file of at most `limit` bytes.
 
-    `O_NOFOLLOW` refuses a symlink put in place after the caller resolved the path,
+    Anything but a regular file is refused before it is opened (`lstat`); `O_NOFOLLOW` refuses a
+    symlink put in place after the caller resolved the path,
     `O_NONBLOCK` keeps a FIFO from blocking the open, and the read stops at `limit + 1` bytes
     whatever the file system reports as the size. With `links` (the names a folder holds), a
     file with more hard links than the folder holds is refused: its other name is outside the
     folder (a hard link, unlike a symlink, does not say where it points).
     """
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError as exc:
+        raise ReadRefused(f"cannot be opened ({exc.strerror})") from None
+    # what it is before opening it: opening a device can have effects (a watchdog arms, a tape
+    # rewinds); a symlink is left to O_NOFOLLOW, and `fstat` re-checks what was opened
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise ReadRefused("is not a regular file")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
