@@ -536,3 +536,33 @@ def test_a_verdict_bit_of_another_type_is_refused_not_cast(tmp_path, values):
     for read in (read_transitions, load_transitions):
         with pytest.raises((SchemaError, SourceError, HubError), match="'se_correct'"):
             read(run)
+
+
+def test_the_number_of_files_of_a_source_is_bounded_before_any_is_opened(tmp_path):
+    """On 0f95be9 nothing bounded how many files a source may hold: each costs a footer read
+    (7,000 run files took 13.6 s to load here), and 2 GiB of files is ~1.4 million one-row
+    files, most of an hour for one source. A source past `Budget.files` is refused from its
+    listing, before any file is opened (a FIFO among them would block the reader)."""
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.hub._load import read_parquet_files
+
+    assert _budget.TRANSITIONS.files >= 12_500 * 4  # the 12,500-run board, with room
+    shards = tmp_path / "data" / "transitions"
+    shards.mkdir(parents=True)
+    for k in range(6):
+        pq.write_table(_rows(f"run-{k}"), shards / f"run-{k}.parquet")
+    import os
+
+    os.mkfifo(shards / "run-6.parquet")
+    few = Budget(file_bytes=1 << 30, decoded_bytes=1 << 30, string_chars=4_096, rows=10**7, files=5)
+    with pytest.raises(BudgetError, match=r"7 files.*5"):
+        Meter(few, "many").count_files(sorted(shards.iterdir()))
+    import hf_skillfollow.hub._budget as budget_module
+
+    old = budget_module.BUDGETS["transitions"]
+    budget_module.BUDGETS["transitions"] = few
+    try:
+        with pytest.raises(BudgetError, match="files"):
+            read_parquet_files(sorted(shards.iterdir()), "transitions", "many")
+    finally:
+        budget_module.BUDGETS["transitions"] = old

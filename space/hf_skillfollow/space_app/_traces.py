@@ -79,6 +79,7 @@ def _local_traces(root: Path) -> pa.Table | None:
     if not files:
         return None
     meter, lock = Meter(BUDGETS["traces"], str(root)), threading.Lock()
+    meter.count_files(files)
     tables = [meter.read_whole(f, pq.ParquetFile(regular_file(f)), lock) for f in files]
     return pa.concat_tables(tables, promote_options="default")
 

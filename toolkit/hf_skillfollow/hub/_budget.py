@@ -48,6 +48,9 @@ class Budget:
     string_chars: int
     #: Rows in all files together.
     rows: int
+    #: Files: each costs a footer read (~2 ms), and 2 GiB of files is ~1.4 million one-row
+    #: files. A results repo holds one per run and config (the board is measured at 12,500).
+    files: int = 100_000
 
 
 #: Transitions: the 12,500-cell board (10^6 rows) decodes to a few hundred MB; identity
@@ -66,7 +69,16 @@ class Meter:
 
     def __init__(self, budget: Budget, source: str) -> None:
         self.budget, self.source = budget, source
-        self.file_bytes = self.decoded = self.rows = 0
+        self.file_bytes = self.decoded = self.rows = self.files = 0
+
+    def count_files(self, paths: Sequence[Path]) -> None:
+        """Refuse a source of more files than the budget's, from its listing alone (before
+        any is opened); each file is counted again as it is read (`_counted`)."""
+        if len(paths) > self.budget.files:
+            raise BudgetError(
+                f"{self.source}: {len(paths):,} files, past {self.budget.files:,} files (a "
+                "source may hold at most that many); the source is not shown"
+            )
 
     def check(self, path: Path, file: pq.ParquetFile | None = None) -> None:
         """Count `path` (opened as `file` when the caller has it) or raise BudgetError."""
@@ -140,6 +152,8 @@ class Meter:
             regular_file(path)  # before anything opens it: a FIFO would block the reader
         except OSError as exc:
             raise HubError(f"{self.source}: {exc}") from None
+        self.files += 1
+        self._over("files", self.files, b.files, path)
         self.file_bytes += os.path.getsize(path)
         self._over("bytes of parquet files", self.file_bytes, b.file_bytes, path)
         file = file if file is not None else _open(path)
@@ -212,6 +226,7 @@ class Meter:
 def check_files(files: Sequence[Path], config: str, source: str) -> None:
     """Raise BudgetError when reading `files` as `config` rows would exceed its budget."""
     meter = Meter(BUDGETS[config], source)
+    meter.count_files(files)
     for path in files:
         meter.check(Path(path))
 

@@ -266,6 +266,7 @@ def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") 
     from hf_skillfollow.hub._budget import BUDGETS, Meter
 
     meter = Meter(BUDGETS[config], source or str(Path(files[0]).parent))
+    meter.count_files(files)
     lock = threading.Lock()
 
     def read(path: Path) -> pa.Table:
@@ -339,7 +340,7 @@ def _check_download(repo_id: str, patterns: list[str], config: Config) -> None:
 
     from huggingface_hub import snapshot_download
 
-    from hf_skillfollow.hub._budget import BUDGETS, BudgetError
+    from hf_skillfollow.hub._budget import BUDGETS, BudgetError, Meter
 
     if "dry_run" not in inspect.signature(snapshot_download).parameters:
         return
@@ -350,6 +351,7 @@ def _check_download(repo_id: str, patterns: list[str], config: Config) -> None:
     except OSError:  # offline or unreachable (DryRunError): nothing can be fetched
         return
     total = sum(int(getattr(f, "file_size", 0) or 0) for f in planned)
+    Meter(BUDGETS[config], repo_id).count_files(list(planned))
     limit = BUDGETS[config].file_bytes
     if total > limit:
         raise BudgetError(
