@@ -402,3 +402,23 @@ def test_a_fifo_or_device_in_a_skill_folder_is_never_opened(
     assert dict(nodes.unserved)["pipe.md"] == "is not a regular file"
     (error,) = report.errors
     assert error.file == special[1] and error.message == "is not a regular file"
+
+
+def test_a_library_of_too_many_skills_is_one_error_that_says_the_way_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/skills.md: more than 1,000 skills is one error that asks to point POOL elsewhere;
+    the message only said 'more than 1000 skills' (a real registry, agentskillexchange/skills,
+    holds 2,921 in its one skills/ folder)."""
+    from hf_skillfollow import _skill_files
+
+    monkeypatch.setattr(_skill_files, "MAX_SKILLS", 3)
+    for i in range(4):
+        _skill(tmp_path / "categories" / f"c{i % 2}", f"s{i}")
+    with pytest.raises(SkillPoolError) as caught:
+        load_pool(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path}: skill pool: more than 3 skills; point POOL at a folder holding fewer (a "
+        "part of the library, or a folder with copies of the skills to measure)"
+    )
+    assert load_pool(tmp_path / "categories" / "c0").names == ["s0", "s2"]

@@ -399,7 +399,11 @@ def discover(root: Path) -> tuple[list[Path], list[Finding]]:
             if folder != start and _is_skill(folder):
                 found.append(folder / SKILL_FILE)
                 if len(found) > MAX_SKILLS:
-                    raise SkillPoolError(f"{root}: skill pool: more than {MAX_SKILLS} skills")
+                    raise SkillPoolError(
+                        f"{root}: skill pool: more than {MAX_SKILLS} skills; point POOL at a "
+                        "folder holding fewer (a part of the library, or a folder with copies "
+                        "of the skills to measure)"
+                    )
                 continue
             subs = _subfolders(folder, lister, findings, root)
             if depth < MAX_SCAN_DEPTH:
