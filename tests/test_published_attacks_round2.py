@@ -566,3 +566,29 @@ def test_the_number_of_files_of_a_source_is_bounded_before_any_is_opened(tmp_pat
             read_parquet_files(sorted(shards.iterdir()), "transitions", "many")
     finally:
         budget_module.BUDGETS["transitions"] = old
+
+
+def test_another_source_cannot_change_a_models_row_on_the_models_tab(tmp_path):
+    """On 68961fb the Models tab grouped the cells by model name alone, across sources: a
+    source publishing three harmful cells under `org/victim` turned that model's row from
+    'hurt 0, median RAE +33.3' into 'hurt 3', its median RAE and its worst cell (a link to
+    the hostile source's cell) included. Every number stays with the source that published
+    it: one row per model and source, the honest one exactly as when loaded alone."""
+    from hf_skillfollow.space_app._models import models_frame, models_html
+
+    hurts = {(True, False, True): 1, (False, True, True): 3, (True, True, True): 6,
+             (True, True, False): 2, (False, False, False): 8}  # fmt: skip
+    honest = tmp_path / "honest"
+    write_run_dir(honest, "run-v", CELL_A, cell_id="cellV", model="org/victim")
+    hostile = tmp_path / "hostile"
+    for k in range(3):
+        write_run_dir(hostile, f"run-h{k}", hurts, cell_id=f"cellH{k}", model="org/victim")
+    kw = {"resamples": RESAMPLES, "discover": False, "use_cache": False}
+    alone = models_frame(load_board([str(honest)], **kw).cells())
+    both = models_frame(load_board([str(honest), str(hostile)], **kw).cells())
+    mine = both[both["sources"].apply(lambda s: s == [str(honest)])]
+    assert len(mine) == 1 and len(both) == 2
+    assert mine.reset_index(drop=True).equals(alone), (mine, alone)
+    theirs = both[both["sources"].apply(lambda s: s == [str(hostile)])].iloc[0]
+    assert theirs["hurt"] == 3 and theirs["model"] == "org/victim"
+    assert models_html(both).count('data-model="org/victim"') == 2

@@ -20,7 +20,7 @@ MAX_MODELS = 500
 
 
 def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.DataFrame:
-    """Per model: cells, reportable cells, how many the skills hurt (RAE < 0) and helped,
+    """Per model and source (a pooled cell's sources are one more source): cells, reportable cells, how many the skills hurt (RAE < 0) and helped,
     how many of those significantly (McNemar p < ALPHA), the median RAE of the reportable
     cells, the worst reportable cell, the sources and the newest run."""
     if cells.empty:
@@ -46,7 +46,9 @@ def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.Da
         }
     )
     rows = []
-    for model, part in frame.groupby("model", sort=False):
+    # One row per model *and source*: a name is anyone's to publish under, and another
+    # source's cells must not change this source's counts, median or worst cell.
+    for (model, _source), part in frame.groupby(["model", "source"], sort=False):
         worst = part.loc[part["rae"].idxmin()] if part["rae"].notna().any() else None
         rows.append(
             {
@@ -66,7 +68,9 @@ def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.Da
             }
         )
     out = pd.DataFrame(rows)
-    return out.sort_values(["cells", "model"], ascending=[False, True]).reset_index(drop=True)
+    out["_source"] = out["sources"].str[0]
+    order = out.sort_values(["cells", "model", "_source"], ascending=[False, True, True])
+    return order.drop(columns="_source").reset_index(drop=True)
 
 
 def models_html(frame: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> str:
@@ -101,7 +105,7 @@ def models_html(frame: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> str:
             f'<td class="sf-sub">{sources}</td><td class="sf-num">{escape(r.last_run[:10])}</td></tr>'
         )
     return (
-        f'<p class="sf-sub">One row per model, over its cells at n_cond ≥ {min_cond}; sig. = '
+        f'<p class="sf-sub">One row per model and source, over its cells at n_cond ≥ {min_cond}; sig. = '
         f"McNemar p &lt; {ALPHA}. Click a worst cell for its drill-down.</p>"
         '<div class="sf-table-wrap"><table class="sf-table sf-models"><thead><tr>'
         "<th>model</th><th>cells</th><th>reportable</th>"
