@@ -349,9 +349,14 @@ def _write_repeat(
         else:
             store.write_manifest(manifest)
         records = {r["task_id"]: r for r in store.read_records()}
-        for pair in pairs:  # all checked before anything is appended
-            if pair.task in records:
-                _same_trials(store.root, k, pair, records[pair.task])
+        other = [why for p in pairs if p.task in records
+                 if (why := _other_trials(k, p, records[p.task]))]  # fmt: skip
+        if other:
+            result.notes.append(
+                f"{store.root.name}: {len(other)} recorded pair(s) are of other trials than this "
+                f"import's ({other[0]}{', ...' if len(other) > 1 else ''}): kept as recorded, "
+                "these not recorded; import them into another output folder (-o) to record them"
+            )
         done = {task: r["transition"] for task, r in records.items()}
         from hf_skillfollow.columns import identity_values
 
@@ -397,10 +402,11 @@ def _only_writer(root: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None:
-    """A recorded pair is kept only when it was recorded from this pair's trials (a resume, a
-    re-import). Another run of the same cell (same agent, model, tasks, checksums and skills:
-    the same run folder) would otherwise be counted as already there and never recorded."""
+def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
+    """What differs when a recorded pair was recorded from other trials than this pair's, else
+    None (a resume, a re-import). The recorded pair is kept (a trial Harbor redid after a kill
+    is no new pair), but it is said: another run of the same cell (the same agent, model,
+    tasks, checksums and skills, so the same run folder) is not silently "already there"."""
     recorded: dict[str, tuple[str, str]] = {}
     for trace in record.get("traces") or ():
         try:
@@ -413,13 +419,9 @@ def _same_trials(root: Path, k: int, pair: Pair, record: dict[str, Any]) -> None
             recorded[str(trace.get("arm"))] = (safe_text(trial), safe_text(started))
     now = {t.arm: (safe_text(t.source.name), safe_text(t.started_at)) for t in (pair.se, pair.sd)}
     if set(recorded) != {"se", "sd"} or recorded == now:
-        return  # a record without its trials' names is not second-guessed
-    raise ImportInputError(
-        f"{root}: task {pair.task!r} (repeat {k}) is recorded from the trials "
-        f"{recorded['se'][0]} and {recorded['sd'][0]}, not {now['se'][0]} and {now['sd'][0]}: "
-        "another run of the same cell; import both runs' folders in one import (each trial "
-        "pair a repeat), or into another output folder"
-    )
+        return None  # a record without its trials' names is not second-guessed
+    return (f"task {pair.task!r} repeat {k}: recorded {recorded['se'][0]} and "
+            f"{recorded['sd'][0]}, here {now['se'][0]} and {now['sd'][0]}")  # fmt: skip
 
 
 def _iso(text: str) -> str:
