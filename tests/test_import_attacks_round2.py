@@ -417,9 +417,9 @@ def test_megabyte_reward_names_are_bounded_in_the_error_row(tmp_path: Path) -> N
 def test_a_trial_finishing_after_a_later_one_keeps_the_pairs(tmp_path: Path) -> None:
     # SD's 03:00 trial was still running when its 04:00 one had finished: the first import
     # paired SE's 03:00 trial with SD's 04:00 one; once the 03:00 one finished, the ordinal
-    # pairs shifted (03:00 with 03:00), so the recorded pair no longer matched (before the
-    # recorded-trials check: SD's 04:00 trial was used in two pairs). Trials of an arm started
-    # at or after one of its trials still running are held back until it finishes.
+    # pairs shifted (03:00 with 03:00, 04:00 with 04:00), the recorded pair stood and SD's
+    # 04:00 trial went into a second pair too. Trials of an arm started at or after one of
+    # its trials still running are held back until it finishes.
     se, sd = _arms(tmp_path)
     three, four = "2026-01-26T03:00:00", "2026-01-26T04:00:00"
     write_trial(se, "a__1", "task-a", started=three, stream=cc_stream())

@@ -245,7 +245,7 @@ _NOT_COMPARED = (
 
 
 def _but_skills(agent: dict[str, Any], ignored: tuple[str, ...] = ("skills",)) -> dict[str, Any]:
-    """An agent entry without its `skills`: what the two arms' entries share."""
+    """An agent entry without its `ignored` fields (its `skills`): what the arms' entries share."""
     return {k: v for k, v in agent.items() if k not in ignored}
 
 
