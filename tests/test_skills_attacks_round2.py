@@ -422,3 +422,65 @@ def test_a_library_of_too_many_skills_is_one_error_that_says_the_way_out(
         "part of the library, or a folder with copies of the skills to measure)"
     )
     assert load_pool(tmp_path / "categories" / "c0").names == ["s0", "s2"]
+
+
+_TOKEN_URL = "https://x-access-token:ghs_SECRET123@github.com/o/r.git"
+
+
+def _cloned_skill(root: Path, evals: list[str] | None = None, links: bool = True) -> Path:
+    """A one-skill repository as a user's clone leaves it: its `.git/config` holds the remote
+    URL with the user's token (a CI checkout's `x-access-token`), which the author never saw."""
+    folder = _skill(root, "cloned", body="Read notes.md.\n")
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text(
+        f'[remote "origin"]\n\turl = {_TOKEN_URL}\n', encoding="utf-8"
+    )
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "draft.md").write_text("a hidden draft\n", encoding="utf-8")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "real.md").write_text("served text\n", encoding="utf-8")
+    if links:
+        (folder / "notes.md").symlink_to(".git/config")  # a committed symlink
+        (folder / "draft.md").symlink_to(".hidden/draft.md")
+        (folder / "alias.md").symlink_to("sub/real.md")
+    (folder / ".notes.txt").symlink_to(".git/config")
+    if evals is not None:
+        import json
+
+        (folder / "evals").mkdir()
+        item = {"id": 1, "prompt": "Summarise the file.", "expected_output": "x", "files": evals,
+                "expectations": ["summarises it"]}  # fmt: skip
+        (folder / "evals" / "evals.json").write_text(
+            json.dumps({"skill_name": "cloned", "evals": [item]}), encoding="utf-8"
+        )
+    return folder
+
+
+def test_a_symlink_into_git_or_a_hidden_folder_is_not_served(tmp_path: Path) -> None:
+    """Hidden files are not served, but a committed symlink `notes.md -> .git/config` was: it
+    stays inside the skill folder, and it served the cloning user's token to the model (and
+    to the traces a run publishes)."""
+    skill = load_pool(_cloned_skill(tmp_path)).get("cloned")
+    assert skill.resources == ("alias.md", "sub/real.md")
+    unserved = dict(skill.unserved)
+    assert (
+        unserved["notes.md"]
+        == unserved["draft.md"]
+        == ("a symlink to a file not served (hidden, in node_modules or __pycache__)")
+    )
+    assert not any("SECRET" in text for text in skill.resource_texts)
+
+
+@pytest.mark.parametrize("named", [".git/config", ".notes.txt"])
+def test_an_eval_cannot_attach_the_clones_git_data(tmp_path: Path, named: str) -> None:
+    """An eval's `files` are attached to both arms' prompts: naming `.git/config`, directly or
+    through a symlink, attached the cloning user's token to every request and trace."""
+    from hf_skillfollow.tasks import TaskLoadError
+    from hf_skillfollow.tasks_custom import load_skill_evals
+
+    pool = load_pool(_cloned_skill(tmp_path, evals=[named], links=False))
+    with pytest.raises(TaskLoadError) as caught:
+        load_skill_evals(pool)
+    message = str(caught.value)
+    assert f"file {named!r}: " in message and "version control data" in message
+    assert "SECRET" not in message

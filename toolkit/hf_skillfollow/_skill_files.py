@@ -46,6 +46,9 @@ MAX_SCAN_ENTRIES = 20000
 SKILL_CONTAINERS: tuple[str, ...] = ("skills", ".claude/skills", ".agents/skills")
 #: Never scanned, at any level (version control, dependencies, caches).
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__"})
+#: Version control data: what a clone adds (its remote URL with a token, a `.git` file naming
+#: a local path) belongs to whoever cloned the skill; no reader of a skill folder reads it.
+_VCS_DIRS = frozenset({".git", ".hg", ".svn"})
 
 
 class ReadRefused(Exception):
@@ -200,6 +203,11 @@ def read_inside(path: Path, folder: Path, limit: int) -> bytes:
     real_folder = folder.resolve()
     if not _inside(target, real_folder):
         raise SkillFileError("outside the skill folder (a symlink or '..' leading out of it)")
+    if _VCS_DIRS.intersection(target.relative_to(real_folder).parts):
+        raise SkillFileError(
+            "in the folder's version control data (.git, .hg, .svn: the clone's remote URL and "
+            "credentials are its user's, never the skill's)"
+        )
     try:
         return _skill_bytes(target, limit, _Links(real_folder))
     except ReadRefused as exc:
@@ -348,6 +356,11 @@ def _read_resource(path: Path, links: _Links) -> str:
             raise ReadRefused("a dangling or looping symlink") from None
         if not _inside(target, real_folder):
             raise ReadRefused(f"a symlink leading outside the skill folder{_hub_cache(target)}")
+        if any(_skipped(part) for part in target.relative_to(real_folder).parts):
+            # hidden files are not served, nor reached through a link (`notes.md -> .git/config`)
+            raise ReadRefused(
+                "a symlink to a file not served (hidden, in node_modules or __pycache__)"
+            )
         if target.is_dir():
             raise ReadRefused("a symlinked folder (not followed)")
         path = target
