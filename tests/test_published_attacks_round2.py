@@ -592,3 +592,27 @@ def test_another_source_cannot_change_a_models_row_on_the_models_tab(tmp_path):
     theirs = both[both["sources"].apply(lambda s: s == [str(hostile)])].iloc[0]
     assert theirs["hurt"] == 3 and theirs["model"] == "org/victim"
     assert models_html(both).count('data-model="org/victim"') == 2
+
+
+def test_record_candidates_are_counted_before_their_footers_are_read(tmp_path, monkeypatch):
+    """On 36d17c4 the board opened the footer of every `*.parquet` in any `verifications/`
+    folder of a local source (to tell a record from another file) before the file-count
+    bound applied: a folder of a million files was a million footer reads at every start.
+    The candidates are counted from the listing first."""
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.space_app import _verification
+    from hf_skillfollow.verify import _record
+
+    run = write_run_dir(tmp_path, "run-v", CELL_A, cell_id="cellV", model="org/v")
+    (run / "verifications").mkdir()
+    for k in range(6):
+        (run / "verifications" / f"junk-{k}.parquet").write_bytes(b"PAR1")
+    few = Budget(file_bytes=1 << 30, decoded_bytes=1 << 30, string_chars=4_096, rows=10**7, files=5)
+    monkeypatch.setitem(_budget.BUDGETS, "verifications", few)
+
+    def opened(path):
+        raise AssertionError(f"footer of {path} read before the files were counted")
+
+    monkeypatch.setattr(_record, "is_record_file", opened)
+    with pytest.raises(BudgetError, match="6 files"):
+        _verification._records_of(str(tmp_path))

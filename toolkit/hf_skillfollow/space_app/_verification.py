@@ -106,13 +106,15 @@ def _records_of(source: str) -> list[pa.Table]:
     path = Path(source).expanduser()
     if path.is_file():
         return []
-    files = sorted(
-        {f for pattern in RECORD_GLOBS for f in path.rglob(pattern) if is_record_file(f)}
-    )
     from hf_skillfollow._files import inside
-    from hf_skillfollow.hub._budget import check_files
+    from hf_skillfollow.hub._budget import BUDGETS, Meter, check_files
 
-    check_files([inside(f, path) for f in files], "verifications", source)
+    # Counted, and kept inside the source, from the listing: telling a record from another
+    # file reads its footer.
+    found = sorted({f for pattern in RECORD_GLOBS for f in path.rglob(pattern)})
+    Meter(BUDGETS["verifications"], source).count_files(found)
+    files = [f for f in found if is_record_file(inside(f, path))]
+    check_files(files, "verifications", source)
     return [read_record(f, str(f)) for f in files]
 
 
