@@ -484,3 +484,17 @@ def test_an_eval_cannot_attach_the_clones_git_data(tmp_path: Path, named: str) -
     message = str(caught.value)
     assert f"file {named!r}: " in message and "version control data" in message
     assert "SECRET" not in message
+
+
+def test_an_unknown_skill_name_is_one_short_line_however_large_the_pool(tmp_path: Path) -> None:
+    """`skills show POOL NAME` with a name not in the pool listed every name of the pool in its
+    one error line (1,000 names of 64 characters: a 66 KB line); the name asked for is echoed
+    bounded too."""
+    for i in range(40):
+        _skill(tmp_path, f"skill-{i:02}-" + "x" * 50)
+    pool = load_pool(tmp_path)
+    with pytest.raises(KeyError) as caught:
+        pool.get("nope-" + "y" * 5000)
+    message = caught.value.args[0]
+    assert "40 skills" in message and "skill-00-" in message and "skill-39-" not in message
+    assert len(message) < 1000 and "y" * 100 not in message

@@ -131,8 +131,12 @@ class SkillPool:
         try:
             return self._by_name[name]  # type: ignore[attr-defined]
         except KeyError:
+            # one short line, whatever the pool's size and the name asked for
+            names = ", ".join(short(n) for n in self.names[:5])
+            more = ", ..." if len(self) > 5 else ""
             raise KeyError(
-                f"no skill named {name!r} in pool {self.name!r}; skills: {self.names}"
+                f"no skill named {short(name)} in pool {short(self.name)}; its {len(self)} "
+                f"skills: {names}{more}"
             ) from None
 
     @property
