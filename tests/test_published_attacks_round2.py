@@ -616,3 +616,46 @@ def test_record_candidates_are_counted_before_their_footers_are_read(tmp_path, m
     monkeypatch.setattr(_record, "is_record_file", opened)
     with pytest.raises(BudgetError, match="6 files"):
         _verification._records_of(str(tmp_path))
+
+
+def test_the_drill_downs_skill_tally_is_bounded_whatever_the_cell_returned(tmp_path):
+    """On 923e23a the drill-down's per-skill tally listed every distinct skill name the cell's
+    rows returned, each name whole twice (attribute and text): 12 rows of 2,000 distinct
+    500-character names made a tally of ~24 MB. The tally shows the most harmful skills
+    first up to a bound, names cut as the table cuts them, and counts the rest."""
+    from hf_skillfollow.space_app._board import cell_key
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    rows = outcome_rows(CELL_A, run_id="run-t", cell_id="cellT", model="org/t")
+    for i, r in enumerate(rows):
+        r.update(max_calls=2_000, top_k=1)
+        if r["skills_returned"]:
+            r["skills_returned"] = [f"{i}-{k}-" + "k" * 500 for k in range(2_000)]
+            r["queries"] = ["q"] * 2_000
+            r["n_calls"] = 2_000
+    run = tmp_path / "t" / "run-t"
+    run.mkdir(parents=True)
+    pq.write_table(transitions_from_rows(rows), run / "transitions.parquet", compression="zstd")
+    board = load_board([str(tmp_path / "t")], resamples=RESAMPLES, discover=False, use_cache=False)
+    parts = [str(p) for p in _show_cell(board, cell_key("cellT", board.sources[0]))]
+    assert max(map(len, parts)) < 300_000, [len(p) for p in parts]
+    tally = next(p for p in parts if "sf-tally" in p)
+    assert "more skills" in tally
+
+
+def test_the_flipped_task_list_is_bounded_whatever_the_cell_holds(tmp_path):
+    """A cell of 3,000 flipped tasks listed every one (~200 bytes a row, so a cell of a
+    million rows is a page of 200 MB): the harmful ones come first, up to 1,000, then how
+    many more there are."""
+    from hf_skillfollow.space_app import _drill
+    from hf_skillfollow.space_app._board import cell_key
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    flips = {(False, True, True): 2_000, (True, False, True): 1_000}
+    write_run_dir(tmp_path / "f", "run-f", flips, traces=False, cell_id="cellF", model="org/f")
+    board = load_board([str(tmp_path / "f")], resamples=RESAMPLES, discover=False, use_cache=False)
+    parts = [str(p) for p in _show_cell(board, cell_key("cellF", board.sources[0]))]
+    table = next(p for p in parts if "helpful flips; click" in p)
+    assert table.count('data-flip="harmful"') == _drill.SHOWN_FLIPS
+    assert 'data-flip="helpful"' not in table
+    assert "2,000 more flipped tasks not shown" in table

@@ -252,6 +252,10 @@ def skill_tally(rows: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+#: Flipped tasks listed (harmful first): a published cell may hold a million rows.
+SHOWN_FLIPS = 1_000
+
+
 def flips_html(table: pd.DataFrame) -> str:
     """The flipped tasks; each task id opens its SE/SD traces."""
     if table.empty:
@@ -260,7 +264,7 @@ def flips_html(table: pd.DataFrame) -> str:
     head = "<th>flip</th><th>task</th>" + ("<th>run</th>" if runs else "")
     head += "<th>subset</th><th>skills returned</th><th>queries</th>"
     body = []
-    for r in table.to_dict("records"):
+    for r in table.head(SHOWN_FLIPS).to_dict("records"):
         kind = "harmful" if r["flip"] == HARMFUL else "helpful"
         task = trace_key(r[SOURCE], r["run_id"], r["task_id"])
         body.append(
@@ -272,10 +276,16 @@ def flips_html(table: pd.DataFrame) -> str:
             f'<td class="sf-wrap">{escape(_joined(r["queries"], " | ", "queries"))}</td></tr>'
         )
     n_harm = int((table["flip"] == HARMFUL).sum())
+    more = (
+        f'<p class="sf-sub">{len(table) - SHOWN_FLIPS:,} more flipped tasks not shown '
+        "(the CSV and the API carry the cell's counts).</p>"
+        if len(table) > SHOWN_FLIPS
+        else ""
+    )
     return (
         f"<p><b>{n_harm}</b> harmful and <b>{len(table) - n_harm}</b> helpful flips; click a task id for its traces.</p>"
         f'<div class="sf-table-wrap"><table class="sf-table sf-flips"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f"<tbody>{''.join(body)}</tbody></table></div>{more}"
     )
 
 
@@ -298,17 +308,29 @@ def trace_key(source: str, run_id: str, task_id: str) -> str:
     return f"{source_id(source)}|{run_id}|{task_id}"
 
 
+#: Skills the drill-down's tally lists (most harmful first); a row may return thousands.
+SHOWN_SKILLS = 50
+
+
 def tally_html(table: pd.DataFrame) -> str:
+    """The per-skill tally, most harmful first, up to `SHOWN_SKILLS` rows (then how many
+    more), each name cut as the table cuts names: 12 rows of 2,000 distinct names made a
+    28 MB tally, sent to whoever opened the cell."""
     if table.empty:
         return '<p class="sf-empty">No skill was returned in this cell.</p>'
+    from hf_skillfollow.space_app._table import _capped as capped
+
+    more = len(table) - SHOWN_SKILLS
     body = "".join(
-        f'<tr data-skill="{escape(str(r.skill))}"><td>{escape(str(r.skill))}</td>'
+        f'<tr data-skill="{escape(capped(r.skill))}"><td>{escape(capped(r.skill))}</td>'
         f'<td class="sf-num{" sf-bad" if r.harmful else ""}">{r.harmful}</td>'
         f'<td class="sf-num">{r.helpful}</td><td class="sf-num">{r.returned_on}</td>'
         f'<td class="sf-num{" sf-bad" if r.harmful_alone else ""}">{r.harmful_alone}</td>'
         f'<td class="sf-num">{r.helpful_alone}</td></tr>'
-        for r in table.itertuples(index=False)
+        for r in table.head(SHOWN_SKILLS).itertuples(index=False)
     )
+    if more > 0:
+        body += f'<tr><td colspan="6" class="sf-sub">{more:,} more skills not shown</td></tr>'
     return (
         '<div class="sf-table-wrap"><table class="sf-table sf-tally"><thead><tr>'
         '<th title="Skill returned by search_skills">skill</th>'
