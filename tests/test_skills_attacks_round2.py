@@ -498,3 +498,22 @@ def test_an_unknown_skill_name_is_one_short_line_however_large_the_pool(tmp_path
     message = caught.value.args[0]
     assert "40 skills" in message and "skill-00-" in message and "skill-39-" not in message
     assert len(message) < 1000 and "y" * 100 not in message
+
+
+@pytest.mark.parametrize("given", [".", "SKILL.md"])
+def test_validating_a_skill_from_inside_its_folder_finds_nothing_spurious(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str
+) -> None:
+    """`skills validate .` (or `SKILL.md`) in a skill's own folder warned "Directory name ''
+    must match skill name": the folder's name was taken from the path as given."""
+    folder = _skill(tmp_path, "my-skill")
+    monkeypatch.chdir(folder)
+    report = validate_pool(given)
+    assert report.all_findings == []
+    mismatched = _skill(tmp_path, "other-name")
+    (mismatched / "SKILL.md").write_text(
+        "---\nname: not-other\ndescription: d\n---\nbody\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(mismatched)
+    (finding,) = validate_pool(given).all_findings
+    assert "Directory name 'other-name' must match skill name 'not-other'" in finding.message

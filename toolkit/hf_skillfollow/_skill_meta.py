@@ -10,6 +10,7 @@ validator so they follow the reference implementation (docs/skills.md, "Diagnost
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -260,7 +261,8 @@ def _spec_rules(meta: Mapping[object, object], fields: Fields, path: Path) -> li
     spec = {"name": fields.name, "description": fields.description}
     if "compatibility" in meta:
         spec["compatibility"] = meta["compatibility"]  # type: ignore[assignment]
-    for message in validate_metadata(spec, path.parent):
+    # the folder by its own name: `skills validate .` in a skill folder gives the path '.'
+    for message in validate_metadata(spec, Path(os.path.abspath(path.parent))):
         findings.append(warning(path, _field_of(message), message))
     return findings
 
