@@ -523,3 +523,22 @@ def test_an_instruction_harbor_cannot_hand_an_agent_is_one_line(
     with pytest.raises(_stage.StageError) as err:
         _stage.stage_tasks([task], tmp_path / "both")
     assert str(err.value).startswith(f"{task / 'instruction.md'}: {why}")
+
+
+def test_an_export_s_unfinished_staging_folder_is_not_a_task(tmp_path: Path) -> None:
+    # `tasks export-harbor` builds each task in `.NAME.XXXX/` beside its target; one killed
+    # mid-way (SIGKILL, power loss) left it there, and `--tasks OUT` ran it as a second,
+    # half-written task in both arms.
+    from hf_skillfollow.harness._export import export_harbor
+
+    source = tmp_path / "tasks.jsonl"
+    source.write_text(
+        '{"id": "add", "prompt": "Write add(a, b).", "tests": "assert add(1, 2) == 3"}\n'
+    )
+    out = tmp_path / "out"
+    export_harbor(source, out)
+    leftover = out / ".add.k3j2x9"
+    leftover.mkdir()
+    (leftover / "task.toml").write_text((out / "add" / "task.toml").read_text())
+    (leftover / "instruction.md").write_text("half\n")
+    assert [p.name for p in _stage.find_tasks(out)] == ["add"]

@@ -98,7 +98,7 @@ def _check_folder_name(name: str, where: Path) -> None:
 
 
 def find_tasks(root: Path) -> list[Path]:
-    """The Harbor task folders under `root` (itself one, or its direct children)."""
+    """The Harbor task folders under `root` (itself one, or its direct children not hidden)."""
     if not root.is_dir():
         raise StageError(f"--tasks {root}: not a folder (a registry dataset is name@version)")
     if _is_task(root):
@@ -106,6 +106,10 @@ def find_tasks(root: Path) -> list[Path]:
     tasks = []
     with os.scandir(root) as entries:
         for entry in entries:
+            # a hidden folder is no task: `tasks export-harbor` builds each in `.NAME.XXXX/`,
+            # which one killed mid-way leaves half-written
+            if entry.name.startswith("."):
+                continue
             if entry.is_dir(follow_symlinks=False) and _is_task(Path(entry.path)):
                 tasks.append(Path(entry.path))
                 if len(tasks) > MAX_TASKS:
