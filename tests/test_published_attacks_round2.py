@@ -659,3 +659,36 @@ def test_the_flipped_task_list_is_bounded_whatever_the_cell_holds(tmp_path):
     assert table.count('data-flip="harmful"') == _drill.SHOWN_FLIPS
     assert 'data-flip="helpful"' not in table
     assert "2,000 more flipped tasks not shown" in table
+
+
+def test_a_repo_of_older_and_newer_run_files_is_counted_by_what_its_rows_take(
+    tmp_path, monkeypatch
+):
+    """A repo that lived through a schema change holds run files without the newer columns
+    (read with their backfill). The many-file reader wants one schema, so the board falls
+    back to reading file by file (`Meter.read`), which on d74bb9d counted each file at its
+    footer bound: such a repo of more than ~6,400 runs was refused on paper. Here 40 runs,
+    half without `provenance`, `harness` and `agent`, under a budget between the two sums."""
+    import pyarrow.parquet as pq_
+
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.sources import read_transitions
+
+    root = tmp_path / "runs"
+    bounds = taken = 0
+    for k in range(40):
+        table = _rows(f"run-{k}", copies=4)
+        if k % 2:
+            table = table.drop_columns(["provenance", "harness", "agent"])
+        path = root / f"run-{k}" / "transitions.parquet"
+        path.parent.mkdir(parents=True)
+        pq_.write_table(table, path)
+        bounds += _budget._footer_bound(pq_.ParquetFile(path).metadata)
+        taken += pq_.read_table(path).nbytes
+    assert bounds > 2 * taken
+    budget = Budget(file_bytes=1 << 30, decoded_bytes=2 * taken, string_chars=4_096, rows=10**7)
+    monkeypatch.setattr(_budget, "TRANSITIONS", budget)
+    monkeypatch.setitem(_budget.BUDGETS, "transitions", budget)
+    table = read_transitions(root, budget=budget, dictionaries=True)
+    assert table.num_rows == 40 * 80
+    assert set(table["provenance"].to_pylist()) == {"run"}

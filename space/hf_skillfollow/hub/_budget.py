@@ -90,8 +90,8 @@ class Meter:
         self._count_decoded(bound, path)
 
     def read(self, path: Path, file: pq.ParquetFile, dictionary: Sequence[str] = ()) -> pa.Table:
-        """Every column of `path`, counted as `check` counts it (the same errors, in the same
-        order) with one read: where the footer cannot bound the decoded size, the string
+        """Every column of `path`, checked as `check` checks it (the same errors, in the same
+        order) with one read, a file under the footer bound counted at what its read took: where the footer cannot bound the decoded size, the string
         columns are read as dictionaries, measured and kept as read, and then the other
         columns are read, instead of reading the strings once to measure them and again to
         use them. Otherwise the columns named in `dictionary` are read as dictionaries (for
@@ -100,11 +100,15 @@ class Meter:
         meta = file.metadata
         bound = _footer_bound(meta)
         if bound <= _CHEAP_BOUND:
-            self._count_decoded(bound, path)
+            # the bound must fit before the read; what the read took is what counts (as in
+            # `read_whole`: a dictionary chunk's bound is its size per row)
+            self._over("bytes once decoded", self.decoded + bound, self.budget.decoded_bytes, path)
             # ParquetFile refuses a name it lacks, or one that is no string leaf (a list)
             present = {f.name for f in file.schema_arrow if is_string_like(f.type)}
             wanted = [c for c in dictionary if c in present]
-            return pq.ParquetFile(path, read_dictionary=wanted).read()
+            table = pq.ParquetFile(path, read_dictionary=wanted).read()
+            self._count_decoded(table.nbytes, path)
+            return table
         strings = self._measurable(path, meta)
         read = _read_strings(path, strings, threads=True)
         self._count_decoded(self._measured(path, meta, strings, read), path)
