@@ -517,3 +517,12 @@ def test_validating_a_skill_from_inside_its_folder_finds_nothing_spurious(
     monkeypatch.chdir(mismatched)
     (finding,) = validate_pool(given).all_findings
     assert "Directory name 'other-name' must match skill name 'not-other'" in finding.message
+
+
+def test_the_shipped_pools_own_folder_is_no_ambiguity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a source checkout the wheel's data links to the repository's `skills/`: from there,
+    `coding` is the shipped pool and that folder at once, one pool."""
+    from hf_skillfollow._resources import shipped_pool
+
+    monkeypatch.chdir(shipped_pool("coding").parent)
+    assert load_pool("coding").content_hash == load_pool(shipped_pool("coding")).content_hash

@@ -336,7 +336,7 @@ def _resolve(path_or_name: str | Path) -> Path:
     text = str(path_or_name)
     bare = "/" not in text and "\\" not in text and not text.startswith(".")
     if path.exists():
-        if bare and path.is_dir() and _is_shipped(text):
+        if bare and path.is_dir() and _is_shipped(text) and not _is_shipped(text, path):
             # a cloned repository's `math/` must not stand in for the shipped pool unnoticed
             raise SkillPoolError(
                 f"{text}: both a shipped pool and a folder here; name the folder by its path "
@@ -353,14 +353,16 @@ def _resolve(path_or_name: str | Path) -> Path:
     raise SkillPoolError(f"{path}: skill pool directory does not exist")
 
 
-def _is_shipped(name: str) -> bool:
+def _is_shipped(name: str, folder: Path | None = None) -> bool:
+    """Whether `name` is a shipped pool (with `folder`: and `folder` is that pool itself, as in
+    a source checkout whose `skills/` the wheel's data links to)."""
     from hf_skillfollow._resources import shipped_pool
 
     try:
-        shipped_pool(name)
+        shipped = shipped_pool(name)
     except FileNotFoundError:
         return False
-    return True
+    return folder is None or folder.resolve() == shipped.resolve()
 
 
 def load_shipped_pool(name: str) -> SkillPool:
