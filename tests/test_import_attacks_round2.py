@@ -138,9 +138,10 @@ def test_another_run_of_the_same_cell_is_not_taken_as_already_recorded(tmp_path:
     assert second.exit_code == 0, second.output
     (run,) = out.iterdir()
     assert (
-        f"note: {run.name}: 1 recorded pair(s) are of other trials than this import's (task "
-        "'task-a' repeat 0: recorded a__A1 and a__A2, here a__B1 and a__B2): kept as recorded, "
-        "these not recorded; import them into another output folder (-o) to record them"
+        "note: 1 recorded pair(s) are of other trials than this import's (task 'task-a' repeat "
+        "0: recorded a__A1 and a__A2, here a__B1 and a__B2): kept as recorded; nothing new of "
+        "this cell written (0 pair(s)): its pairs would take a trial twice; import these trials "
+        "into another output folder (-o) to record them"
     ) in second.output
     assert len((run / "records.jsonl").read_text().splitlines()) == 1
     # both runs in one import: A's pair stays repeat 0, B's is repeat 1
@@ -592,3 +593,27 @@ def test_the_results_lines_print_for_the_harbor_runner_too(tmp_path: Path) -> No
     result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
     assert len(result.violations) == 1 and "X\\ud800" in result.violations[0]
     assert all(utf8_encodable(line) for line in result.violations + result.notes)
+
+
+def test_an_earlier_trial_given_later_pairs_no_trial_twice(tmp_path: Path) -> None:
+    # The first import pairs SE 03:00 with SD 05:00 (SE 04:00 unpaired). An SD trial of 02:00
+    # given later shifts the ordinal pairs: repeat 0 (SE 03:00, SD 02:00) differs from the
+    # recorded one, which stays, and repeat 1 (SE 04:00, SD 05:00) was written: SD 05:00 in
+    # two pairs. Where a recorded pair differs, nothing new of that cell is written.
+    se, sd, late = write_job(tmp_path / "se"), write_job(tmp_path / "sd"), write_job(tmp_path / "late")
+    for name, hour in (("a__1", "03"), ("a__3", "04")):
+        write_trial(se, name, "task-a", started=f"2026-01-26T{hour}:00:00", stream=cc_stream())
+    write_trial(sd, "a__5", "task-a", started="2026-01-26T05:00:00", reward=0.0,
+                stream=cc_stream(init=False))  # fmt: skip
+    write_trial(late, "a__0", "task-a", started="2026-01-26T02:00:00", reward=0.0,
+                stream=cc_stream(init=False))  # fmt: skip
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    again = _invoke("harbor", "--with-skills", str(se), "--without-skills", str(sd),
+                    "--without-skills", str(late), "-o", str(out))  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "(0 written, 1 already there)" in again.output
+    assert ("recorded a__1 and a__5, here a__1 and a__0): kept as recorded; nothing new of "
+            "this cell written (1 pair(s)):") in again.output  # fmt: skip
+    sd_trials = [json.loads(t["scorer_details"])["trial"] for t in _traces(out) if t["arm"] == "sd"]
+    assert sd_trials == ["a__5"]

@@ -160,11 +160,20 @@ def write_runs(
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
         by_repeat.setdefault(pair.repeat_index, []).append(pair)
+    other, n_recorded = _recorded_otherwise(identity, by_repeat, output_dir)
+    if other:
+        unwritten = len(pairing.pairs) - n_recorded
+        result.notes.append(
+            f"{len(other)} recorded pair(s) are of other trials than this import's ({other[0]}"
+            f"{', ...' if len(other) > 1 else ''}): kept as recorded; nothing new of this cell "
+            f"written ({unwritten} pair(s)): its pairs would take a trial twice; import these "
+            "trials into another output folder (-o) to record them"
+        )
     for k in sorted(by_repeat):
         # a pair already recorded (re-import, resume) is not read again (with a pool)
         _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
                       lambda p: decided.get((p.task, p.repeat_index)) or decide(p),
-                      judging)  # fmt: skip
+                      judging, new=not other)  # fmt: skip
     if skipped:
         result.notes.append(
             f"{len(skipped)} transcript file(s) passed over as not a transcript (the next one, "
@@ -315,15 +324,16 @@ def _identity(
 def _write_repeat(
     identity: dict[str, Any], k: int, pairs: list[Pair], options: ImportOptions,
     output_dir: Path, result: ImportResult, on_pair: Callable[[bool], None] | None,
-    decide: Callable[[Pair], _Decided], judging: Judging | None = None,
+    decide: Callable[[Pair], _Decided], judging: Judging | None = None, new: bool = True,
 ) -> None:  # fmt: skip
+    """Write (or complete) repeat `k`'s run folder; `new`: pairs not recorded yet are written
+    (else left out: a recorded pair of this cell is of other trials, `_recorded_otherwise`)."""
     from hf_skillfollow.store import RunDirError, RunStore
 
-    # `imported-…` for an import, `run-harbor-…` for the harness's own runs (provenance run:harbor)
-    provenance = str(identity["provenance"])
-    prefix = "imported" if provenance.startswith("imported:") else provenance.replace(":", "-")
-    run_id = f"{prefix}-{identity['cell_id']}-r{k}"
+    run_id = _run_id(identity, k)
     store = RunStore(output_dir / run_id)
+    if not new and not store.manifest_path.is_file():
+        return  # nothing recorded, nothing to write: no empty run folder
     started = sorted(t for t in (_iso(p.se.started_at) for p in pairs) if t)
     manifest = {
         **identity,
@@ -348,16 +358,7 @@ def _write_repeat(
             result.notes.extend(store.recover(run_id=run_id))
         else:
             store.write_manifest(manifest)
-        records = {r["task_id"]: r for r in store.read_records()}
-        other = [why for p in pairs if p.task in records
-                 if (why := _other_trials(k, p, records[p.task]))]  # fmt: skip
-        if other:
-            result.notes.append(
-                f"{store.root.name}: {len(other)} recorded pair(s) are of other trials than this "
-                f"import's ({other[0]}{', ...' if len(other) > 1 else ''}): kept as recorded, "
-                "these not recorded; import them into another output folder (-o) to record them"
-            )
-        done = {task: r["transition"] for task, r in records.items()}
+        done = {r["task_id"]: r["transition"] for r in store.read_records()}
         from hf_skillfollow.columns import identity_values
 
         columns = identity_values(manifest)
@@ -365,6 +366,8 @@ def _write_repeat(
             if pair.task in done:
                 result.n_already += 1
                 status = str(done[pair.task].get("arm_integrity") or "")
+            elif not new:
+                status = ""
             else:
                 d = decide(pair)
                 store.append_record(_record(manifest, columns, d, options, judging))
@@ -400,6 +403,42 @@ def _only_writer(root: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _run_id(identity: dict[str, Any], k: int) -> str:
+    """`imported-…` for an import, `run-harbor-…` for the harness's own runs (provenance
+    run:harbor), then the cell id and the repeat."""
+    provenance = str(identity["provenance"])
+    prefix = "imported" if provenance.startswith("imported:") else provenance.replace(":", "-")
+    return f"{prefix}-{identity['cell_id']}-r{k}"
+
+
+def _recorded(identity: dict[str, Any], k: int, output_dir: Path) -> dict[str, dict[str, Any]]:
+    """Repeat `k`'s recorded pairs by task ({} when its run folder is not there yet)."""
+    from hf_skillfollow.store import RunStore
+
+    store = RunStore(output_dir / _run_id(identity, k))
+    if not store.manifest_path.is_file():
+        return {}
+    return {r["task_id"]: r for r in store.read_records()}
+
+
+def _recorded_otherwise(
+    identity: dict[str, Any], by_repeat: dict[int, list[Pair]], output_dir: Path
+) -> tuple[list[str], int]:
+    """The recorded pairs of this cell that are of other trials than this import's pairs of
+    the same task and repeat, each said in a few words, and how many of this import's pairs
+    are recorded; checked in every repeat before any is written. A recorded pair is kept (a
+    trial Harbor redid after a kill is no new pair), but then a new pair of this import could
+    take a trial that a kept one already holds."""
+    other: list[str] = []
+    n_recorded = 0
+    for k, pairs in sorted(by_repeat.items()):
+        records = _recorded(identity, k, output_dir)
+        n_recorded += sum(p.task in records for p in pairs)
+        other += [why for p in pairs if p.task in records
+                  if (why := _other_trials(k, p, records[p.task]))]  # fmt: skip
+    return other, n_recorded
 
 
 def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
