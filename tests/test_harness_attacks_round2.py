@@ -542,3 +542,27 @@ def test_an_export_s_unfinished_staging_folder_is_not_a_task(tmp_path: Path) -> 
     (leftover / "task.toml").write_text((out / "add" / "task.toml").read_text())
     (leftover / "instruction.md").write_text("half\n")
     assert [p.name for p in _stage.find_tasks(out)] == ["add"]
+
+
+def test_nudge_is_refused_where_a_task_puts_the_skills_elsewhere(tmp_path: Path) -> None:
+    # The nudge line names /runtime/skills, but Harbor installs the pool in a task's own
+    # `[environment] skills_dir` (its Trial._resolve_effective_skills_dir): the with-skills
+    # agent was told to look where there were no skills.
+    import dataclasses
+
+    from hf_skillfollow.harness._errors import HarnessError
+    from hf_skillfollow.harness._harbor import HarborOptions, _stage_jobs
+
+    _task(tmp_path / "in", "plain", "[environment]\n")
+    _task(tmp_path / "in", "own-dir", '[environment]\nskills_dir = "/root/.claude/skills"\n')
+    options = HarborOptions(model="openai/m", tasks=str(tmp_path / "in"), loading="nudge")
+    with pytest.raises(HarnessError) as err:
+        _stage_jobs(options, tmp_path / "work", evals=False)
+    assert str(err.value) == (
+        "--loading nudge: its line says the skills are in /runtime/skills, but Harbor installs "
+        "them in the task's own [environment] skills_dir: own-dir (/root/.claude/skills); "
+        "use --loading on-demand or inject"
+    )
+    default = _task(tmp_path / "in2", "same", '[environment]\nskills_dir = "/runtime/skills"\n')
+    options = dataclasses.replace(options, tasks=str(default.parent))
+    assert _stage_jobs(options, tmp_path / "work2", evals=False)[0] == ["se", "sd"]

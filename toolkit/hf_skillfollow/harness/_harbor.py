@@ -385,6 +385,8 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
             "Harbor downloads it: a task that ships its own skills keeps them in the "
             "without-skills arm (download it and give the folder to strip them)"
         )
+    if staged is not None and options.loading == "nudge":
+        _check_nudge_dirs(work / "tasks" / "se", staged.own_skills)
     if staged is not None and staged.own_skills and why is not None:
         notes.append(
             f"note: {len(staged.own_skills)} task(s) ship their own skills "
@@ -396,6 +398,31 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
         return [BOTH], notes
     notes.append(f"note: the arms run as two Harbor jobs, each with half of --concurrency: {why}")
     return ["se", "sd"], notes
+
+
+def _check_nudge_dirs(copies: Path, names: list[str]) -> None:
+    """The nudge line names `SKILLS_DIR`, but Harbor installs the pool in a task's own
+    ``[environment] skills_dir`` (`Trial._resolve_effective_skills_dir`): refuse a task whose
+    with-skills copy names another, rather than tell the agent to look where nothing is."""
+    import tomllib
+
+    elsewhere = []
+    for name in names:
+        try:
+            data = tomllib.loads((copies / name / "task.toml").read_text("utf-8", "replace"))
+        except (ValueError, RecursionError, OSError):
+            continue  # staging read it already; Harbor refuses what it cannot read
+        environment = data.get("environment")
+        place = environment.get("skills_dir") if isinstance(environment, dict) else None
+        if place and place != SKILLS_DIR:
+            elsewhere.append(f"{name} ({place})")
+    if elsewhere:
+        raise HarnessError(
+            f"--loading nudge: its line says the skills are in {SKILLS_DIR}, but Harbor "
+            f"installs them in the task's own [environment] skills_dir: "
+            f"{', '.join(elsewhere[:5])}{' ...' if len(elsewhere) > 5 else ''}; use "
+            "--loading on-demand or inject"
+        )
 
 
 def _check_recipes(tasks: list[Path]) -> None:
