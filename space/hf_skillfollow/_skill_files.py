@@ -2,8 +2,9 @@
 
 Everything here treats the folder as hostile (docs/skills.md, "Hostile input"): every read has a
 size cap, every walk a depth and count cap, symlinks never lead outside the skill folder (nor
-into a loop: symlinked directories are not followed), only regular files are opened (a FIFO or
-a device is never read), and nothing is ever executed.
+into a loop: symlinked directories are not followed, nor to a hidden file), only regular files
+are opened (a FIFO or a device is never opened), a clone's version control data (`.git`) is
+never read, and nothing is ever executed.
 """
 
 from __future__ import annotations
