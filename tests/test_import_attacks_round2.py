@@ -200,7 +200,12 @@ def test_a_non_utf8_eval_folder_is_recorded_once(tmp_path: Path) -> None:
 def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
     se, sd = _arms(tmp_path)
     write_trial(se, "a__1", "task-a", stream=cc_stream())
-    read = ("Read", {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"}, "---", False)
+    read = (
+        "Read",
+        {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"},
+        "---",
+        False,
+    )
     trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
     _surrogate(trial / "agent" / "claude-code.txt", '"X')
     result = _harbor(se, sd, tmp_path / "runs")
@@ -214,7 +219,10 @@ def test_a_line_break_in_a_trial_folder_name_keeps_the_error_one_line(tmp_path: 
     _edit(trial / "result.json", started_at=5)
     write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
     line = _error_line(_harbor(se, sd, tmp_path / "runs"))
-    assert line == f"Error: {se}/a\\nEVIL \\x1b[31m/result.json: field 'started_at' is a int, expected str"
+    assert (
+        line
+        == f"Error: {se}/a\\nEVIL \\x1b[31m/result.json: field 'started_at' is a int, expected str"
+    )
 
 
 # ------------------------------------------ two jobs whose agents differ beyond the skills
@@ -442,7 +450,9 @@ def test_a_trial_finishing_after_a_later_one_keeps_the_pairs(tmp_path: Path) -> 
     pairs = {}
     for trace in _traces(out):
         details = json.loads(trace["scorer_details"])
-        pairs.setdefault((trace["run_id"][-2:], trace["task_id"]), {})[trace["arm"]] = details["trial"]
+        pairs.setdefault((trace["run_id"][-2:], trace["task_id"]), {})[trace["arm"]] = details[
+            "trial"
+        ]
     assert pairs == {
         ("r0", "task-a"): {"se": "a__1", "sd": "a__2"},
         ("r0", "task-b"): {"se": "b__1", "sd": "b__2"},
@@ -587,7 +597,12 @@ def test_the_results_lines_print_for_the_harbor_runner_too(tmp_path: Path) -> No
 
     se, sd = _arms(tmp_path)
     write_trial(se, "a__1", "task-a", stream=cc_stream())
-    read = ("Read", {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"}, "---", False)
+    read = (
+        "Read",
+        {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"},
+        "---",
+        False,
+    )
     trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
     _surrogate(trial / "agent" / "claude-code.txt", '"X')
     result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
@@ -600,7 +615,11 @@ def test_an_earlier_trial_given_later_pairs_no_trial_twice(tmp_path: Path) -> No
     # given later shifts the ordinal pairs: repeat 0 (SE 03:00, SD 02:00) differs from the
     # recorded one, which stays, and repeat 1 (SE 04:00, SD 05:00) was written: SD 05:00 in
     # two pairs. Where a recorded pair differs, nothing new of that cell is written.
-    se, sd, late = write_job(tmp_path / "se"), write_job(tmp_path / "sd"), write_job(tmp_path / "late")
+    se, sd, late = (
+        write_job(tmp_path / "se"),
+        write_job(tmp_path / "sd"),
+        write_job(tmp_path / "late"),
+    )
     for name, hour in (("a__1", "03"), ("a__3", "04")):
         write_trial(se, name, "task-a", started=f"2026-01-26T{hour}:00:00", stream=cc_stream())
     write_trial(sd, "a__5", "task-a", started="2026-01-26T05:00:00", reward=0.0,
