@@ -31,6 +31,8 @@ from hf_skillfollow.space_app._board import (
 )
 from hf_skillfollow.space_app._cost import INDISTINGUISHABLE, indistinguishable
 from hf_skillfollow.space_app._labels import card_url
+from hf_skillfollow.space_app._shown import SHOWN_CHARS
+from hf_skillfollow.space_app._shown import capped as _capped
 
 #: Rows of one table page, all the browser is sent and lays out per reply (the pager under
 #: the table turns pages; the summary gives the match count and the CSV holds every row). A
@@ -570,18 +572,6 @@ def _measured_line(row: dict) -> str:
 def _extra_columns(filtered: pd.DataFrame) -> list[str]:
     """Every raw metric and identity column the compact view does not show ("All columns")."""
     return [c for c in filtered.columns if not c.startswith("_") and c not in _NOT_IN_ALL]
-
-
-#: Characters of a submitter's string shown in a table cell or heading (the CSV has them all).
-SHOWN_CHARS = 120
-
-
-def _capped(value: object, limit: int = SHOWN_CHARS) -> str:
-    """`value` as text, cut to `limit` characters with an ellipsis: a 5 MB model name would
-    otherwise be sent to every visitor (and the CSS wraps what is left, so a long name
-    without spaces cannot widen the table)."""
-    text = str(value)
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters)"
 
 
 def _raw(value: object) -> str:

@@ -213,8 +213,8 @@ SHOWN_RECORDS = 10
 
 def _record_lines(status: pa.Table) -> list[str]:
     """One line per record behind the mark (the newest `SHOWN_RECORDS`, then how many more),
-    every string of it the publisher's, cut as the table cuts names (`_table._capped`)."""
-    from hf_skillfollow.space_app._table import _capped
+    every string of it the publisher's, cut as the table cuts names (`_shown.capped`)."""
+    from hf_skillfollow.space_app._shown import capped as _capped
 
     keys = ["verification_id", "verified_by", "verified_at", "toolkit_version", "scorer_version",
             "benchmark_release"]  # fmt: skip
@@ -237,7 +237,7 @@ def _record_lines(status: pa.Table) -> list[str]:
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    from hf_skillfollow.space_app._table import _capped
+    from hf_skillfollow.space_app._shown import capped as _capped
 
     head = "".join(
         f"<th>{h}</th>" for h in ("task_id", "run_id", "arm", "published", "re-scored", "reason")

@@ -103,7 +103,7 @@ def summary_markdown(summary: pd.DataFrame) -> str:
 
     if summary.empty:
         return ""
-    from hf_skillfollow.space_app._table import _capped
+    from hf_skillfollow.space_app._shown import capped as _capped
 
     parts = ["**Why did it help or hurt? (blinded LLM annotations)**"]
     records = summary.to_dict("records")
