@@ -526,3 +526,26 @@ def test_the_shipped_pools_own_folder_is_no_ambiguity(monkeypatch: pytest.Monkey
 
     monkeypatch.chdir(shipped_pool("coding").parent)
     assert load_pool("coding").content_hash == load_pool(shipped_pool("coding")).content_hash
+
+
+def test_skill_files_beside_the_repositorys_skills_folder_are_warnings(tmp_path: Path) -> None:
+    """A repository root with `skills/` is scanned there only (the client guide); the SKILL.md
+    files elsewhere were left out silently (UiPath/skills: 7 under `preview/` and
+    `skill-flavors/<flavor>/`), against 'no skill disappears silently'. Each is a warning."""
+    _skill(tmp_path / "skills", "alpha")
+    _skill(tmp_path, "template")
+    _skill(tmp_path / "preview", "alpha")
+    _skill(tmp_path / "skill-flavors" / "web", "beta")
+    _skill(tmp_path / ".github", "hidden-one")
+    (tmp_path / "docs").mkdir()
+    pool = load_pool(tmp_path)
+    assert pool.names == ["alpha"]
+    assert sorted(str(f.file.relative_to(tmp_path)) for f in pool.findings) == [
+        "preview/alpha/SKILL.md",
+        "skill-flavors/web/beta/SKILL.md",
+        "template/SKILL.md",
+    ]
+    assert all(
+        f.message.startswith("outside the repository's skills folders (skills/)")
+        for f in pool.findings
+    )

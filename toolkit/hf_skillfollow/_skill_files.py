@@ -398,7 +398,10 @@ def discover(root: Path) -> tuple[list[Path], list[Finding]]:
     findings: list[Finding] = []
     lister = _Lister(MAX_SCAN_ENTRIES)
     visited = 0
-    for start in _containers(root) or [root]:
+    containers = _containers(root)
+    if containers:
+        findings += _beside(root, containers)
+    for start in containers or [root]:
         if start != root and _is_skill(start):
             # the client guide's skills live in <skills>/<name>/: one here has no folder
             findings.append(warning(start / SKILL_FILE, "file", _IN_CONTAINER))
@@ -459,6 +462,30 @@ def _passed(folder: Path) -> list[Path]:
                 if e.name not in _SKIP_DIRS and e.is_dir(follow_symlinks=False)
             ]
     return sorted(found)
+
+
+#: Root folders looked into, only to report, beside a repository's skills folders.
+_BESIDE_FOLDERS = 20
+
+
+def _beside(root: Path, containers: list[Path]) -> list[Finding]:
+    """Warnings for the SKILL.md files beside a repository's skills folders (`template/`,
+    `preview/x/`), which the scan leaves out: not loaded, but said (the first `_BESIDE_FOLDERS`
+    non-hidden folders of the root, each looked into as `_passed` does)."""
+    try:
+        with os.scandir(root) as it:
+            entries = [e for _, e in zip(range(_PASSED_ENTRIES), it, strict=False)]
+    except OSError:
+        return []
+    kept = {c.relative_to(root).parts[0] for c in containers}
+    folders = sorted(
+        Path(e.path)
+        for e in entries
+        if e.name not in kept and not _skipped(e.name) and e.is_dir(follow_symlinks=False)
+    )
+    names = ", ".join(f"{c.relative_to(root).as_posix()}/" for c in containers)
+    why = f"outside the repository's skills folders ({names}), the only ones scanned; not loaded"
+    return [warning(f, "file", why) for sub in folders[:_BESIDE_FOLDERS] for f in _passed(sub)]
 
 
 _NARROW = "; point POOL at the folder that holds the skills"
