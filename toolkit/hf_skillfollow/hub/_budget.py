@@ -83,16 +83,15 @@ class Meter:
     def check(self, path: Path, file: pq.ParquetFile | None = None) -> None:
         """Count `path` (opened as `file` when the caller has it) or raise BudgetError."""
         file = self._counted(path, file)
-        bound = _footer_bound(file.metadata)
-        if bound > _CHEAP_BOUND:
-            strings = self._measurable(path, file.metadata)
-            bound = self._measured(path, file.metadata, strings, _read_strings(path, strings))
-        self._count_decoded(bound, path)
+        bound = self._admitted(path, file.metadata)
+        if bound is not None:
+            self._count_decoded(bound, path)
 
     def read(self, path: Path, file: pq.ParquetFile, dictionary: Sequence[str] = ()) -> pa.Table:
         """Every column of `path`, checked as `check` checks it (the same errors, in the same
-        order) with one read, a file under the footer bound counted at what its read took: where the footer cannot bound the decoded size, the string
-        columns are read as dictionaries, measured and kept as read, and then the other
+        order) with one read, a file under the footer bound counted at what its read took.
+        Where the footer cannot bound the decoded size, the string columns are read as
+        dictionaries, measured and kept as read, and then the other
         columns are read, instead of reading the strings once to measure them and again to
         use them. Otherwise the columns named in `dictionary` are read as dictionaries (for
         the caller), the rest as stored."""
@@ -132,22 +131,25 @@ class Meter:
         file is decoded past the limit."""
         with lock:
             file = self._counted(path, file)
-            bound = _footer_bound(file.metadata)
-            if bound > _CHEAP_BOUND:
-                strings = self._measurable(path, file.metadata)
-                measured = self._measured(
-                    path, file.metadata, strings, _read_strings(path, strings)
-                )
-                self._count_decoded(measured, path)
-            else:
-                self._over(
-                    "bytes once decoded", self.decoded + bound, self.budget.decoded_bytes, path
-                )
+            cheap = self._admitted(path, file.metadata)
         table = file.read(use_threads=False)
-        if bound <= _CHEAP_BOUND:
+        if cheap is not None:
             with lock:
                 self._count_decoded(table.nbytes, path)
         return table
+
+    def _admitted(self, path: Path, meta: pq.FileMetaData) -> int | None:
+        """The footer bound of a file whose rows may be read, once it fits what is left of
+        the budget (the caller counts it, or what the read took); where it passes
+        `_CHEAP_BOUND` the strings are measured and counted here instead, and None."""
+        bound = _footer_bound(meta)
+        if bound <= _CHEAP_BOUND:
+            self._over("bytes once decoded", self.decoded + bound, self.budget.decoded_bytes, path)
+            return bound
+        strings = self._measurable(path, meta)
+        measured = self._measured(path, meta, strings, _read_strings(path, strings))
+        self._count_decoded(measured, path)
+        return None
 
     def _counted(self, path: Path, file: pq.ParquetFile | None) -> pq.ParquetFile:
         """`path` opened (or `file`), its bytes and rows counted against the budget."""
