@@ -549,3 +549,26 @@ def test_skill_files_beside_the_repositorys_skills_folder_are_warnings(tmp_path:
         f.message.startswith("outside the repository's skills folders (skills/)")
         for f in pool.findings
     )
+
+
+def test_a_returned_skill_defining_many_functions_costs_one_pass_over_the_answer(
+    tmp_path: Path,
+) -> None:
+    """The adherence proxy compiled and ran one pattern per name a returned skill's code
+    defines: a 1 MB body defining 40,000 functions cost 5.5 s per pair and returned skill.
+    Whole-word matches are the same as before (`x.f1(` matches `f1`, `f1_b` does not)."""
+    from hf_skillfollow.adherence import adheres
+
+    defs = "".join(f"def f{i:05d}(x):\n    pass\n" for i in range(40_000))
+    _skill(tmp_path, "many-defs", body=f"```python\n{defs}```\n")
+    _skill(tmp_path, "pdf-tools", body="```python\ndef lower_bound(a):\n    pass\n```\n")
+    pool = load_pool(tmp_path)
+    answer = "def solve(x):\n    return x * 2\n" * 200
+    start = time.perf_counter()
+    assert not adheres(pool, ["many-defs"], answer)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.5, f"{elapsed:.1f} s for one returned skill"
+    assert adheres(pool, ["many-defs"], answer + "y = x.f39999(3)\n")
+    assert not adheres(pool, ["many-defs"], "f39999_b = 1; zf00001 = 2")
+    assert adheres(pool, ["pdf-tools"], "import pdf_tools")  # the name as an identifier
+    assert not adheres(pool, ["pdf-tools"], "lower_bounds = 1")
