@@ -206,19 +206,18 @@ class Meter:
                         f"{longest:,} bytes; a source may hold strings of at most "
                         f"{self.budget.string_chars:,}"
                     )
-        measured = set(strings)
+        measured, widths = set(strings), _slot_widths(meta)
         others = 0
         for g in range(meta.num_row_groups):
-            for c in range(meta.num_columns):
-                chunk = meta.row_group(g).column(c)
+            group = meta.row_group(g)
+            for c, width in enumerate(widths):
+                chunk = group.column(c)
                 if chunk.path_in_schema in measured:
-                    others += _slot_bytes(meta, c) * chunk.num_values
+                    others += width * chunk.num_values
                 elif chunk.physical_type == "BYTE_ARRAY":
-                    others += _chunk_bound(meta, c, chunk)
+                    others += _chunk_bound(chunk, width)
                 else:  # a number decodes to its width per slot, whatever its encoding
-                    others += max(
-                        chunk.total_uncompressed_size, _slot_bytes(meta, c) * chunk.num_values
-                    )
+                    others += max(chunk.total_uncompressed_size, width * chunk.num_values)
         return total + others
 
     def _over(self, what: str, value: int, limit: int, path: Path) -> None:
@@ -266,11 +265,12 @@ def _check_names(path: Path, names: Sequence[str]) -> None:
 
 def _footer_bound(meta: pq.FileMetaData) -> int:
     """An upper bound of the decoded bytes, chunk by chunk (`_chunk_bound`)."""
-    return sum(
-        _chunk_bound(meta, c, meta.row_group(g).column(c))
-        for g in range(meta.num_row_groups)
-        for c in range(meta.num_columns)
-    )
+    widths = _slot_widths(meta)
+    total = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        total += sum(_chunk_bound(group.column(c), w) for c, w in enumerate(widths))
+    return total
 
 
 #: Encodings whose values take at most the bytes the page stores (levels, plain values,
@@ -282,17 +282,16 @@ _STORED = frozenset({"PLAIN", "RLE", "BIT_PACKED", "DELTA_LENGTH_BYTE_ARRAY",
 _DICTIONARY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
 
 
-def _chunk_bound(meta: pq.FileMetaData, c: int, chunk: pq.ColumnChunkMetaData) -> int:
-    """Bytes column chunk `chunk` (of column `c`) takes once decoded, at most: its value
-    slots (`_slot_bytes` each: nulls, and every element of a list, have one, stored in a few
-    bits of levels), plus the bytes its values can hold. A chunk whose pages store every
+def _chunk_bound(chunk: pq.ColumnChunkMetaData, width: int) -> int:
+    """Bytes column chunk `chunk` takes once decoded, at most: its value slots (`width`
+    bytes each, `_slot_widths`: nulls, and every element of a list, have one, stored in a
+    few bits of levels), plus the bytes its values can hold. A chunk whose pages store every
     value decodes to at most its decompressed size; any other (a dictionary, a prefix code,
     an encoding not known here) to at most one decompressed chunk per slot, since no value is
     longer than the bytes it is decoded from, or than the value before it and those bytes."""
     size, slots = chunk.total_uncompressed_size, chunk.num_values
-    stored = set(chunk.encodings) <= _STORED and not chunk.has_dictionary_page
-    values = size if stored else size * max(1, slots)
-    return values + _slot_bytes(meta, c) * slots
+    stored = not chunk.has_dictionary_page and set(chunk.encodings) <= _STORED
+    return (size if stored else size * max(1, slots)) + width * slots
 
 
 def _measurable_chunk(chunk: pq.ColumnChunkMetaData) -> bool:
@@ -303,24 +302,31 @@ def _measurable_chunk(chunk: pq.ColumnChunkMetaData) -> bool:
     return set(chunk.encodings) <= _STORED | _DICTIONARY
 
 
-def _slot_bytes(meta: pq.FileMetaData, c: int) -> int:
-    """Bytes one value of column `c` takes once read: a number or boolean its width (a
-    boolean counted as a byte), a string its 4-byte offset or dictionary index."""
-    column = meta.schema.column(c)
-    kind = column.physical_type
-    if kind == "FIXED_LEN_BYTE_ARRAY":
-        return max(1, column.length)
-    return {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}.get(kind, 4)
+#: Bytes one value takes once read, by physical type (a boolean counted as a byte; a string
+#: its 4-byte offset or dictionary index; a fixed-length binary its length).
+_WIDTHS = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12}
+
+
+def _slot_widths(meta: pq.FileMetaData) -> list[int]:
+    """Bytes one value of each column takes once read (`_WIDTHS`; 4 for a string)."""
+    out = []
+    for c in range(meta.num_columns):
+        column = meta.schema.column(c)
+        kind = column.physical_type
+        fixed = kind == "FIXED_LEN_BYTE_ARRAY"
+        out.append(max(1, column.length) if fixed else _WIDTHS.get(kind, 4))
+    return out
 
 
 def _slots(meta: pq.FileMetaData) -> int:
     """Bytes the value slots of every chunk take once read, strings not counted: what any
     read of the file allocates at least, told by the footer before anything is read."""
-    return sum(
-        _slot_bytes(meta, c) * meta.row_group(g).column(c).num_values
-        for g in range(meta.num_row_groups)
-        for c in range(meta.num_columns)
-    )
+    widths = _slot_widths(meta)
+    total = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        total += sum(w * group.column(c).num_values for c, w in enumerate(widths))
+    return total
 
 
 def is_string_like(kind: pa.DataType) -> bool:
