@@ -572,3 +572,24 @@ def test_a_returned_skill_defining_many_functions_costs_one_pass_over_the_answer
     assert not adheres(pool, ["many-defs"], "f39999_b = 1; zf00001 = 2")
     assert adheres(pool, ["pdf-tools"], "import pdf_tools")  # the name as an identifier
     assert not adheres(pool, ["pdf-tools"], "lower_bounds = 1")
+
+
+def test_a_skill_md_nested_inside_a_skill_is_a_warning(tmp_path: Path) -> None:
+    """A folder holding SKILL.md is one skill and everything below it its files: a repository
+    root with its own SKILL.md and a `skills/` of 2 more loaded as one skill, 'ok', the two
+    others served as its files without a word."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "SKILL.md").write_text("---\nname: repo\ndescription: d\n---\nbody\n", "utf-8")
+    for name in ("a", "b"):
+        _skill(root / "skills", name)
+    pool = load_pool(root)
+    assert pool.names == ["repo"]
+    assert pool.get("repo").resources == ("skills/a/SKILL.md", "skills/b/SKILL.md")
+    assert [str(f.file.relative_to(root)) for f in pool.findings] == [
+        "skills/a/SKILL.md",
+        "skills/b/SKILL.md",
+    ]
+    assert pool.findings[0].message.startswith(
+        "a SKILL.md inside the skill folder of 'repo': one of its files, not a skill"
+    )

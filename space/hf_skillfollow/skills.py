@@ -251,6 +251,15 @@ def _build(path: Path) -> SkillReport:
         return SkillReport(path, None, tuple(findings))
     resources = scan_resources(path)
     findings += resources.findings
+    # a folder holding SKILL.md is one skill, all below it its files: a skill nested in it is
+    # not one of the pool's (a repository root with its own SKILL.md beside `skills/`)
+    nested = f"a SKILL.md inside the skill folder of {short(fields.name)}: one of its files, "
+    nested += "not a skill of its own (point POOL at its folder to load it)"
+    findings += [
+        warning(path.parent / rel, "file", nested)
+        for rel in sorted([*resources.texts, *resources.unserved])
+        if posixpath.basename(rel) == SKILL_FILE
+    ]
     if any(f.severity == "error" for f in findings):
         return SkillReport(path, None, tuple(findings))
     rels = tuple(sorted(resources.texts))
