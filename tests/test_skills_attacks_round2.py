@@ -593,3 +593,26 @@ def test_a_skill_md_nested_inside_a_skill_is_a_warning(tmp_path: Path) -> None:
     assert pool.findings[0].message.startswith(
         "a SKILL.md inside the skill folder of 'repo': one of its files, not a skill"
     )
+
+
+def test_messages_naming_a_huge_name_stay_short(tmp_path: Path) -> None:
+    """docs/skills.md: each refusal is bounded in length. A 60,000-character name (the front
+    matter allows 64 KiB) came back whole in the duplicate-name error, the invisible-character
+    error and the reference validator's warnings: 60 KB lines."""
+    name = "x" * 60_000
+    for folder in ("a", "b"):
+        _skill(tmp_path, folder)
+        (tmp_path / folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: d\n---\nbody\n", encoding="utf-8"
+        )
+    _skill(tmp_path, "c")
+    (tmp_path / "c" / "SKILL.md").write_text(
+        "---\nname: " + "y" * 30_000 + "\u3164\ndescription: d\n---\nbody\n", encoding="utf-8"
+    )
+    report = validate_pool(tmp_path)
+    assert len(report.errors) == 2 and len(report.warnings) >= 2
+    assert max(len(f.message) for f in report.all_findings) < 500
+    assert "U+3164" in report.errors[0].message or "U+3164" in report.errors[1].message
+    with pytest.raises(SkillPoolError) as caught:
+        load_pool(tmp_path)
+    assert len(str(caught.value)) < 1000

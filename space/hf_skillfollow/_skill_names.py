@@ -20,6 +20,8 @@ from __future__ import annotations
 import unicodedata
 from functools import cache
 
+from hf_skillfollow._skill_findings import shown
+
 #: Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): drawn as nothing.
 _DEFAULT_IGNORABLE = (
     (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160),
@@ -55,10 +57,10 @@ def name_problem(name: str) -> str | None:
     hidden = [ch for ch in name if _invisible(ch)]
     if hidden:
         codes = ", ".join(f"U+{ord(ch):04X}" for ch in dict.fromkeys(hidden))
-        return f"holds invisible characters ({codes}): {ascii(name)}"
+        return f"holds invisible characters ({codes}): {shown(name)}"
     scripts = _scripts(name)
     if len(scripts) > 1 and not any(scripts <= one for one in _ONE_WRITING):
-        return f"mixes scripts ({', '.join(sorted(scripts))}): {ascii(name)}"
+        return f"mixes scripts ({', '.join(sorted(scripts))}): {shown(name)}"
     return None
 
 

@@ -26,6 +26,18 @@ def short(value: object) -> str:
     return _SHORT.repr(value)
 
 
+def shown(name: str) -> str:
+    """`ascii(name)` (every non-ASCII character as an escape, so look-alikes differ), bounded
+    as `short` is: a name can be 64 KiB of front matter."""
+    text = ascii(name)
+    return text if len(text) <= 80 else f"{text[:76]}...{text[-1]}"
+
+
+def clip(message: str, limit: int = 300) -> str:
+    """`message` (one a library wrote, quoting a value whole) cut to about `limit` characters."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} characters)"
+
+
 class SkillPoolError(ValueError):
     """A skill pool or one of its SKILL.md files is invalid."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from hf_skillfollow._skill_files import has_control_chars
-from hf_skillfollow._skill_findings import Finding, error, short, warning
+from hf_skillfollow._skill_findings import Finding, clip, error, short, warning
 from hf_skillfollow._skill_names import name_problem
 
 #: The toolkit's own skill types (docs/design.md, "Skills").
@@ -263,7 +263,7 @@ def _spec_rules(meta: Mapping[object, object], fields: Fields, path: Path) -> li
         spec["compatibility"] = meta["compatibility"]  # type: ignore[assignment]
     # the folder by its own name: `skills validate .` in a skill folder gives the path '.'
     for message in validate_metadata(spec, Path(os.path.abspath(path.parent))):
-        findings.append(warning(path, _field_of(message), message))
+        findings.append(warning(path, _field_of(message), clip(message)))
     return findings
 
 

@@ -44,6 +44,7 @@ from hf_skillfollow._skill_findings import (
     SkillPoolError,
     error,
     short,
+    shown,
     warning,
 )
 from hf_skillfollow._skill_meta import SKILL_TYPES, parse_skill
@@ -313,7 +314,7 @@ def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
             alike = warning(
                 skill.path,
                 "field 'name'",
-                f"{ascii(skill.name)} looks like {ascii(other)} (same Unicode confusable "
+                f"{shown(skill.name)} looks like {shown(other)} (same Unicode confusable "
                 f"skeleton, UTS #39; also in {where}): a model may not tell them apart",
             )
             report = SkillReport(report.path, skill, (*report.findings, alike))
@@ -324,12 +325,12 @@ def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
             same = (
                 ""
                 if other == skill.name
-                else f" ({ascii(skill.name)} is {ascii(other)} after Unicode NFKC and case folding)"
+                else f" ({shown(skill.name)} is {shown(other)} after Unicode NFKC and case folding)"
             )
             clash = error(
                 skill.path,
                 "field 'name'",
-                f"duplicate skill name {skill.name!r}{same} (also in {where})",
+                f"duplicate skill name {short(skill.name)}{same} (also in {where})",
             )
             report = SkillReport(report.path, None, (*report.findings, clash))
         elif skill is not None:
