@@ -636,3 +636,31 @@ def test_an_earlier_trial_given_later_pairs_no_trial_twice(tmp_path: Path) -> No
             "this cell written (1 pair(s)):") in again.output  # fmt: skip
     sd_trials = [json.loads(t["scorer_details"])["trial"] for t in _traces(out) if t["arm"] == "sd"]
     assert sd_trials == ["a__5"]
+
+
+# ------------------------------------------------ attack pass (IMP2): rollouts, gaps, order
+
+
+@pytest.mark.parametrize("name", ["rollout_name", "trial_name"])
+def test_import_harbor_on_benchflow_rollouts_points_to_import_benchflow(
+    tmp_path: Path, name: str
+) -> None:
+    # A BenchFlow rollout (`rollout_name`, or SkillsBench's 2026-05 OpenCode rollouts that say
+    # `trial_name` but have none of Harbor's verifier_result/agent_info/exception_info) given to
+    # `import harbor` was read as a Harbor trial: both arms "no verifier result", agent
+    # unknown@unknown, exit 0. `import benchflow` reads them (tests/test_import_formats.py).
+    se, sd = tmp_path / "se", tmp_path / "sd"
+    rollouts = [write_rollout(se, "r1", "task-a"), write_rollout(sd, "r2", "task-a", reward=0.0)]
+    for rollout in rollouts:
+        data = json.loads((rollout / "result.json").read_text())
+        data[name] = data.pop("rollout_name")
+        data["finished_at"] = "2026-05-02 15:40:40.144961"
+        (rollout / "result.json").write_text(json.dumps(data))
+    line = _error_line(_harbor(se, sd, tmp_path / "runs"))
+    assert str(rollouts[0] / "result.json") in line
+    assert "a BenchFlow rollout" in line and "hf-skillfollow import benchflow" in line
+    assert not (tmp_path / "runs").exists()
+    ok = _invoke("benchflow", "--with-skills", str(se), "--without-skills", str(sd),
+                 "-o", str(tmp_path / "runs"))  # fmt: skip
+    assert ok.exit_code == 0, ok.output
+    assert "1 pair(s) in 1 run folder(s)" in ok.output

@@ -26,6 +26,7 @@ from hf_skillfollow.importers._base import (
     Trial,
 )
 from hf_skillfollow.importers._harbor import (
+    HARBOR_FIELDS,
     Unfinished,
     check_names,
     collect,
@@ -41,9 +42,6 @@ from hf_skillfollow.importers._walk import field, find_file, read_json
 _MAX_TEXT = 500
 _MAX_NAME = 200
 _ERRORS = ("error", "verifier_error", "export_error")
-# Harbor's TrialResult fields: a BenchFlow result names its rollout `rollout_name` or, as
-# SkillsBench's 2026-05 OpenCode rollouts do, `trial_name`, but never has these.
-_HARBOR_FIELDS = ("verifier_result", "agent_info", "exception_info")
 
 
 def collect_benchflow(request: ImportRequest) -> Collected:
@@ -55,7 +53,7 @@ def read_rollout(
 ) -> Trial | Unfinished | None:
     """The rollout whose `result.json` is `path`, parsed as `data` (a Harbor-shaped one as a
     Harbor trial); None for a job's summary."""
-    if any(k in data for k in _HARBOR_FIELDS):
+    if any(k in data for k in HARBOR_FIELDS):
         return read_trial(data, path, arm, options)
     name = "rollout_name" if "rollout_name" in data else "trial_name"
     if name not in data:

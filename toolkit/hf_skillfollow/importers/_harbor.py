@@ -46,6 +46,10 @@ _TRANSCRIPTS = (
 )  # fmt: skip
 
 
+#: Harbor's TrialResult fields: a BenchFlow rollout names itself `rollout_name` or, as
+#: SkillsBench's 2026-05 OpenCode rollouts do, `trial_name`, but has none of these.
+HARBOR_FIELDS = ("verifier_result", "agent_info", "exception_info")
+
 #: A trial from its parsed `result.json` (an object) and that file's path.
 TrialReader = Callable[[dict[str, Any], Path, Arm, ImportOptions], "Trial | Unfinished | None"]
 
@@ -289,7 +293,14 @@ def read_trial(
     data: dict[str, Any], path: Path, arm: Arm, options: ImportOptions
 ) -> Trial | Unfinished | None:
     """The trial whose `result.json` is `path`, parsed as `data`; None for a job-level
-    result.json."""
+    result.json. A BenchFlow rollout is refused, one line: read as a Harbor trial, both arms
+    would be "no verifier result" and the agent unknown."""
+    if not any(k in data for k in HARBOR_FIELDS) and ("rollout_name" in data or "rewards" in data):
+        raise ImportInputError(
+            f"{path}: a BenchFlow rollout (rollout_name or rewards, none of Harbor's "
+            f"{', '.join(HARBOR_FIELDS)}), not a Harbor trial; import it with "
+            "`hf-skillfollow import benchflow`"
+        )
     if "trial_name" not in data:
         return None  # a job's result.json (stats over its trials)
     if all(data.get(k) is None for k in ("finished_at", "verifier_result", "exception_info")):
