@@ -112,7 +112,7 @@ def test_server_command_uses_module_entry_point_and_engine_options() -> None:
         engine_options={"max_model_len": 4096, "enable_prefix_caching": False, "dtype": "bfloat16"},
     )
     cmd = server_command(config, 8123)
-    assert cmd[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    assert cmd[:4] == [sys.executable, "-P", "-m", "vllm.entrypoints.openai.api_server"]
     joined = " ".join(cmd)
     assert "--host 127.0.0.1 --port 8123" in joined
     assert "--enable-auto-tool-choice --tool-call-parser hermes" in joined

@@ -193,6 +193,12 @@ def _llama_cpp_version() -> str:
         ) from exc
 
 
+def server_command(config_path: Path) -> list[str]:
+    """The llama.cpp server's command line; ``-P``: a ``llama_cpp/`` in the current folder
+    (a cloned repository, a task folder) must not be what runs."""
+    return [sys.executable, "-P", "-m", "llama_cpp.server", "--config_file", str(config_path)]
+
+
 @contextlib.asynccontextmanager
 async def open_local_backend(config: RunConfig) -> AsyncIterator[LocalBackend]:
     """Start the embedded llama.cpp server, yield a backend on it, stop it on any exit."""
@@ -205,7 +211,7 @@ async def open_local_backend(config: RunConfig) -> AsyncIterator[LocalBackend]:
     with tempfile.TemporaryDirectory(prefix="hf-skillfollow-llama-") as tmp:
         config_path = Path(tmp) / "server.json"
         config_path.write_text(json.dumps(server_config(gguf, alias, port=port, n_threads=threads)))
-        cmd = [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_path)]
+        cmd = server_command(config_path)
         # HOST/PORT in the environment would override the config file (llama_cpp.server reads them).
         env = {"HOST": "127.0.0.1", "PORT": str(port)}
         async with launched_server(

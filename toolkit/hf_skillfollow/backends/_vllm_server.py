@@ -35,8 +35,10 @@ _NO_KEY = "sk-no-key-required"
 
 
 def server_command(config: RunConfig, port: int) -> list[str]:
-    """The server's command line: model, loopback address, tool parsing, engine options."""
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", config.model]
+    """The server's command line: model, loopback address, tool parsing, engine options;
+    ``-P``: a ``vllm/`` in the current folder must not be what runs."""
+    cmd = [sys.executable, "-P", "-m", "vllm.entrypoints.openai.api_server"]
+    cmd += ["--model", config.model]
     cmd += ["--host", _HOST, "--port", str(port), "--seed", str(config.seed)]
     if config.tool_mode == "native":
         cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(config.tool_parser)]

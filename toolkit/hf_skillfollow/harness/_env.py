@@ -26,7 +26,6 @@ import random
 import shlex
 import shutil
 import signal
-import sys
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -36,6 +35,7 @@ from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_f
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
+from hf_skillfollow.harness._nsinit import HELPER
 from hf_skillfollow.harness._relay import pipe
 from hf_skillfollow.scoring._confine import AT_FDCWD
 
@@ -130,7 +130,7 @@ class SandboxEnvironment(BaseEnvironment):
         }
         try:
             self._helper = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "hf_skillfollow.harness._nsinit", json.dumps(spec),
+                *HELPER, json.dumps(spec),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True, pass_fds=fds,
             )  # fmt: skip
@@ -178,7 +178,8 @@ class SandboxEnvironment(BaseEnvironment):
         script = (Path(__file__).parent / "_relay.py").read_text()
         specs = [f"{port}={_RELAY_DIR}/{port}.sock" for port in self._ports]
         self._relay = await asyncio.create_subprocess_exec(
-            *self._argv(["/usr/bin/python3", "-c", script, *specs], None, None),
+            # -I: the relay's stdlib imports never come from the trial's working directory
+            *self._argv(["/usr/bin/python3", "-I", "-c", script, *specs], None, None),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip

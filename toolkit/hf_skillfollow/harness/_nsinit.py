@@ -1,6 +1,6 @@
 """The init of one sandbox environment: namespaces, a minimal root, then reap until killed.
 
-Run by `_env.SandboxEnvironment.start` as ``python -m hf_skillfollow.harness._nsinit SPEC``
+Run by `_env.SandboxEnvironment.start` as ``python -P -m hf_skillfollow.harness._nsinit SPEC``
 in Harbor's interpreter, which has the package (Harbor loads `_env` from it;
 `.ci/setup-harbor` installs it with ``--no-deps``) but not the toolkit's dependencies: this
 module and the scorer's confinement helpers it shares (`scoring._confine`,
@@ -65,6 +65,9 @@ _SYSTEM = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _WRITABLE = ("app", "root", "tmp", "logs/agent", "logs/verifier", "logs/artifacts", "tests",
              "runtime", "home", "run", "var/tmp", "opt", "srv", "mnt")  # fmt: skip
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+#: how `_env` starts this module, in Harbor's interpreter as root: ``-P`` keeps the current
+#: folder (where Harbor was started: a cloned skills repository, a task folder) off the path
+HELPER = [sys.executable, "-P", "-m", "hf_skillfollow.harness._nsinit"]
 
 
 def _check(rc: int, what: str) -> None:

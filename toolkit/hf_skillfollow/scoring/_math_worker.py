@@ -1,6 +1,6 @@
 """Math checks in worker processes of their own, so that one answer can cost only itself.
 
-Each worker is a plain interpreter (``python -m hf_skillfollow.scoring._math_worker``) that
+Each worker is a plain interpreter (``python -P -m hf_skillfollow.scoring._math_worker``) that
 reads one JSON request per line (task id, reference, reply text) and writes one verdict per
 line; its main thread gives math-verify's ``signal.alarm`` timeouts. A check that runs past
 ``MATH_TIMEOUT_S`` kills its own worker only; a worker that dies mid-check (out of memory, a
@@ -45,7 +45,8 @@ class _Worker:
         # test runner's rootdir): the worker must import the same scorer
         path = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(MEMORY_BYTES)],
+            # -P: not the current folder first on the path (a package of the same name there)
+            [sys.executable, "-P", "-m", __name__, str(MEMORY_BYTES)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": path},

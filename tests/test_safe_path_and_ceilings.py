@@ -1,0 +1,87 @@
+"""Attacks on the toolkit's own processes and the sandbox's host-side bounds.
+
+A Python started with ``-m MODULE`` or ``-c`` puts the current folder first on its import
+path: a folder holding a package named like what the spawn imports (a cloned skills
+repository, a task folder) would run its code, as root under Harbor. Each spawn kind is run
+here from a folder holding such a package whose ``__init__`` writes a marker file; none may
+appear. The math worker is started for real; the model servers (llama.cpp, vLLM) and the
+sandbox's helper are checked through their real command lines with the server's module
+swapped for an import of its package (starting a server, or namespaces, is not needed to
+see which package the interpreter imports).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+TOOLKIT = Path(__file__).resolve().parents[1] / "toolkit"
+
+
+def _plant(folder: Path, package: str) -> Path:
+    """A package `package` in `folder` whose import writes a marker; the marker's path."""
+    marker = folder / "PLANTED-CODE-RAN"
+    (folder / package).mkdir()
+    (folder / package / "__init__.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\nraise SystemExit(0)\n"
+    )
+    return marker
+
+
+def _imports_planted(argv: list[str], package: str, folder: Path) -> bool:
+    """Whether `argv`'s interpreter, with its own flags, started in `folder` imports the
+    `package` planted there (its module after ``-m`` replaced by ``-c 'import PACKAGE'``)."""
+    marker = _plant(folder, package)
+    flags = argv[: argv.index("-m")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    env["PYTHONPATH"] = str(TOOLKIT)
+    subprocess.run(
+        [*flags, "-c", f"import {package}"], cwd=folder, env=env, capture_output=True, timeout=120
+    )
+    return marker.exists()
+
+
+def test_sandbox_helper_does_not_import_from_the_current_folder(tmp_path: Path) -> None:
+    from hf_skillfollow.harness._nsinit import HELPER
+
+    assert HELPER[HELPER.index("-m") + 1] == "hf_skillfollow.harness._nsinit"
+    assert not _imports_planted(HELPER, "hf_skillfollow", tmp_path)
+
+
+def test_llama_cpp_server_does_not_import_from_the_current_folder(tmp_path: Path) -> None:
+    from hf_skillfollow.backends._local import server_command
+
+    argv = server_command(tmp_path / "server.json")
+    assert argv[argv.index("-m") + 1] == "llama_cpp.server"
+    assert not _imports_planted(argv, "llama_cpp", tmp_path)
+
+
+def test_vllm_server_does_not_import_from_the_current_folder(tmp_path: Path) -> None:
+    from hf_skillfollow.backends._vllm_server import server_command
+    from hf_skillfollow.config import RunConfig
+
+    argv = server_command(RunConfig(model="HuggingFaceTB/SmolLM2-135M-Instruct"), 8000)
+    assert argv[argv.index("-m") + 1] == "vllm.entrypoints.openai.api_server"
+    assert not _imports_planted(argv, "vllm", tmp_path)
+
+
+def test_the_probe_sees_a_plain_dash_m(tmp_path: Path) -> None:
+    """The probe can fail: without -P the planted package is what gets imported."""
+    assert _imports_planted(["python3", "-m", "x"], "hf_skillfollow", tmp_path)
+
+
+def test_math_worker_does_not_import_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("math_verify")
+    from hf_skillfollow.scoring._math_worker import _Worker
+
+    marker = _plant(tmp_path, "hf_skillfollow")
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    worker = _Worker()
+    worker.close()
+    assert not marker.exists()
