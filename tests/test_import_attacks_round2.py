@@ -664,3 +664,31 @@ def test_import_harbor_on_benchflow_rollouts_points_to_import_benchflow(
                  "-o", str(tmp_path / "runs"))  # fmt: skip
     assert ok.exit_code == 0, ok.output
     assert "1 pair(s) in 1 run folder(s)" in ok.output
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("2026-01-26T05:00:00+02:00", "2026-01-26T04:00:00Z"),  # 03:00 UTC, then 04:00 UTC
+        ("2026-01-26T03:00:00Z", "2026-01-26T03:00:00.500000Z"),  # '.' sorts before 'Z'
+        ("2026-01-26T04:00:00+02:00", "2026-01-26T03:30:00"),  # a time without a zone is UTC
+    ],
+)
+def test_trials_pair_by_the_instant_they_started(tmp_path: Path, first: str, second: str) -> None:
+    # Start times were compared as text: a zone, or a fraction of a second, put the later
+    # with-skills trial first, and each was paired with the other's without-skills trial.
+    se, sd = _arms(tmp_path)
+    write_trial(se, "a__late", "task-a", started=second, reward=0.0, stream=cc_stream())
+    write_trial(se, "a__early", "task-a", started=first, stream=cc_stream())
+    write_trial(sd, "a__sd1", "task-a", started="2026-01-26T01:00:00Z", stream=cc_stream(init=False))  # fmt: skip
+    write_trial(sd, "a__sd2", "task-a", started="2026-01-26T06:00:00Z", stream=cc_stream(init=False))  # fmt: skip
+    out = tmp_path / "runs"
+    result = _harbor(se, sd, out)
+    assert result.exit_code == 0, result.output
+    pairs: dict[str, dict[str, str]] = {}
+    for trace in _traces(out):
+        pairs.setdefault(trace["run_id"][-2:], {})[trace["arm"]] = json.loads(
+            trace["scorer_details"]
+        )["trial"]
+    assert pairs == {"r0": {"se": "a__early", "sd": "a__sd1"},
+                     "r1": {"se": "a__late", "sd": "a__sd2"}}  # fmt: skip

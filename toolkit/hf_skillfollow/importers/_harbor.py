@@ -24,6 +24,7 @@ from hf_skillfollow.importers._base import (
     ImportRequest,
     Trial,
 )
+from hf_skillfollow.importers._pairing import start_key
 from hf_skillfollow.importers._walk import (
     existing_files,
     field,
@@ -153,14 +154,15 @@ def _hold_back(
     pairing them now would give pairs that a later import contradicts. A running trial whose
     arm is not known yet (a job of both arms: its record is checked once it has finished)
     holds back both arms; one without a task name, every task of its arm."""
-    first: dict[tuple[str | None, Arm | None], str] = {}
+    first: dict[tuple[str | None, Arm | None], tuple[int, int, str]] = {}
     for unfinished, arm in running:
-        key = (unfinished.task, arm)
-        first[key] = min(first.get(key, unfinished.started_at), unfinished.started_at)
+        key, start = (unfinished.task, arm), start_key(unfinished.started_at)
+        first[key] = min(first.get(key, start), start)
 
     def held(t: Trial) -> bool:
         keys = ((task, arm) for task in (t.task, None) for arm in (t.arm, None))
-        return any(t.started_at >= first[k] for k in keys if k in first)
+        start = start_key(t.started_at)  # the order pairing uses
+        return any(start >= first[k] for k in keys if k in first)
 
     kept = [t for t in trials if not held(t)]
     return kept, len(trials) - len(kept)

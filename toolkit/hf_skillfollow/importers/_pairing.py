@@ -1,8 +1,9 @@
 """The pairing rule of imported trials (docs/import.md, "Pairing"), in one place.
 
 Trials are grouped by task name (as the run store writes it: `_text.safe_text`); within each
-arm a task's trials are ordered by start time (then by folder, for equal or missing times)
-and paired by ordinal: the k-th with-skills trial with the k-th without-skills trial, as
+arm a task's trials are ordered by start time, the instant it names (`start_key`: a zone, a
+'Z' or a fraction of a second never reorders them as text would), then by folder (equal or
+missing times), and paired by ordinal: the k-th with-skills trial with the k-th without-skills trial, as
 repeat k. Extras of the longer arm are dropped and counted. The two arms may record
 different task checksums (SkillsBench's no-skills tasks are copies without
 `environment/skills/`): that is recorded per pair. Two checksums of one task within one arm
@@ -11,6 +12,7 @@ are two versions of the task, and an error.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -54,13 +56,31 @@ def pair_trials(trials: list[Trial]) -> Pairing:
         arms = by_task[task]
         for arm, flag in (("se", "--with-skills"), ("sd", "--without-skills")):
             _one_version(task, arms[arm], flag)
-            arms[arm].sort(key=lambda t: (t.started_at, str(t.source)))
+            arms[arm].sort(key=lambda t: (*start_key(t.started_at), str(t.source)))
         n = min(len(arms["se"]), len(arms["sd"]))
         pairs.extend(Pair(task, k, arms["se"][k], arms["sd"][k]) for k in range(n))
         extra = len(arms["se"]) - len(arms["sd"])
         if extra:
             dropped[task] = ("se" if extra > 0 else "sd", abs(extra))
     return Pairing(pairs, dropped)
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def start_key(started_at: str) -> tuple[int, int, str]:
+    """The order of a recorded start time: none first; then ISO times by the instant they name
+    (a time without a zone is UTC), in microseconds; then any other text (skill-creator's
+    `run-000001`, for a run without `executor_start`) as text."""
+    if not started_at:
+        return 0, 0, ""
+    try:
+        instant = dt.datetime.fromisoformat(started_at.replace("Z", "+00:00"))
+    except ValueError:
+        return 2, 0, started_at
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=dt.UTC)
+    return 1, (instant - _EPOCH) // dt.timedelta(microseconds=1), started_at
 
 
 def _one_version(task: str, trials: list[Trial], flag: str) -> None:
