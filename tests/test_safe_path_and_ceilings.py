@@ -85,3 +85,46 @@ def test_math_worker_does_not_import_from_the_current_folder(
     worker = _Worker()
     worker.close()
     assert not marker.exists()
+
+
+def test_relay_host_side_caps_concurrent_connections(tmp_path: Path) -> None:
+    """A trial opening more relay connections than the cap: the extras are closed at once,
+    the held ones still carry bytes, and a closed one frees its place."""
+    import asyncio
+
+    from hf_skillfollow.harness._relay import MAX_CONNECTIONS, HostSide
+
+    assert 1 <= MAX_CONNECTIONS <= 256
+
+    async def scenario() -> None:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(1024):
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        upstream = await asyncio.start_server(echo, "127.0.0.1", 0)
+        port = upstream.sockets[0].getsockname()[1]
+        path = str(tmp_path / "relay.sock")
+        relay = await asyncio.start_unix_server(HostSide(limit=3).handler(port), path=path)
+
+        async def round_trip(conn: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bytes:
+            conn[1].write(b"ping")
+            await conn[1].drain()
+            return await asyncio.wait_for(conn[0].read(4), timeout=10)
+
+        held = [await asyncio.open_unix_connection(path) for _ in range(3)]
+        for conn in held:
+            assert await round_trip(conn) == b"ping"
+        extra = await asyncio.open_unix_connection(path)
+        assert await asyncio.wait_for(extra[0].read(4), timeout=10) == b""  # closed, unanswered
+        held[0][1].close()
+        await asyncio.sleep(0.2)
+        again = await asyncio.open_unix_connection(path)
+        assert await round_trip(again) == b"ping"
+        for conn in [*held[1:], again, extra]:
+            conn[1].close()
+        relay.close()
+        upstream.close()
+
+    asyncio.run(scenario())

@@ -36,7 +36,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
 from hf_skillfollow.harness._nsinit import HELPER
-from hf_skillfollow.harness._relay import pipe
+from hf_skillfollow.harness._relay import HostSide
 from hf_skillfollow.scoring._confine import AT_FDCWD
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -170,9 +170,10 @@ class SandboxEnvironment(BaseEnvironment):
         and `_relay` inside listening on the trial's 127.0.0.1:PORT and carrying to it."""
         assert self._relay_dir is not None
         self._relay_servers = []
+        host_side = HostSide()  # one cap for the trial, all ports together
         for port in self._ports:
             path = f"{self._relay_dir}/{port}.sock"
-            server = await asyncio.start_unix_server(_to_host_port(port), path=path)
+            server = await asyncio.start_unix_server(host_side.handler(port), path=path)
             os.chmod(path, 0o777)  # the trial's uid is not ours
             self._relay_servers.append(server)
         script = (Path(__file__).parent / "_relay.py").read_text()
@@ -373,20 +374,6 @@ def _detached_copy(path: str) -> int:
     if fd < 0:
         raise RuntimeError(f"sandbox: cannot share {path}: {os.strerror(ctypes.get_errno())}")
     return int(fd)
-
-
-def _to_host_port(port: int) -> Any:
-    """A Unix-socket connection handler carrying bytes to the host's 127.0.0.1:`port` only."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            writer.close()
-            return
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    return handle
 
 
 async def _bounded(stream: asyncio.StreamReader, cap: int) -> bytes:

@@ -3,12 +3,18 @@ namespace, each connection carried to a Unix socket that the host side (`_env`) 
 to the same port of the host's loopback. So an agent running inside the trial reaches its
 model endpoint at the URL it was given, and nothing else of the host's network.
 
-Run inside the trial as ``python3 -c <this file's text> PORT=SOCKET ...`` (stdlib only: the
-toolkit is not visible there). It prints ``listening`` once every port is bound.
+Run inside the trial as ``python3 -I -c <this file's text> PORT=SOCKET ...`` (stdlib only:
+the toolkit is not visible there). It prints ``listening`` once every port is bound.
+`HostSide` is the host's end, in Harbor's process.
 """
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
+
+#: connections one trial may hold open through the relay at once, all its ports together: each
+#: costs two descriptors in Harbor's process; an agent's model client needs a handful
+MAX_CONNECTIONS = 64
 
 
 async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -20,6 +26,35 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         pass
     finally:
         writer.close()
+
+
+class HostSide:
+    """The host's end of one trial's relay: each Unix-socket connection carried to the host's
+    127.0.0.1:PORT only, at most `limit` at once (one more is closed at once, unanswered)."""
+
+    def __init__(self, limit: int = MAX_CONNECTIONS) -> None:
+        self.limit = limit
+        self.open = 0
+
+    def handler(
+        self, port: int
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if self.open >= self.limit:
+                writer.close()
+                return
+            self.open += 1
+            try:
+                try:
+                    up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    writer.close()
+                    return
+                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            finally:
+                self.open -= 1
+
+        return handle
 
 
 async def main(specs: list[str]) -> None:
