@@ -95,6 +95,7 @@ def collect(
     # the skills (a job's own are checked by _JobArms)
     same = _FirstAgent("config.agent", "the arms", _NOT_COMPARED) if jobs else None
     running: list[tuple[Unfinished, Arm | None]] = []
+    lacking: list[Path] = []  # trial folders with no result.json
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
@@ -104,7 +105,7 @@ def collect(
             given_path(root, flag)
             found = 0
             arms = _JobArms(root) if arm is None else None
-            for result_path in walk_files(root, "result.json"):
+            for result_path in walk_files(root, "result.json", lacking):
                 data = read_json(result_path, root)
                 if not isinstance(data, dict):
                     raise ImportInputError(
@@ -135,6 +136,11 @@ def collect(
                 found += 1
             if not found:
                 notes.append(f"{flag} {root}: no {harness} trial (result.json) found")
+    if lacking:
+        notes.append(
+            f"{len(lacking)} trial folder(s) without a result.json passed over (killed before "
+            f"writing it, or not a trial), e.g. {lacking[0]}"
+        )
     if running:
         trials, held = _hold_back(trials, running)
         notes.append(

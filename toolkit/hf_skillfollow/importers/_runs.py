@@ -115,7 +115,8 @@ def write_runs(
             f"no task has trials in both arms ({len(collected.trials)} trial(s) read"
             + (f", {pairing.n_dropped} left unpaired" if pairing.n_dropped else "")
             + "); nothing to import"
-            + "".join(f"; {n}" for n in collected.notes if "trial (result.json) found" in n)
+            + "".join(f"; {n}" for n in collected.notes
+                      if "trial (result.json) found" in n or "without a result.json" in n)
         )
     pool_names, pool_name, pool_hash = _pool(options)
     intended = _intended(options, {p.task for p in pairing.pairs})

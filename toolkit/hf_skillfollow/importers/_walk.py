@@ -45,11 +45,20 @@ def given_path(path: Path, flag: str) -> Path:
     return path
 
 
-def walk_files(root: Path, name: str) -> Iterator[Path]:
+#: What a trial folder holds from its start (Harbor's and BenchFlow's `config.json`, then an
+#: `agent/`, `verifier/` or `trajectory/` folder), before its result is written.
+_TRIAL_CONFIG = "config.json"
+_TRIAL_FOLDERS = frozenset({"agent", "verifier", "trajectory"})
+
+
+def walk_files(root: Path, name: str, lacking: list[Path] | None = None) -> Iterator[Path]:
     """Every regular file called `name` under `root` (or `root` itself), sorted, bounded.
 
     A symbolic link whose target leaves `root` is skipped; one that stays inside is followed
     (as a file only: folders are entered only when they are real folders, so no cycle).
+    `lacking`: each folder that looks like a trial's (`config.json` and an `agent/`,
+    `verifier/` or `trajectory/` folder) but holds no `name` is appended to it: a trial killed
+    before it wrote its result, which would otherwise be passed over without a word.
     """
     if root.is_file():
         if root.name == name:
@@ -61,6 +70,8 @@ def walk_files(root: Path, name: str) -> Iterator[Path]:
         folder, depth = stack.pop()
         entries = listing(folder, MAX_ENTRIES - seen, root)
         seen += len(entries)
+        if lacking is not None and _lacks(entries, name):
+            lacking.append(folder)
         for entry in sorted(entries, key=lambda e: e.name, reverse=True):
             path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
@@ -71,6 +82,14 @@ def walk_files(root: Path, name: str) -> Iterator[Path]:
                 if entry.is_symlink() and not _inside(path, root):
                     continue  # a link out of the given folder is never read
                 yield path
+
+
+def _lacks(entries: list[os.DirEntry[str]], name: str) -> bool:
+    """Whether a folder of `entries` is a trial's folder without its `name` (result.json)."""
+    names = {e.name for e in entries}
+    if name in names or _TRIAL_CONFIG not in names or not names & _TRIAL_FOLDERS:
+        return False
+    return any(e.name in _TRIAL_FOLDERS and e.is_dir(follow_symlinks=False) for e in entries)
 
 
 def listing(
