@@ -87,6 +87,23 @@ def test_math_worker_does_not_import_from_the_current_folder(
     assert not marker.exists()
 
 
+def test_sandbox_sizes_over_the_ceiling_are_refused_naming_file_and_key(tmp_path: Path) -> None:
+    from hf_skillfollow.harness._nsinit import check_sizes, size_ceiling_mb
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:        8388608 kB\nMemFree:         1 kB\n")
+    ceiling = size_ceiling_mb(str(meminfo))
+    assert ceiling == 4096  # half of 8 GiB
+    assert 0 < size_ceiling_mb() < 1 << 40  # this host's
+    check_sizes("t/task.toml", {"memory_mb": ceiling, "storage_mb": None}, ceiling)
+    for key in ("memory_mb", "storage_mb"):
+        with pytest.raises(ValueError) as err:
+            check_sizes("t/task.toml", {key: 1 << 40}, ceiling)
+        message = str(err.value)
+        assert message.startswith(f"t/task.toml: [environment] {key} = {1 << 40}: over")
+        assert "4096" in message and "\n" not in message
+
+
 def test_relay_host_side_caps_concurrent_connections(tmp_path: Path) -> None:
     """A trial opening more relay connections than the cap: the extras are closed at once,
     the held ones still carry bytes, and a closed one frees its place."""

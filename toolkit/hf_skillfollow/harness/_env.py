@@ -35,7 +35,7 @@ from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_f
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
-from hf_skillfollow.harness._nsinit import HELPER
+from hf_skillfollow.harness._nsinit import HELPER, check_sizes, size_ceiling_mb
 from hf_skillfollow.harness._relay import HostSide
 from hf_skillfollow.scoring._confine import AT_FDCWD
 
@@ -111,6 +111,9 @@ class SandboxEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         del force_build  # nothing is built
+        config = self.task_env_config
+        sizes = {"memory_mb": config.memory_mb, "storage_mb": config.storage_mb}
+        check_sizes(str(self.environment_dir.parent / "task.toml"), sizes, size_ceiling_mb())
         self._base_uid = 1_000_000 + 65536 * random.randrange(1, 16000)
         self._cgroup = _make_cgroup(self.session_id, self.task_env_config.memory_mb)
         if self._cgroup is None:

@@ -68,6 +68,30 @@ _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 #: how `_env` starts this module, in Harbor's interpreter as root: ``-P`` keeps the current
 #: folder (where Harbor was started: a cloned skills repository, a task folder) off the path
 HELPER = [sys.executable, "-P", "-m", "hf_skillfollow.harness._nsinit"]
+#: of the host's memory, the most one trial's `memory_mb` (its cgroup) or `storage_mb` (its
+#: tmpfs root, which is memory too) may be: a task file must not take the host's memory
+SIZE_CEILING_FRACTION = 0.5
+
+
+def size_ceiling_mb(meminfo: str = "/proc/meminfo") -> int:
+    """The largest `memory_mb` or `storage_mb` a trial may ask for on this host."""
+    with open(meminfo) as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(int(line.split()[1]) / 1024 * SIZE_CEILING_FRACTION)
+    raise OSError(f"{meminfo}: no MemTotal")
+
+
+def check_sizes(task_toml: str, sizes: dict[str, int | None], ceiling_mb: int) -> None:
+    """Refuse a task's `[environment]` size over `ceiling_mb`, in one line naming the file and
+    key (refused, not clamped: a task sized for more memory than it gets fails in ways that
+    look like the agent's fault)."""
+    for key, value in sizes.items():
+        if value is not None and value > ceiling_mb:
+            raise ValueError(
+                f"{task_toml}: [environment] {key} = {value}: over the sandbox's ceiling of "
+                f"{ceiling_mb} (MB, {SIZE_CEILING_FRACTION:.0%} of this host's memory)"
+            )
 
 
 def _check(rc: int, what: str) -> None:
