@@ -145,3 +145,42 @@ def test_relay_host_side_caps_concurrent_connections(tmp_path: Path) -> None:
         upstream.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.harbor
+@pytest.mark.timeout(600)
+def test_harbor_refuses_a_task_sized_over_the_ceiling(tmp_path: Path) -> None:
+    """Through real Harbor and the sandbox environment: the trial of a task asking for more
+    memory than the host may give fails at start, with the task file and key in one line."""
+    import json
+
+    from hf_skillfollow.harness._nsinit import size_ceiling_mb
+
+    root = Path(__file__).resolve().parents[1]
+    harbor = Path(os.environ.get("SKILLFOLLOW_HARBOR", root / ".venv-harbor" / "bin" / "harbor"))
+    if not harbor.is_file():
+        pytest.fail("Harbor is not installed: run .ci/setup-harbor (the harbor marker needs it)")
+    task = tmp_path / "tasks" / "greedy"
+    (task / "environment").mkdir(parents=True)
+    (task / "tests").mkdir()
+    (task / "instruction.md").write_text("Nothing to do.\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    asked = size_ceiling_mb() + 1
+    (task / "task.toml").write_text(
+        '[verifier]\ntimeout_sec = 60.0\n[environment]\nworkdir = "/app"\n'
+        f'network_mode = "no-network"\nmemory_mb = {asked}\n'
+    )
+    job = {
+        "job_name": "greedy", "jobs_dir": str(tmp_path / "jobs"), "n_attempts": 1, "quiet": True,
+        "environment": {"import_path": "hf_skillfollow.harness._env:SandboxEnvironment"},
+        "agents": [{"name": "nop"}], "datasets": [{"path": str(tmp_path / "tasks")}],
+    }  # fmt: skip
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HARBOR_TELEMETRY": "0"}
+    subprocess.run([str(harbor), "run", "-c", str(tmp_path / "job.json"), "-y"],
+                   env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    (result,) = (tmp_path / "jobs" / "greedy").glob("greedy__*/result.json")
+    data = json.loads(result.read_text())
+    message = (data.get("exception_info") or {}).get("exception_message", "")
+    assert message.startswith(f"{task / 'task.toml'}: [environment] memory_mb = {asked}: over")
+    assert data.get("verifier_result") is None
