@@ -666,6 +666,30 @@ def test_import_harbor_on_benchflow_rollouts_points_to_import_benchflow(
     assert "1 pair(s) in 1 run folder(s)" in ok.output
 
 
+def test_trial_folders_without_a_result_are_counted(tmp_path: Path) -> None:
+    # A trial killed before it wrote result.json (its config.json and agent/ are there) was
+    # passed over with no word: the user lost a trial silently. A running trial (result.json,
+    # no finished_at) is the note of its own (test_a_trial_finishing_after_a_later_one_...).
+    se, sd = _arms(tmp_path)
+    write_trial(se, "a__1", "task-a", stream=cc_stream())
+    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+    for job, name in ((se, "b__1"), (sd, "c__2")):
+        killed = write_trial(job, name, "task-b", stream=cc_stream())
+        (killed / "result.json").unlink()
+    result = _harbor(se, sd, tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    assert (f"note: 2 trial folder(s) without a result.json passed over (killed before writing "
+            f"it, or not a trial), e.g. {se / 'b__1'}") in result.output  # fmt: skip
+    assert "1 pair(s) in 1 run folder(s)" in result.output
+    # a job whose trials all lack it (only the job's own result.json): the error says why
+    empty = _arms(tmp_path / "empty")
+    for job in empty:
+        (write_trial(job, "d__1", "task-d") / "result.json").unlink()
+    line = _error_line(_harbor(*empty, tmp_path / "runs2"))
+    assert "2 trial folder(s) without a result.json passed over" in line
+    assert str(empty[0] / "d__1") in line
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [
@@ -694,25 +718,18 @@ def test_trials_pair_by_the_instant_they_started(tmp_path: Path, first: str, sec
                      "r1": {"se": "a__late", "sd": "a__sd2"}}  # fmt: skip
 
 
-def test_trial_folders_without_a_result_are_counted(tmp_path: Path) -> None:
-    # A trial killed before it wrote result.json (its config.json and agent/ are there) was
-    # passed over with no word: the user lost a trial silently. A running trial (result.json,
-    # no finished_at) is the note of its own (test_a_trial_finishing_after_a_later_one_...).
+def test_reading_the_trial_folders_is_counted(tmp_path: Path) -> None:
+    # Reading the trial folders showed nothing (about 5 s at 6,000 trials) before the bar of
+    # the pairs began: `on_read(n)` counts the result.json files read, before `on_total`.
+    from hf_skillfollow.importers import import_runs
+
     se, sd = _arms(tmp_path)
-    write_trial(se, "a__1", "task-a", stream=cc_stream())
-    write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
-    for job, name in ((se, "b__1"), (sd, "c__2")):
-        killed = write_trial(job, name, "task-b", stream=cc_stream())
-        (killed / "result.json").unlink()
-    result = _harbor(se, sd, tmp_path / "runs")
-    assert result.exit_code == 0, result.output
-    assert (f"note: 2 trial folder(s) without a result.json passed over (killed before writing "
-            f"it, or not a trial), e.g. {se / 'b__1'}") in result.output  # fmt: skip
-    assert "1 pair(s) in 1 run folder(s)" in result.output
-    # a job whose trials all lack it (only the job's own result.json): the error says why
-    empty = _arms(tmp_path / "empty")
-    for job in empty:
-        (write_trial(job, "d__1", "task-d") / "result.json").unlink()
-    line = _error_line(_harbor(*empty, tmp_path / "runs2"))
-    assert "2 trial folder(s) without a result.json passed over" in line
-    assert str(empty[0] / "d__1") in line
+    for i in range(3):
+        write_trial(se, f"t{i}__1", f"task-{i}", stream=cc_stream())
+        write_trial(sd, f"t{i}__2", f"task-{i}", reward=0.0, stream=cc_stream(init=False))
+    events: list[str] = []
+    import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs",
+                on_read=lambda n: events.append(f"read {n}"),
+                on_total=lambda n: events.append(f"total {n}"))  # fmt: skip
+    # each job's own result.json is read too (and passed over)
+    assert events == [f"read {n}" for n in range(1, 9)] + ["total 6"]

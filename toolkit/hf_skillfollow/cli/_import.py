@@ -125,11 +125,11 @@ def _import(fmt: str, **kw: Any) -> None:
         baseline=kw.get("baseline"),
     )
     try:
-        with _progress() as (on_total, on_pair):
+        with _progress() as (on_read, on_total, on_pair):
             result = import_runs(
                 fmt, kw.get("with_paths", ()), kw.get("without_paths", ()), options,
                 output_dir=kw["output_dir"], paths=kw.get("paths", ()),
-                on_total=on_total, on_pair=on_pair,
+                on_total=on_total, on_pair=on_pair, on_read=on_read,
             )  # fmt: skip
     except (ImportInputError, RunDirError) as exc:
         raise click.ClickException(safe_text(str(exc))) from None
@@ -153,24 +153,37 @@ def _import(fmt: str, **kw: Any) -> None:
 
 
 @contextmanager
-def _progress() -> Iterator[tuple[Callable[[int], None], Callable[[bool], None]]]:
-    """A bar on stderr, started once the number of steps is known: each pair read (without
-    --skills, all are read first) and written."""
+def _progress() -> Iterator[
+    tuple[Callable[[int], None], Callable[[int], None], Callable[[bool], None]]
+]:
+    """A bar on stderr: first a count of the trials' result files read (their number is not
+    known until the walk ends), then, once the number of steps is known, each pair read
+    (without --skills, all are read first) and written."""
     from hf_skillfollow.cli._progress import bar
 
-    progress = bar("import", "{task.fields[failed]} pair(s) with an error", stderr=True)
-    state: dict[str, Any] = {"task": None, "failed": 0}
+    progress = bar("import", "{task.fields[tally]}", stderr=True)
+    state: dict[str, Any] = {"read": None, "n_read": 0, "task": None, "failed": 0}
+
+    def on_read(n: int) -> None:
+        if state["read"] is None:
+            progress.start()
+            state["read"] = progress.add_task("read", total=None, tally="")
+        state["n_read"] = n
+        progress.update(state["read"], completed=n, tally=f"{n:,} result file(s) read")
 
     def on_total(total: int) -> None:
         progress.start()
-        state["task"] = progress.add_task("import", total=total, failed=0)
+        if state["read"] is not None:  # the reading is done: its line shows it whole
+            progress.update(state["read"], total=state["n_read"])
+        state["task"] = progress.add_task("import", total=total, tally="0 pair(s) with an error")
 
     def on_pair(error: bool) -> None:
         state["failed"] += int(error)
-        progress.update(state["task"], advance=1, failed=state["failed"])
+        progress.update(state["task"], advance=1,
+                        tally=f"{state['failed']} pair(s) with an error")  # fmt: skip
 
     try:
-        yield on_total, on_pair
+        yield on_read, on_total, on_pair
     except BaseException:
         progress.live.transient = True  # the error line stands alone
         raise

@@ -50,6 +50,7 @@ def import_runs(
     paths: Sequence[Path] = (),
     on_total: Callable[[int], None] | None = None,
     on_pair: Callable[[bool], None] | None = None,
+    on_read: Callable[[int], None] | None = None,
     provenance: str | None = None,
     judging: Judging | None = None,
 ) -> ImportResult:
@@ -67,6 +68,8 @@ def import_runs(
     `on_total(n)` is called once with the number of steps, `on_pair(error)` after each: one
     per pair written (`error`: the pair holds an error row) and, without `options.skills`,
     before them one per pair read (every transcript is read first, `error` False).
+    `on_read(n)`, before all of them, after each trial's result file read (harbor, benchflow):
+    `n` files read so far.
     `provenance` is the rows' `provenance` column: `imported:<fmt>` by default (trials another
     harness ran); `run:<harness>` when hf-skillfollow itself ran the trials through that
     harness (`run --harness harbor` passes `run:harbor`), which the board and report do not
@@ -93,7 +96,8 @@ def import_runs(
         collect = IMPORTERS.resolve(fmt)
     except ValueError as exc:
         raise ImportInputError(str(exc)) from None
-    request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options)
+    request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options,
+                            on_read)  # fmt: skip
     collected = collect(request)
     return write_runs(
         fmt, collected, options, Path(output_dir), on_pair, on_total, provenance, judging

@@ -8,7 +8,7 @@ trial it finds into a `Trial`. It never decides activation (a transcript detecto
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -106,6 +106,9 @@ class ImportRequest:
     without_paths: Sequence[Path] = ()
     paths: Sequence[Path] = ()
     options: ImportOptions = field(default_factory=ImportOptions)
+    on_read: Callable[[int], None] | None = None
+    """Called with the number of result files read so far, after each (harbor, benchflow):
+    reading thousands of trial folders takes seconds before any pair is written."""
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ def collect(
     same = _FirstAgent("config.agent", "the arms", _NOT_COMPARED) if jobs else None
     running: list[tuple[Unfinished, Arm | None]] = []
     lacking: list[Path] = []  # trial folders with no result.json
+    n_read = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
         ("sd", "--without-skills", request.without_paths),
@@ -107,6 +108,9 @@ def collect(
             arms = _JobArms(root) if arm is None else None
             for result_path in walk_files(root, "result.json", lacking):
                 data = read_json(result_path, root)
+                n_read += 1
+                if request.on_read:
+                    request.on_read(n_read)
                 if not isinstance(data, dict):
                     raise ImportInputError(
                         f"{result_path}: a JSON {type(data).__name__}, not a result object"
