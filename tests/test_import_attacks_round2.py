@@ -733,3 +733,26 @@ def test_reading_the_trial_folders_is_counted(tmp_path: Path) -> None:
                 on_total=lambda n: events.append(f"total {n}"))  # fmt: skip
     # each job's own result.json is read too (and passed over)
     assert events == [f"read {n}" for n in range(1, 9)] + ["total 6"]
+
+
+def test_a_bad_line_amid_the_records_names_a_way_out_of_import(tmp_path: Path) -> None:
+    # A bad line in the middle of records.jsonl stopped `import` with file:line, and the
+    # store's way out elsewhere named --set-aside-bad-records, a flag of `run` only.
+    se, sd = _arms(tmp_path)
+    for task in ("task-a", "task-b"):
+        write_trial(se, f"{task}__1", task, stream=cc_stream())
+        write_trial(sd, f"{task}__2", task, reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    (run,) = out.iterdir()
+    lines = (run / "records.jsonl").read_text().splitlines()
+    (run / "records.jsonl").write_text("{not json\n" + lines[1] + "\n")
+    line = _error_line(_harbor(se, sd, out))
+    assert line.startswith(f"Error: {run / 'records.jsonl'}:1: ")
+    assert line.endswith("import again with --set-aside-bad-records")
+    again = _invoke("harbor", "--with-skills", str(se), "--without-skills", str(sd),
+                    "--set-aside-bad-records", "-o", str(out))  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "(1 written, 1 already there)" in again.output
+    assert (run / "records.rejected").read_text() == "{not json\n"
+    assert sorted(json.loads(x)["task_id"] for x in (run / "records.jsonl").read_text().splitlines()) == ["task-a", "task-b"]  # fmt: skip

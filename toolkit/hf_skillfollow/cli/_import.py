@@ -42,6 +42,9 @@ def _common(f: Callable[..., Any]) -> Callable[..., Any]:
                      "the trials record (Harbor's source), else the format]."),
         click.option("-o", "--output", "output_dir", type=_PATH, default=Path("runs"),
                      show_default=True, help="Folder the run folders go in."),
+        click.option("--set-aside-bad-records", is_flag=True,
+                     help="Move bad lines of the run folders' records.jsonl to records.rejected "
+                          "and write their pairs again."),
     ]  # fmt: skip
     for option in reversed(options):
         f = option(f)
@@ -130,6 +133,7 @@ def _import(fmt: str, **kw: Any) -> None:
                 fmt, kw.get("with_paths", ()), kw.get("without_paths", ()), options,
                 output_dir=kw["output_dir"], paths=kw.get("paths", ()),
                 on_total=on_total, on_pair=on_pair, on_read=on_read,
+                set_aside_bad_records=kw["set_aside_bad_records"],
             )  # fmt: skip
     except (ImportInputError, RunDirError) as exc:
         raise click.ClickException(safe_text(str(exc))) from None

@@ -53,6 +53,7 @@ def import_runs(
     on_read: Callable[[int], None] | None = None,
     provenance: str | None = None,
     judging: Judging | None = None,
+    set_aside_bad_records: bool = False,
 ) -> ImportResult:
     """Import one format's trials into run folders under `output_dir`; return what was done.
 
@@ -76,6 +77,9 @@ def import_runs(
     call imported.
     `judging`: the trials' verdicts are the blinded judge's (`Judging`), not their rewards;
     the judge is part of the cell, and the traces carry its record, as in a judged run.
+    `set_aside_bad_records`: bad lines of the run folders' `records.jsonl` (not JSON, not a
+    record of the schema, of another run) go to `records.rejected` and their pairs are
+    written again; else the first is an error naming file:line (not part of the cell).
     Raises `ImportInputError` (one line naming the file, field or flag) on bad input.
     """
     from hf_skillfollow.importers._runs import write_runs
@@ -99,6 +103,5 @@ def import_runs(
     request = ImportRequest(tuple(with_paths), tuple(without_paths), tuple(paths), options,
                             on_read)  # fmt: skip
     collected = collect(request)
-    return write_runs(
-        fmt, collected, options, Path(output_dir), on_pair, on_total, provenance, judging
-    )
+    return write_runs(fmt, collected, options, Path(output_dir), on_pair, on_total, provenance,
+                      judging, set_aside=set_aside_bad_records)  # fmt: skip

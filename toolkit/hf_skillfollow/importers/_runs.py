@@ -95,10 +95,12 @@ def write_runs(
     on_total: Callable[[int], None] | None = None,
     provenance: str | None = None,
     judging: Judging | None = None,
+    set_aside: bool = False,
 ) -> ImportResult:
     """Pair the collected trials, decide activation, and write (or complete) the run folders.
     `provenance` is the rows' `provenance` (default `imported:<fmt>`); `judging`: the
-    verdicts are the blinded judge's (`Judging`)."""
+    verdicts are the blinded judge's (`Judging`); `set_aside`: bad lines of the run folders'
+    records go to records.rejected and their pairs are written again (`_recover`)."""
     from dataclasses import replace
 
     options = replace(options, baseline=collected.baseline or options.baseline)
@@ -161,6 +163,8 @@ def write_runs(
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
         by_repeat.setdefault(pair.repeat_index, []).append(pair)
+    for k in sorted(by_repeat):  # records.jsonl made safe to read and append to, first
+        result.notes.extend(_recover(identity, k, output_dir, set_aside))
     other, n_recorded = _recorded_otherwise(identity, by_repeat, output_dir)
     if other:
         unwritten = len(pairing.pairs) - n_recorded
@@ -355,8 +359,7 @@ def _write_repeat(
             recorded = store.read_manifest()
             if recorded.get("cell_id") != identity["cell_id"]:
                 raise RunDirError(f"{store.root}: a run folder of another cell; not overwritten")
-            manifest = recorded  # its created_at stays
-            result.notes.extend(store.recover(run_id=run_id))
+            manifest = recorded  # its created_at stays (its records recovered: `_recover`)
         else:
             store.write_manifest(manifest)
         done = {r["task_id"]: r["transition"] for r in store.read_records()}
@@ -381,6 +384,30 @@ def _write_repeat(
                 on_pair(bool(pair.se.error or pair.sd.error))
         store.write_tables()
         result.run_dirs.append(store.root)
+
+
+def _recover(identity: dict[str, Any], k: int, output_dir: Path, set_aside: bool) -> list[str]:
+    """Make repeat `k`'s recorded `records.jsonl` safe to read and append to, as `run --resume`
+    does (`RunStore.recover`): a torn last line is set aside; a bad complete line is an error
+    naming file:line and the way out of an import, unless `set_aside`."""
+    from hf_skillfollow.store import RunDirError, RunStore
+
+    run_id = _run_id(identity, k)
+    store = RunStore(output_dir / run_id)
+    if not store.manifest_path.is_file():
+        return []
+    if store.read_manifest().get("cell_id") != identity["cell_id"]:
+        return []  # refused with one line where it would be written (`_write_repeat`)
+    with _only_writer(store.root):
+        try:
+            return store.recover(set_aside=set_aside, run_id=run_id)
+        except RunDirError as exc:
+            # the store names `run --resume`'s flag; `import` has its own of the same name
+            where = str(exc).partition("; to move the bad line(s)")[0]
+            raise RunDirError(
+                f"{where}; to move the bad line(s) to records.rejected and write their pairs "
+                "again, import again with --set-aside-bad-records"
+            ) from None
 
 
 @contextmanager
