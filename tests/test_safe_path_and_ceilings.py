@@ -184,3 +184,52 @@ def test_harbor_refuses_a_task_sized_over_the_ceiling(tmp_path: Path) -> None:
     message = (data.get("exception_info") or {}).get("exception_message", "")
     assert message.startswith(f"{task / 'task.toml'}: [environment] memory_mb = {asked}: over")
     assert data.get("verifier_result") is None
+
+
+def test_ray_init_does_not_see_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unit level: the folder `ray.init` runs in (which Ray puts first on every worker's path)
+    is the toolkit's own, and the caller's folder is back afterwards, also on an error."""
+    from hf_skillfollow.sweep._executors._ray import init_away_from_cwd
+
+    monkeypatch.chdir(tmp_path)
+    seen: list[str] = []
+
+    def init(**kwargs: object) -> None:
+        seen.append(os.getcwd())
+        raise ConnectionError(str(kwargs))
+
+    with pytest.raises(ConnectionError):
+        init_away_from_cwd(init, address="127.0.0.1:1")
+    assert Path(seen[0]) == TOOLKIT or Path(seen[0], "hf_skillfollow").is_dir()
+    assert Path(os.getcwd()) == tmp_path
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.timeout(300)
+def test_ray_workers_do_not_import_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real local Ray instance started through the executor's init, from a folder holding a
+    planted package: a worker task cannot import it (Ray alone puts that folder first)."""
+    ray = pytest.importorskip("ray")
+    from hf_skillfollow.sweep._executors._ray import init_away_from_cwd
+
+    marker = _plant(tmp_path, "planted_probe_pkg")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
+    init_away_from_cwd(ray.init, num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+
+        @ray.remote
+        def probe() -> str:
+            import importlib.util
+
+            return str(importlib.util.find_spec("planted_probe_pkg"))
+
+        assert ray.get(probe.remote(), timeout=120) == "None"
+    finally:
+        ray.shutdown()
+    assert not marker.exists()

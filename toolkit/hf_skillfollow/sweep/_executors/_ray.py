@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hf_skillfollow.sweep._cell import JobOutcome, run_job_blocking
@@ -21,6 +23,20 @@ _POLL_S = 1.0
 
 class RayUnavailableError(RuntimeError):
     pass
+
+
+def init_away_from_cwd(init: Callable[..., Any], **kwargs: Any) -> None:
+    """`ray.init` run from the folder that holds this package, then back: Ray puts the
+    driver's current folder first on every worker's import path, so a `hf_skillfollow/` in
+    the folder the sweep was started from (a cloned repository, a task folder) would be what
+    the workers run. The package's own folder names nothing else than what they import."""
+    back = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.chdir(Path(__file__).resolve().parents[3])
+        init(**kwargs)
+    finally:
+        os.fchdir(back)
+        os.close(back)
 
 
 class RayExecutor:
@@ -53,7 +69,7 @@ class RayExecutor:
         kwargs: dict[str, Any] = {"address": self.address, "log_to_driver": False}
         if self.node_ip_address:
             kwargs["_node_ip_address"] = self.node_ip_address
-        ray.init(**kwargs)
+        init_away_from_cwd(ray.init, **kwargs)
         self._remote = ray.remote(max_retries=0)(run_job_blocking)
         return self
 
