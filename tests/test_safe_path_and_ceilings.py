@@ -233,3 +233,28 @@ def test_ray_workers_do_not_import_from_the_current_folder(
     finally:
         ray.shutdown()
     assert not marker.exists()
+
+
+@pytest.mark.harbor
+def test_sandbox_cgroup_bounds_swap_too() -> None:
+    """The trial's memory cgroup (v1, where the host lets root make one) limits memory and
+    swap together where swap is accounted: a trial over memory_mb does not spill into swap."""
+    cgroup = Path("/sys/fs/cgroup/memory")
+    if not (cgroup / "memory.memsw.limit_in_bytes").exists() or os.geteuid() != 0:
+        pytest.fail("needs root and a v1 memory cgroup with swap accounting (as the CI's host)")
+    python = Path(__file__).resolve().parents[1] / ".venv-harbor" / "bin" / "python"
+    script = (
+        "from hf_skillfollow.harness._env import _make_cgroup\n"
+        "path = _make_cgroup('pth-swap-probe', 64)\n"
+        "try:\n"
+        "    print((path / 'memory.limit_in_bytes').read_text().strip(),\n"
+        "          (path / 'memory.memsw.limit_in_bytes').read_text().strip())\n"
+        "finally:\n"
+        "    path.rmdir()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(TOOLKIT)}
+    done = subprocess.run(
+        [str(python), "-P", "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(64 << 20)] * 2

@@ -418,4 +418,7 @@ def _make_cgroup(session_id: str, memory_mb: int | None) -> Path | None:
         (path / "memory.limit_in_bytes").write_text(str(limit))
     except OSError:
         return None
+    # With swap accounting, memory and swap together: else the trial fills the host's swap.
+    with contextlib.suppress(FileNotFoundError):
+        (path / "memory.memsw.limit_in_bytes").write_text(str(limit))
     return path
