@@ -756,3 +756,18 @@ def test_a_bad_line_amid_the_records_names_a_way_out_of_import(tmp_path: Path) -
     assert "(1 written, 1 already there)" in again.output
     assert (run / "records.rejected").read_text() == "{not json\n"
     assert sorted(json.loads(x)["task_id"] for x in (run / "records.jsonl").read_text().splitlines()) == ["task-a", "task-b"]  # fmt: skip
+
+
+def test_a_run_folders_date_is_its_earliest_start_as_an_instant(tmp_path: Path) -> None:
+    # created_at (on every row) is the earliest with-skills start of the repeat: it was the
+    # least as text, so 04:00Z came before 05:00+02:00 (03:00 UTC).
+    se, sd = _arms(tmp_path)
+    for task, started in (("task-a", "2026-01-26T04:00:00Z"), ("task-b", "2026-01-26T05:00:00+02:00")):  # fmt: skip
+        write_trial(se, f"{task}__1", task, started=started, stream=cc_stream())
+        write_trial(sd, f"{task}__2", task, started=started, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    assert _harbor(se, sd, out).exit_code == 0
+    (run,) = out.iterdir()
+    assert (
+        json.loads((run / "manifest.json").read_text())["created_at"] == "2026-01-26T05:00:00+02:00"
+    )

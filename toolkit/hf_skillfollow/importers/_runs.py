@@ -35,7 +35,7 @@ from hf_skillfollow.importers._base import (
     Judging,
     Trial,
 )
-from hf_skillfollow.importers._pairing import Pair, Pairing, pair_trials
+from hf_skillfollow.importers._pairing import Pair, Pairing, pair_trials, start_key
 
 if TYPE_CHECKING:
     from hf_skillfollow.transcripts._base import Detection
@@ -117,8 +117,11 @@ def write_runs(
             f"no task has trials in both arms ({len(collected.trials)} trial(s) read"
             + (f", {pairing.n_dropped} left unpaired" if pairing.n_dropped else "")
             + "); nothing to import"
-            + "".join(f"; {n}" for n in collected.notes
-                      if "trial (result.json) found" in n or "without a result.json" in n)
+            + "".join(
+                f"; {n}"
+                for n in collected.notes
+                if "trial (result.json) found" in n or "without a result.json" in n
+            )
         )
     pool_names, pool_name, pool_hash = _pool(options)
     intended = _intended(options, {p.task for p in pairing.pairs})
@@ -339,7 +342,8 @@ def _write_repeat(
     store = RunStore(output_dir / run_id)
     if not new and not store.manifest_path.is_file():
         return  # nothing recorded, nothing to write: no empty run folder
-    started = sorted(t for t in (_iso(p.se.started_at) for p in pairs) if t)
+    # the earliest instant (a zone or a fraction of a second never reorders them as text would)
+    started = sorted((t for t in (_iso(p.se.started_at) for p in pairs) if t), key=start_key)
     manifest = {
         **identity,
         "run_id": run_id,
