@@ -616,3 +616,13 @@ def test_messages_naming_a_huge_name_stay_short(tmp_path: Path) -> None:
     with pytest.raises(SkillPoolError) as caught:
         load_pool(tmp_path)
     assert len(str(caught.value)) < 1000
+
+
+def test_an_empty_pool_argument_is_the_working_folder_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Path("")` is the working folder; 78e6f3f's ambiguity check took '' for a shipped pool
+    name (the folder of all shipped pools) and refused it with an empty name."""
+    _skill(tmp_path, "alpha")
+    monkeypatch.chdir(tmp_path)
+    assert load_pool("").names == ["alpha"]

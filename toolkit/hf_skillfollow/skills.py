@@ -344,7 +344,7 @@ def _resolve(path_or_name: str | Path) -> Path:
 
     path = Path(path_or_name).expanduser()
     text = str(path_or_name)
-    bare = "/" not in text and "\\" not in text and not text.startswith(".")
+    bare = bool(text) and "/" not in text and "\\" not in text and not text.startswith(".")
     if path.exists():
         if bare and path.is_dir() and _is_shipped(text) and not _is_shipped(text, path):
             # a cloned repository's `math/` must not stand in for the shipped pool unnoticed
