@@ -258,3 +258,26 @@ def test_sandbox_cgroup_bounds_swap_too() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == [str(64 << 20)] * 2
+
+
+def test_a_library_spawned_python_does_not_import_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console entry point makes every Python started after it safe, a library's too: a
+    multiprocessing spawn child (vLLM's engine on a GPU) started from a folder holding a
+    `multiprocessing/` package does not run it (without it, the child's ``-c`` puts '' first)."""
+    import multiprocessing
+
+    from hf_skillfollow.cli import main
+
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    monkeypatch.setattr("sys.argv", ["hf-skillfollow", "--version"])
+    with pytest.raises(SystemExit):
+        main()
+    marker = _plant(tmp_path, "multiprocessing")
+    monkeypatch.chdir(tmp_path)
+    child = multiprocessing.get_context("spawn").Process(target=os.getpid)
+    child.start()
+    child.join(60)
+    assert not marker.exists()
+    assert child.exitcode == 0

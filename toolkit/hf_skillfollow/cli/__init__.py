@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from hf_skillfollow._lazy import LazyRegistry
@@ -80,4 +82,8 @@ def cli() -> None:
 
 
 def main() -> None:
+    # Inherited by every Python started from here on, a library's too (vLLM's engine process,
+    # spawned on a GPU): the current folder, maybe a downloaded benchmark, is never first on
+    # its import path (the toolkit's own spawns also pass -P).
+    os.environ["PYTHONSAFEPATH"] = "1"
     cli()
