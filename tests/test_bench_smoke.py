@@ -20,6 +20,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -162,13 +163,18 @@ def test_every_bench_has_tiny_arguments() -> None:
 @pytest.mark.parametrize(("name", "tiny"), _cases())
 def test_bench_runs_to_its_figures(name: str, tiny: Tiny, data_dir: Path, tmp_path: Path) -> None:
     args = [a.format(data=data_dir, tmp=tmp_path) for a in shlex.split(tiny.args)]
-    env = {**os.environ, "SKILLFOLLOW_DATA_DIR": str(data_dir),
-           "SKILLFOLLOW_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "TMPDIR": str(tmp_path)}  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / name), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=tiny.timeout_s,
-    )  # fmt: skip
+    # TMPDIR short: Chromium (space.py) binds a Unix socket under it, and a socket's path may
+    # not pass 107 bytes; /tmp/pytest-of-USER/pytest-NNNN/test_bench_runs_to_its_figures0/
+    # org.chromium.Chromium.XXXXXX/SingletonSocket reaches 108 once pytest has numbered 1,000
+    # runs on a machine.
+    with tempfile.TemporaryDirectory(prefix="sfb-", dir="/tmp") as tmp:
+        env = {**os.environ, "SKILLFOLLOW_DATA_DIR": str(data_dir),
+               "SKILLFOLLOW_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1",
+               "HF_DATASETS_CACHE": str(tmp_path / "hf-datasets"), "TMPDIR": tmp}  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, str(BENCH / name), *args],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=tiny.timeout_s,
+        )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"bench/{name} exited {proc.returncode}:\n{out[-4000:]}"
     missing = [line for line in tiny.prints if line not in proc.stdout]
