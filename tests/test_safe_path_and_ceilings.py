@@ -102,6 +102,10 @@ def test_sandbox_sizes_over_the_ceiling_are_refused_naming_file_and_key(tmp_path
         message = str(err.value)
         assert message.startswith(f"t/task.toml: [environment] {key} = {1 << 40}: over")
         assert "4096" in message and "\n" not in message
+        with pytest.raises(
+            ValueError, match=rf"^t/task.toml: \[environment\] {key} = -1: under 0$"
+        ):
+            check_sizes("t/task.toml", {key: -1}, ceiling)
 
 
 def test_relay_host_side_caps_concurrent_connections(tmp_path: Path) -> None:

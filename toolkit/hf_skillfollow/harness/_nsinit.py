@@ -83,15 +83,18 @@ def size_ceiling_mb(meminfo: str = "/proc/meminfo") -> int:
 
 
 def check_sizes(task_toml: str, sizes: dict[str, int | None], ceiling_mb: int) -> None:
-    """Refuse a task's `[environment]` size over `ceiling_mb`, in one line naming the file and
-    key (refused, not clamped: a task sized for more memory than it gets fails in ways that
-    look like the agent's fault)."""
+    """Refuse a task's `[environment]` size over `ceiling_mb` or under 0, in one line naming
+    the file and key (refused, not clamped: a task sized for more memory than it gets fails in
+    ways that look like the agent's fault; a negative memory_mb, which Harbor accepts, made
+    the cgroup's limit unwritable, and the trial ran with none)."""
     for key, value in sizes.items():
         if value is not None and value > ceiling_mb:
             raise ValueError(
                 f"{task_toml}: [environment] {key} = {value}: over the sandbox's ceiling of "
                 f"{ceiling_mb} (MB, {SIZE_CEILING_FRACTION:.0%} of this host's memory)"
             )
+        if value is not None and value < 0:
+            raise ValueError(f"{task_toml}: [environment] {key} = {value}: under 0")
 
 
 def _check(rc: int, what: str) -> None:
