@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from hf_skillfollow.space_app._shown import capped as _capped
+
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
@@ -103,8 +105,6 @@ def summary_markdown(summary: pd.DataFrame) -> str:
 
     if summary.empty:
         return ""
-    from hf_skillfollow.space_app._shown import capped as _capped
-
     parts = ["**Why did it help or hurt? (blinded LLM annotations)**"]
     records = summary.to_dict("records")
     for r in records[:SHOWN_ANNOTATORS]:

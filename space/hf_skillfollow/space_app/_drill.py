@@ -18,6 +18,7 @@ from hf_skillfollow import formatting as fmt
 from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app._board import ALL_SOURCES, Board
 from hf_skillfollow.space_app._labels import SEARCH_ONLY
+from hf_skillfollow.space_app._shown import capped
 from hf_skillfollow.space_app._sources import SOURCE, source_id
 from hf_skillfollow.space_app._table import (
     DISAGREE_MARK,
@@ -290,8 +291,6 @@ def flips_html(table: pd.DataFrame) -> str:
 
 
 def _capped(value: object) -> str:
-    from hf_skillfollow.space_app._table import _capped as capped
-
     return capped(value, 400)
 
 
@@ -318,8 +317,6 @@ def tally_html(table: pd.DataFrame) -> str:
     28 MB tally, sent to whoever opened the cell."""
     if table.empty:
         return '<p class="sf-empty">No skill was returned in this cell.</p>'
-    from hf_skillfollow.space_app._table import _capped as capped
-
     more = len(table) - SHOWN_SKILLS
     body = "".join(
         f'<tr data-skill="{escape(capped(r.skill))}"><td>{escape(capped(r.skill))}</td>'

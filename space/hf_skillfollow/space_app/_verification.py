@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from hf_skillfollow._escape import for_html as escape
+from hf_skillfollow.space_app._shown import capped as _capped
 
 ABOUT_MD = """
 ## Re-scored marks
@@ -214,8 +215,6 @@ SHOWN_RECORDS = 10
 def _record_lines(status: pa.Table) -> list[str]:
     """One line per record behind the mark (the newest `SHOWN_RECORDS`, then how many more),
     every string of it the publisher's, cut as the table cuts names (`_shown.capped`)."""
-    from hf_skillfollow.space_app._shown import capped as _capped
-
     keys = ["verification_id", "verified_by", "verified_at", "toolkit_version", "scorer_version",
             "benchmark_release"]  # fmt: skip
     seen = status.filter(status["checked"])
@@ -237,8 +236,6 @@ def _record_lines(status: pa.Table) -> list[str]:
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    from hf_skillfollow.space_app._shown import capped as _capped
-
     head = "".join(
         f"<th>{h}</th>" for h in ("task_id", "run_id", "arm", "published", "re-scored", "reason")
     )
