@@ -197,7 +197,9 @@ def test_a_non_utf8_eval_folder_is_recorded_once(tmp_path: Path) -> None:
                                      "eval-2-\\udcff"]  # fmt: skip
 
 
-def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
+def _violation_quoting_a_surrogate(tmp_path: Path) -> tuple[Path, Path]:
+    """Two arms whose without-skills trial reads SKILL.md (a violation) through a call whose
+    input holds a lone surrogate (`X\\ud800`), which the violation's evidence quotes."""
     se, sd = _arms(tmp_path)
     write_trial(se, "a__1", "task-a", stream=cc_stream())
     read = (
@@ -208,6 +210,11 @@ def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
     )
     trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
     _surrogate(trial / "agent" / "claude-code.txt", '"X')
+    return se, sd
+
+
+def test_a_violation_quoting_a_lone_surrogate_prints(tmp_path: Path) -> None:
+    se, sd = _violation_quoting_a_surrogate(tmp_path)
     result = _harbor(se, sd, tmp_path / "runs")
     assert result.exit_code == 0, result.output
     assert "X\\ud800" in result.output and "arm-integrity violation: task-a" in result.output
@@ -595,16 +602,7 @@ def test_the_results_lines_print_for_the_harbor_runner_too(tmp_path: Path) -> No
     from hf_skillfollow._text import utf8_encodable
     from hf_skillfollow.importers import import_runs
 
-    se, sd = _arms(tmp_path)
-    write_trial(se, "a__1", "task-a", stream=cc_stream())
-    read = (
-        "Read",
-        {"file_path": "/root/.claude/skills/pdf-tools/SKILL.md", "x": "X"},
-        "---",
-        False,
-    )
-    trial = write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(read, init=False))
-    _surrogate(trial / "agent" / "claude-code.txt", '"X')
+    se, sd = _violation_quoting_a_surrogate(tmp_path)
     result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
     assert len(result.violations) == 1 and "X\\ud800" in result.violations[0]
     assert all(utf8_encodable(line) for line in result.violations + result.notes)
