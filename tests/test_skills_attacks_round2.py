@@ -626,3 +626,28 @@ def test_an_empty_pool_argument_is_the_working_folder_as_before(
     _skill(tmp_path, "alpha")
     monkeypatch.chdir(tmp_path)
     assert load_pool("").names == ["alpha"]
+
+
+def test_runs_validate_hint_names_a_pool_that_loads_from_a_folder_holding_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run`'s note for a pool loaded with warnings says `skills validate POOL`; with no --skills
+    it named the shipped pool by its bare name, which 78e6f3f refuses as ambiguous where the
+    working folder holds a folder of that name."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from hf_skillfollow._skill_findings import warning
+    from hf_skillfollow.cli._run import _pool_warnings
+    from hf_skillfollow.config import RunConfig
+    from hf_skillfollow.skills import load_shipped_pool
+
+    shipped = load_shipped_pool("math")
+    pool = dataclasses.replace(shipped, findings=(warning(tmp_path, "file", "a warning"),))
+    plan = SimpleNamespace(config=RunConfig(benchmark="math500"), pool=pool)
+    (note,) = _pool_warnings(plan)
+    assert note.endswith("`hf-skillfollow skills validate math` prints them")
+    _hijacking_cwd(tmp_path, monkeypatch)
+    (note,) = _pool_warnings(plan)
+    named = note.split("skills validate ", 1)[1].split("`", 1)[0]
+    assert validate_pool(named).root.resolve() == shipped.root.resolve()

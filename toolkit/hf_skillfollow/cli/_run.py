@@ -369,6 +369,9 @@ def _pool_warnings(plan: Any) -> list[str]:
         return []
     config = plan.config
     pool = str(config.skills_dir) if config.skills_dir else config.domain
+    if not config.skills_dir and plan.pool.root is not None and Path(pool).exists():
+        # the shipped pool by its path: here its bare name is refused as ambiguous
+        pool = str(plan.pool.root)
     return [
         f"note: skill pool {plan.pool.name} loaded with {len(findings)} warning(s): "
         f"`hf-skillfollow skills validate {pool}` prints them"
