@@ -66,6 +66,8 @@ def pair_trials(trials: list[Trial]) -> Pairing:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+#: `start_key`'s first item for an ISO date-time (0: none, 2: other text).
+ISO_START = 1
 
 
 def start_key(started_at: str) -> tuple[int, int, str]:
@@ -80,7 +82,7 @@ def start_key(started_at: str) -> tuple[int, int, str]:
         return 2, 0, started_at
     if instant.tzinfo is None:
         instant = instant.replace(tzinfo=dt.UTC)
-    return 1, (instant - _EPOCH) // dt.timedelta(microseconds=1), started_at
+    return ISO_START, (instant - _EPOCH) // dt.timedelta(microseconds=1), started_at
 
 
 def _one_version(task: str, trials: list[Trial], flag: str) -> None:

@@ -35,7 +35,13 @@ from hf_skillfollow.importers._base import (
     Judging,
     Trial,
 )
-from hf_skillfollow.importers._pairing import Pair, Pairing, pair_trials, start_key
+from hf_skillfollow.importers._pairing import (
+    ISO_START,
+    Pair,
+    Pairing,
+    pair_trials,
+    start_key,
+)
 
 if TYPE_CHECKING:
     from hf_skillfollow.transcripts._base import Detection
@@ -342,13 +348,14 @@ def _write_repeat(
     store = RunStore(output_dir / run_id)
     if not new and not store.manifest_path.is_file():
         return  # nothing recorded, nothing to write: no empty run folder
-    # the earliest instant (a zone or a fraction of a second never reorders them as text would)
-    started = sorted((t for t in (_iso(p.se.started_at) for p in pairs) if t), key=start_key)
+    # the earliest ISO start as an instant (a zone or a fraction of a second never reorders
+    # them as text would)
+    started = [key for p in pairs if (key := start_key(p.se.started_at))[0] == ISO_START]
     manifest = {
         **identity,
         "run_id": run_id,
         "repeat_index": k,
-        "created_at": started[0]
+        "created_at": min(started)[2]
         if started
         else _dt.datetime.now(_dt.UTC).isoformat("T", "seconds"),
     }
@@ -493,15 +500,6 @@ def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
         return None  # a record without its trials' names is not second-guessed
     return (f"task {pair.task!r} repeat {k}: recorded {recorded['se'][0]} and "
             f"{recorded['sd'][0]}, here {now['se'][0]} and {now['sd'][0]}")  # fmt: skip
-
-
-def _iso(text: str) -> str:
-    """`text` if it is an ISO date-time (a start time to date the run by), else ''."""
-    try:
-        _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return ""
-    return text
 
 
 def _activated(det: Detection | None, trigger: str) -> list[str]:
