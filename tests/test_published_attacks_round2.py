@@ -692,3 +692,51 @@ def test_a_repo_of_older_and_newer_run_files_is_counted_by_what_its_rows_take(
     table = read_transitions(root, budget=budget, dictionaries=True)
     assert table.num_rows == 40 * 80
     assert set(table["provenance"].to_pylist()) == {"run"}
+
+
+def test_the_verification_records_of_a_folder_of_many_runs_are_counted_by_what_they_take(
+    tmp_path, monkeypatch
+):
+    """As for rows and traces: the board counted a local source's record files at their
+    footer bounds (~400 KB for an 80-row record that takes ~40 KB), so a folder of ~5,400 or
+    more verified honest runs (the 12,500-run board verified) showed no re-scored marks; a
+    Hub repo's records were already counted by what they take. Here 30 records under a
+    budget between the two sums: they are read, and a budget under what they take still
+    refuses them."""
+    from hf_skillfollow.hub import _budget
+    from hf_skillfollow.schema import VERIFICATIONS_SCHEMA, verifications_from_rows
+    from hf_skillfollow.space_app._verification import _records_of
+    from hf_skillfollow.verify._record import record_bytes
+
+    root = tmp_path / "runs"
+    bounds = taken = 0
+    for k in range(30):
+        run = write_run_dir(root, f"run-{k}", CELL_A, cell_id=f"cell{k}", model="org/m")
+        rows = [
+            {
+                "schema_version": 1, "verification_id": "20260101T000000-0000000a",
+                "verified_at": "2026-01-01T00:00:00+00:00", "verified_by": "verifier",
+                "machine": "m", "toolkit_version": "0.1.0", "scorer_version": "1",
+                "benchmark": t["benchmark"], "benchmark_version": t["benchmark_version"],
+                "benchmark_release": t["benchmark_version"], "run_id": t["run_id"],
+                "cell_id": t["cell_id"], "task_id": t["task_id"], "se_recorded": t["se_correct"],
+                "se_rescored": t["se_correct"], "sd_recorded": t["sd_correct"],
+                "sd_rescored": t["sd_correct"], "se_reason": "ok", "sd_reason": "ok",
+            }
+            for t in pq.read_table(run / "transitions.parquet").to_pylist()
+        ]  # fmt: skip
+        record = run / "verifications" / f"20260101T000000-0000000a--run-{k}.parquet"
+        record.parent.mkdir()
+        record.write_bytes(record_bytes(verifications_from_rows(rows).cast(VERIFICATIONS_SCHEMA)))
+        bounds += _budget._footer_bound(pq.ParquetFile(record).metadata)
+        taken += pq.read_table(record).nbytes
+    assert bounds > 2 * taken
+    budget = Budget(file_bytes=1 << 30, decoded_bytes=2 * taken, string_chars=4_096, rows=10**7)
+    monkeypatch.setitem(_budget.BUDGETS, "verifications", budget)
+    records = _records_of(str(root))
+    assert len(records) == 30
+    assert sum(r.num_rows for r in records) == 30 * pq.read_table(record).num_rows
+    tight = Budget(file_bytes=1 << 30, decoded_bytes=taken // 2, string_chars=4_096, rows=10**7)
+    monkeypatch.setitem(_budget.BUDGETS, "verifications", tight)
+    with pytest.raises(BudgetError, match="bytes once decoded"):
+        _records_of(str(root))

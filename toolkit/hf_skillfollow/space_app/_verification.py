@@ -100,23 +100,33 @@ def load_rescoring(tables: Mapping[str, pa.Table]) -> tuple[Rescoring, list[str]
 
 def _records_of(source: str) -> list[pa.Table]:
     from hf_skillfollow.space_app._sources import is_local
-    from hf_skillfollow.verify._record import is_record_file, read_record
+    from hf_skillfollow.verify._record import is_record_file
 
     if not is_local(source):
         return _hub_records(source)
     path = Path(source).expanduser()
     if path.is_file():
         return []
-    from hf_skillfollow._files import inside
-    from hf_skillfollow.hub._budget import BUDGETS, Meter, check_files
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from hf_skillfollow._files import inside, regular_file
+    from hf_skillfollow.hub._budget import BUDGETS, Meter
+    from hf_skillfollow.schema import validate_verifications
 
     # Counted, and kept inside the source, from the listing: telling a record from another
     # file reads its footer.
     found = sorted({f for pattern in RECORD_GLOBS for f in path.rglob(pattern)})
-    Meter(BUDGETS["verifications"], source).count_files(found)
+    meter, lock = Meter(BUDGETS["verifications"], source), threading.Lock()
+    meter.count_files(found)
     files = [f for f in found if is_record_file(inside(f, path))]
-    check_files(files, "verifications", source)
-    return [read_record(f, str(f)) for f in files]
+    # Each held to the budget on the read that is used, as a run's rows and traces are
+    # (`Meter.read_whole`): an 80-row record's footer bound is ~400 KB for ~40 KB of rows.
+    return [
+        validate_verifications(meter.read_whole(f, pq.ParquetFile(regular_file(f)), lock), str(f))
+        for f in files
+    ]
 
 
 def _hub_records(repo_id: str) -> list[pa.Table]:
