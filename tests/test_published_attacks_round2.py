@@ -368,18 +368,14 @@ def _chatty_run(root: Path) -> Path:
     return run
 
 
-def _loud_record(run: Path) -> None:
-    """A verification record of `run` (every verdict agrees) whose first row says it was
-    verified by a 30-million-character name, each row under its own verification id: the
-    file is 6 KB (zstd), and under the 64 MB footer bound no string length is measured."""
-    from hf_skillfollow.schema import VERIFICATIONS_SCHEMA, verifications_from_rows
-
+def _agreeing_record_rows(run: Path, verified_by=lambda i: "verifier", ids=lambda i: "0000000a"):
+    """The rows of a verification record of `run` in which every verdict agrees; row i
+    verified by `verified_by(i)` under the verification id ending in `ids(i)`."""
     tasks = pq.read_table(run / "transitions.parquet").to_pylist()
-    rows = [
+    return [
         {
-            "schema_version": 1, "verification_id": f"20260101T000000-{i:08x}",
-            "verified_at": "2026-01-01T00:00:00+00:00",
-            "verified_by": "B" * 30_000_000 if i == 0 else f"verifier {i}",
+            "schema_version": 1, "verification_id": f"20260101T000000-{ids(i)}",
+            "verified_at": "2026-01-01T00:00:00+00:00", "verified_by": verified_by(i),
             "machine": "m", "toolkit_version": "0.1.0", "scorer_version": "1",
             "benchmark": t["benchmark"], "benchmark_version": t["benchmark_version"],
             "benchmark_release": t["benchmark_version"], "run_id": t["run_id"],
@@ -389,6 +385,17 @@ def _loud_record(run: Path) -> None:
         }
         for i, t in enumerate(tasks)
     ]  # fmt: skip
+
+
+def _loud_record(run: Path) -> None:
+    """A verification record of `run` (every verdict agrees) whose first row says it was
+    verified by a 30-million-character name, each row under its own verification id: the
+    file is 6 KB (zstd), and under the 64 MB footer bound no string length is measured."""
+    from hf_skillfollow.schema import VERIFICATIONS_SCHEMA, verifications_from_rows
+
+    rows = _agreeing_record_rows(
+        run, lambda i: "B" * 30_000_000 if i == 0 else f"verifier {i}", lambda i: f"{i:08x}"
+    )
     folder = run / "verifications"
     folder.mkdir()
     table = verifications_from_rows(rows).cast(VERIFICATIONS_SCHEMA)
@@ -712,19 +719,7 @@ def test_the_verification_records_of_a_folder_of_many_runs_are_counted_by_what_t
     bounds = taken = 0
     for k in range(30):
         run = write_run_dir(root, f"run-{k}", CELL_A, cell_id=f"cell{k}", model="org/m")
-        rows = [
-            {
-                "schema_version": 1, "verification_id": "20260101T000000-0000000a",
-                "verified_at": "2026-01-01T00:00:00+00:00", "verified_by": "verifier",
-                "machine": "m", "toolkit_version": "0.1.0", "scorer_version": "1",
-                "benchmark": t["benchmark"], "benchmark_version": t["benchmark_version"],
-                "benchmark_release": t["benchmark_version"], "run_id": t["run_id"],
-                "cell_id": t["cell_id"], "task_id": t["task_id"], "se_recorded": t["se_correct"],
-                "se_rescored": t["se_correct"], "sd_recorded": t["sd_correct"],
-                "sd_rescored": t["sd_correct"], "se_reason": "ok", "sd_reason": "ok",
-            }
-            for t in pq.read_table(run / "transitions.parquet").to_pylist()
-        ]  # fmt: skip
+        rows = _agreeing_record_rows(run)
         record = run / "verifications" / f"20260101T000000-0000000a--run-{k}.parquet"
         record.parent.mkdir()
         record.write_bytes(record_bytes(verifications_from_rows(rows).cast(VERIFICATIONS_SCHEMA)))
