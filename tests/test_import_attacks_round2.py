@@ -676,15 +676,16 @@ def test_trial_folders_without_a_result_are_counted(tmp_path: Path) -> None:
         (killed / "result.json").unlink()
     result = _harbor(se, sd, tmp_path / "runs")
     assert result.exit_code == 0, result.output
-    assert (f"note: 2 trial folder(s) without a result.json passed over (killed before writing "
-            f"it, or not a trial), e.g. {se / 'b__1'}") in result.output  # fmt: skip
+    assert (f"note: 2 trial folder(s) without a result.json (still running, or killed before "
+            f"writing it), e.g. {se / 'b__1'}: 0 finished trial(s) of their task and arm held "
+            "back") in " ".join(result.output.split())  # fmt: skip
     assert "1 pair(s) in 1 run folder(s)" in result.output
     # a job whose trials all lack it (only the job's own result.json): the error says why
     empty = _arms(tmp_path / "empty")
     for job in empty:
         (write_trial(job, "d__1", "task-d") / "result.json").unlink()
     line = _error_line(_harbor(*empty, tmp_path / "runs2"))
-    assert "2 trial folder(s) without a result.json passed over" in line
+    assert "2 trial folder(s) without a result.json (still running" in line
     assert str(empty[0] / "d__1") in line
 
 
@@ -769,3 +770,127 @@ def test_a_run_folders_date_is_its_earliest_start_as_an_instant(tmp_path: Path) 
     assert (
         json.loads((run / "manifest.json").read_text())["created_at"] == "2026-01-26T05:00:00+02:00"
     )
+
+
+def test_a_trial_folder_harbor_has_not_finished_holds_back_its_task(tmp_path: Path) -> None:
+    # Harbor 0.26 writes a trial's result.json only when the trial ends (trial.py `_finalize`):
+    # while it runs, its folder holds config.json and agent/. Such a folder was only counted,
+    # so the SD trial of 04:00 was paired in place of the running one of 03:00; once that one
+    # finished, the recorded pair contradicted the new ones and nothing of the cell was
+    # written. Its task (config.json `task.path`, as Harbor's TrialConfig names it) is held
+    # back until it finishes; the other tasks import.
+    se, sd = _arms(tmp_path)
+    three, four = "2026-01-26T03:00:00", "2026-01-26T04:00:00"
+    write_trial(se, "task-a__1", "task-a", started=three, stream=cc_stream())
+    write_trial(se, "task-a__3", "task-a", started=four, reward=0.0, stream=cc_stream())
+    running = write_trial(sd, "task-a__2", "task-a", started=three, reward=0.0,
+                          stream=cc_stream(init=False))  # fmt: skip
+    finished = (running / "result.json").read_text()
+    (running / "result.json").unlink()
+    config = json.loads((running / "config.json").read_text())
+    config["task"] = {"path": "/data/tasks/task-a", "git_url": None, "name": None}
+    (running / "config.json").write_text(json.dumps(config))
+    write_trial(sd, "task-a__4", "task-a", started=four, reward=1.0, stream=cc_stream(init=False))
+    write_trial(se, "b__1", "task-b", stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    first = _harbor(se, sd, out)
+    assert first.exit_code == 0, first.output
+    assert "1 pair(s) in 1 run folder(s)" in first.output  # task-b only
+    note = " ".join(first.output.split())
+    assert (f"1 trial folder(s) without a result.json (still running, or killed before writing "
+            f"it), e.g. {running}: 1 finished trial(s) of their task and arm held back") in note  # fmt: skip
+    assert ("import again once they finish, or resume the Harbor job, or remove the folder of "
+            "a trial that was killed and will not be redone") in note  # fmt: skip
+    assert {t["task_id"] for t in _traces(out)} == {"task-b"}
+    (running / "result.json").write_text(finished)
+    later = _harbor(se, sd, out)
+    assert later.exit_code == 0, later.output
+    assert "without a result.json" not in later.output
+    # the task set is part of the cell: the first import's cell (task-b) stays as it was,
+    # the second's holds both tasks, each row once
+    cells: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
+    rows = [(t["run_id"], t["task_id"], t["arm"]) for t in _traces(out)]
+    assert len(rows) == len(set(rows)) == 8, rows
+    for trace in _traces(out):
+        pair = cells.setdefault(trace["cell_id"], {}).setdefault(
+            (trace["run_id"][-2:], trace["task_id"]), {})  # fmt: skip
+        pair[trace["arm"]] = json.loads(trace["scorer_details"])["trial"]
+    assert sorted(cells.values(), key=len) == [
+        {("r0", "task-b"): {"se": "b__1", "sd": "b__2"}},
+        {
+            ("r0", "task-a"): {"se": "task-a__1", "sd": "task-a__2"},
+            ("r0", "task-b"): {"se": "b__1", "sd": "b__2"},
+            ("r1", "task-a"): {"se": "task-a__3", "sd": "task-a__4"},
+        },
+    ]
+    assert "(0 written" not in later.output
+
+
+def test_an_unreadable_config_of_a_result_less_trial_folder_holds_back_its_arm(
+    tmp_path: Path,
+) -> None:
+    # A hostile config.json (not JSON, a list, a task that is no object) must not stop the
+    # import: the task is then the folder name's part before '__', else unknown (every task
+    # of its arm held back).
+    for n, (name, text) in enumerate((("zz__9", "{not json"), ("zz", "[1, 2]"),
+                                      ("zz", '{"task": {"path": 7}}'))):  # fmt: skip
+        se, sd = _arms(tmp_path / str(n))
+        write_trial(se, "a__1", "task-a", stream=cc_stream())
+        write_trial(sd, "a__2", "task-a", reward=0.0, stream=cc_stream(init=False))
+        write_trial(se, "b__1", "task-b", stream=cc_stream())
+        write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+        hostile = sd / name
+        (hostile / "agent").mkdir(parents=True)
+        (hostile / "config.json").write_text(text)
+        result = _harbor(se, sd, tmp_path / str(n) / "runs")
+        note = " ".join(result.output.split())
+        if name == "zz__9":  # task 'zz': no trial of it, nothing held back
+            assert result.exit_code == 0, result.output
+            assert "2 pair(s) in 1 run folder(s)" in result.output
+        else:  # every task of the SD arm held back: nothing to import, one line saying why
+            line = _error_line(result)
+            assert "without a result.json" in line and str(hostile) in line
+            assert "2 finished trial(s) of their task and arm held back" in note
+
+
+def test_a_result_less_trial_takes_the_task_name_its_finished_trials_record(
+    tmp_path: Path,
+) -> None:
+    # A task.toml may name its task otherwise than its folder (Harbor's Task.name): the
+    # finished trials of the same recorded `config.task` give the name it will finish under.
+    se, sd = _arms(tmp_path)
+    task = {"path": "/data/tasks/folder-x", "git_url": None, "name": None}
+    for job, name, started in ((se, "a__1", "03"), (se, "a__3", "04"), (sd, "a__4", "04")):
+        trial = write_trial(job, name, "task-a", started=f"2026-01-26T{started}:00:00",
+                            stream=cc_stream(init=job == se))  # fmt: skip
+        _edit(trial / "result.json", config={"trial_name": name, "task": task})
+    running = sd / "folder-x__2"
+    (running / "agent").mkdir(parents=True)
+    (running / "config.json").write_text(json.dumps({"trial_name": running.name, "task": task}))
+    write_trial(se, "b__1", "task-b", stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+    result = _harbor(se, sd, tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    assert "1 finished trial(s) of their task and arm held back" in " ".join(result.output.split())
+    assert {t["task_id"] for t in _traces(tmp_path / "runs")} == {"task-b"}
+
+
+def test_a_result_less_trial_without_a_config_task_holds_back_by_its_name(
+    tmp_path: Path,
+) -> None:
+    # Without a readable config.json the trial name stands for its task: Harbor cuts the task
+    # name to 32 characters in it, so a long task's trials are held back too.
+    long = "a-task-whose-name-runs-past-thirty-two-characters"
+    se, sd = _arms(tmp_path)
+    write_trial(se, "t__1", long, stream=cc_stream())
+    write_trial(sd, "t__2", long, reward=0.0, stream=cc_stream(init=False))
+    write_trial(se, "b__1", "task-b", stream=cc_stream())
+    write_trial(sd, "b__2", "task-b", reward=0.0, stream=cc_stream(init=False))
+    running = se / f"{long[:32]}__abc1234"
+    (running / "agent").mkdir(parents=True)
+    (running / "config.json").write_text("{")
+    result = _harbor(se, sd, tmp_path / "runs")
+    assert result.exit_code == 0, result.output
+    assert "1 finished trial(s) of their task and arm held back" in " ".join(result.output.split())
+    assert {t["task_id"] for t in _traces(tmp_path / "runs")} == {"task-b"}

@@ -11,9 +11,10 @@ was given with, never a folder name. `collect` (the walk) also serves `_benchflo
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hf_skillfollow.importers._base import (
@@ -96,6 +97,8 @@ def collect(
     same = _FirstAgent("config.agent", "the arms", _NOT_COMPARED) if jobs else None
     running: list[tuple[Unfinished, Arm | None]] = []
     lacking: list[Path] = []  # trial folders with no result.json
+    unstarted: list[tuple[Path, Path, Arm | None]] = []  # (folder, root, arm) of those
+    tasks: dict[str, str] = {}  # a recorded `config.task` -> its trials' task name
     n_read = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
@@ -106,6 +109,7 @@ def collect(
             given_path(root, flag)
             found = 0
             arms = _JobArms(root) if arm is None else None
+            n_lacking = len(lacking)
             for result_path in walk_files(root, "result.json", lacking):
                 data = read_json(result_path, root)
                 n_read += 1
@@ -121,6 +125,9 @@ def collect(
                     continue
                 if trial is None:
                     continue
+                recorded = _task_key(field(data, result_path, "config", "task"))
+                if jobs and recorded:
+                    tasks.setdefault(recorded, trial.task)
                 if arms is not None:
                     trial = dataclasses.replace(trial, arm=arms.arm(result_path, data))
                 elif same is not None:
@@ -138,9 +145,25 @@ def collect(
                     _once(trial, ids, flag)
                 trials.append(trial)
                 found += 1
+            unstarted.extend((folder, root, arm) for folder in lacking[n_lacking:])
             if not found:
                 notes.append(f"{flag} {root}: no {harness} trial (result.json) found")
-    if lacking:
+    if lacking and jobs:
+        # Harbor writes result.json when a trial ends: until then its folder is a trial
+        # still running, which sorts first once it finishes (its start is not known yet)
+        names: dict[str, list[str]] = {}  # Harbor's trial-name prefix -> its tasks
+        for task in sorted({t.task for t in trials}):
+            names.setdefault(task.split("/")[-1][:32].rstrip("_-"), []).append(task)
+        waiting = [(Unfinished(task, ""), a) for f, r, a in unstarted
+                   for task in _folder_tasks(f, r, tasks, names)]  # fmt: skip
+        trials, held = _hold_back(trials, waiting)
+        notes.append(
+            f"{len(lacking)} trial folder(s) without a result.json (still running, or killed "
+            f"before writing it), e.g. {lacking[0]}: {held} finished trial(s) of their task "
+            "and arm held back; import again once they finish, or resume the Harbor job, or "
+            "remove the folder of a trial that was killed and will not be redone"
+        )
+    elif lacking:
         notes.append(
             f"{len(lacking)} trial folder(s) without a result.json passed over (killed before "
             f"writing it, or not a trial), e.g. {lacking[0]}"
@@ -154,6 +177,42 @@ def collect(
             + ": import again once they finish"
         )  # fmt: skip
     return Collected(trials, notes, harness)
+
+
+def _task_key(task: Any) -> str:
+    """A recorded `config.task` (Harbor's TaskConfig) as a key: the copy in a finished trial's
+    result.json and the one in a running trial's config.json are the same dump."""
+    return json.dumps(task, sort_keys=True) if isinstance(task, dict) else ""
+
+
+def _folder_tasks(
+    folder: Path, root: Path, tasks: dict[str, str], names: dict[str, list[str]]
+) -> list[str | None]:
+    """The task of a Harbor trial folder without its result.json; [None] when not known
+    (then every task of its arm is held back). Its config.json is Harbor's TrialConfig: the
+    task its finished trials of the same `task` record, else Harbor's own naming
+    (`task.name` of a registry package, else `task.path`'s folder name). Failing that (no
+    readable config.json: a hostile one must not stop the import), the trial name's part
+    before `__`: Harbor names a trial `<task>__<id>`, the task's last `/` part cut to 32
+    characters, so every task read that it may stand for (`names`, by that prefix)."""
+    path = find_file(folder, "config.json")
+    try:
+        config = read_json(path, root) if path is not None else None
+    except ImportInputError:
+        config = None
+    task = config.get("task") if isinstance(config, dict) else None
+    if isinstance(task, dict):
+        if _task_key(task) in tasks:
+            return [tasks[_task_key(task)]]
+        name, where = task.get("name"), task.get("path")
+        if isinstance(name, str) and 0 < len(name) <= _MAX_NAME:
+            return [name]
+        if isinstance(where, str) and PurePosixPath(where).name:
+            return [PurePosixPath(where).name[:_MAX_NAME]]
+    prefix, cut, _ = folder.name.partition("__")
+    if not (cut and prefix):
+        return [None]
+    return list(names.get(prefix, [prefix]))
 
 
 def _hold_back(
