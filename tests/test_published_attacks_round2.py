@@ -545,6 +545,25 @@ def test_a_verdict_bit_of_another_type_is_refused_not_cast(tmp_path, values):
             read(run)
 
 
+def test_a_flag_no_row_set_written_as_type_null_is_still_read(tmp_path):
+    """0f95be9 refused every non-boolean type for a boolean column, type null included: a
+    run file written by pandas in which no row set the optional `adherence` flag (its
+    column then has type null) was refused, where it had been read. A null column holds no
+    value to misread; a verdict bit of type null is still refused, for its nulls."""
+    from hf_skillfollow.sources import SourceError, read_transitions
+
+    table = _rows("run-n")
+    col = table.schema.get_field_index("adherence")
+    run = _run(tmp_path / "a", table.set_column(col, "adherence", pa.nulls(table.num_rows)))
+    for read in (read_transitions, load_transitions):
+        assert read(run)["adherence"].null_count == table.num_rows
+    col = table.schema.get_field_index("se_correct")
+    run = _run(tmp_path / "b", table.set_column(col, "se_correct", pa.nulls(table.num_rows)))
+    for read in (read_transitions, load_transitions):
+        with pytest.raises((SchemaError, SourceError, HubError), match="'se_correct'"):
+            read(run)
+
+
 def test_the_number_of_files_of_a_source_is_bounded_before_any_is_opened(tmp_path):
     """On 0f95be9 nothing bounded how many files a source may hold: each costs a footer read
     (7,000 run files took 13.6 s to load here), and 2 GiB of files is ~1.4 million one-row
