@@ -48,7 +48,8 @@ def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.Da
     rows = []
     # One row per model *and source*: a name is anyone's to publish under, and another
     # source's cells must not change this source's counts, median or worst cell.
-    for (model, _source), part in frame.groupby(["model", "source"], sort=False):
+    # Groups in (model, source) order: a stable sort by cells below keeps it among equals.
+    for (model, source), part in frame.groupby(["model", "source"], sort=True):
         worst = part.loc[part["rae"].idxmin()] if part["rae"].notna().any() else None
         rows.append(
             {
@@ -63,14 +64,12 @@ def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.Da
                 "worst_key": "" if worst is None else worst["key"],
                 "worst_label": "" if worst is None else worst["label"],
                 "worst_rae": np.nan if worst is None else float(worst["rae"]),
-                "sources": sorted(set(part["source"])),
+                "sources": [source],
                 "last_run": max(part["last_run"]),
             }
         )
     out = pd.DataFrame(rows)
-    out["_source"] = out["sources"].str[0]
-    order = out.sort_values(["cells", "model", "_source"], ascending=[False, True, True])
-    return order.drop(columns="_source").reset_index(drop=True)
+    return out.sort_values("cells", ascending=False, kind="stable").reset_index(drop=True)
 
 
 def models_html(frame: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> str:
