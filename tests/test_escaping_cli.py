@@ -205,3 +205,20 @@ def test_annotate_lines_show_a_hostile_run_folder_and_annotator_as_text(tmp_path
                             "--model", model)  # fmt: skip
     assert code == 0, out
     _terminal_safe(out, [str(run_dir), "m[bold red]FAKE[/bold red]"])
+
+
+def test_a_lone_surrogate_in_a_printed_line_is_shown_as_its_escape() -> None:
+    """A JSON `\\ud800` or a file name that is not UTF-8 (read with surrogateescape: `\\udcff`)
+    in a line: no terminal encodes a lone surrogate, so `echo` shows it as its escape instead of
+    failing the print (the import's summary did, after its run folders were written)."""
+    import contextlib
+    import io
+
+    from hf_skillfollow.cli._echo import echo
+
+    assert for_terminal_text("task-\ud800 in run-\udcff") == "task-\\ud800 in run-\\udcff"
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # errors="strict", as a terminal's
+    with contextlib.redirect_stdout(out):
+        echo("note: task-\ud800 held back")
+    out.flush()
+    assert out.buffer.getvalue() == b"note: task-\\ud800 held back\n"

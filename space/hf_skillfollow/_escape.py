@@ -14,7 +14,7 @@ output here, at the point of writing (never earlier: the rows and JSON keep the 
   leading apostrophe (OWASP "CSV injection").
 - `for_terminal`: a line on a terminal printed through Rich: escape sequences (CSI, OSC such
   as OSC 8 links and OSC 52 clipboard writes, DCS, ...) are removed, other control
-  characters and bidirectional overrides are shown as visible escapes, and Rich markup is
+  characters, bidirectional overrides and lone surrogates are shown as visible escapes, and Rich markup is
   escaped so `[bold]` or `[/]` prints as typed.
 - `for_terminal_text`: the same for text written to a terminal as is (`click.echo`, not through
   Rich): sequences removed, controls shown, nothing else changed. The CLI's `echo`
@@ -47,7 +47,11 @@ _ESCAPE_SEQUENCE = re.compile(
     r"|\x1b[\x20-\x7e]?"
 )
 # C0, DEL, C1, and the Unicode bidi controls that reorder what a reader sees ("Trojan source").
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Lone surrogates (a JSON "\ud800", a file name that is not UTF-8) too: no output encodes them,
+# so a line holding one would fail to print or write instead of showing it.
+_CONTROL = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
 # The ASCII punctuation that can begin or end inline markup in GFM (emphasis, code, links,
 # images, HTML, entities, headings, tables, strikethrough, math on the Hub); CommonMark lets

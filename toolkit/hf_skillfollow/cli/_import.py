@@ -16,13 +16,6 @@ _PATH = click.Path(path_type=Path)
 _MAX_LISTED = 20
 
 
-def _say(line: str, *, err: bool = False) -> None:
-    """A line of the import's summary: third-party names and transcript evidence in it may
-    hold lone surrogates (a JSON `\\ud800`, a folder name that is not UTF-8), shown escaped
-    rather than failing the print after the run folders are written."""
-    echo(safe_text(line), err=err)
-
-
 def _common(f: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--skills", type=_PATH, default=None,
@@ -138,8 +131,8 @@ def _import(fmt: str, **kw: Any) -> None:
     except (ImportInputError, RunDirError) as exc:
         raise click.ClickException(safe_text(str(exc))) from None
     for note in result.notes[:_MAX_LISTED]:
-        _say(f"note: {note}", err=True)
-    _say(
+        echo(f"note: {note}", err=True)
+    echo(
         f"{result.n_pairs} pair(s) in {len(result.run_dirs)} run folder(s) "
         f"({result.n_written} written, {result.n_already} already there); "
         f"{result.n_dropped} unpaired trial(s) dropped; "
@@ -147,13 +140,13 @@ def _import(fmt: str, **kw: Any) -> None:
         f"{len(result.violations)} arm-integrity violation(s)"
     )
     for task, (arm, n) in sorted(result.dropped.items())[:_MAX_LISTED]:
-        _say(
+        echo(
             f"  unpaired: {task}: {n} extra {'with' if arm == 'se' else 'without'}-skills trial(s)"
         )
     for violation in result.violations[:_MAX_LISTED]:
-        _say(f"  arm-integrity violation: {violation}")
+        echo(f"  arm-integrity violation: {violation}")
     for run_dir in result.run_dirs:
-        _say(f"run folder: {run_dir}")
+        echo(f"run folder: {run_dir}")
 
 
 @contextmanager
