@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,15 +61,18 @@ def load_custom(path: str | Path) -> tuple[list[Task], str]:
     path = Path(path)
     blob = _task_file_bytes(path)
     tasks: list[Task] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[str, int]] = {}
     for number, line in _lines(path, blob):
         task = _custom_task(path, number, line)
-        if task.task_id in seen:
+        spelling = id_spelling(task.task_id)
+        if spelling in seen:
+            first, line_no = seen[spelling]
+            also = "" if first == task.task_id else f" as {first!r}, another spelling"
             raise TaskLoadError(
                 f"{path}:{number}: field 'id': duplicate id {task.task_id!r} "
-                f"(first on line {seen[task.task_id]})"
+                f"(first on line {line_no}{also})"
             )
-        seen[task.task_id] = number
+        seen[spelling] = (task.task_id, number)
         tasks.append(task)
         if len(tasks) > MAX_TASKS:
             raise TaskLoadError(f"{path}:{number}: more than {MAX_TASKS} tasks")
@@ -220,7 +224,17 @@ def _text(row: dict[str, Any], key: str, where: str, limit: int) -> str:
         raise TaskLoadError(f"{where}: field {key!r}: {what} (a non-empty string is required)")
     if len(value) > limit:
         raise TaskLoadError(f"{where}: field {key!r}: {len(value)} characters (at most {limit})")
+    if key == "id" and value != value.strip():
+        # "a" and "a " would be two tasks that print alike in every table
+        raise TaskLoadError(f"{where}: field 'id': {value!r} has leading or trailing whitespace")
     return value
+
+
+def id_spelling(task_id: str) -> str:
+    """The form two ids are compared in for duplicates: NFKC, so that an id in another Unicode
+    spelling (``cafe\u0301`` beside ``café``, a fullwidth ``１``), which prints alike, is the
+    same id."""
+    return unicodedata.normalize("NFKC", task_id)
 
 
 def _optional_text(row: dict[str, Any], key: str, where: str) -> str | None:
@@ -241,6 +255,12 @@ def expectations(value: Any, where: str) -> tuple[str, ...]:
         if len(item) > MAX_EXPECTATION_CHARS:
             raise TaskLoadError(
                 f"{where}[{i}]: {len(item)} characters (at most {MAX_EXPECTATION_CHARS})"
+            )
+        if len(item.strip().splitlines()) > 1:
+            # the judge reads the statements as a numbered list, one per line: a second line
+            # would be read as another item, and one starting "e2." forges the next number
+            raise TaskLoadError(
+                f"{where}[{i}]: holds a line break (one statement per expectation, on one line)"
             )
     return tuple(s.strip() for s in value)
 
@@ -468,9 +488,9 @@ def _skill_tasks(
             unknown.add(key)
         eval_id = _text(item, "id", where, MAX_ID_CHARS)
         where = f"{path}: eval {eval_id!r}"
-        if eval_id in seen:
-            raise TaskLoadError(f"{where}: field 'id': duplicate id")
-        seen.add(eval_id)
+        if id_spelling(eval_id) in seen:
+            raise TaskLoadError(f"{where}: field 'id': duplicate id (in this or another spelling)")
+        seen.add(id_spelling(eval_id))
         prompt = _text(item, "prompt", where, MAX_PROMPT_CHARS)
         copied: dict[str, Any] = {}
         if workspace:
