@@ -34,6 +34,12 @@ INSTRUCTIONS = (
 )
 
 
+#: Bounds on a sheet or key file read back (`-n` units, 60 by default, of at most a few KiB each
+#: as the LLM saw them): a file past them is refused before it costs minutes and gigabytes.
+MAX_SHEET_BYTES = 64 * 1024 * 1024
+MAX_SHEET_ROWS = 100_000
+
+
 class AuditError(ValueError):
     """A sheet or key file is missing, malformed or holds an unknown label."""
 
@@ -132,34 +138,97 @@ def write_sheets(
 
 
 def _read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
+    """The rows of a sheet or key file; a file that is not UTF-8 CSV is one
+    AuditError naming it (the sheets come back from other people's spreadsheets)."""
     if not path.is_file():
         raise AuditError(f"{path}: no such file")
-    text = path.read_text(encoding="utf-8-sig")
+    with path.open("rb") as f:
+        raw = f.read(MAX_SHEET_BYTES + 1)
+    if len(raw) > MAX_SHEET_BYTES:
+        raise AuditError(f"{path}: larger than {MAX_SHEET_BYTES >> 20} MiB, not an audit sheet")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AuditError(
+            f"{path}: not UTF-8 text (byte {exc.start}); save the sheet as CSV UTF-8"
+        ) from None
     lines = text.splitlines(keepends=True)
+    skipped = 0
     while lines and lines[0].startswith("#"):
         lines.pop(0)
+        skipped += 1
     reader = csv.DictReader(io.StringIO("".join(lines)))
-    missing = [c for c in required if c not in (reader.fieldnames or [])]
-    if missing:
-        raise AuditError(f"{path}: missing column(s) {missing}")
-    return list(reader)
+    # A sheet's cells hold whole task prompts and tool results, which can pass the csv
+    # module's default field limit (128 KiB); no field can be longer than the file read.
+    limit = csv.field_size_limit(max(len(text), csv.field_size_limit()))
+    try:
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise AuditError(f"{path}: missing column(s) {missing}")
+        rows = []
+        for row in reader:
+            if len(rows) == MAX_SHEET_ROWS:
+                raise AuditError(f"{path}: more than {MAX_SHEET_ROWS:,} rows, not an audit sheet")
+            rows.append(row)
+        return rows
+    except csv.Error as exc:
+        raise AuditError(
+            f"{path}: line {skipped + reader.line_num}: not a CSV row ({exc})"
+        ) from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _shown(text: str) -> str:
+    """A sheet's cell quoted in an error line: at most 80 characters of it."""
+    return repr(text if len(text) <= 80 else text[:80] + "…")
+
+
+def _units_of(path: Path, rows: list[dict[str, str]]) -> list[tuple[int, str, dict[str, str]]]:
+    """(row number, unit id, row) per row, numbered from 2 (after the column names); a row
+    without a unit id, or a unit given twice, is refused: a sheet has one row per unit, and a second
+    row would silently replace the first one's label."""
+    seen: dict[str, int] = {}
+    out = []
+    for number, row in enumerate(rows, start=2):
+        shown = row.get("unit_id")
+        if not shown:
+            raise AuditError(f"{path}: row {number}: no unit_id")
+        unit = _unit(shown)
+        if unit in seen:
+            raise AuditError(
+                f"{path}: row {number}: unit {_shown(unit)} is already in row {seen[unit]}"
+            )
+        seen[unit] = number
+        out.append((number, unit, row))
+    return out
 
 
 def read_sheet(path: Path) -> dict[str, str]:
     """unit id -> label of one filled sheet; blank labels are left out (not yet labelled)."""
     out: dict[str, str] = {}
-    for number, row in enumerate(_read_csv(path, ("unit_id", "label")), start=2):
+    for number, unit, row in _units_of(path, _read_csv(path, ("unit_id", "label"))):
         label = (row["label"] or "").strip()
         if not label:
             continue
         if label not in LABELS:
             raise AuditError(
-                f"{path}: row {number} (unit {row['unit_id']}): label {label!r} is not one of {list(LABELS)}"
+                f"{path}: row {number} (unit {unit[:80]}): label {_shown(label)} is not one of "
+                f"{list(LABELS)}"
             )
-        out[_unit(row["unit_id"])] = label
+        out[unit] = label
     return out
 
 
 def read_key(path: Path) -> dict[str, str]:
-    """unit id -> the LLM's label, from the key file."""
-    return {_unit(r["unit_id"]): r["llm_label"] for r in _read_csv(path, KEY_COLUMNS)}
+    """unit id -> the LLM's label, from the key file (`audit-sheet` samples labelled units
+    only, so every key row holds one of the labels)."""
+    out: dict[str, str] = {}
+    for number, unit, row in _units_of(path, _read_csv(path, KEY_COLUMNS)):
+        if row["llm_label"] not in LABELS:
+            raise AuditError(
+                f"{path}: row {number} (unit {unit[:80]}): llm_label "
+                f"{_shown(row['llm_label'] or '')} is not one of {list(LABELS)}"
+            )
+        out[unit] = row["llm_label"]
+    return out

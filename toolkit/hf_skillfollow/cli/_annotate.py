@@ -199,6 +199,7 @@ def audit_sheet(
     human annotators, plus audit-key.csv with the LLM labels (keep it away from the humans)."""
     from hf_skillfollow.annotate._audit import (
         KEY_FILE,
+        MAX_SHEET_ROWS,
         sheet_rows,
         stratified_sample,
         unit_id,
@@ -207,6 +208,8 @@ def audit_sheet(
     from hf_skillfollow.annotate._read import read_annotations
     from hf_skillfollow.annotate._units import load_units
 
+    if n_units > MAX_SHEET_ROWS:  # `agreement` would refuse the sheets
+        raise click.BadParameter(f"at most {MAX_SHEET_ROWS:,} units", param_hint="-n/--units")
     try:
         table = read_annotations(*(annotation_paths or sources), required=True)
         rows = _one_annotator(table.to_pylist(), annotator)
@@ -258,11 +261,20 @@ def agreement_cmd(sheets: tuple[Path, ...], key_path: Path | None, fmt: str) -> 
     try:
         llm = read_key(key_path)
         human: dict[str, dict[str, str]] = {}
+        coders: dict[Path, Path] = {}
         for sheet in sheets:
+            # One human per file: two humans' audit-1.csv from two folders are two coders,
+            # and one file given twice is refused rather than counted as one human twice.
+            coder = sheet.resolve()
+            if coder in coders:
+                raise click.ClickException(f"{sheet}: the same sheet as {coders[coder]}")
+            coders[coder] = sheet
             for unit, label in read_sheet(sheet).items():
                 if unit not in llm:
-                    raise click.ClickException(f"{sheet}: unit {unit!r} is not in {key_path}")
-                human.setdefault(unit, {})[sheet.name] = label
+                    raise click.ClickException(
+                        f"{sheet}: unit {unit[:80]!r} is not in {key_path}"
+                    )
+                human.setdefault(unit, {})[str(coder)] = label
         result = agreement(human, llm)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
