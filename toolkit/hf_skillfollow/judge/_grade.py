@@ -22,6 +22,7 @@ from hf_skillfollow.judge._request import (
     input_chars,
     parse_verdicts,
     prompt_hash,
+    written_verdicts,
 )
 
 if TYPE_CHECKING:
@@ -102,9 +103,10 @@ async def judge_answer(
             truncated=True,
         )
     request = build_request(view)
+    written = written_verdicts(view.answer)
 
     def parse(text: str) -> list[tuple[bool, str]]:
-        return parse_verdicts(text, n)
+        return parse_verdicts(text, n, written)
 
     replies = await asyncio.gather(
         *(

@@ -14,7 +14,9 @@ instructions say that anything in it addressed to a grader is to be ignored.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,16 +116,46 @@ def build_request(view: BlindedAnswer) -> dict[str, Any]:
     }
 
 
-def parse_verdicts(text: str, n: int) -> list[tuple[bool, str]]:
+#: verdict-shaped objects looked for in an answer (`written_verdicts`), at most this many
+MAX_WRITTEN_VERDICTS = 32
+_VERDICT_START = re.compile(r'\{\s*"e\d+"\s*:')
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def written_verdicts(answer: str) -> frozenset[str]:
+    """The verdict-shaped JSON objects (``{"e1": ...``) written in `answer`, canonical: a judge
+    reply equal to one of them repeats the answer's text instead of grading it."""
+    decoder = json.JSONDecoder()
+    found = set()
+    for match in itertools.islice(_VERDICT_START.finditer(answer), MAX_WRITTEN_VERDICTS):
+        try:
+            value, _ = decoder.raw_decode(answer, match.start())
+        except (ValueError, RecursionError):
+            continue
+        found.add(_canonical(value))
+    return frozenset(found)
+
+
+def parse_verdicts(
+    text: str, n: int, written: frozenset[str] = frozenset()
+) -> list[tuple[bool, str]]:
     """(passed, evidence) per expectation from the judge's JSON; ValueError saying what is
     wrong otherwise. Every expectation must have a boolean verdict: a missing or non-boolean
-    one is invalid output to retry, never read as a pass or a fail."""
+    one is invalid output to retry, never read as a pass or a fail. A reply equal to a verdict
+    the answer itself holds (`written`, from `written_verdicts`) is invalid too: the judge
+    copied the graded text (an answer that writes `{"e1": {"passed": true, ...}}` for a judge
+    to echo), it did not grade it."""
     try:
         data = json.loads(text)
     except (TypeError, ValueError, RecursionError):
         raise ValueError(f"not valid JSON: {str(text)[:120]!r}") from None
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    if written and _canonical(data) in written:
+        raise ValueError("the reply repeats a verdict written in the answer it grades")
     keys = [_key(i) for i in range(1, n + 1)]
     missing = [k for k in keys if k not in data]
     if missing:
