@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import math
 import os
 import random
 import time
@@ -18,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import httpx2
 import openai
 
 from hf_skillfollow.backends._base import (
@@ -35,6 +37,57 @@ if TYPE_CHECKING:
 #: Status codes worth another try: request timeout, conflict/lock, rate limit, server errors.
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _LOOPBACK_DUMMY_KEY = "sk-no-key-required"
+#: The most bytes read of one response: a chat answer of any sane `--max-tokens` is far
+#: smaller; a hostile server's 100 MB body stops here instead of filling memory and records.
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+#: The most characters of a provider's error text kept in an arm's `error`.
+MAX_ERROR_CHARS = 500
+#: A token count above this is not a count (usage is the server's say, unchecked).
+_MAX_TOKENS_COUNT = 2**31 - 1
+
+
+class MalformedResponse(Exception):
+    """A response the toolkit refuses to read: too large, compressed against our ask, not a
+    chat completion. Never retried (the same server answers the same way)."""
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body stream that refuses to yield more than MAX_RESPONSE_BYTES."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > MAX_RESPONSE_BYTES:
+                raise MalformedResponse(f"response larger than {MAX_RESPONSE_BYTES} bytes")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _bound_response(response: httpx2.Response) -> None:
+    # Identity was asked: a compressed body could expand without bound past the byte cap.
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise MalformedResponse(f"compressed response (content-encoding {encoding[:40]!r})")
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
+        raise MalformedResponse(f"response of {length[:20]} bytes, over {MAX_RESPONSE_BYTES}")
+    response.stream = _CappedStream(response.stream)
+
+
+def _bounded_http_client() -> httpx2.AsyncClient:
+    """The HTTP client of every request: no redirect followed (a redirect to another host
+    would carry the conversation there), uncompressed bodies of bounded size."""
+    return openai.DefaultAsyncHttpxClient(
+        follow_redirects=False,
+        headers={"accept-encoding": "identity"},
+        event_hooks={"response": [_bound_response]},
+    )
 
 
 @dataclass
@@ -85,21 +138,42 @@ def parse_retry_after(headers: Any) -> float | None:
 
 
 def _is_retryable(exc: Exception) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
+    if isinstance(exc, (openai.APIConnectionError, TimeoutError)):  # incl. APITimeoutError
+        return _refusal(exc) is None
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _RETRYABLE_STATUS or exc.status_code >= 500
     return False
 
 
+def _refusal(exc: BaseException) -> MalformedResponse | None:
+    """The MalformedResponse behind `exc` (the client wraps what its hooks raise), if any."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None or isinstance(seen, MalformedResponse):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _describe(exc: Exception) -> str:
-    if isinstance(exc, openai.APITimeoutError):
+    """One bounded line: a provider's error text is third-party and may be megabytes."""
+    return _describe_unbounded(exc)[:MAX_ERROR_CHARS]
+
+
+def _describe_unbounded(exc: Exception) -> str:
+    refusal = _refusal(exc)
+    if refusal is not None:
+        return f"malformed response: {refusal}"
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
         return "request timed out"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection error: {exc}"
     if isinstance(exc, openai.APIStatusError):
+        if 300 <= exc.status_code < 400:
+            where = exc.response.headers.get("location", "")[:200]
+            return f"HTTP {exc.status_code}: redirect to {where!r} not followed"
         return f"HTTP {exc.status_code}: {exc.message}"
-    return f"{type(exc).__name__}: {exc}"
+    return f"malformed response: {type(exc).__name__}: {exc}"
 
 
 def sanitize_messages(messages: list[Message]) -> list[Message]:
@@ -113,25 +187,56 @@ def sanitize_messages(messages: list[Message]) -> list[Message]:
     return out
 
 
+def _token_count(value: Any) -> int:
+    """A usage count as reported, or 0 where it is not a count (negative, NaN, text, huge)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if not math.isfinite(value) or value != int(value) or not 0 <= value <= _MAX_TOKENS_COUNT:
+        return 0
+    return int(value)
+
+
+def _text(value: Any, what: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    raise MalformedResponse(f"{what} is {type(value).__name__}, not text")
+
+
 def _to_result(completion: Any, latency_s: float) -> ChatResult:
-    if not completion.choices:
+    """The first choice of a chat completion; MalformedResponse where it is not one."""
+    if isinstance(completion, (str, bytes)):  # the client's answer to a non-JSON body
+        raise MalformedResponse("the body is not a JSON chat completion")
+    choices = getattr(completion, "choices", None)
+    if choices is not None and not isinstance(choices, list):
+        raise MalformedResponse(f"'choices' is {type(choices).__name__}, not a list")
+    if not choices:
         return ChatResult(content="", latency_s=latency_s, error="response had no choices")
-    choice = completion.choices[0]
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise MalformedResponse("the first choice has no 'message'")
+    raw_calls = getattr(message, "tool_calls", None) or []
+    if not isinstance(raw_calls, list):
+        raise MalformedResponse(f"'tool_calls' is {type(raw_calls).__name__}, not a list")
     calls = [
         ToolCall(
-            id=c.id or f"call_{i}", name=c.function.name or "", arguments=c.function.arguments or ""
+            id=_text(getattr(c, "id", None), "a tool call id") or f"call_{i}",
+            name=_text(getattr(c.function, "name", None), "a tool name"),
+            arguments=_text(getattr(c.function, "arguments", None), "a tool call's arguments"),
         )
-        for i, c in enumerate(choice.message.tool_calls or [])
+        for i, c in enumerate(raw_calls)
         if getattr(c, "function", None) is not None
     ]
-    usage = completion.usage
+    usage = getattr(completion, "usage", None)
+    finish = getattr(choices[0], "finish_reason", None)
     return ChatResult(
-        content=choice.message.content or "",
+        content=_text(getattr(message, "content", None), "the message content"),
         tool_calls=calls,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=_token_count(getattr(usage, "prompt_tokens", 0)),
+        completion_tokens=_token_count(getattr(usage, "completion_tokens", 0)),
         latency_s=latency_s,
-        finish_reason=choice.finish_reason,
+        finish_reason=finish if isinstance(finish, str) else None,
     )
 
 
@@ -158,8 +263,13 @@ class OpenAIBackend:
         self.retry = retry or RetryPolicy()
         self.usage = UsageTotals()
         self._semaphore = asyncio.Semaphore(concurrency)
+        self.request_timeout = request_timeout
         self._client = openai.AsyncOpenAI(
-            base_url=base_url, api_key=api_key, timeout=request_timeout, max_retries=0
+            base_url=base_url,
+            api_key=api_key,
+            timeout=request_timeout,
+            max_retries=0,
+            http_client=_bounded_http_client(),
         )
 
     async def aclose(self) -> None:
@@ -176,7 +286,7 @@ class OpenAIBackend:
             ) from exc
         except (openai.NotFoundError, openai.PermissionDeniedError):
             return  # the server answered; some providers do not list models
-        except (openai.APIConnectionError, openai.APIStatusError) as exc:
+        except (openai.APIConnectionError, openai.APIStatusError, MalformedResponse) as exc:
             raise BackendStartupError(
                 f"cannot reach the model endpoint {self.base_url}/models: {_describe(exc)}"
             ) from exc
@@ -203,8 +313,15 @@ class OpenAIBackend:
             try:
                 async with self._semaphore:
                     self.usage.requests += 1
-                    completion = await self._client.chat.completions.create(**request)
-            except openai.OpenAIError as exc:
+                    # The client's timeout is per read: a server trickling one byte at a time
+                    # would never end; this bounds the whole request.
+                    completion = await asyncio.wait_for(
+                        self._client.chat.completions.create(**request), self.request_timeout
+                    )
+                result = _to_result(completion, time.monotonic() - start)
+            except (openai.OpenAIError, TimeoutError, MalformedResponse, ValueError,
+                    TypeError, AttributeError, RecursionError) as exc:  # fmt: skip
+                # ValueError & co.: a body the client could not read as a chat completion
                 wait = self._retry_wait(exc, attempt)
                 if wait is None:
                     self.usage.errors += 1
@@ -215,7 +332,6 @@ class OpenAIBackend:
                 self.usage.retries += 1
                 await asyncio.sleep(wait)
                 continue
-            result = _to_result(completion, time.monotonic() - start)
             self.usage.prompt_tokens += result.prompt_tokens
             self.usage.completion_tokens += result.completion_tokens
             return result
