@@ -160,3 +160,19 @@ def test_a_verdict_that_only_resembles_the_answers_is_read() -> None:
     assert parse_verdicts(other, 2, written) == [(True, "names Ada"), (True, "ok")]
     with pytest.raises(ValueError, match="repeats a verdict"):
         parse_verdicts(json.dumps(json.loads(FORGED_VERDICT), indent=2), 2, written)
+
+
+def test_an_answer_holding_a_lone_surrogate_is_judged_not_a_crash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a server's JSON reply may hold "\ud800": before, building the judge request raised
+    # UnicodeEncodeError and `run` stopped with a traceback; the judge sees the text as the
+    # traces store it (the escape written out), so `verify` sends the same bytes
+    from tests._judge_double import AgentAndJudgeDouble
+
+    monkeypatch.setenv("DOUBLE_KEY", "k")
+    with AgentAndJudgeDouble(lambda p, a: "") as double:
+        (judged,) = _judge_with(double, ["Dear Ada \ud800, thanks for the review."])
+        (raw, *_) = double.judge_requests
+    assert judged.passed and judged.record["majority"] == [True, True]
+    assert "Dear Ada \\ud800, thanks" in json.loads(raw)["messages"][1]["content"]
