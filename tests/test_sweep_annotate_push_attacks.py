@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from hf_skillfollow.annotate._audit import (
@@ -17,6 +20,8 @@ from hf_skillfollow.annotate._audit import (
 )
 from hf_skillfollow.annotate._labels import LABELS
 from hf_skillfollow.cli import cli
+from hf_skillfollow.schema import traces_from_rows
+from tests._fixtures_hub import CELL_A, outcome_rows, trace_rows, write_run_dir
 
 APPROPRIATE, IGNORED, UNCLEAR = LABELS[0], LABELS[1], LABELS[4]
 
@@ -125,3 +130,117 @@ def test_a_sheet_of_a_million_rows_is_refused_quickly(tmp_path: Path) -> None:
     code, out = _agreement(big, "--key", key)
     assert code == 1
     assert out == f"Error: {big}: more than {MAX_SHEET_ROWS:,} rows, not an audit sheet\n"
+
+
+# --- push: hostile run folders --------------------------------------------------------------
+
+API_KEY = "sk-swp-attack-0123456789abcdef"
+
+
+def _push_dry(run: Path, out: Path) -> tuple[int, str]:
+    res = CliRunner().invoke(cli, ["push", str(run), "--repo", "org/r", "--dry-run", str(out)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res.exit_code, res.output
+
+
+def _nothing_written(out: Path) -> bool:
+    return not out.exists() or not any(out.rglob("*.parquet"))
+
+
+def _manifest(run: Path, **fields: object) -> None:
+    path = run / "manifest.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | fields))
+
+
+def test_push_refuses_a_run_folder_holding_the_api_key_its_manifest_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model that echoed its key, or an error text carrying it, in a trace (zstd-compressed:
+    the bytes do not show it) or in a transitions column. Before: only the Hub token was
+    looked for, and the key was published."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("SWP_PROVIDER_KEY", API_KEY)
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    _manifest(run, config={"api_key_env": "SWP_PROVIDER_KEY", "judge_api_key_env": None})
+    rows = trace_rows(outcome_rows(CELL_A, run_id="run-a0"))
+    rows[3]["final_answer"] = f"HTTP 401: invalid key {API_KEY}"
+    pq.write_table(traces_from_rows(rows), run / "traces.parquet", compression="zstd")
+    out = tmp_path / "repo"
+    code, output = _push_dry(run, out)
+    assert code == 1
+    assert output == (
+        "Error: refusing to upload data/traces/run-a0.parquet: it contains the value of "
+        "$SWP_PROVIDER_KEY (the key variable of run run-a0)\n"
+    )
+    assert API_KEY not in output and _nothing_written(out)
+
+    # The judge's key variable too, in a transitions column.
+    monkeypatch.setenv("SWP_JUDGE_KEY", API_KEY + "-judge")
+    other = write_run_dir(tmp_path / "runs2", "run-b0", CELL_A, model=f"org/{API_KEY}-judge")
+    _manifest(other, config={"api_key_env": "OPENAI_API_KEY", "judge_api_key_env": "SWP_JUDGE_KEY"})
+    code, output = _push_dry(other, tmp_path / "repo2")
+    assert code == 1 and "it contains the value of $SWP_JUDGE_KEY" in output
+    assert _nothing_written(tmp_path / "repo2")
+
+
+def test_push_real_upload_refuses_the_api_key_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real push path, with the recording double at the HfApi boundary (huggingface.co
+    writes cannot happen here): the same refusal, and nothing committed."""
+    from hf_skillfollow.hub import HubError, push_runs
+    from tests.test_hub_push_double import RecordingHfApiDouble
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("SWP_PROVIDER_KEY", API_KEY)
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A, model=f"org/{API_KEY}")
+    _manifest(run, config={"api_key_env": "SWP_PROVIDER_KEY"})
+    api = RecordingHfApiDouble(tmp_path, token="hf_SWPtokenValue0123456789")
+    with pytest.raises(
+        HubError,
+        match=r"data/transitions/run-a0.parquet: it contains the value of \$SWP_PROVIDER_KEY",
+    ):
+        push_runs([run], "org/r", token="hf_SWPtokenValue0123456789", api=api)
+    assert api.commits == []
+
+
+def test_push_refuses_a_symlink_out_of_the_run_folder(tmp_path: Path) -> None:
+    """Before: a transitions.parquet or manifest.json linking to a file elsewhere on this
+    machine was read and published under the run's name."""
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    elsewhere = tmp_path / "elsewhere.parquet"
+    (run / "transitions.parquet").rename(elsewhere)
+    (run / "transitions.parquet").symlink_to(elsewhere)
+    out = tmp_path / "repo"
+    code, output = _push_dry(run, out)
+    assert code == 1 and output.count("\n") == 1
+    assert f"{run / 'transitions.parquet'}: a symbolic link out of {run}" in output
+    assert _nothing_written(out)
+
+
+def test_push_hostile_manifest_and_annotations_are_one_line_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    """A manifest that is a JSON list (before: AttributeError), one whose cell id is not its
+    rows' (before: published, the rows in a cell the run was not made for), and an
+    annotations.parquet that is no parquet file (before: pyarrow's traceback)."""
+    listed = write_run_dir(tmp_path / "runs", "run-l", CELL_A)
+    (listed / "manifest.json").write_text("[1, 2]")
+    other_cell = write_run_dir(tmp_path / "runs", "run-c", CELL_A, cell_id="cellA0000000000")
+    _manifest(other_cell, cell_id="cellZ0000000000")
+    broken = write_run_dir(tmp_path / "runs", "run-b", CELL_A)
+    (broken / "annotations.parquet").write_bytes(b"PAR1 not a parquet file")
+    for run, expected in (
+        (listed, f"Error: {listed / 'manifest.json'}: not a JSON object"),
+        (
+            other_cell,
+            f"Error: {other_cell / 'manifest.json'}: cell_id 'cellZ0000000000' differs from "
+            "the rows' cell_id ['cellA0000000000']",
+        ),
+        (broken, f"Error: {broken / 'annotations.parquet'}: not a readable parquet file"),
+    ):
+        out = tmp_path / f"repo-{run.name}"
+        code, output = _push_dry(run, out)
+        assert code == 1 and output.startswith(expected) and output.count("\n") == 1, output
+        assert _nothing_written(out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import time
@@ -22,7 +23,16 @@ from typing import Any
 
 from hf_skillfollow.hub._card import render_card
 from hf_skillfollow.hub._card_cache import CARD_CELLS_PATH, CardRowCache
-from hf_skillfollow.hub._layout import CARD_PATH, MANIFEST, HubError, RunTables, read_run_dir
+from hf_skillfollow.hub._layout import (
+    CARD_PATH,
+    MANIFEST,
+    RUN_ANNOTATIONS,
+    RUN_TRACES,
+    RUN_TRANSITIONS,
+    HubError,
+    RunTables,
+    read_run_dir,
+)
 from hf_skillfollow.hub._numbers import known_tool_schemas
 from hf_skillfollow.hub._plan import (
     PushPlan,
@@ -76,6 +86,8 @@ class _Prepared:
     files: dict[str, bytes]
     card_updated: bool
     stats_updated: bool
+    #: the API keys the runs' manifests name (what -> value), never to be uploaded
+    keys: dict[str, str] = field(default_factory=dict)
 
 
 def build_repo(
@@ -99,7 +111,7 @@ def build_repo(
     name = repo_id or folder.root.name
     with folder.locked():
         prepared = _prepare(runs, folder, name, license, space, run_dirs)
-        refuse_token_in(prepared.files, token)
+        refuse_token_in(prepared.files, token, prepared.keys)
         folder.write(prepared.files)
     return _result(name, folder.name, True, prepared)
 
@@ -176,7 +188,8 @@ def _prepare(
     old_card = published(CARD_PATH, state)
     old_cells = published(CARD_CELLS_PATH, state)
     cell_cache = CardRowCache(old_cells)
-    schemas = known_tool_schemas() | _manifest_tool_schemas(runs)
+    manifests = _manifests(runs)
+    schemas = known_tool_schemas() | _manifest_tool_schemas(manifests)
     card = render_card(
         counts.summary if counts.table is None else counts.table,
         repo_id=repo_id,
@@ -202,7 +215,7 @@ def _prepare(
             files[SUMMARY_PATH] = summary
         if cell_cache.changed:
             files[CARD_CELLS_PATH] = cell_cache.to_bytes()
-    return _Prepared(plan, files, card_updated, stats_updated)
+    return _Prepared(plan, files, card_updated, stats_updated, _api_keys(manifests))
 
 
 def _result(repo_id: str, target: str, dry_run: bool, prepared: _Prepared) -> PushResult:
@@ -222,7 +235,7 @@ def _result(repo_id: str, target: str, dry_run: bool, prepared: _Prepared) -> Pu
 def _commit(api: Any, state: HubRepo, prepared: _Prepared, token: str | None) -> str | None:
     from huggingface_hub import CommitOperationAdd
 
-    refuse_token_in(prepared.files, token)
+    refuse_token_in(prepared.files, token, prepared.keys)
     ops = [
         CommitOperationAdd(path_in_repo=p, path_or_fileobj=data)
         for p, data in sorted(prepared.files.items())
@@ -259,21 +272,91 @@ def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
     if not run_dirs:
         raise HubError("no run directories given")
     runs = [p for p in run_dirs if not is_record_arg(p)]  # record files are planned apart
+    for root in runs:
+        _check_run_folder(Path(root))
     with ThreadPoolExecutor(max_workers=4) as pool:  # parquet reads release the GIL
         return list(pool.map(read_run_dir, runs))
 
 
-def _manifest_tool_schemas(runs: list[RunTables]) -> dict[str, dict[str, Any]]:
-    """prompts_hash -> tool schema recorded in the manifests of the runs being pushed."""
+#: The files of a run directory a push reads.
+_RUN_FILES = (MANIFEST, RUN_TRANSITIONS, RUN_TRACES, RUN_ANNOTATIONS)
+#: A manifest is a few KiB of settings and task ids (80 per partition).
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+def _check_run_folder(root: Path) -> None:
+    """Each file a push reads from `root` is a regular file inside it: a symbolic link out of
+    the folder (a run folder handed over by someone else) would publish a file elsewhere on
+    this machine under that run's name."""
+    from hf_skillfollow._files import inside, regular_file
+
+    for name in _RUN_FILES:
+        path = root / name
+        if not os.path.lexists(path):
+            continue
+        try:
+            regular_file(inside(path, root))
+        except OSError as exc:
+            raise HubError(str(exc)) from None
+
+
+def _manifests(runs: list[RunTables]) -> dict[str, dict[str, Any]]:
+    """run id -> its manifest (an empty one when the folder has none); a manifest that is not
+    a JSON object is one HubError naming it."""
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
         path = run.source / MANIFEST
-        manifest = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        if not path.is_file():
+            out[run.run_id] = {}
+            continue
+        with path.open("rb") as f:
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise HubError(f"{path}: larger than {MAX_MANIFEST_BYTES >> 20} MiB, not a manifest")
+        try:
+            manifest = json.loads(raw)
+        except ValueError as exc:
+            raise HubError(f"{path}: invalid JSON ({exc})") from None
+        if not isinstance(manifest, dict):
+            raise HubError(f"{path}: not a JSON object (a run manifest has run_id, config, ...)")
+        cells = set(run.transitions.column("cell_id").to_pylist())
+        if "cell_id" in manifest and cells != {manifest["cell_id"]}:
+            # The rows would land on the board in another cell than the run was made for.
+            raise HubError(
+                f"{path}: cell_id {str(manifest['cell_id'])[:80]!r} differs from the rows' "
+                f"cell_id {sorted(map(str, cells))[:3]}"
+            )
+        out[run.run_id] = manifest
+    return out
+
+
+def _manifest_tool_schemas(manifests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """prompts_hash -> tool schema recorded in the manifests of the runs being pushed."""
+    out: dict[str, dict[str, Any]] = {}
+    for manifest in manifests.values():
         if isinstance(manifest.get("tool_schema"), dict) and isinstance(
             manifest.get("prompts_hash"), str
         ):
             out[manifest["prompts_hash"]] = manifest["tool_schema"]
     return out
+
+
+def _api_keys(manifests: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The API keys the runs were made with, as this machine holds them: the value of each key
+    variable a manifest names (`config.api_key_env`, `config.judge_api_key_env`). A model may
+    echo its key, an error text may carry it, a hand-edited record may hold it: none of the
+    files of a push may contain one (`refuse_token_in`)."""
+    keys: dict[str, str] = {}
+    for run_id, manifest in manifests.items():
+        config = manifest.get("config")
+        if not isinstance(config, dict):
+            continue
+        for field_name in ("api_key_env", "judge_api_key_env"):
+            var = config.get(field_name)
+            value = os.environ.get(var) if isinstance(var, str) and var else None
+            if value:
+                keys[f"the value of ${var} (the key variable of run {run_id})"] = value
+    return keys
 
 
 def _message(plan: PushPlan) -> str:

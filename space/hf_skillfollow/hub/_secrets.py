@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from hf_skillfollow.hub._layout import HubError
@@ -40,22 +40,31 @@ def scrubbed(token: str | None) -> Iterator[None]:
         raise HubError(f"push failed: {message}") from None
 
 
-def refuse_token_in(files: dict[str, bytes], token: str | None) -> None:
-    """Refuse (HubError) if any file holds a Hub token, in its bytes or, for parquet, in any
-    string value: compressed pages need not show the token's bytes."""
-    tokens = effective_tokens(token)
-    if not tokens:
+def refuse_token_in(
+    files: dict[str, bytes], token: str | None, keys: Mapping[str, str] | None = None
+) -> None:
+    """Refuse (HubError) if any file holds a Hub token or one of `keys` (what it is -> the
+    secret, e.g. the API key a run's manifest names), in its bytes or, for parquet, in any
+    string value: compressed pages need not show the secret's bytes."""
+    secrets = {t: "the Hub token" for t in effective_tokens(token)}
+    secrets |= {v: k for k, v in (keys or {}).items() if len(v) >= _MIN_KEY}
+    if not secrets:
         return
     for path, data in files.items():
-        if any(t.encode() in data for t in tokens) or (
-            path.endswith(".parquet") and _parquet_holds(data, tokens)
-        ):
-            raise HubError(f"refusing to upload {path}: it contains the Hub token")
+        found = next((t for t in secrets if t.encode() in data), None)
+        if found is None and path.endswith(".parquet"):
+            found = _parquet_holds(data, list(secrets))
+        if found is not None:
+            raise HubError(f"refusing to upload {path}: it contains {secrets[found]}")
 
 
-def _parquet_holds(data: bytes, tokens: list[str]) -> bool:
-    """Whether any string value of the parquet file (nested lists and structs included)
-    contains one of `tokens`; a vectorised substring scan, no Python objects per value."""
+#: A shorter value of a key variable is no credential (and would match everywhere).
+_MIN_KEY = 8
+
+
+def _parquet_holds(data: bytes, tokens: list[str]) -> str | None:
+    """The first of `tokens` that a string value of the parquet file (nested lists and structs
+    included) contains, or None; a vectorised substring scan, no Python objects per value."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -75,6 +84,7 @@ def _parquet_holds(data: bytes, tokens: list[str]) -> bool:
     for column in table.columns:
         for chunk in column.chunks:
             for array in strings(chunk):
-                if any(pc.any(pc.match_substring(array, t)).as_py() for t in tokens):
-                    return True
-    return False
+                for t in tokens:
+                    if pc.any(pc.match_substring(array, t)).as_py():
+                        return t
+    return None

@@ -112,7 +112,7 @@ def read_run_dir(path: str | Path) -> RunTables:
     if (root / RUN_ANNOTATIONS).is_file():
         path = root / RUN_ANNOTATIONS
         annotations = canonical(
-            validate_annotations(pq.read_table(path), source=str(path)), "annotations"
+            validate_annotations(read_parquet_file(path), source=str(path)), "annotations"
         )
         _check_single_run(annotations, run_id, path)
     return RunTables(
