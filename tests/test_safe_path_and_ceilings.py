@@ -274,7 +274,10 @@ def test_a_library_spawned_python_does_not_import_from_the_current_folder(
 
     from hf_skillfollow.cli import main
 
-    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)
+    # empty is unset to Python; setenv (not delenv of an absent name, which records nothing to
+    # undo) puts the environment back after main() wrote "1" into it, so later tests' `python
+    # -c` children keep the current folder on their path as before
+    monkeypatch.setenv("PYTHONSAFEPATH", "")
     monkeypatch.setattr("sys.argv", ["hf-skillfollow", "--version"])
     with pytest.raises(SystemExit):
         main()
