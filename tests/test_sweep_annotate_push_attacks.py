@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -244,3 +245,47 @@ def test_push_hostile_manifest_and_annotations_are_one_line_naming_the_file(
         code, output = _push_dry(run, out)
         assert code == 1 and output.startswith(expected) and output.count("\n") == 1, output
         assert _nothing_written(out)
+
+
+# --- sweep: a hostile status file in the output folder -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind", ["jobs as a list", "not UTF-8", "a FIFO", "nested past the parser", "jobs of numbers"]
+)
+def test_a_hostile_status_file_neither_hangs_nor_breaks_the_plan_or_the_write(
+    tmp_path: Path, kind: str
+) -> None:
+    """The output folder of a sweep (a shared one, or one handed over) holds sweep-status.json.
+    Before: `{"jobs": [1]}` raised AttributeError in `--plan` and TypeError in the status
+    write, a not-UTF-8 file raised UnicodeDecodeError, and a FIFO blocked `--plan` forever.
+    Now such a file reads as no status (docs/sweep.md) and the next write replaces it."""
+    from hf_skillfollow.sweep._plan import STATUS_FILE, read_status
+    from hf_skillfollow.sweep._run import SweepResult, write_status
+
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(
+        "name: s\nmodels: [{name: m, model: m, base_url: 'http://127.0.0.1:9/v1'}]\n"
+        "benchmarks: [{benchmark: mbppplus}]\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    status = out / STATUS_FILE
+    if kind == "a FIFO":
+        os.mkfifo(status)
+    else:
+        status.write_bytes(
+            {
+                "jobs as a list": b'{"jobs": [1]}',
+                "not UTF-8": b'{"jobs": {"\xff": {}}}',
+                "nested past the parser": b'{"jobs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                "jobs of numbers": b'{"jobs": {"a": 1, "b": {"status": "failed"}}}',
+            }[kind]
+        )
+    expected = {"b": {"status": "failed"}} if kind == "jobs of numbers" else {}
+    assert read_status(out) == expected
+    res = CliRunner().invoke(cli, ["sweep", str(sweep), "--plan", "-o", str(out)])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "1 cells, 1 runs" in res.output and "pending" in res.output
+    write_status(out, [], SweepResult())
+    assert json.loads(status.read_text()) == {"jobs": expected}

@@ -121,18 +121,35 @@ def job_state(job: Job, failures: dict[str, str] | None = None) -> JobState:
     return JobState(job, len(done), tokens, errors, retryable, last_failure=last)
 
 
+#: A status entry is a few hundred bytes; the 10,000 runs a sweep may have take a few MiB.
+MAX_STATUS_BYTES = 64 * 1024 * 1024
+
+
+def read_status(output_dir: Path) -> dict[str, dict[str, Any]]:
+    """Job name -> entry of the output folder's status file. The file only reports (and each
+    session's write replaces it), so one that cannot be read as that (missing, not a regular
+    file, over `MAX_STATUS_BYTES`, not UTF-8 JSON, not `{"jobs": {name: {...}}}`) reads as
+    empty: the plan shows no last failures, and the sweep goes on."""
+    from hf_skillfollow._files import regular_file
+
+    try:
+        with regular_file(output_dir / STATUS_FILE).open("rb") as f:
+            raw = f.read(MAX_STATUS_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_STATUS_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, dict):
+        return {}
+    return {name: entry for name, entry in jobs.items() if isinstance(entry, dict)}
+
+
 def read_failures(output_dir: Path) -> dict[str, str]:
     """Job name -> reason, for the jobs the last session marked failed."""
-    path = output_dir / STATUS_FILE
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    jobs = data.get("jobs", {}) if isinstance(data, dict) else {}
     return {
         name: str(entry.get("reason", ""))
-        for name, entry in jobs.items()
-        if isinstance(entry, dict) and entry.get("status") == "failed"
+        for name, entry in read_status(output_dir).items()
+        if entry.get("status") == "failed"
     }
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from hf_skillfollow.store import atomic_write_bytes
 from hf_skillfollow.sweep._cell import JobOutcome, job_lock
 from hf_skillfollow.sweep._file import Retry
-from hf_skillfollow.sweep._plan import LOCK_DIR, STATUS_FILE, Job
+from hf_skillfollow.sweep._plan import LOCK_DIR, STATUS_FILE, Job, read_status
 
 
 class Executor(Protocol):
@@ -198,11 +198,7 @@ def write_status(output_dir: Path, jobs: Sequence[Job], result: SweepResult) -> 
     path = output_dir / STATUS_FILE
     output_dir.mkdir(parents=True, exist_ok=True)
     with job_lock(output_dir / LOCK_DIR / f"{STATUS_FILE}.lock", wait=True):
-        try:
-            data = json.loads(path.read_text())
-            entries = data.get("jobs", {}) if isinstance(data, dict) else {}
-        except (OSError, json.JSONDecodeError):
-            entries = {}
+        entries: dict[str, Any] = dict(read_status(output_dir))
         for job in jobs:
             r = result.results.get(job.name)
             entry: dict[str, Any] = {
