@@ -181,3 +181,36 @@ def test_a_huge_error_text_is_cut() -> None:
     body = json.dumps({"error": {"message": "\x1b[31m" + "E" * 1_000_000}}).encode()
     result, _, _ = _chat(lambda c: _send(c, body, status=400))
     assert result.error.startswith("HTTP 400") and len(result.error) <= MAX_ERROR_CHARS
+
+
+def test_thousands_of_parallel_calls_do_not_grow_the_conversation() -> None:
+    """50,000 calls in one answer (under the byte cap): the conversation and the trace keep
+    MAX_PARALLEL_CALLS of them, the first executed, the rest answered Not executed."""
+    from hf_skillfollow.access import make_access
+    from hf_skillfollow.agent import MAX_PARALLEL_CALLS, NOT_EXECUTED, Decoding, run_se
+    from hf_skillfollow.config import RunConfig
+    from hf_skillfollow.skills import load_pool
+
+    calls = [{"id": str(i), "type": "function", "function": {"name": "x", "arguments": ""}} for i in range(50_000)]  # fmt: skip
+    first = _completion({"role": "assistant", "content": "", "tool_calls": calls})
+    final = _completion({"role": "assistant", "content": "done"})
+
+    server = RawServerDouble(lambda c: _send(c, final if len(server.posts) > 1 else first))
+    access = make_access(RunConfig(seed=7), load_pool("coding"))
+
+    async def go() -> object:
+        backend = OpenAIBackend(base_url=server.url, api_key="k", model="m", request_timeout=30)
+        try:
+            return await run_se(backend, "coding", "q", Decoding(0, 0.0, 9), access, max_calls=3)
+        finally:
+            await backend.aclose()
+
+    try:
+        arm = asyncio.run(go())
+    finally:
+        server.close()
+    assert arm.final_answer == "done" and arm.n_calls == 1
+    assert len(arm.messages[2]["tool_calls"]) == MAX_PARALLEL_CALLS
+    tool_replies = [m for m in arm.messages if m["role"] == "tool"]
+    assert len(tool_replies) == MAX_PARALLEL_CALLS
+    assert [m["content"] for m in tool_replies[1:]] == [NOT_EXECUTED] * (MAX_PARALLEL_CALLS - 1)

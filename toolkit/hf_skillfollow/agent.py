@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from hf_skillfollow.backends._base import ChatBackend, ChatResult, Message, ToolCall
 
 NOT_EXECUTED = "Not executed: only the first tool call of a turn is executed."
+#: Parallel calls of one turn kept in the conversation; the rest are dropped. Only the first
+#: runs anyway, and each kept one is answered with NOT_EXECUTED: a model (or server) emitting
+#: 50,000 calls in one 4 MB answer would otherwise add 50,000 messages to every later request
+#: and to the traces.
+MAX_PARALLEL_CALLS = 16
 
 
 @dataclass
@@ -151,6 +156,7 @@ def final_answer(messages: Sequence[Message], error: str | None) -> str:
 
 
 def _execute_first_call(arm: ArmResult, result: ChatResult, session: AccessSession) -> None:
+    del result.tool_calls[MAX_PARALLEL_CALLS:]
     arm.messages.append(_assistant_message(result))
     first, *rest = result.tool_calls
     arm.n_calls += 1
