@@ -289,3 +289,22 @@ def test_a_hostile_status_file_neither_hangs_nor_breaks_the_plan_or_the_write(
     assert "1 cells, 1 runs" in res.output and "pending" in res.output
     write_status(out, [], SweepResult())
     assert json.loads(status.read_text()) == {"jobs": expected}
+
+
+@pytest.mark.parametrize("name", ["transitions", "traces"])
+def test_push_refuses_a_row_given_twice(tmp_path: Path, name: str) -> None:
+    """Before: a transitions row given twice was published and counted twice (n 81 for 80
+    tasks on the card); a traces row twice was published too."""
+    import pyarrow as pa
+
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    path = run / f"{name}.parquet"
+    table = pq.read_table(path)
+    pq.write_table(pa.concat_tables([table, table.slice(2, 1)]), path)
+    task = table.column("task_id")[2].as_py()
+    out = tmp_path / "repo"
+    code, output = _push_dry(run, out)
+    assert code == 1 and output.count("\n") == 1, output
+    assert output.startswith(f"Error: {path}: 1 row(s) given more than once, the first: ")
+    assert f"task_id {task!r}" in output
+    assert _nothing_written(out)

@@ -275,7 +275,44 @@ def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
     for root in runs:
         _check_run_folder(Path(root))
     with ThreadPoolExecutor(max_workers=4) as pool:  # parquet reads release the GIL
-        return list(pool.map(read_run_dir, runs))
+        read = list(pool.map(read_run_dir, runs))
+    for run in read:
+        _refuse_doubled_rows(run)
+    return read
+
+
+#: What identifies a row of each run file (one run: one run id).
+_ROW_KEYS = {
+    RUN_TRANSITIONS: ("task_id", "repeat_index"),
+    RUN_TRACES: ("task_id", "arm"),
+    RUN_ANNOTATIONS: ("task_id", "repeat_index", "annotator"),
+}
+
+
+def _refuse_doubled_rows(run: RunTables) -> None:
+    """A row given twice (a records file appended to twice, a hand-merged table) would be
+    counted twice on the card and the board: one HubError naming the file and the row."""
+    import pyarrow.compute as pc
+
+    tables = {
+        RUN_TRANSITIONS: run.transitions,
+        RUN_TRACES: run.traces,
+        RUN_ANNOTATIONS: run.annotations,
+    }
+    for name, table in tables.items():
+        if table is None:
+            continue
+        keys = list(_ROW_KEYS[name])
+        counts = table.group_by(keys).aggregate([([], "count_all")])
+        doubled = counts.filter(pc.greater(counts["count_all"], 1))
+        if doubled.num_rows:
+            first = doubled.slice(0, 1).to_pylist()[0]
+            row = ", ".join(f"{k} {str(first[k])[:80]!r}" for k in keys)
+            raise HubError(
+                f"{run.source / name}: {doubled.num_rows} row(s) given more than once, the "
+                f"first: {row} ({first['count_all']} times); one row per "
+                f"{', '.join(keys)}"
+            )
 
 
 #: The files of a run directory a push reads.
