@@ -214,3 +214,58 @@ def test_thousands_of_parallel_calls_do_not_grow_the_conversation() -> None:
     tool_replies = [m for m in arm.messages if m["role"] == "tool"]
     assert len(tool_replies) == MAX_PARALLEL_CALLS
     assert [m["content"] for m in tool_replies[1:]] == [NOT_EXECUTED] * (MAX_PARALLEL_CALLS - 1)
+
+
+class _ListDouble(RawServerDouble):
+    """A model provider double whose model list (GET /models) is `script`'s answer."""
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as f:
+            try:
+                while f.readline() not in (b"\r\n", b"\n", b""):
+                    pass
+                self.script(conn)
+            except OSError:
+                pass
+
+
+def _trickle_list(conn: socket.socket) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n")
+    for _ in range(100):
+        conn.sendall(b" ")
+        time.sleep(0.2)
+
+
+MODEL_LISTS: dict[str, tuple[Script, str]] = {
+    "not JSON": (lambda c: _send(c, b'{"data": ['), "did not answer a model list (malformed response: JSONDecodeError"),
+    "html": (lambda c: c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 4\r\n\r\n<a/>"), "did not answer a model list (not JSON)"),
+    "nested 100,000 deep": (lambda c: _send(c, b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"), "did not answer a model list (malformed response: RecursionError"),
+    "slow-loris": (_trickle_list, "/models: request timed out"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(MODEL_LISTS))
+def test_a_broken_model_list_stops_the_start_with_one_line(name: str) -> None:
+    from hf_skillfollow.backends._base import BackendStartupError
+
+    script, expected = MODEL_LISTS[name]
+    server = _ListDouble(script)
+
+    async def go() -> None:
+        backend = OpenAIBackend(base_url=server.url, api_key="k", model="m", request_timeout=5)
+        try:
+            await backend.check_reachable(timeout_s=1.0)
+        finally:
+            await backend.aclose()
+
+    start = time.monotonic()
+    try:
+        with pytest.raises(BackendStartupError) as caught:
+            asyncio.run(go())
+    finally:
+        server.close()
+    assert time.monotonic() - start < 5
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"cannot reach the model endpoint {server.url}/models") or (
+        str(caught.value).startswith(f"the model endpoint {server.url}/models")
+    )

@@ -240,6 +240,13 @@ def _to_result(completion: Any, latency_s: float) -> ChatResult:
     )
 
 
+def _not_a_model_list(where: str, why: str) -> str:
+    return (
+        f"{where} did not answer a model list ({why}); is --base-url the API's address "
+        "(often ending in /v1)?"
+    )
+
+
 class OpenAIBackend:
     """ChatBackend over `openai.AsyncOpenAI` with our own retries and bounded concurrency.
 
@@ -277,8 +284,12 @@ class OpenAIBackend:
 
     async def check_reachable(self, timeout_s: float = 15.0) -> None:
         """Fail fast with one clear message if the endpoint is down or rejects the key."""
+        where = f"the model endpoint {self.base_url}/models"
         try:
-            await self._client.with_options(timeout=timeout_s).models.list()
+            # wait_for: the client's timeout is per read, and a trickling server never ends
+            page = await asyncio.wait_for(
+                self._client.with_options(timeout=timeout_s).models.list(), timeout_s
+            )
         except openai.AuthenticationError as exc:
             raise BackendStartupError(
                 f"{self.base_url} rejected the API key (HTTP {exc.status_code}); check the key "
@@ -286,10 +297,14 @@ class OpenAIBackend:
             ) from exc
         except (openai.NotFoundError, openai.PermissionDeniedError):
             return  # the server answered; some providers do not list models
-        except (openai.APIConnectionError, openai.APIStatusError, MalformedResponse) as exc:
-            raise BackendStartupError(
-                f"cannot reach the model endpoint {self.base_url}/models: {_describe(exc)}"
-            ) from exc
+        except (openai.APIConnectionError, openai.APIStatusError, TimeoutError) as exc:
+            raise BackendStartupError(f"cannot reach {where}: {_describe(exc)}") from exc
+        except (MalformedResponse, ValueError, RecursionError) as exc:
+            raise BackendStartupError(_not_a_model_list(where, _describe(exc))) from exc
+        except (TypeError, AttributeError) as exc:  # the client's own parse of a non-JSON body
+            raise BackendStartupError(_not_a_model_list(where, "not JSON")) from exc
+        if isinstance(page, (str, bytes)):
+            raise BackendStartupError(_not_a_model_list(where, "not JSON"))
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         body: dict[str, Any] = {
