@@ -754,3 +754,44 @@ def test_the_verification_records_of_a_folder_of_many_runs_are_counted_by_what_t
     monkeypatch.setitem(_budget.BUDGETS, "verifications", tight)
     with pytest.raises(BudgetError, match="bytes once decoded"):
         _records_of(str(root))
+
+
+def test_the_models_tab_rows_by_hand():
+    """The Models tab's per (model, source) figures, computed by hand for a frame with tied
+    worst cells, a cell not reportable at the threshold, a NaN RAE, a model with no
+    reportable cell and zeros of both signs (the median of -0.0 and +0.0 is +0.0, as
+    numpy's mean of the two middle values gives; a grouped median gave -0.0, "-0.0 pp")."""
+    import pandas as pd
+
+    from hf_skillfollow.space_app._models import models_frame, models_html
+
+    nan = float("nan")
+    cells = pd.DataFrame(
+        [  # model, source, rae, mcnemar_p, reportable at 10, key, last_run
+            ("org/b", "srcA", -0.2, 0.01, True, "k1", "2026-01-02"),
+            ("org/b", "srcA", -0.2, 0.5, True, "k2", "2026-03-01"),
+            ("org/b", "srcA", 0.4, 0.01, True, "k3", ""),
+            ("org/b", "srcA", -0.9, 0.01, False, "k4", "2026-02-01"),
+            ("org/b", "srcB", nan, 0.01, True, "k5", "2025-01-01"),
+            ("org/b", "srcB", 0.1, 0.01, False, "k6", ""),
+            ("org/a", "srcA", -0.0, 0.01, True, "k7", "2026-05-05"),
+            ("org/a", "srcA", 0.0, 0.01, True, "k8", ""),
+        ],
+        columns=["model", "source", "rae", "mcnemar_p", "_rep_10", "_key", "last_run"],
+    )
+    cells["label"] = "task " + cells["_key"]
+    got = models_frame(cells)
+    assert list(got.columns) == [
+        "model", "cells", "reportable", "hurt", "hurt_sig", "helped", "helped_sig",
+        "median_rae", "worst_key", "worst_label", "worst_rae", "sources", "last_run",
+    ]  # fmt: skip
+    rows = [tuple(r) for r in got.drop(columns=["median_rae", "worst_rae"]).itertuples(index=False)]
+    assert rows == [  # most cells first; among equals (model, source) order
+        ("org/b", 4, 3, 2, 1, 1, 1, "k1", "task k1", ["srcA"], "2026-03-01"),
+        ("org/a", 2, 2, 0, 0, 0, 0, "k7", "task k7", ["srcA"], "2026-05-05"),
+        ("org/b", 2, 0, 0, 0, 0, 0, "", "", ["srcB"], "2025-01-01"),
+    ]
+    assert [str(v) for v in got["median_rae"]] == ["-0.2", "0.0", "nan"]
+    assert [str(v) for v in got["worst_rae"]] == ["-0.2", "-0.0", "nan"]
+    html = models_html(got)
+    assert html.count("+0.0") == 1 and "no reportable cell" in html

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.typing import DataFrameGroupBy
 
 from hf_skillfollow._escape import for_html as escape
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, LAST_RUN
@@ -45,31 +46,49 @@ def models_frame(cells: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> pd.Da
             ),
         }
     )
-    rows = []
     # One row per model *and source*: a name is anyone's to publish under, and another
     # source's cells must not change this source's counts, median or worst cell.
-    # Groups in (model, source) order: a stable sort by cells below keeps it among equals.
-    for (model, source), part in frame.groupby(["model", "source"], sort=True):
-        worst = part.loc[part["rae"].idxmin()] if part["rae"].notna().any() else None
-        rows.append(
-            {
-                "model": model,
-                "cells": len(part),
-                "reportable": int(part["rep"].sum()),
-                "hurt": int(part["hurt"].sum()),
-                "hurt_sig": int(part["hurt_sig"].sum()),
-                "helped": int(part["helped"].sum()),
-                "helped_sig": int(part["helped_sig"].sum()),
-                "median_rae": float(part["rae"].median()) if part["rep"].any() else np.nan,
-                "worst_key": "" if worst is None else worst["key"],
-                "worst_label": "" if worst is None else worst["label"],
-                "worst_rae": np.nan if worst is None else float(worst["rae"]),
-                "sources": [source],
-                "last_run": max(part["last_run"]),
-            }
-        )
-    out = pd.DataFrame(rows)
+    # Aggregated per group by pandas, not in a Python loop over groups (12,500 groups: 4.6 s
+    # in a loop). Groups come in (model, source) order: a stable sort by cells below keeps
+    # it among equals.
+    keys = ["model", "source"]
+    groups = frame.groupby(keys, sort=True)
+    out = groups[["rep", "hurt", "hurt_sig", "helped", "helped_sig"]].sum().astype(int)
+    out.insert(0, "cells", groups.size())
+    out = out.rename(columns={"rep": "reportable"})
+    out["median_rae"] = _medians(frame["rae"], groups)
+    # The worst cell: a group's first row (in cell order) at its lowest reportable RAE, as
+    # idxmin picks; a group without a reportable cell has none.
+    lowest = frame["rae"] == groups["rae"].transform("min")
+    worst = frame.loc[lowest].drop_duplicates(keys).set_index(keys)
+    out = out.join(worst[["key", "label", "rae"]])
+    out = out.rename(columns={"key": "worst_key", "label": "worst_label", "rae": "worst_rae"})
+    out[["worst_key", "worst_label"]] = out[["worst_key", "worst_label"]].fillna("")
+    out["last_run"] = groups["last_run"].max()
+    out = out.reset_index()
+    sources = [[source] for source in out.pop("source")]
+    out.insert(len(out.columns) - 1, "sources", sources)
     return out.sort_values("cells", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _medians(rae: pd.Series, groups: DataFrameGroupBy) -> np.ndarray:
+    """Each group's median RAE, as `Series.median` (numpy's median of its values in cell
+    order) gives it. The grouped median can differ from it only in the sign of a zero
+    median (-0.0 shows as "-0.0 pp"), so a group holding a -0.0 whose median is zero takes
+    numpy's median of its own values."""
+    medians = groups["rae"].median().to_numpy(dtype=float, copy=True)
+    values = rae.to_numpy(dtype=float)
+    codes = groups.ngroup().to_numpy()
+    negative_zero = np.zeros(len(medians), dtype=bool)
+    negative_zero[codes[(values == 0) & np.signbit(values)]] = True
+    redo = np.flatnonzero(negative_zero & (medians == 0))
+    if redo.size:
+        order = np.argsort(codes, kind="stable")
+        starts = np.searchsorted(codes[order], np.arange(len(medians) + 1))
+        for group in redo:
+            part = values[order[starts[group] : starts[group + 1]]]
+            medians[group] = np.median(part[~np.isnan(part)])
+    return medians
 
 
 def models_html(frame: pd.DataFrame, min_cond: int = DEFAULT_MIN_COND) -> str:
