@@ -308,3 +308,59 @@ def test_push_refuses_a_row_given_twice(tmp_path: Path, name: str) -> None:
     assert output.startswith(f"Error: {path}: 1 row(s) given more than once, the first: ")
     assert f"task_id {task!r}" in output
     assert _nothing_written(out)
+
+
+# --- annotation files outside the scheme -----------------------------------------------------
+
+
+def _annotated_run(root: Path, column: str, value: str) -> Path:
+    """The annotation fixture run with an annotations.parquet whose row of task Mbpp/3 has
+    `value` in `column` (the others valid)."""
+    from hf_skillfollow.schema import annotations_from_rows
+    from tests._annotation_fixtures import flips, write_annotation_run
+
+    run = write_annotation_run(root)
+    rows = [
+        {"schema_version": 1, "run_id": "run-ann", "cell_id": "cellANN00000000", "task_id": task,
+         "repeat_index": 0, "annotator": "m@h", "annotator_model": "m",
+         "annotator_backend": "openai", "prompt_hash": "h", "flip": flip, "label": UNCLEAR,
+         "rationale": "r", "failure": None, "attempts": 1, "raw_output": "{}",
+         "annotated_at": "2026-12-05T00:00:00Z"}
+        for task, flip in flips(run).items()
+    ]  # fmt: skip
+    [bad] = [r for r in rows if r["task_id"] == "Mbpp/3"]
+    bad[column] = value
+    pq.write_table(annotations_from_rows(rows), run / "annotations.parquet")
+    return run
+
+
+@pytest.mark.parametrize(
+    "column,value,shown",
+    [
+        ("label", '=HYPERLINK("http://x")', "'=HYPERLINK(\"http://x\")' is not one of"),
+        ("flip", "evil", "'evil' is not helpful, harmful or concordant"),
+        ("annotator", "m\x1b[31m@h", "'m\\x1b[31m@h' is not an annotator name"),
+        ("annotator", "m" * 1_000_000, "'" + "m" * 80 + "…' is not an annotator name"),
+    ],
+)
+def test_an_annotations_file_outside_the_scheme_is_refused_by_audit_sheet_and_push(
+    tmp_path: Path, column: str, value: str, shown: str
+) -> None:
+    """Before: a label outside the five or a made-up flip were sampled into the audit key
+    (whose label `agreement` then refuses) and published by push; an annotator name with
+    control characters or of 1 MB was printed whole in audit-sheet's error line (1 MB) and
+    published. The board still shows a long name cut (test_published_attacks_round2)."""
+    run = _annotated_run(tmp_path / "runs", column, value)
+    expected = f"Error: {run / 'annotations.parquet'}: task_id 'Mbpp/3', column {column}: {shown}"
+    audit = CliRunner().invoke(
+        cli, ["annotate", "audit-sheet", str(run), "-n", "10", "-o", str(tmp_path / "audit")]
+    )
+    assert audit.exit_code in (1, 2) and len(audit.output) < 1000, audit.output[:300]
+    assert not (tmp_path / "audit").exists()
+    if column == "annotator":  # two annotators: the choice is asked for, the names cut
+        assert "several annotators ['m" in audit.output and "\x1b" not in audit.output
+    else:
+        assert audit.output.startswith(expected) and audit.output.count("\n") == 1
+    code, output = _push_dry(run, tmp_path / "repo")
+    assert code == 1 and output.startswith(expected) and len(output) < 1000, output[:300]
+    assert _nothing_written(tmp_path / "repo")

@@ -278,7 +278,18 @@ def _read_runs(run_dirs: Sequence[str | Path]) -> list[RunTables]:
         read = list(pool.map(read_run_dir, runs))
     for run in read:
         _refuse_doubled_rows(run)
+        if run.annotations is not None:
+            _check_annotations(run)
     return read
+
+
+def _check_annotations(run: RunTables) -> None:
+    from hf_skillfollow.annotate._labels import check_annotation_rows
+
+    try:
+        check_annotation_rows(run.annotations, str(run.source / RUN_ANNOTATIONS))
+    except ValueError as exc:
+        raise HubError(str(exc)) from None
 
 
 #: What identifies a row of each run file (one run: one run id).

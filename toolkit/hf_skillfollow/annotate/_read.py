@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from hf_skillfollow.annotate._labels import check_annotation_rows
 from hf_skillfollow.annotate._store import TABLE
 
 ANNOTATIONS_DIR = "data/annotations"
@@ -35,20 +36,25 @@ def _read_one(source: str | Path) -> list[pa.Table]:
 
     from hf_skillfollow.schema import validate_annotations
 
+    def checked(table: pa.Table, where: str) -> pa.Table:
+        table = validate_annotations(table, where)
+        check_annotation_rows(table, where, names=False)  # a long name is cut where shown
+        return table
+
     path = Path(source).expanduser()
     if path.is_file():
-        return [validate_annotations(pq.read_table(path), str(path))] if path.name == TABLE else []
+        return [checked(pq.read_table(path), str(path))] if path.name == TABLE else []
     if path.is_dir():
         files = sorted(p for p in path.rglob(TABLE) if p.is_file())
         files += sorted(
             p for p in path.rglob("*.parquet")
             if p.is_file() and f"{ANNOTATIONS_DIR}/" in p.as_posix()
         )  # fmt: skip
-        return [validate_annotations(pq.read_table(f), str(f)) for f in files]
+        return [checked(pq.read_table(f), str(f)) for f in files]
     from hf_skillfollow.hub import load_annotations
 
     table = load_annotations(str(source))
-    return [table] if table is not None and table.num_rows else []
+    return [checked(table, str(source))] if table is not None and table.num_rows else []
 
 
 def _latest_per_key(table: pa.Table) -> pa.Table:

@@ -15,13 +15,13 @@ from typing import Any
 import pyarrow as pa
 
 from hf_skillfollow.agent import NOT_EXECUTED
+from hf_skillfollow.annotate._labels import CONCORDANT, HARMFUL, HELPFUL
 from hf_skillfollow.annotate._request import BlindedView
 
 RUN_TRANSITIONS = "transitions.parquet"
 RUN_TRACES = "traces.parquet"
 _TRACE_COLUMNS = ["run_id", "task_id", "arm", "messages", "final_answer"]
 
-HELPFUL, HARMFUL, CONCORDANT = "helpful", "harmful", "concordant"
 
 
 class UnitError(ValueError):

@@ -233,12 +233,15 @@ def audit_sheet(
 
 def _one_annotator(rows: list[dict[str, Any]], annotator: str | None) -> list[dict[str, Any]]:
     names = sorted({r["annotator"] for r in rows})
+    # The names are the annotations file's (a third party's): cut, at most 10 listed.
+    shown = [n if len(n) <= 80 else n[:80] + "…" for n in names[:10]]
+    have = f"{shown}{f' and {len(names) - 10} more' if len(names) > 10 else ''}"
     if annotator is None:
         if len(names) > 1:
-            raise click.UsageError(f"several annotators {names}; choose one with --annotator")
+            raise click.UsageError(f"several annotators {have}; choose one with --annotator")
         return rows
     if annotator not in names:
-        raise click.UsageError(f"--annotator {annotator!r}: not found (have {names})")
+        raise click.UsageError(f"--annotator {annotator[:80]!r}: not found (have {have})")
     return [r for r in rows if r["annotator"] == annotator]
 
 
