@@ -795,3 +795,26 @@ def test_the_models_tab_rows_by_hand():
     assert [str(v) for v in got["worst_rae"]] == ["-0.2", "-0.0", "nan"]
     html = models_html(got)
     assert html.count("+0.0") == 1 and "no reportable cell" in html
+
+
+def test_a_listing_checked_at_once_refuses_its_first_link_out(tmp_path):
+    """`inside_all` (the root resolved once a listing) keeps `inside`'s rule: a link that
+    stays inside is read, through a root that is itself a link; the first link out, in the
+    listing's order, is named."""
+    from hf_skillfollow._files import OutsideSource, inside_all
+
+    real = tmp_path / "real"
+    (real / "a").mkdir(parents=True)
+    (real / "a" / "rows.parquet").write_bytes(b"x")
+    (real / "b.parquet").symlink_to(Path("a") / "rows.parquet")
+    (tmp_path / "secret.parquet").write_bytes(b"s")
+    (real / "c.parquet").symlink_to(Path("..") / "secret.parquet")
+    (real / "d.parquet").symlink_to(tmp_path / "secret.parquet")
+    root = tmp_path / "root"
+    root.symlink_to(real, target_is_directory=True)
+    ok = [root / "a" / "rows.parquet", root / "b.parquet", root]
+    assert inside_all(ok, root) == ok
+    with pytest.raises(OutsideSource, match=r"c\.parquet: a symbolic link out of .*secret"):
+        inside_all([*ok, root / "c.parquet", root / "d.parquet"], root)
+    with pytest.raises(OutsideSource, match=r"d\.parquet: a symbolic link out of"):
+        inside_all([root / "d.parquet", root / "c.parquet"], root)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -43,7 +44,20 @@ def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Path:
     naming the link otherwise. A published folder (a results repo cloned with git, a folder
     of runs) is its publisher's: a link in it to a file elsewhere on this machine would show
     that file's rows under the publisher's name."""
-    real, top = os.path.realpath(path), os.path.realpath(root)
+    return _inside(path, root, os.path.realpath(root))
+
+
+def inside_all(paths: Iterable[str | os.PathLike[str]], root: str | os.PathLike[str]) -> list[Path]:
+    """`inside` for each of `paths` (one listing of `root`), in order: the root resolved once
+    for the listing, not once a file (a third of the check's time on a 12,500-file source).
+    Not cached across calls: a root that is a link may be swapped between two listings, and
+    a root resolved earlier would then let in links to the folder it named before."""
+    top = os.path.realpath(root)
+    return [_inside(path, root, top) for path in paths]
+
+
+def _inside(path: str | os.PathLike[str], root: str | os.PathLike[str], top: str) -> Path:
+    real = os.path.realpath(path)
     if real != top and os.path.commonpath([real, top]) != top:
         raise OutsideSource(
             f"{path}: a symbolic link out of {root} (to {real}); only files inside a source "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from hf_skillfollow._files import NotRegularFile, OutsideSource, inside, regular_file
+from hf_skillfollow._files import NotRegularFile, OutsideSource, inside, inside_all, regular_file
 from hf_skillfollow.columns import IDENTITY_COLUMNS
 from hf_skillfollow.locations import LOCAL_SUFFIXES, is_hub_id
 from hf_skillfollow.schema import (
@@ -120,7 +120,7 @@ def _folder_files(folder: Path) -> list[Path]:
             "*.parquet under data/transitions/)"
         )
     try:  # a link out of the folder would show another file's rows as this source's
-        files = [inside(f, folder) for f in sorted(found, key=lambda f: f.split(os.sep))]
+        files = inside_all(sorted(found, key=lambda f: f.split(os.sep)), folder)
     except OutsideSource as exc:
         raise SourceError(str(exc)) from None
     return files  # as Paths sort

@@ -63,9 +63,9 @@ def _check_local(source: str) -> None:
     files += [
         p for p in path.rglob("*.parquet") if p.is_file() and f"{ANNOTATIONS_DIR}/" in p.as_posix()
     ]
-    from hf_skillfollow._files import inside
+    from hf_skillfollow._files import inside_all
 
-    check_files([inside(f, path) for f in files], "annotations", source)
+    check_files(inside_all(files, path), "annotations", source)
 
 
 def cell_markdown(board: Board, cell: pd.Series) -> str:

@@ -91,10 +91,10 @@ def _trace_files(root: Path) -> list[Path]:
     found = sorted(root.rglob("traces.parquet")) + sorted(
         (root / "data" / "traces").glob("*.parquet")
     )
-    from hf_skillfollow._files import inside
+    from hf_skillfollow._files import inside_all
 
     # a dangling link is no file; a link out of the source is refused (OutsideSource)
-    return [inside(f, root) for f in dict.fromkeys(found) if f.is_file()]
+    return inside_all([f for f in dict.fromkeys(found) if f.is_file()], root)
 
 
 def _hub_traces(repo: str) -> pa.Table | None:

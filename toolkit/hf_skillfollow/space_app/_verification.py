@@ -111,7 +111,7 @@ def _records_of(source: str) -> list[pa.Table]:
 
     import pyarrow.parquet as pq
 
-    from hf_skillfollow._files import inside, regular_file
+    from hf_skillfollow._files import inside_all, regular_file
     from hf_skillfollow.hub._budget import BUDGETS, Meter
     from hf_skillfollow.schema import validate_verifications
 
@@ -120,7 +120,7 @@ def _records_of(source: str) -> list[pa.Table]:
     found = sorted({f for pattern in RECORD_GLOBS for f in path.rglob(pattern)})
     meter, lock = Meter(BUDGETS["verifications"], source), threading.Lock()
     meter.count_files(found)
-    files = [f for f in found if is_record_file(inside(f, path))]
+    files = [f for f in inside_all(found, path) if is_record_file(f)]
     # Each held to the budget on the read that is used, as a run's rows and traces are
     # (`Meter.read_whole`): an 80-row record's footer bound is ~400 KB for ~40 KB of rows.
     return [
