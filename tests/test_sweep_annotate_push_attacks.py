@@ -364,3 +364,21 @@ def test_an_annotations_file_outside_the_scheme_is_refused_by_audit_sheet_and_pu
     code, output = _push_dry(run, tmp_path / "repo")
     assert code == 1 and output.startswith(expected) and len(output) < 1000, output[:300]
     assert _nothing_written(tmp_path / "repo")
+
+
+def test_an_annotations_file_linked_from_outside_the_folder_is_refused(tmp_path: Path) -> None:
+    """Before: report --annotations and audit-sheet read a run folder's annotations.parquet
+    that links to a file elsewhere on this machine (the rows of that folder are refused so)."""
+    run = _annotated_run(tmp_path / "runs", "label", UNCLEAR)
+    elsewhere = tmp_path / "elsewhere.parquet"
+    (run / "annotations.parquet").rename(elsewhere)
+    (run / "annotations.parquet").symlink_to(elsewhere)
+    expected = f"Error: {run / 'annotations.parquet'}: a symbolic link out of {run}"
+    for args in (
+        ["annotate", "audit-sheet", str(run), "-n", "3", "-o", str(tmp_path / "audit")],
+        ["report", str(run), "--annotations"],
+    ):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 1 and res.output.startswith(expected), res.output[:300]
+        assert res.output.count("\n") == 1
+    assert not (tmp_path / "audit").exists()

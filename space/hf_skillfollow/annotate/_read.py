@@ -34,6 +34,7 @@ def read_annotations(*sources: str | Path, required: bool = False) -> pa.Table:
 def _read_one(source: str | Path) -> list[pa.Table]:
     import pyarrow.parquet as pq
 
+    from hf_skillfollow._files import inside
     from hf_skillfollow.schema import validate_annotations
 
     def checked(table: pa.Table, where: str) -> pa.Table:
@@ -50,7 +51,9 @@ def _read_one(source: str | Path) -> list[pa.Table]:
             p for p in path.rglob("*.parquet")
             if p.is_file() and f"{ANNOTATIONS_DIR}/" in p.as_posix()
         )  # fmt: skip
-        return [checked(pq.read_table(f), str(f)) for f in files]
+        # A folder of runs or a results repo may be someone else's: a link in it to a file
+        # elsewhere on this machine is refused, as for the rows (`sources`).
+        return [checked(pq.read_table(inside(f, path)), str(f)) for f in files]
     from hf_skillfollow.hub import load_annotations
 
     table = load_annotations(str(source))
