@@ -382,3 +382,33 @@ def test_an_annotations_file_linked_from_outside_the_folder_is_refused(tmp_path:
         assert res.exit_code == 1 and res.output.startswith(expected), res.output[:300]
         assert res.output.count("\n") == 1
     assert not (tmp_path / "audit").exists()
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b'{"a": 1}\n', "line 1 is not an annotation record (a JSON object with run_id, "),
+        (b'[1]\n{"run_id": "r"}\n', "line 1 is not an annotation record"),
+        (b"x\xff\n", "not UTF-8 text (byte 1)"),
+        (b"[" * 100_000 + b"\n{}\n", "line 1 is not valid JSON"),
+    ],
+)
+def test_a_hostile_annotation_records_file_is_one_line_before_any_model_starts(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    """A run folder handed over with its annotations.jsonl. Before: KeyError 'run_id' (an
+    object without the key, a list), UnicodeDecodeError, RecursionError tracebacks. The
+    endpoint is a closed port: the error comes before any request."""
+    from tests._annotation_fixtures import write_annotation_run
+
+    run = write_annotation_run(tmp_path / "runs")
+    (run / "annotations.jsonl").write_bytes(content)
+    res = CliRunner().invoke(
+        cli,
+        ["annotate", str(run), "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+         "--model", "annotator-double"],
+    )  # fmt: skip
+    assert res.exit_code == 1, res.output[-300:]
+    assert isinstance(res.exception, SystemExit), res.exception
+    last = res.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: {run / 'annotations.jsonl'}: {expected}"), res.output[-300:]

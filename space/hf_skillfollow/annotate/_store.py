@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hf_skillfollow._text import safe_data
+from hf_skillfollow._text import loads_untrusted, safe_data
 from hf_skillfollow.schema import ANNOTATION_KEY
 from hf_skillfollow.store import ANNOTATION_RECORDS as RECORDS
 from hf_skillfollow.store import ANNOTATIONS as TABLE
@@ -40,18 +40,28 @@ class AnnotationStore:
         latest: dict[tuple[Any, ...], dict[str, Any]] = {}
         if not self.path.is_file():
             return []
-        lines = self.path.read_text(encoding="utf-8").split("\n")
+        try:
+            lines = self.path.read_text(encoding="utf-8").split("\n")
+        except UnicodeDecodeError as exc:
+            raise AnnotationStoreError(f"{self.path}: not UTF-8 text (byte {exc.start})") from None
         for i, line in enumerate(lines):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
+                row = loads_untrusted(line)
+            except ValueError:
                 if i < len(lines) - 2:  # only the unterminated last line may be torn
                     raise AnnotationStoreError(
                         f"{self.path}: line {i + 1} is not valid JSON"
                     ) from None
                 continue
+            # A run folder may be someone else's: a line that is no record is named, not a
+            # KeyError from the key.
+            if not isinstance(row, dict) or not all(k in row for k in ANNOTATION_KEY):
+                raise AnnotationStoreError(
+                    f"{self.path}: line {i + 1} is not an annotation record (a JSON object "
+                    f"with {', '.join(ANNOTATION_KEY)})"
+                )
             latest[key_of(row)] = row
         return list(latest.values())
 

@@ -81,7 +81,7 @@ def label(
     the same command again continues where it stopped.
     """
     from hf_skillfollow.annotate._annotator import AnnotatorSettings
-    from hf_skillfollow.annotate._store import AnnotationStore
+    from hf_skillfollow.annotate._store import AnnotationStore, AnnotationStoreError
     from hf_skillfollow.annotate._units import load_units
     from hf_skillfollow.cli._run import _build_config
     from hf_skillfollow.runner import published_model_name
@@ -111,9 +111,12 @@ def label(
 
     for unit in units:  # every store resolved (and bad input refused) before the model starts
         store_of(unit)
-    for store in stores.values():
-        store.repair_tail()
-    done = {k for s in stores.values() for k in s.finished(retry_failed=retry_failed)}
+    try:
+        for store in stores.values():
+            store.repair_tail()
+        done = {k for s in stores.values() for k in s.finished(retry_failed=retry_failed)}
+    except AnnotationStoreError as exc:
+        raise click.ClickException(str(exc)) from None
     pending = [
         u for u in units
         if (u.run_id, u.task_id, u.repeat_index, settings.annotator) not in done
