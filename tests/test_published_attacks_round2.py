@@ -818,3 +818,24 @@ def test_a_listing_checked_at_once_refuses_its_first_link_out(tmp_path):
         inside_all([*ok, root / "c.parquet", root / "d.parquet"], root)
     with pytest.raises(OutsideSource, match=r"d\.parquet: a symbolic link out of"):
         inside_all([root / "d.parquet", root / "c.parquet"], root)
+
+
+def test_a_card_that_repeats_a_key_is_one_error_naming_the_card_and_the_key(tmp_path):
+    """A card whose front matter gives `configs` twice: huggingface_hub's card reader (what
+    `datasets.load_dataset` takes the configs from) keeps the last one, other/*.parquet here.
+    Since eae978e the toolkit's reader refuses the repeated key, and `declared_patterns` took
+    that as a card declaring nothing: the error said the repo has no 'transitions' config,
+    naming neither the card nor the key. It is now one error naming both, as an anchor or
+    alias is."""
+    repo = tmp_path / "repo"
+    (repo / "data" / "transitions").mkdir(parents=True)
+    pq.write_table(_rows("run-d"), repo / "data" / "transitions" / "run-d.parquet")
+    (repo / "README.md").write_text(
+        "---\nconfigs:\n- config_name: transitions\n  data_files: data/transitions/*.parquet\n"
+        "configs:\n- config_name: transitions\n  data_files: other/*.parquet\n---\n# results\n"
+    )
+    with pytest.raises(HubError) as err:
+        load_transitions(repo)
+    message = str(err.value)
+    assert message.startswith(f"{repo / 'README.md'}: its front matter repeats a key")
+    assert "'configs' given twice (line 4)" in message and "\n" not in message

@@ -175,7 +175,7 @@ def declared_patterns(root: Path, config: Config) -> list[str]:
     """`data_files` paths of `config` in the README's `configs` (what `load_dataset` reads)."""
     import yaml
 
-    from hf_skillfollow._skill_meta import YAMLAliasError, load_plain_yaml
+    from hf_skillfollow._skill_meta import YAMLAliasError, _DuplicateKey, load_plain_yaml
 
     card = root / CARD_PATH
     block = _front_matter(card) if card.is_file() else None
@@ -188,6 +188,12 @@ def declared_patterns(root: Path, config: Config) -> list[str]:
         raise HubError(
             f"{card}: its front matter has a YAML anchor or alias ({exc}); a results card "
             "declares its configs in plain YAML"
+        ) from None
+    except _DuplicateKey as exc:
+        # huggingface_hub's card reader (`load_dataset` takes the configs from it) keeps the
+        # last value; read as no configs, the repo was said to have none of `config`
+        raise HubError(
+            f"{card}: its front matter repeats a key ({exc}); a results card gives each key once"
         ) from None
     except yaml.YAMLError:
         return []
