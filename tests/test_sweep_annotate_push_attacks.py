@@ -412,3 +412,21 @@ def test_a_hostile_annotation_records_file_is_one_line_before_any_model_starts(
     assert isinstance(res.exception, SystemExit), res.exception
     last = res.output.strip().splitlines()[-1]
     assert last.startswith(f"Error: {run / 'annotations.jsonl'}: {expected}"), res.output[-300:]
+
+
+@pytest.mark.parametrize("name", ["summary.json", "card_cells.json"])
+def test_a_repo_cache_file_nested_past_the_parser_is_rebuilt_not_a_failed_push(
+    tmp_path: Path, name: str
+) -> None:
+    """The stats/ files of the repo pushed into (a shared org repo, a folder handed over) are
+    a cache: an unreadable one is rebuilt (docs/hub.md). Before: one nested 200,000 deep
+    raised RecursionError and the push failed."""
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    out = tmp_path / "repo"
+    (out / "stats").mkdir(parents=True)
+    (out / "stats" / name).write_text("[" * 200_000 + "]" * 200_000)
+    code, output = _push_dry(run, out)
+    assert code == 0, output[-300:]
+    assert (out / "data" / "transitions" / "run-a0.parquet").is_file()
+    summary = json.loads((out / "stats" / "summary.json").read_text())
+    assert summary["listed"][0]["n_runs"] == 1

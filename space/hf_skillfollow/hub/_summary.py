@@ -206,7 +206,16 @@ class CardSummary:
                 for c in raw["listed"]
             ]
             summary.protocols = [Protocol(**p) for p in raw["protocols"]]
-        except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+        # RecursionError: a repo's summary.json nested deeper than the parser goes is as
+        # unreadable as any other (the push rebuilds it), not a failed push.
+        except (
+            UnicodeDecodeError,
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            RecursionError,
+        ):
             return None
         return summary
 

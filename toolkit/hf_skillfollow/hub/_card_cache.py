@@ -72,7 +72,7 @@ def _parse(data: bytes | None) -> dict[str, dict[str, Any]]:
         return {}
     try:
         parsed = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # unreadable: compute every row
         return {}
     if not isinstance(parsed, dict) or parsed.get("format") != _FORMAT:
         return {}
