@@ -430,3 +430,23 @@ def test_a_repo_cache_file_nested_past_the_parser_is_rebuilt_not_a_failed_push(
     assert (out / "data" / "transitions" / "run-a0.parquet").is_file()
     summary = json.loads((out / "stats" / "summary.json").read_text())
     assert summary["listed"][0]["n_runs"] == 1
+
+
+def test_audit_sheets_replace_a_link_in_the_output_folder_never_write_through_it(
+    tmp_path: Path,
+) -> None:
+    """An audit folder that came back from someone with audit-1.csv (or the key) linking to a
+    file of the user's. Before: write_text followed the link and overwrote that file."""
+    precious = tmp_path / "precious.txt"
+    precious.write_text("mine")
+    out = tmp_path / "audit"
+    out.mkdir()
+    for name in ("audit-1.csv", "audit-key.csv"):
+        (out / name).symlink_to(precious)
+    row = dict.fromkeys(SHEET_COLUMNS, "") | {"unit_id": "r|t1", "task_prompt": "p"}
+    key = [{"unit_id": "r|t1", "run_id": "r", "task_id": "t1", "repeat_index": 0,
+            "flip": "helpful", "annotator": "m@h", "llm_label": UNCLEAR}]  # fmt: skip
+    write_sheets(out, [row], key, humans=1, seed=0)
+    assert precious.read_text() == "mine"
+    for name in ("audit-1.csv", "audit-key.csv"):
+        assert not (out / name).is_symlink() and "r|t1" in (out / name).read_text()

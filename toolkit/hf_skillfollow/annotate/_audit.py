@@ -114,8 +114,12 @@ def _unit(shown: str) -> str:
 def write_sheets(
     out_dir: Path, rows: list[dict[str, str]], key: list[dict[str, Any]], humans: int, seed: int
 ) -> list[Path]:
-    """audit-<i>.csv per human (each in its own seeded order) plus the key file."""
+    """audit-<i>.csv per human (each in its own seeded order) plus the key file. Each is
+    written to a new file renamed into place: a sheet name in `out_dir` that is a link (a
+    folder that came back from someone) is replaced, never written through."""
     import numpy as np
+
+    from hf_skillfollow.store import atomic_write_bytes
 
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -127,13 +131,13 @@ def write_sheets(
         writer = csv.DictWriter(buf, fieldnames=list(SHEET_COLUMNS))
         writer.writeheader()
         writer.writerows({k: _cell(v) for k, v in rows[j].items()} for j in order)
-        path.write_text(buf.getvalue(), encoding="utf-8")
+        atomic_write_bytes(path, buf.getvalue().encode("utf-8"))
         paths.append(path)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(KEY_COLUMNS))
     writer.writeheader()
     writer.writerows({k: _cell(v) for k, v in row.items()} for row in key)
-    (out_dir / KEY_FILE).write_text(buf.getvalue(), encoding="utf-8")
+    atomic_write_bytes(out_dir / KEY_FILE, buf.getvalue().encode("utf-8"))
     return paths
 
 
