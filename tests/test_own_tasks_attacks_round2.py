@@ -176,3 +176,44 @@ def test_an_answer_holding_a_lone_surrogate_is_judged_not_a_crash(
         (raw, *_) = double.judge_requests
     assert judged.passed and judged.record["majority"] == [True, True]
     assert "Dear Ada \\ud800, thanks" in json.loads(raw)["messages"][1]["content"]
+
+
+# --- a wide line: many keys in one object ------------------------------------------------------
+
+WIDE = 60_000  # ~0.9 MiB as one JSON line, under the 1 MiB a line may hold
+
+
+def test_a_line_of_sixty_thousand_keys_loads_in_bounded_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    import time
+
+    extra = {f"k{i}": 0 for i in range(WIDE)}
+    rows = [{"id": "a", "prompt": "p", "answer": "1", **extra},
+            {"id": "b", "prompt": "p", "answer": "1", "hint": {f"n{i}": 0 for i in range(WIDE)}}]  # fmt: skip
+    path = _task_file(tmp_path, rows)
+    start = time.monotonic()
+    tasks, _ = load_custom(path)
+    # before: the repeated-key check counted every key in the list (quadratic): ~30 s a line
+    assert time.monotonic() - start < 10 and [t.task_id for t in tasks] == ["a", "b"]
+    err = capsys.readouterr().err.splitlines()
+    # before: one warning line per unknown key (60,000 of them for this line)
+    assert len(err) == 2 and "and 59,995 more (ignored)" in err[0]
+    assert err[1].endswith("tasks.jsonl:2: unknown key 'hint' (ignored)")
+
+
+def test_a_repeated_key_among_many_is_still_refused(tmp_path: Path) -> None:
+    body = ",".join(f'"k{i}": 0' for i in range(WIDE))
+    path = tmp_path / "tasks.jsonl"
+    path.write_text('{"id": "a", "prompt": "p", "answer": "1", ' + body + ', "k7": 1}\n')
+    with pytest.raises(TaskLoadError, match=r"tasks.jsonl:1: invalid JSON \(duplicate key 'k7'\)"):
+        load_custom(path)
+
+
+def test_an_eval_with_many_unknown_keys_is_one_warning_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    evals = [{"id": 1, "prompt": "p", "expectations": ["x"], **{f"k{i}": 0 for i in range(WIDE)}}]
+    (task,) = load_skill_evals(load_pool(_pool(tmp_path, evals)))[0]
+    err = [line for line in capsys.readouterr().err.splitlines() if "unknown key" in line]
+    assert task.task_id == "s1/1" and len(err) == 1 and "and 59,995 more" in err[0]
