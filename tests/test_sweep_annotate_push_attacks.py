@@ -450,3 +450,31 @@ def test_audit_sheets_replace_a_link_in_the_output_folder_never_write_through_it
     assert precious.read_text() == "mine"
     for name in ("audit-1.csv", "audit-key.csv"):
         assert not (out / name).is_symlink() and "r|t1" in (out / name).read_text()
+
+
+@pytest.mark.parametrize("schema", [{"function": [1]}, {"parameters": {"properties": {"q": 5}}}])
+def test_push_refuses_a_manifest_tool_schema_it_cannot_show(tmp_path: Path, schema: dict) -> None:
+    """Before: AttributeError / TypeError tracebacks from the card's tool signature."""
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A)
+    _manifest(run, tool_schema=schema)
+    code, output = _push_dry(run, tmp_path / "repo")
+    assert code == 1 and output.count("\n") == 1, output[-300:]
+    assert output.startswith(f"Error: {run / 'manifest.json'}: field 'tool_schema' is not an")
+    assert _nothing_written(tmp_path / "repo")
+
+
+def test_a_manifest_cannot_replace_the_toolkits_own_tool_schema_on_the_card(
+    tmp_path: Path,
+) -> None:
+    """Before: a manifest naming a prompts_hash of this toolkit with a made-up schema put its
+    signature on the card for every cell of that protocol."""
+    from hf_skillfollow.hub._numbers import known_tool_schemas
+
+    prompts_hash, real = next(iter(known_tool_schemas().items()))
+    run = write_run_dir(tmp_path / "runs", "run-a0", CELL_A, prompts_hash=prompts_hash)
+    _manifest(run, prompts_hash=prompts_hash, tool_schema={"name": "forged_tool", "parameters": {}})
+    out = tmp_path / "repo"
+    code, output = _push_dry(run, out)
+    assert code == 0, output[-300:]
+    card = (out / "README.md").read_text()
+    assert "forged_tool" not in card and f"`{real['function']['name']}(" in card

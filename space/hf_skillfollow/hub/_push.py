@@ -189,7 +189,9 @@ def _prepare(
     old_cells = published(CARD_CELLS_PATH, state)
     cell_cache = CardRowCache(old_cells)
     manifests = _manifests(runs)
-    schemas = known_tool_schemas() | _manifest_tool_schemas(manifests)
+    # This toolkit's own schemas win: a manifest names the tool only of prompts it does not know.
+    manifest_paths = {run.run_id: run.source / MANIFEST for run in runs}
+    schemas = _manifest_tool_schemas(manifests, manifest_paths) | known_tool_schemas()
     card = render_card(
         counts.summary if counts.table is None else counts.table,
         repo_id=repo_id,
@@ -378,14 +380,25 @@ def _manifests(runs: list[RunTables]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _manifest_tool_schemas(manifests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """prompts_hash -> tool schema recorded in the manifests of the runs being pushed."""
+def _manifest_tool_schemas(
+    manifests: dict[str, dict[str, Any]], paths: dict[str, Path]
+) -> dict[str, dict[str, Any]]:
+    """prompts_hash -> tool schema recorded in the manifests of the runs being pushed; one the
+    card cannot show as a signature (a hand-made manifest) is a HubError naming it."""
+    from hf_skillfollow.hub._numbers import tool_signature
+
     out: dict[str, dict[str, Any]] = {}
-    for manifest in manifests.values():
-        if isinstance(manifest.get("tool_schema"), dict) and isinstance(
-            manifest.get("prompts_hash"), str
-        ):
-            out[manifest["prompts_hash"]] = manifest["tool_schema"]
+    for run_id, manifest in manifests.items():
+        schema = manifest.get("tool_schema")
+        if isinstance(schema, dict) and isinstance(manifest.get("prompts_hash"), str):
+            try:
+                tool_signature(schema)
+            except (AttributeError, TypeError, RecursionError):
+                raise HubError(
+                    f"{paths[run_id]}: field 'tool_schema' is not an OpenAI tool schema "
+                    "(name, parameters.properties of JSON schemas)"
+                ) from None
+            out[manifest["prompts_hash"]] = schema
     return out
 
 
