@@ -478,3 +478,34 @@ def test_a_manifest_cannot_replace_the_toolkits_own_tool_schema_on_the_card(
     assert code == 0, output[-300:]
     card = (out / "README.md").read_text()
     assert "forged_tool" not in card and f"`{real['function']['name']}(" in card
+
+
+def test_annotate_never_appends_through_a_records_link_out_of_the_run_folder(
+    tmp_path: Path,
+) -> None:
+    """A run folder handed over with annotations.jsonl linking to a file of the user's.
+    Before: each labelled unit was appended to that file (through the link)."""
+    from tests._annotation_fixtures import (
+        ScriptedAnnotatorDouble,
+        label_json,
+        write_annotation_run,
+    )
+
+    run = write_annotation_run(tmp_path / "runs")
+    precious = tmp_path / "precious.txt"
+    precious.write_text("mine\n")
+    (run / "annotations.jsonl").symlink_to(precious)
+    tasks = ("Mbpp/2", "Mbpp/3", "Mbpp/4", "Mbpp/5", "Mbpp/6")
+    with ScriptedAnnotatorDouble({t: [label_json(UNCLEAR)] for t in tasks}) as server:
+        res = CliRunner().invoke(
+            cli,
+            ["annotate", str(run), "--backend", "openai", "--base-url", server.url,
+             "--model", "annotator-double"],
+        )  # fmt: skip
+    assert res.exit_code == 1, res.output[-300:]
+    assert (
+        res.output.strip()
+        .splitlines()[-1]
+        .startswith(f"Error: {run / 'annotations.jsonl'}: a symbolic link out of {run}")
+    )
+    assert precious.read_text() == "mine\n"

@@ -69,7 +69,20 @@ class AnnotationStore:
         """Keys not to annotate again: every recorded key, or only labelled ones."""
         return {key_of(r) for r in self.rows() if not retry_failed or r["label"] is not None}
 
+    def check(self) -> None:
+        """The records file, where there is one, is a regular file inside the folder: a run
+        folder may be someone else's, and a link out of it would have `append` write
+        annotation lines into a file elsewhere on this machine."""
+        from hf_skillfollow._files import inside, regular_file
+
+        if os.path.lexists(self.path):
+            try:
+                regular_file(inside(self.path, self.root))
+            except OSError as exc:
+                raise AnnotationStoreError(str(exc)) from None
+
     def repair_tail(self) -> None:
+        self.check()
         if self.path.is_file():
             data = self.path.read_bytes()
             if data and not data.endswith(b"\n"):
