@@ -509,3 +509,19 @@ def test_annotate_never_appends_through_a_records_link_out_of_the_run_folder(
         .startswith(f"Error: {run / 'annotations.jsonl'}: a symbolic link out of {run}")
     )
     assert precious.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("name", ["../../elsewhere", "/tmp/abs", "a\\b", "..", "x\x1b[2J"])
+def test_a_sweep_name_that_is_no_folder_name_is_refused(tmp_path: Path, name: str) -> None:
+    """The default output folder is runs/NAME. Before: a shared sweep file named
+    ../../elsewhere (or /tmp/abs: Path('runs') / '/tmp/abs' is /tmp/abs) put its runs there."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(
+        f"name: {json.dumps(name)}\n"
+        "models: [{name: m, model: m, base_url: 'http://127.0.0.1:9/v1'}]\n"
+        "benchmarks: [{benchmark: mbppplus}]\n"
+    )
+    res = CliRunner().invoke(cli, ["sweep", str(sweep), "--plan"])
+    assert res.exit_code == 1, res.output
+    assert res.output.startswith(f"Error: {sweep}: name: Value error, ")
+    assert "is not a folder name" in res.output and res.output.count("\n") == 1

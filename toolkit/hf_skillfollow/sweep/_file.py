@@ -233,6 +233,18 @@ class SweepFile(_Strict):
     _axes_filled = field_validator("axes")(_no_empty_axes)
     _own = field_validator("settings", "model_defaults")(_no_sweep_fields)
 
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, v: str) -> str:
+        # The default output folder is runs/NAME: a name with a separator, `..` or an absolute
+        # path would put a shared sweep file's runs anywhere on this machine.
+        if v in (".", "..") or any(c in v for c in "/\\") or not v.isprintable():
+            raise ValueError(
+                f"{v[:80]!r} is not a folder name (the default output folder is runs/NAME): "
+                "no '/', '\\', '..' or control characters; set output_dir to choose a folder"
+            )
+        return v
+
     @field_validator("models")
     @classmethod
     def _unique_models(cls, v: list[ModelEntry]) -> list[ModelEntry]:
