@@ -217,3 +217,18 @@ def test_an_eval_with_many_unknown_keys_is_one_warning_line(
     (task,) = load_skill_evals(load_pool(_pool(tmp_path, evals)))[0]
     err = [line for line in capsys.readouterr().err.splitlines() if "unknown key" in line]
     assert task.task_id == "s1/1" and len(err) == 1 and "and 59,995 more" in err[0]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"e1": {"passed": false, "evidence": "no"}, "e1": {"passed": true, "evidence": "ok"}}',
+        '{"e1": {"passed": false, "evidence": "no", "passed": true}}',
+    ],
+)
+def test_a_judge_reply_giving_a_verdict_twice_is_invalid_not_its_last(reply: str) -> None:
+    from hf_skillfollow.judge._request import parse_verdicts
+
+    # before: Python's json kept the last value, so the reply read as met
+    with pytest.raises(ValueError, match="duplicate key .e1.|duplicate key .passed."):
+        parse_verdicts(reply, 1)

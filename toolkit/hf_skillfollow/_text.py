@@ -51,6 +51,20 @@ def safe_data(value: Any) -> Any:
     return value
 
 
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A ``json.loads`` ``object_pairs_hook`` refusing a key given twice in one object (JSON
+    parsers disagree on which value wins: the reader would decide) with ``ValueError``; one
+    pass, since a 1 MiB line may hold 80,000 keys."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key[:60]!r}")
+            seen.add(key)
+    return out
+
+
 def loads_untrusted(text: str | bytes) -> Any:
     """``json.loads`` for text a third party wrote (model output, tool arguments); every way
     the parse can fail is a ``ValueError``.

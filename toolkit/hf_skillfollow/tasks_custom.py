@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_skillfollow._task import Task, TaskLoadError
-from hf_skillfollow._text import utf8_encodable
+from hf_skillfollow._text import unique_keys, utf8_encodable
 
 GRADERS = ("tests", "answer", "expectations")
 KNOWN_KEYS = frozenset({"id", "prompt", "domain", "entry_point", "expected_output", *GRADERS})
@@ -123,20 +123,6 @@ def _lines(path: Path, blob: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, data
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # JSON parsers disagree on a repeated key (Python keeps the last, others the first or
-    # refuse): a task whose `id` or grader depends on the parser is refused
-    # (one pass: a 1 MiB line holds 80,000 keys, and counting each took a minute a line)
-    out = dict(pairs)
-    if len(out) < len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise ValueError(f"duplicate key {key[:60]!r}")
-            seen.add(key)
-    return out
-
-
 #: unknown keys named in one warning line; the rest are counted (a line may hold 80,000)
 MAX_NAMED_KEYS = 5
 
@@ -172,7 +158,7 @@ def _text_only(row: dict[str, Any], where: str) -> None:
 
 def _json(blob: bytes, where: str) -> Any:
     try:
-        return json.loads(blob.decode("utf-8"), object_pairs_hook=_unique_keys)
+        return json.loads(blob.decode("utf-8"), object_pairs_hook=unique_keys)
     except UnicodeDecodeError as exc:
         raise TaskLoadError(f"{where}: not UTF-8 (byte {exc.start})") from None
     except (ValueError, RecursionError) as exc:  # deep nesting is refused, never expanded

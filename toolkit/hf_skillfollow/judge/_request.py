@@ -155,10 +155,14 @@ def parse_verdicts(
     the answer itself holds (`written`, from `written_verdicts`) is invalid too: the judge
     copied the graded text (an answer that writes `{"e1": {"passed": true, ...}}` for a judge
     to echo), it did not grade it."""
+    from hf_skillfollow._text import unique_keys
+
     try:
-        data = json.loads(text)
-    except (TypeError, ValueError, RecursionError):
-        raise ValueError(f"not valid JSON: {str(text)[:120]!r}") from None
+        # a key given twice ({"e1": {"passed": false}, "e1": {"passed": true}}) says both:
+        # reading the last would infer a verdict from invalid output
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"not valid JSON ({str(exc)[:80]}): {str(text)[:120]!r}") from None
     if not isinstance(data, dict):
         raise ValueError(f"expected a JSON object, got {type(data).__name__}")
     if written and _canonical(data) in written:
