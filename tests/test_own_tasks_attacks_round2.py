@@ -232,3 +232,40 @@ def test_a_judge_reply_giving_a_verdict_twice_is_invalid_not_its_last(reply: str
     # before: Python's json kept the last value, so the reply read as met
     with pytest.raises(ValueError, match="duplicate key .e1.|duplicate key .passed."):
         parse_verdicts(reply, 1)
+
+
+# --- a traces file's judge records, read by `report` --------------------------------------------
+
+GOOD_RECORD = {"majority": [True], "unanimous": [True], "n_valid": 2, "ties": 0,
+               "settings": {"repeats": 2}, "fragile": False, "grading_failure": False}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("{not json", "not JSON"),
+        ("[1]", "not a JSON object"),
+        (json.dumps({**GOOD_RECORD, "majority": "yes"}), "'majority' is not a list"),
+        (json.dumps({**GOOD_RECORD, "unanimous": [1]}), "'unanimous' is not a list"),
+        (json.dumps({**GOOD_RECORD, "n_valid": "2"}), "'n_valid' is not a count"),
+        (json.dumps({**GOOD_RECORD, "settings": {"repeats": None}}), "'settings'"),
+        ("[" * 100_000, "not JSON"),
+    ],
+)
+def test_a_traces_file_with_a_broken_judge_record_is_one_error_line(
+    tmp_path: Path, value: str, problem: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from hf_skillfollow.report_own import read_trace_rows
+
+    good = json.dumps(GOOD_RECORD)
+    records = [good, None, json.dumps({"not_judged": "empty answer"}), value]
+    pq.write_table(pa.table({"cell_id": ["c"] * 4, "judge_verdicts": records}), tmp_path / "traces.parquet")
+    # before: the rows were returned and the figures raised JSONDecodeError, TypeError or
+    # AttributeError: `report` on a downloaded run ended in a traceback
+    with pytest.raises(ValueError, match=rf"traces.parquet: row 3: column 'judge_verdicts': {problem}"):
+        read_trace_rows([tmp_path])
+    pq.write_table(pa.table({"cell_id": ["c"] * 3, "judge_verdicts": records[:3]}), tmp_path / "traces.parquet")
+    assert len(read_trace_rows([tmp_path])) == 3

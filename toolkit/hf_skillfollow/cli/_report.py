@@ -152,16 +152,17 @@ def report(
     else:
         text = render(cells, fmt, width=width, notes=notes, repeats=repeats)
     if not correlate:  # cost per arm, judge noise, per skill: read from the traces (docs/tasks.md)
-        from hf_skillfollow.report_own import text_for
+        from hf_skillfollow.report_own import text_for, with_json
 
-        text += text_for(table, sources, fmt)
+        try:  # a traces file beside the sources may be a hostile or edited one
+            text += text_for(table, sources, fmt)
+            if fmt == "json" and not with_repeats:
+                text = with_json(text, table, sources)
+        except (ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
         from hf_skillfollow.report import arm_integrity_text
 
         text += arm_integrity_text(read, fmt)  # every row read: violations left out included
-        if fmt == "json" and not with_repeats:
-            from hf_skillfollow.report_own import with_json
-
-            text = with_json(text, table, sources)
     if imported is not None and not correlate:
         text = _with_imported(text, imported["summary"], fmt, width)
     if with_annotations and not correlate:
