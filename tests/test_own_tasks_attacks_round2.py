@@ -269,3 +269,33 @@ def test_a_traces_file_with_a_broken_judge_record_is_one_error_line(
         read_trace_rows([tmp_path])
     pq.write_table(pa.table({"cell_id": ["c"] * 3, "judge_verdicts": records[:3]}), tmp_path / "traces.parquet")
     assert len(read_trace_rows([tmp_path])) == 3
+
+
+# --- `verify` re-grades with the recorded judge settings: a stranger's record ------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"repeats": 1_000_000}, "setting 'repeats' = '1000000' \\(from 1 to 9\\)"),
+        ({"max_attempts": 500}, "setting 'max_attempts'"),
+        ({"repeats": True}, "setting 'repeats'"),
+        ({"max_tokens": "1024"}, "setting 'max_tokens'"),
+        ({"model": ["m"]}, "setting 'model'"),
+        ({"base_url": "http://evil"}, "settings keys .* are not a judge's"),
+    ],
+)
+def test_a_recorded_judge_setting_a_run_cannot_write_is_refused(change: dict, message: str) -> None:
+    import dataclasses
+
+    from hf_skillfollow.judge import JudgeSettings
+
+    honest = JudgeSettings(model="m", backend="openai", repeats=3, seed=-4)
+    record = {"settings": dataclasses.asdict(honest)}
+    assert JudgeSettings.from_record(record) == honest
+    # before: any settings the traces held were used (a million repeats of every answer sent
+    # to the verifier's judge), or a TypeError traceback for an unknown key
+    with pytest.raises(ValueError, match=message):
+        JudgeSettings.from_record({"settings": {**record["settings"], **change}})
+    with pytest.raises(ValueError, match="'settings' is not an object"):
+        JudgeSettings.from_record({"settings": [1]})

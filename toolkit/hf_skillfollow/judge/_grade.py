@@ -32,6 +32,17 @@ if TYPE_CHECKING:
 REPEAT_STRIDE = 1000
 
 
+#: what a run can record (config.RunConfig: judge_repeats 1-9, judge_max_tokens from 16, three
+#: attempts; the token and seed ranges only keep the numbers sane)
+RECORD_BOUNDS: dict[str, tuple[float, float]] = {
+    "repeats": (1, 9),
+    "max_attempts": (1, 3),
+    "max_tokens": (16, 2**31 - 1),
+    "temperature": (0.0, 2.0),
+    "seed": (-(2**63), 2**63 - 1),
+}
+
+
 @dataclass(frozen=True)
 class JudgeSettings(_structured.AskSettings):
     """How the judge model is asked; `identity` is recorded in traces and the cell id."""
@@ -50,8 +61,32 @@ class JudgeSettings(_structured.AskSettings):
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> JudgeSettings:
-        """The settings a recorded verdict was produced with (`verify` re-grades with them)."""
-        return cls(**record["settings"])
+        """The settings a recorded verdict was produced with (`verify` re-grades with them).
+
+        The record comes from a traces file, perhaps downloaded: its settings must be those a
+        run can write (`RECORD_BOUNDS`), or `verify` would send what a stranger chose (a
+        million repeats of every answer to your judge); ValueError says which is not."""
+        settings = record.get("settings") if isinstance(record, dict) else None
+        if not isinstance(settings, dict):
+            raise ValueError("judge record: 'settings' is not an object")
+        fields = {f.name: f.type for f in dataclasses.fields(cls)}
+        unknown = sorted(set(settings) - set(fields))
+        if unknown or not {"model", "backend"} <= set(settings):
+            raise ValueError(
+                f"judge record: settings keys {sorted(settings)[:8]} are not a judge's"
+            )
+        for key, value in settings.items():
+            kind = {"str": str, "int": int, "float": (int, float)}[str(fields[key])]
+            low, high = RECORD_BOUNDS.get(key, (None, None))
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, kind)
+                or (low is not None and not low <= value <= high)
+            ):
+                bounds = "" if low is None else f" (from {low} to {high})"
+                raise ValueError(f"judge record: setting {key!r} = {str(value)[:40]!r}{bounds}")
+        return cls(**settings)
+
 
     def identity(self) -> dict[str, Any]:
         """What defines the judge in the cell id (everything but where it is reached)."""
