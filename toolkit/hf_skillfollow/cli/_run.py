@@ -30,9 +30,7 @@ def _engine_options(values: tuple[str, ...], flag: str = "--engine-option") -> d
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(
-                f"expected KEY=VALUE, got {item!r}", param_hint=flag
-            )
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=flag)
         try:
             options[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -183,7 +181,8 @@ def _build_config(params: dict[str, Any]):
 @click.option(
     "--set-aside-bad-records",
     is_flag=True,
-    help="With --resume: move bad lines of records.jsonl to records.rejected and rerun their tasks.",
+    help="With --resume: move bad lines of records.jsonl to records.rejected and rerun their "
+    "tasks; with --harness: the same for the run folders its import appends to.",
 )
 @click.option(
     "--retry-errors",
@@ -248,6 +247,7 @@ def run(
     secrets = url_secrets(params.get("base_url"))
     harness = {k: params.pop(k) for k in _HARNESS_ONLY}
     if any(v not in (None, ()) for v in harness.values()):
+        harness["set_aside_bad_records"] = set_aside_bad_records
         _run_harness(harness, params, output_dir, resume_dir, report, resamples, secrets)
         return
     if set_aside_bad_records and resume_dir is None:
@@ -260,7 +260,9 @@ def run(
                 )
             plans = [
                 plan_resume(
-                    resume_dir, _given(params), set_aside=set_aside_bad_records,
+                    resume_dir,
+                    _given(params),
+                    set_aside=set_aside_bad_records,
                     retry_errors=retry_errors,
                 )  # fmt: skip
             ]
@@ -322,6 +324,8 @@ def _run_harness(
     from hf_skillfollow.harness._harbor import HarborOptions, HarnessError
 
     name = harness.pop("harness")
+    # the import's flag (not typed: False), which the chat loop reads with --resume only
+    set_aside = harness.pop("set_aside_bad_records", False)
     if name is None:
         given = next(k for k, v in harness.items() if v not in (None, ()))
         flag = given.removeprefix("harness_").replace("_", "-")
@@ -348,6 +352,7 @@ def _run_harness(
         "benchmark": params.get("benchmark"),
         "judge": {k: v for k, v in params.items() if k.startswith("judge_") and v is not None}
         or None,
+        "set_aside_bad_records": set_aside or None,
     }
     options = HarborOptions(**{k: v for k, v in values.items() if v is not None})
     try:

@@ -112,6 +112,10 @@ class HarborOptions:
     judge: dict[str, Any] = field(default_factory=dict)
     """With `skill-evals`: the `--judge-*` flags as given (`_judged.JUDGE_FLAGS` names);
     unset ones default to the agent's model at its endpoint."""
+    set_aside_bad_records: bool = False
+    """Bad lines of the run folders' `records.jsonl` go to `records.rejected` at the import and
+    their pairs are written again (else the first is an error naming file:line); not part of
+    the work folder's key."""
 
 
 @dataclass
@@ -265,6 +269,7 @@ def _key(options: HarborOptions, pool_hash: str) -> str:
     # the trials do not depend on the judge (its verdicts are kept per judge, `_judged`), and
     # a run of --tasks keeps the key it had before skill evals existed
     settings.pop("judge")
+    settings.pop("set_aside_bad_records")  # how to mend the run folders, not what ran
     if settings["benchmark"] is None:
         settings.pop("benchmark")
     return stable_hash(settings)[:12]
@@ -717,6 +722,7 @@ def _import(
     `judging` (skill evals): the blinded judge's verdicts replace the trials' placeholder
     rewards."""
     from hf_skillfollow.importers import ImportInputError, ImportOptions, import_runs
+    from hf_skillfollow.store import RunDirError
 
     dataset = _dataset(options.tasks)
     examples = Path(options.tasks).resolve() == (EXAMPLES / "tasks").resolve()
@@ -739,9 +745,17 @@ def _import(
             paths=folders.get(BOTH, []),
             provenance=PROVENANCE,
             judging=judging,
+            set_aside_bad_records=options.set_aside_bad_records,
         )
     except ImportInputError as exc:
         raise HarnessError(f"import of {work / 'jobs'}: {exc}") from None
+    except RunDirError as exc:
+        # the importer's way out names `import`'s flag; here it is this command's
+        where = str(exc).partition("; to move the bad line(s)")[0]
+        raise HarnessError(
+            f"{where}; to move the bad line(s) to records.rejected and write their pairs "
+            "again, give the same `run --harness harbor` command with --set-aside-bad-records"
+        ) from None
     notes.extend(result.notes)
     notes.append(
         f"imported {result.n_pairs} pair(s) ({result.n_written} new, {result.n_already} "
