@@ -36,6 +36,16 @@ DISCOVERY_TAG = "skillfollow"
 # huggingface_hub retries an unreachable Hub for ~25 s. Discovery runs while gradio imports
 # (~2.5 s, see _launch), so waiting up to 3 s adds at most about half a second to the start.
 DISCOVERY_TIMEOUT_S = 3.0
+#: Sources Hub discovery adds to the board. Anyone can tag a dataset `skillfollow`, and each
+#: source is downloaded, read and computed at start-up, so ten thousand tagged repos would
+#: make the start unbounded; the most downloaded ones are loaded, the rest named in a warning.
+MAX_DISCOVERED_SOURCES = 50
+#: Entries of the discovery listing read (one page of the Hub's API): enough to say how many
+#: tagged datasets were left out, without walking a listing anyone can make any length.
+MAX_DISCOVERY_LISTING = 1_000
+#: Sources named explicitly (arguments or SKILLFOLLOW_SOURCES): the operator chose them, so
+#: the cap is higher, but a start-up still reads each one.
+MAX_NAMED_SOURCES = 200
 
 
 #: The column naming the source a row (cell, trace, record, annotation) was read from.
@@ -119,24 +129,38 @@ def resolve_sources(
     """Sources from arguments, else `SKILLFOLLOW_SOURCES`, plus Hub datasets tagged `skillfollow`.
 
     Discovery defaults to on only when no source was named (a Space with no config). Returns
-    (sources, warnings); duplicates are dropped keeping the first occurrence.
+    (sources, warnings); duplicates are dropped keeping the first occurrence, and at most
+    `MAX_NAMED_SOURCES` named and `MAX_DISCOVERED_SOURCES` discovered sources are kept, each
+    cap that cuts adding one warning (docs/leaderboard.md, "Bounded work per source").
     """
     env = os.environ if env is None else env
-    named = list(args) or split_sources(env.get(ENV_SOURCES))
+    where = "The SOURCE arguments name" if args else f"{ENV_SOURCES} names"
+    named = list(dict.fromkeys(list(args) or split_sources(env.get(ENV_SOURCES))))
     if discover is None:
         flag = env.get(ENV_DISCOVER)
         discover = (flag.strip().lower() not in {"0", "false", "no", "off"}) if flag else not named
     warnings: list[str] = []
+    if len(named) > MAX_NAMED_SOURCES:
+        warnings.append(
+            f"{where} {len(named):,} sources; the board loads the first "
+            f"{MAX_NAMED_SOURCES:,} (MAX_NAMED_SOURCES), the other "
+            f"{len(named) - MAX_NAMED_SOURCES:,} are left out"
+        )
+        named = named[:MAX_NAMED_SOURCES]
     found: list[str] = []
     if discover:
-        found, warning = discover_hub_sources(env)
+        found, warning = discover_hub_sources(env, known=named)
         if warning:
             warnings.append(warning)
-    return list(dict.fromkeys(named + found)), warnings
+    return named + found, warnings
 
 
-def discover_hub_sources(env: Mapping[str, str]) -> tuple[list[str], str | None]:
-    """Hub dataset repos tagged `skillfollow`; an unreachable Hub yields a warning, not an error."""
+def discover_hub_sources(
+    env: Mapping[str, str], known: Sequence[str] = ()
+) -> tuple[list[str], str | None]:
+    """Hub dataset repos tagged `skillfollow` and not in `known`, the most downloaded first and
+    at most `MAX_DISCOVERED_SOURCES`; an unreachable Hub, or more tagged repos than that,
+    yields a warning, not an error."""
     if env.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
         return (
             [],
@@ -148,7 +172,12 @@ def discover_hub_sources(env: Mapping[str, str]) -> tuple[list[str], str | None]
         try:
             from huggingface_hub import list_datasets
 
-            result["ids"] = [d.id for d in list_datasets(filter=DISCOVERY_TAG)]
+            # sorted by downloads (the Hub lists descending) and limited: the listing stops
+            # after one page however many repos carry the tag
+            listing = list_datasets(
+                filter=DISCOVERY_TAG, sort="downloads", limit=MAX_DISCOVERY_LISTING
+            )
+            result["ids"] = [d.id for d in listing]
         except Exception as exc:  # any network/auth failure must stay a warning
             result["error"] = f"{type(exc).__name__}: {exc}"
 
@@ -156,11 +185,28 @@ def discover_hub_sources(env: Mapping[str, str]) -> tuple[list[str], str | None]
     worker.start()
     worker.join(DISCOVERY_TIMEOUT_S)
     if "ids" in result:
-        return list(result["ids"]), None  # type: ignore[arg-type]
+        return _capped_discovery(result["ids"], known)  # type: ignore[arg-type]
     reason = result.get("error") or f"no answer within {DISCOVERY_TIMEOUT_S:.0f} s"
     return (
         [],
         f"Hub discovery of datasets tagged '{DISCOVERY_TAG}' failed ({reason}); showing named sources only",
+    )
+
+
+def _capped_discovery(listed: list[str], known: Sequence[str]) -> tuple[list[str], str | None]:
+    """The first `MAX_DISCOVERED_SOURCES` listed ids not already named, and a warning saying
+    how many tagged datasets were left out (a lower bound when the listing was cut)."""
+    named = set(known)
+    fresh = [i for i in dict.fromkeys(listed) if i not in named]
+    if len(fresh) <= MAX_DISCOVERED_SOURCES:
+        return fresh, None
+    left = len(fresh) - MAX_DISCOVERED_SOURCES
+    more = "at least " if len(listed) >= MAX_DISCOVERY_LISTING else ""
+    return fresh[:MAX_DISCOVERED_SOURCES], (
+        f"Hub discovery found more than {MAX_DISCOVERED_SOURCES} datasets tagged "
+        f"'{DISCOVERY_TAG}': the board loads the {MAX_DISCOVERED_SOURCES} most downloaded "
+        f"(MAX_DISCOVERED_SOURCES), {more}{left:,} left out; name a source in {ENV_SOURCES} "
+        "to load it"
     )
 
 
