@@ -485,7 +485,21 @@ def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
     None (a resume, a re-import). The recorded pair is kept (a trial Harbor redid after a kill
     is no new pair), but it is said: another run of the same cell (the same agent, model,
     tasks, checksums and skills, so the same run folder) is not silently "already there"."""
-    recorded: dict[str, tuple[str, str]] = {}
+    recorded = recorded_trials(record)
+    # a record written before traces named the trial's id is compared without it
+    now = {t.arm: _trial_key(t, "trial_id" in recorded.get(t.arm, {})) for t in (pair.se, pair.sd)}
+    if set(recorded) != {"se", "sd"} or {a: tuple(r.values()) for a, r in recorded.items()} == now:
+        return None  # a record without its trials' names is not second-guessed
+    said = {a: r.get("trial_id") or r["trial"] for a, r in recorded.items()}
+    here = {t.arm: safe_text(t.trial_id or t.source.name) for t in (pair.se, pair.sd)}
+    return (f"task {pair.task!r} repeat {k}: recorded {said['se']} and {said['sd']}, here "
+            f"{here['se']} and {here['sd']}")  # fmt: skip
+
+
+def recorded_trials(record: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """arm -> the recorded trial's `trial` (folder name), `started_at` and, where the trace
+    names it, `trial_id`, from a record's traces (an arm whose trace names none is left out)."""
+    recorded: dict[str, dict[str, str]] = {}
     for trace in record.get("traces") or ():
         try:
             details = json.loads(trace.get("scorer_details") or "{}")
@@ -493,13 +507,18 @@ def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
             continue
         if isinstance(details, dict) and isinstance(details.get("trial"), str):
             # the details' JSON keeps a folder name's lone surrogate (`\udcff`) as it is
-            trial, started = details["trial"], str(details.get("started_at"))
-            recorded[str(trace.get("arm"))] = (safe_text(trial), safe_text(started))
-    now = {t.arm: (safe_text(t.source.name), safe_text(t.started_at)) for t in (pair.se, pair.sd)}
-    if set(recorded) != {"se", "sd"} or recorded == now:
-        return None  # a record without its trials' names is not second-guessed
-    return (f"task {pair.task!r} repeat {k}: recorded {recorded['se'][0]} and "
-            f"{recorded['sd'][0]}, here {now['se'][0]} and {now['sd'][0]}")  # fmt: skip
+            found = {"trial": safe_text(details["trial"]),
+                     "started_at": safe_text(str(details.get("started_at")))}  # fmt: skip
+            if isinstance(details.get("trial_id"), str):
+                found["trial_id"] = safe_text(details["trial_id"])
+            recorded[str(trace.get("arm"))] = found
+    return recorded
+
+
+def _trial_key(trial: Trial, with_id: bool) -> tuple[str, ...]:
+    """A trial as `recorded_trials` gives a recorded one: folder name, start and (`with_id`) id."""
+    key = (safe_text(trial.source.name), safe_text(trial.started_at))
+    return (*key, safe_text(trial.trial_id)) if with_id else key
 
 
 def _activated(det: Detection | None, trigger: str) -> list[str]:
@@ -607,6 +626,9 @@ def _trace(
         "reward": trial.reward,
         "pass_threshold": manifest["import"]["pass_threshold"],
         "trial": trial.source.name,
+        # the harness's name for it (Harbor's trial_name; skill-creator: the run's path from
+        # the workspace's folder, since `run-1` is in every iteration): a trial's identity
+        **({"trial_id": trial.trial_id} if trial.trial_id else {}),
         "transcript": None if read.transcript is None else read.transcript.name,
         "started_at": trial.started_at,
         "task_checksum": trial.checksum,

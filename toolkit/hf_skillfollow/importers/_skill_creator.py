@@ -14,6 +14,7 @@ cross-checked against the gradings; every disagreement is reported, the gradings
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from hf_skillfollow.importers._base import (
     Trial,
 )
 from hf_skillfollow.importers._harbor import seconds_value
+from hf_skillfollow.importers._pairing import ISO_START, start_key
 from hf_skillfollow.importers._walk import (
     MAX_ENTRIES,
     existing_files,
@@ -44,6 +46,8 @@ _RUN = re.compile(r"run-(\d{1,6})")
 _MAX_NOTES = 50
 _MAX_NAME_SCANS = 2_000_000
 _SHOWN = 80
+#: A run's note when its configuration's runs are paired by run number (`_by_run_number`).
+_BY_NUMBER = "ordered by run number"
 _TRANSCRIPTS = ("transcript.jsonl", "outputs/transcript.jsonl", "transcript.json",
                 "outputs/transcript.json")  # fmt: skip
 
@@ -75,6 +79,13 @@ def collect_skill_creator(request: ImportRequest) -> Collected:
                     "the workspaces apart (their evals are not repeats of one task)"
                 )
         trials.extend(found)
+        reordered = [t for t in found if any(n.startswith(_BY_NUMBER) for n in t.notes)]
+        if reordered:
+            notes.append(
+                f"{iteration}: {len(reordered)} run(s) paired in the order of their run number, "
+                "not executor_start: some runs of their configuration have no timing.json, "
+                f"e.g. {reordered[0].source}"
+            )
         notes.extend(_cross_check(iteration, found, baseline))
         if model:
             trials[:] = [_with_model(t, model) for t in trials]
@@ -122,13 +133,15 @@ def _baseline(iteration: Path, chosen: str | None) -> str:
 
 def _runs(iteration: Path, baseline: str, options: ImportOptions) -> tuple[list[Trial], str]:
     trials = []
+    above = iteration.resolve().parent.parent  # a run's id starts with the workspace's name
     for eval_dir in _dirs(iteration):
         for config, arm in (("with_skill", "se"), (baseline, "sd")):
             folder = eval_dir / config
             if not folder.is_dir() or folder.is_symlink():
                 continue
             runs = [p for p in _dirs(folder) if _RUN.fullmatch(p.name)] or [folder]
-            trials.extend(_trial(run, eval_dir.name, arm, options) for run in runs)  # type: ignore[arg-type]
+            found = [_trial(run, eval_dir.name, arm, options, above) for run in runs]  # type: ignore[arg-type]
+            trials.extend(_by_run_number(found))
     model = ""
     bench = find_file(iteration, "benchmark.json")
     if bench is not None:
@@ -138,7 +151,27 @@ def _runs(iteration: Path, baseline: str, options: ImportOptions) -> tuple[list[
     return trials, model
 
 
-def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
+def _by_run_number(runs: list[Trial]) -> list[Trial]:
+    """The runs of one configuration, each ordered by its run number (`run-000002`) when some
+    have an ISO `executor_start` and some none: pairing sorts ISO times before any text, so
+    run-2 without timing.json would come after run-3 with it and pair with the other arm's
+    run-3. The times left unused are said in each run's notes."""
+    timed = [start_key(t.started_at)[0] == ISO_START for t in runs]
+    if all(timed) or not any(timed):
+        return runs
+    out = []
+    for trial, had in zip(runs, timed, strict=True):
+        m = _RUN.fullmatch(trial.source.name)
+        number = f"run-{int(m.group(1)):06d}" if m else ""
+        note = (f"{_BY_NUMBER}: executor_start {trial.started_at} not used, since "
+                "other runs of this configuration have none") if had else (
+                f"{_BY_NUMBER}: no timing.json executor_start")  # fmt: skip
+        out.append(replace(trial, started_at=number, notes=(*trial.notes, note)))
+    return out
+
+
+def _trial(run: Path, task: str, arm: Arm, options: ImportOptions, above: Path) -> Trial:
+    """One run; `above` is the folder holding its workspace (its id is the path from there)."""
     grading_path = find_file(run, "grading.json")
     timing_path = find_file(run, "timing.json")
     started = ""
@@ -162,6 +195,9 @@ def _trial(run: Path, task: str, arm: Arm, options: ImportOptions) -> Trial:
         arm=arm, task=task, checksum="", started_at=started, passed=passed, error=error,
         source=run, transcripts=transcripts, agent="skill-creator", agent_version="unknown",
         reward=rate, seconds=seconds,
+        # `run-1` and a start from the run number are in every eval and iteration: the path
+        # from above the workspace tells this run from another iteration's or workspace's
+        trial_id=run.resolve().relative_to(above).as_posix(),
     )  # fmt: skip
 
 
@@ -264,6 +300,4 @@ def _disagreements(
 
 
 def _with_model(trial: Trial, model: str) -> Trial:
-    from dataclasses import replace
-
     return replace(trial, model=model) if trial.model == "unknown" else trial
