@@ -85,3 +85,63 @@ def test_set_aside_bad_records_reaches_the_harness_runs_import(
     assert sorted(r["task_id"] for r in rows) == ["task-a", "task-b"]
     # the flag is how to mend, not what ran: the same work folder, no second one
     assert len(list((tmp_path / "runs").glob("harbor-*"))) == 1
+
+
+def _staged_run(tmp_path: Path, env: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", env, "--tasks", str(tmp_path / "in"),
+        "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    ("environment", "key", "value", "why"),
+    [
+        ("memory_mb = {over}", "memory_mb", "{over}", "over"),
+        ("storage_mb = {over}", "storage_mb", "{over}", "over"),
+        ("memory_mb = -1", "memory_mb", "-1", "under"),
+        ('memory = "{over_g}G"', "memory_mb (written memory = '{over_g}G')", "{over_g_mb}", "over"),
+    ],
+)
+def test_a_task_sized_over_the_sandbox_s_ceiling_is_refused_before_harbor_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environment: str, key: str, value: str,
+    why: str,
+) -> None:  # fmt: skip
+    # The ceiling was checked only when each trial started inside Harbor: the run staged the
+    # task, started Harbor's job(s), and every trial of both arms ended in the same refusal,
+    # one job start each (seen in the harbor-marked test_safe_path_and_ceilings.py). A negative
+    # size was refused at staging, but in other words than the trial's.
+    from hf_skillfollow.harness._nsinit import SIZE_CEILING_FRACTION, size_ceiling_mb
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")  # never reached
+    ceiling = size_ceiling_mb()
+    over_g = ceiling // 1024 + 1
+    fill = {"over": ceiling + 1, "over_g": over_g, "over_g_mb": over_g * 1024}
+    toml = "[environment]\n" + environment.format(**fill) + "\n"
+    task = _task(tmp_path / "in", "greedy", toml)
+    _task(tmp_path / "in", "fine", "[environment]\nmemory_mb = 4096\nstorage_mb = 2048\n")
+    code, output = _staged_run(tmp_path, "sandbox")
+    assert code == 1
+    said = key.format(**fill) + " = " + value.format(**fill)
+    tail = (
+        f"over the sandbox's ceiling of {ceiling} (MB, {SIZE_CEILING_FRACTION:.0%} of this "
+        "host's memory)" if why == "over" else "under 0"
+    )  # fmt: skip
+    assert output.strip() == f"Error: {task / 'task.toml'}: [environment] {said}: {tail}"
+    assert not list((tmp_path / "runs").glob("harbor-*/jobs/*"))  # no job was begun
+
+
+def test_the_sandbox_s_ceiling_is_not_another_environment_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Docker and the cloud environments size a trial themselves: a task asking for more than
+    # half of this host's memory is theirs to run; staging passes it and Harbor is started.
+    from hf_skillfollow.harness._nsinit import size_ceiling_mb
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    _task(tmp_path / "in", "big", f"[environment]\nmemory_mb = {size_ceiling_mb() + 1}\n")
+    code, output = _staged_run(tmp_path, "docker")
+    assert code == 1 and "harbor (both job) exited with 1" in output, output

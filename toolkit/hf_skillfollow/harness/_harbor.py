@@ -367,6 +367,7 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
         tasks = _stage.find_tasks(Path(options.tasks))
         if options.env == "sandbox":
             _check_recipes(tasks)
+            _stage.check_sandbox_sizes(tasks)  # else refused per trial, each after a job start
         if not evals:
             from hf_skillfollow.harness._evals_tasks import refuse_judged
 

@@ -400,6 +400,67 @@ _NUMBERS = (
 )
 
 
+def check_sandbox_sizes(tasks: Iterable[Path]) -> None:
+    """Refuse, before Harbor starts, a task the sandbox would refuse when each of its trials
+    starts (`_nsinit.check_sizes`, the same line): `[environment] memory_mb` or `storage_mb`
+    over the host's ceiling or under 0. Inside Harbor the refusal comes once per trial, each
+    after a job start; the in-trial check stays for Harbor run by hand. A task.toml that
+    cannot be read here is left to staging and Harbor, which refuse it in their own words."""
+    from hf_skillfollow.harness._nsinit import check_sizes, size_ceiling_mb
+
+    try:
+        ceiling = size_ceiling_mb()
+    except (OSError, ValueError):
+        return  # no /proc/meminfo: no sandbox on this host either (it needs Linux namespaces)
+    for task in tasks:
+        toml = task / "task.toml"
+        try:
+            check_sizes(str(toml), _sizes(toml), ceiling)
+        except ValueError as exc:
+            raise StageError(str(exc)) from None
+
+
+def _sizes(toml: Path) -> dict[str, Any]:
+    """`[environment] memory_mb` and `storage_mb` as Harbor reads them, its deprecated spelling
+    (`memory = "8G"`, which it converts and which wins) included; a value that is no finite
+    number is left out (`_check_numbers` or Harbor refuses it)."""
+    import tomllib
+
+    try:
+        with toml.open("rb") as f:
+            raw = f.read(MAX_TOML_BYTES + 1)
+        if len(raw) > MAX_TOML_BYTES:
+            return {}  # refused by staging, naming its size
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # a TOMLDecodeError or UnicodeDecodeError too
+        return {}
+    environment = data.get("environment")
+    if not isinstance(environment, dict):
+        return {}
+    sizes: dict[str, Any] = {}
+    for key, old in (("memory_mb", "memory"), ("storage_mb", "storage")):
+        value, label = environment.get(key), key
+        if isinstance(environment.get(old), str):
+            value = _harbor_size_mb(environment[old])
+            label = f"{key} (written {old} = {ascii(environment[old])[:24]})"
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            sizes[label] = value
+    return sizes
+
+
+def _harbor_size_mb(text: str) -> int | None:
+    """Harbor's reading of its deprecated size strings ("512M", "8G", "1024K") in MB; None where
+    it would refuse the task (`EnvironmentConfig._parse_size_to_mb`)."""
+    text = text.strip().upper()
+    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}.get(text[-1:])
+    if scale is None:
+        return None
+    try:
+        return int(float(text[:-1]) * scale)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _without_empty_environment(data: dict | None) -> dict | None:
     """`data` less an empty `environment` table (`[environment]` with skills_dir alone and
     `environment.skills_dir = ...` leave one and none: the same task for Harbor)."""
