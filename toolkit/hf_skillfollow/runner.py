@@ -6,6 +6,7 @@ import asyncio
 import datetime as _dt
 import json
 import platform
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,15 @@ _FLAG = {"n_threads": "--threads", "skills_dir": "--skills", "engine_options": "
 
 def flag_name(field: str) -> str:
     return _FLAG.get(field, "--" + field.replace("_", "-"))
+
+
+#: `backends/_openai._describe`'s text for a redirect answer, which is never followed
+_REDIRECT = re.compile(r"HTTP 3\d\d: redirect to .* not followed")
+
+
+class EndpointRedirected(RuntimeError):
+    """A chat request was answered with a redirect: the run stops at the first one (every
+    request to that base URL would be refused the same way), its pair unrecorded."""
 
 
 @dataclass
@@ -331,6 +341,7 @@ async def execute(
     async def one(task: Task) -> None:
         async with gate:
             record = await run_pair(plan, backend, access, task, judge_backend or backend)
+        _refuse_redirect(config, record.transition)
         plan.store.append_record(scrub(record.as_dict(), secrets))
         if on_pair:
             t = record.transition
@@ -338,6 +349,17 @@ async def execute(
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
     await asyncio.gather(*(one(t) for t in pending))
+
+
+def _refuse_redirect(config: RunConfig, transition: dict[str, Any]) -> None:
+    """Stop the run, naming --base-url and the target, when either arm's request was answered
+    with a redirect: recorded, it would be the first of as many failed pairs as the run has."""
+    for error in (transition["se_error"], transition["sd_error"]):
+        if error and _REDIRECT.fullmatch(error):
+            from hf_skillfollow.backends._openai import redirect_refused
+
+            where = f"the model endpoint {config.base_url}/chat/completions"
+            raise EndpointRedirected(redirect_refused(where, error))
 
 
 async def run_pair(

@@ -240,6 +240,20 @@ def _to_result(completion: Any, latency_s: float) -> ChatResult:
     )
 
 
+def _is_redirect(exc: Exception) -> bool:
+    return isinstance(exc, openai.APIStatusError) and 300 <= exc.status_code < 400
+
+
+def redirect_refused(where: str, error: str) -> str:
+    """The line that stops a run whose endpoint answers a redirect (`error`, `_describe`'s
+    text): every request would be refused the same way, so the user is told the way out."""
+    return (
+        f"{where} answered a redirect ({error}): none is followed, so that neither the "
+        "conversation nor the API key goes elsewhere; give the address it redirects to as "
+        "--base-url (--judge-base-url for the judge's endpoint)"
+    )
+
+
 def _not_a_model_list(where: str, why: str) -> str:
     return (
         f"{where} did not answer a model list ({why}); is --base-url the API's address "
@@ -297,7 +311,11 @@ class OpenAIBackend:
             ) from exc
         except (openai.NotFoundError, openai.PermissionDeniedError):
             return  # the server answered; some providers do not list models
-        except (openai.APIConnectionError, openai.APIStatusError, TimeoutError) as exc:
+        except openai.APIStatusError as exc:
+            if _is_redirect(exc):
+                raise BackendStartupError(redirect_refused(where, _describe(exc))) from exc
+            raise BackendStartupError(f"cannot reach {where}: {_describe(exc)}") from exc
+        except (openai.APIConnectionError, TimeoutError) as exc:
             raise BackendStartupError(f"cannot reach {where}: {_describe(exc)}") from exc
         except (MalformedResponse, ValueError, RecursionError) as exc:
             raise BackendStartupError(_not_a_model_list(where, _describe(exc))) from exc

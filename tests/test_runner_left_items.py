@@ -1,0 +1,119 @@
+"""The chat-loop runner's left items: a redirecting model endpoint, a pair that raises, the
+error kind of a malformed response.
+
+The model is `ScriptedModelServerDouble` (tests/_model_double.py) or a subclass of the shared
+HTTP double: real servers on 127.0.0.1 standing in for a model provider, which a test can
+neither reach nor steer. `hf-skillfollow run` is invoked in-process (click's runner); the
+runner, the openai backend, skill search, scoring and the run store are the real code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from hf_skillfollow.tasks import load_tasks
+from tests._http_double import ChatServerDouble, Reply
+from tests._model_double import ScriptedModelServerDouble
+
+#: where the redirecting doubles point: a loopback address nothing listens on
+ELSEWHERE = "http://127.0.0.2:9/v1"
+
+
+@pytest.fixture(scope="module")
+def math_file(data_dir: Path) -> Path:
+    return data_dir / "math500.jsonl"
+
+
+@pytest.fixture(scope="module")
+def math_tasks(math_file: Path) -> list:
+    return load_tasks("math500", math_file)[0]
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    out = CliRunner().invoke(cli, ["run", *args, "--no-report"], catch_exceptions=False)
+    return out.exit_code, out.output
+
+
+def new_run(url: str, math_file: Path, out: Path, limit: int = 3) -> tuple[int, str]:
+    return run_cli("--backend", "openai", "--model", "double-model", "--base-url", url,
+                   "--benchmark", "math500", "--tasks-file", str(math_file),
+                   "--limit", str(limit), "-o", str(out))  # fmt: skip
+
+
+def only_run_dir(out: Path) -> Path:
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def records(run_dir: Path) -> list[dict]:
+    path = run_dir / "records.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+# ------------------------------------------------------ item 3: a redirecting --base-url
+
+
+class RedirectingServerDouble(ChatServerDouble):
+    """A model provider double whose chat requests are answered `307` to ELSEWHERE; its model
+    list too when `models_redirect`, else 404 (some providers list no models)."""
+
+    def __init__(self, *, models_redirect: bool) -> None:
+        super().__init__()
+        self.models_redirect = models_redirect
+        self.posts = 0
+
+    def models(self) -> Reply:
+        if self.models_redirect:
+            return Reply(status=307, headers={"location": f"{ELSEWHERE}/models"})
+        return Reply(status=404, body={"error": {"message": "no model list here"}})
+
+    def answer(self, raw: bytes) -> Reply:
+        self.posts += 1
+        return Reply(status=307, headers={"location": f"{ELSEWHERE}/chat/completions"})
+
+
+def test_a_redirecting_model_list_stops_the_start_naming_base_url_and_the_target(
+    tmp_path: Path, math_file: Path
+) -> None:
+    """Was: 'cannot reach ...: HTTP 307: redirect to ... not followed', which named neither
+    the flag to change nor that the redirect is refused on purpose."""
+    with RedirectingServerDouble(models_redirect=True) as double:
+        code, output = new_run(double.url, math_file, tmp_path / "out")
+    assert code == 1 and double.posts == 0
+    (line,) = [x for x in output.splitlines() if x.startswith("Error:")]
+    assert f"the model endpoint {double.url}/models answered a redirect" in line
+    assert f"redirect to '{ELSEWHERE}/models'" in line
+    assert "give the address it redirects to as --base-url" in line
+
+
+def test_a_redirected_chat_request_stops_the_run_at_once_naming_base_url(
+    tmp_path: Path, math_file: Path, math_tasks: list
+) -> None:
+    """Was: a server listing no models (404) but redirecting chat requests passed the start
+    check, and every pair was recorded as failed ('HTTP 307: ... not followed', 3 errors),
+    exit status 0. Now the first redirect stops the run with one line naming --base-url and
+    the target, records no pair, and the run resumes at the final address."""
+    out = tmp_path / "out"
+    with RedirectingServerDouble(models_redirect=False) as double:
+        code, output = new_run(double.url, math_file, out, limit=3)
+    assert code == 1, output
+    (line,) = [x for x in output.splitlines() if x.startswith("Error:")]
+    assert f"the model endpoint {double.url}/chat/completions answered a redirect" in line
+    assert f"redirect to '{ELSEWHERE}/chat/completions'" in line
+    assert "give the address it redirects to as --base-url" in line
+    run_dir = only_run_dir(out)
+    assert f"continue with --resume {run_dir}" in line
+    assert records(run_dir) == []  # no failed pair was recorded for the redirect
+    with ScriptedModelServerDouble(math_tasks) as good:
+        code, output = run_cli("--resume", str(run_dir), "--base-url", good.url)
+    assert code == 0, output
+    done = records(run_dir)
+    assert len(done) == 3
+    assert all(r["transition"]["se_error"] is None for r in done)
+    assert all(r["transition"]["sd_error"] is None for r in done)
