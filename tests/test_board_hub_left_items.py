@@ -1,4 +1,5 @@
-"""Left items of the board and the Hub push: a cap on the board's sources, ...
+"""Left items of the board and the Hub push: a cap on the board's sources, hostile judge
+records in the drill-down's cost line, ...
 
 Hub discovery lists the datasets tagged `skillfollow` through huggingface.co's
 ``/api/datasets`` listing. That listing cannot be reached here and the olah mirror
@@ -15,14 +16,19 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from hf_skillfollow.schema import traces_from_rows, transitions_from_rows
+from hf_skillfollow.space_app._board import cell_key, load_board
 from hf_skillfollow.space_app._sources import (
     MAX_DISCOVERED_SOURCES,
     MAX_NAMED_SOURCES,
     resolve_sources,
 )
+from tests._cost_fixtures import TASKS, record, trace
 from tests._olah import client
+from tests._rows import transition_row
 
 #: How many entries one page of the double's listing holds (the Hub's page size for datasets).
 PAGE = 1_000
@@ -162,3 +168,65 @@ def test_named_sources_are_capped_with_one_warning(tmp_path: Path, how: str) -> 
     # at the cap: every source, no warning
     names, warnings = resolve_sources(many[:MAX_NAMED_SOURCES], env={}, discover=False)
     assert names == many[:MAX_NAMED_SOURCES] and warnings == []
+
+
+# --- hostile judge records in the drill-down's cost and judge-noise figures -----------------
+
+JUDGE = "judge-double@h"
+GOOD = record([True, True], [True, False])
+#: judge_verdicts values a submitter can publish that made `metrics._own` raise something
+#: other than what `_cost` caught: json's RecursionError and int(inf)'s OverflowError.
+HOSTILE = {
+    "nested 100,000 deep": "[" * 100_000 + "]" * 100_000,
+    "object nested 100,000 deep": '{"majority": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "ties 1e400": '{"majority": [true], "unanimous": [true, false], "n_valid": 2, "ties": 1e400}',
+    "repeats 1e400": '{"majority": [true], "unanimous": [true], "n_valid": 2, '
+    '"settings": {"repeats": 1e400}}',
+    "not JSON": "{not json",
+}
+
+
+def _judged_run(root: Path, run: str, cell: str, first_record: str) -> str:
+    """A judged run (`judged_by` set, so the board measures its judge noise) whose t1 SE trace
+    carries `first_record` and every other answer a good record."""
+    run_dir = root / run
+    run_dir.mkdir(parents=True)
+    rows = [transition_row(run_id=run, cell_id=cell, model=f"m-{cell}", task_id=t, se_correct=se,
+                           sd_correct=sd, invoked=True, returned=True, n_calls=1,
+                           skills_returned=["s"], judged_by=JUDGE) for t, se, sd in TASKS]  # fmt: skip
+    traces = [
+        trace(run, cell, t, arm, 10, 0, 1.0, first_record if (t, arm) == ("t1", "se") else GOOD)
+        for t, _, _ in TASKS
+        for arm in ("se", "sd")
+    ]
+    pq.write_table(transitions_from_rows(rows), run_dir / "transitions.parquet")
+    pq.write_table(traces_from_rows(traces), run_dir / "traces.parquet")
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": run}))
+    return str(root)
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE), ids=list(HOSTILE))
+def test_a_hostile_judge_record_is_a_note_in_the_drill_down_not_a_traceback(
+    tmp_path: Path, hostile: str
+) -> None:
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    source = _judged_run(tmp_path / "bad", "r5", "cellM", HOSTILE[hostile])
+    board = load_board([source], resamples=20, discover=False, use_cache=False)
+    header = _show_cell(board, cell_key("cellM", source))[0]
+    assert "tokens SE 10 · SD 10 · Δ +0" in header  # the cost figures stay
+    assert "judge figures left out: a judge_verdicts value is not a judge record" in header
+    assert "Judge noise" not in header
+
+
+def test_one_cells_hostile_judge_record_costs_only_that_cells_judge_noise(tmp_path: Path) -> None:
+    """The board measures every judged cell's noise in one background pass: a hostile record
+    in one source used to end the pass (RecursionError), so no cell got its noise badge."""
+    honest = _judged_run(tmp_path / "honest", "r1", "cellH", GOOD)
+    hostile = _judged_run(tmp_path / "hostile", "r2", "cellX", HOSTILE["nested 100,000 deep"])
+    board = load_board([hostile, honest], resamples=20, discover=False, use_cache=False)
+    board.measure_judges_soon()
+    assert board.judges_done.wait(60)
+    assert not [w for w in board.warnings if "Judge noise not measured" in w], board.warnings
+    assert set(board.judge_noise) == {cell_key("cellH", honest)}
+    assert board.judge_noise[cell_key("cellH", honest)]["answers"] == 6

@@ -67,13 +67,11 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
         f"SD {_n(cost['sd_seconds'], 2)} · Δ {_n(cost['d_seconds'], 2, signed=True)} "
         f"(over {cost['n_se']} SE and {cost['n_sd']} SD traces)"
     ]
-    try:
-        noise = _own.judge_noise(
-            [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)], traces
-        ).get(_KEY)
-    except (ValueError, TypeError, KeyError, AttributeError):  # a submitter's malformed JSON
-        noise = None
-        notes.append("judge figures left out: a judge_verdicts value is not a judge record")
+    noise, bad = _judge_noise(rows, traces)
+    if bad:
+        notes.append(
+            f"judge figures left out: a judge_verdicts value is not a judge record ({bad})"
+        )
     addressing = _own.addressing(traces).get(_KEY)
     if addressing:
         parts.append(
@@ -86,16 +84,28 @@ def cost_html(traces_of, rows: pd.DataFrame) -> str:
 
 def cell_noise(traces_of, rows: pd.DataFrame) -> dict | None:
     """The judge-noise figures of one cell's rows (None: no judged answer, or malformed)."""
-    from hf_skillfollow.metrics import _own
-
     traces, _ = cell_traces(traces_of, rows)
     if not traces:
         return None
+    return _judge_noise(rows, traces)[0]
+
+
+#: What reading a submitter's judge record can raise: malformed JSON or a value of the wrong
+#: type (ValueError, TypeError, KeyError, AttributeError), `[` nested 100,000 deep
+#: (RecursionError from json), a count of 1e400 (OverflowError from int(inf)).
+_BAD_RECORD = (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError)
+
+
+def _judge_noise(rows: pd.DataFrame, traces: list[dict]) -> tuple[dict | None, str | None]:
+    """(the cell's judge noise or None, None) or (None, why not) when a record is malformed:
+    one cell's bad traces cost that cell's judge figures, never the page or other cells'."""
+    from hf_skillfollow.metrics import _own
+
     transitions = [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)]
     try:
-        return _own.judge_noise(transitions, traces).get(_KEY)
-    except (ValueError, TypeError, KeyError, AttributeError):  # a submitter's malformed JSON
-        return None
+        return _own.judge_noise(transitions, traces).get(_KEY), None
+    except _BAD_RECORD as exc:
+        return None, type(exc).__name__
 
 
 def judged_noise(board) -> dict[str, dict]:
