@@ -145,3 +145,67 @@ def test_the_sandbox_s_ceiling_is_not_another_environment_s(
     _task(tmp_path / "in", "big", f"[environment]\nmemory_mb = {size_ceiling_mb() + 1}\n")
     code, output = _staged_run(tmp_path, "docker")
     assert code == 1 and "harbor (both job) exited with 1" in output, output
+
+
+def _skill_md(folder: Path, name: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: the task's own\n---\nbody\n")
+
+
+@pytest.mark.parametrize(
+    ("shipped", "dockerfile", "name"),
+    [
+        ("skills/pdf-tools", None, "pdf-tools"),  # environment/skills/, same folder name
+        ("skills/my-pdf", None, "PDF-Tools"),  # another folder, the name case-folded
+        ("tools/pdf-tools", "FROM x\nCOPY tools/ /root/.claude/skills/\n", "pdf-tools"),
+    ],
+)
+def test_a_task_skill_named_as_a_pool_skill_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shipped: str, dockerfile: str | None,
+    name: str,
+) -> None:  # fmt: skip
+    # Staging kept the task's skill in the with-skills copy and Harbor installed the pool's
+    # under the same name: Harbor writes the pool's into <skills_dir>/<name> and agents copy
+    # that folder into their own with `cp -r`, so the with-skills arm had the pool's skill,
+    # the task's, or the two merged, while its rows said the pool's was used. The run went on
+    # to Harbor (here /bin/false: "harbor (se job) exited with 1").
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")  # pdf-tools, csv-clean
+    task = _task(tmp_path / "in", "clash")
+    _skill_md(task / "environment" / shipped, name)
+    if dockerfile:
+        (task / "environment" / "Dockerfile").write_text(dockerfile)
+    _task(tmp_path / "in", "plain")
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", str(tmp_path / "in"),
+        "--skills", str(tmp_path / "pool"), "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {task / 'environment' / shipped / 'SKILL.md'}: the task ships a skill named "
+        f"'{name}', as the pool does ('pdf-tools'): the "
+        "with-skills arm would get one skill of that name made of the two, and its rows could "
+        "not say which it used; rename the task's skill or the pool's"
+    )
+    assert not list((tmp_path / "runs").glob("harbor-*/jobs/*"))  # no job was begun
+
+
+def test_a_task_skill_of_another_name_is_kept_in_se_and_removed_from_sd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The documented rule for a task's own skills is unchanged when no name is shared: the
+    # with-skills arm has them beside the pool's, the without-skills arm has neither.
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")
+    task = _task(tmp_path / "in", "own")
+    _skill_md(task / "environment" / "skills" / "ledger", "ledger")
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", str(tmp_path / "in"),
+        "--skills", str(tmp_path / "pool"), "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    assert result.exit_code == 1 and "harbor (se job) exited with 1" in result.output
+    (work,) = (tmp_path / "runs").glob("harbor-*")
+    assert (work / "tasks" / "se" / "own" / "environment" / "skills" / "ledger").is_dir()
+    assert not (work / "tasks" / "sd" / "own" / "environment" / "skills").exists()

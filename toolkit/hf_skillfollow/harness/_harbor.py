@@ -317,7 +317,8 @@ def run_harbor(
         if evals is not None:
             options = replace(options, tasks=str(evals.write(work / "evals-tasks")))
         folders = _stage.stage_pool(pool, _fresh(work / "skills"))
-        jobs, staged_note = _stage_jobs(options, work, evals is not None)
+        names = tuple(skill.name for skill in pool.skills)
+        jobs, staged_note = _stage_jobs(options, work, evals is not None, names)
     except _stage.StageError as exc:
         raise HarnessError(str(exc)) from None
     notes += staged_note
@@ -355,9 +356,12 @@ def run_harbor(
     return _import(options, work, list(configs), notes, judging)
 
 
-def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[str], list[str]]:
+def _stage_jobs(
+    options: HarborOptions, work: Path, evals: bool, pool_names: tuple[str, ...] = ()
+) -> tuple[list[str], list[str]]:
     """Stage the tasks for one job of both arms where they can share it, else for two; return
-    the job names and what the run must say about them."""
+    the job names and what the run must say about them. A task shipping a skill under a pool
+    skill's name (`pool_names`) is refused."""
     from hf_skillfollow.harness import _stage
 
     notes: list[str] = []
@@ -373,7 +377,7 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
 
             refuse_judged(tasks)  # a skill eval's reward is a placeholder without the judge
         if why is None:
-            staged = _stage.stage_tasks(tasks, _fresh(work / "tasks" / BOTH))
+            staged = _stage.stage_tasks(tasks, _fresh(work / "tasks" / BOTH), None, pool_names)
             why = _two_jobs_because(options, work, staged.own_skills)
             if why is not None and (work / "jobs" / BOTH).is_dir():
                 # the job's key names the tasks' folder, not its content: it changed since
@@ -384,7 +388,9 @@ def _stage_jobs(options: HarborOptions, work: Path, evals: bool) -> tuple[list[s
         if why is not None:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(work / "tasks" / BOTH)
-            staged = _stage.stage_tasks(tasks, work / "tasks" / "se", work / "tasks" / "sd")
+            staged = _stage.stage_tasks(
+                tasks, work / "tasks" / "se", work / "tasks" / "sd", pool_names
+            )
     else:
         notes.append(
             f"note: --tasks {options.tasks} is a registry dataset, passed to both arms as "

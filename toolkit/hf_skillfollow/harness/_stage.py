@@ -135,11 +135,17 @@ def _is_task(path: Path) -> bool:
     return True
 
 
-def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = None) -> StagedTasks:
+def stage_tasks(
+    tasks: Iterable[Path],
+    se_dest: Path,
+    sd_dest: Path | None = None,
+    pool_names: Iterable[str] = (),
+) -> StagedTasks:
     """Copy each task for both arms; the without-skills copy (`sd_dest`) loses the task's own
     skills. Without `sd_dest` the one copy in `se_dest` serves both arms, as it is: the
     caller must not share it when `own_skills` names a task. Every task is measured before
-    any is copied: together they hold at most `MAX_TOTAL_BYTES`."""
+    any is copied: together they hold at most `MAX_TOTAL_BYTES`. A skill the task ships under
+    a name of the pool's (`pool_names`) is refused (`_refuse_shadowed`)."""
     tasks = list(tasks)
     total = 0
     for task in tasks:
@@ -157,6 +163,7 @@ def stage_tasks(tasks: Iterable[Path], se_dest: Path, sd_dest: Path | None = Non
                 shutil.rmtree(dest)
             _copy_tree(task, dest)
         _check_instruction(copies[0] / "instruction.md", task / "instruction.md")
+        _refuse_shadowed(copies[0], task, pool_names)
         if _own_skills(copies[-1], task, strip=sd_dest is not None):
             staged.own_skills.append(task.name)
         staged.names.append(task.name)
@@ -281,6 +288,81 @@ def _own_skills(task: Path, source: Path, *, strip: bool) -> bool:
             if strip:
                 dockerfile.write_text("".join(kept), "utf-8", "surrogateescape")
     return _skills_dir(task, source, strip=strip) or found
+
+
+def _refuse_shadowed(task: Path, source: Path, pool_names: Iterable[str]) -> None:
+    """Refuse a skill the task ships (`_shipped_skills`) under the name of a pool skill (by its
+    folder or its `name`, compared as the pool loader compares names: NFKC, case folded). The
+    with-skills arm would hold one skill of that name made of two: Harbor installs the pool's
+    under the task's `skills_dir` (replacing the task's, or merging into it, as each Harbor
+    version and agent copies), and an agent's own copy of its skills folder (`cp -r`) merges the
+    pool's files into the task's. The rows would then say the pool's skill was used where the
+    agent read the task's, or a mix. The without-skills arm has neither (the task's is
+    removed from its copy), so renaming one of the two keeps the arms apart by skills alone."""
+    pool = {_name_key(name): name for name in pool_names}
+    if not pool:
+        return
+    for rel, names in _shipped_skills(task / "environment"):
+        for name in names:
+            if _name_key(name) in pool:
+                raise StageError(
+                    f"{source / 'environment' / rel}: the task ships a skill named "
+                    f"{ascii(name)[:80]}, as the pool does ({ascii(pool[_name_key(name)])[:80]}): "
+                    "the with-skills arm would get one skill of that name made of the two, and "
+                    "its rows could not say which it used; rename the task's skill or the pool's"
+                )
+
+
+def _name_key(name: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def _shipped_skills(environment: Path) -> Iterator[tuple[Path, list[str]]]:
+    """Each SKILL.md the task hands the agent as a skill, relative to `environment`, with its
+    names (its folder's and its `name` field): under a ``skills`` folder (`environment/skills/`
+    and any other), a hidden folder (``.claude/skills/``), or a source a Dockerfile COPY or ADD
+    puts in a skills folder (`_copies_skills`). A task copy, so bounded (`_entries`)."""
+    from hf_skillfollow._skill_meta import parse_skill
+
+    if not environment.is_dir() or environment.is_symlink():
+        return
+    copied = _copied_sources(environment / "Dockerfile")
+    for folder, dirs, files in os.walk(environment):
+        dirs.sort()
+        rel = Path(folder).relative_to(environment)
+        for file in sorted(files):
+            if file.casefold() != "skill.md":
+                continue
+            parts = rel.parts
+            as_skill = any(p.casefold() == "skills" or p.startswith(".") for p in parts) or any(
+                parts[: len(src)] == src for src in copied
+            )
+            if not as_skill or not parts:
+                continue
+            path = Path(folder) / file
+            with path.open("rb") as f:  # a regular file of the copy
+                text = f.read(256 * 1024).decode("utf-8", "replace")
+            fields, _ = parse_skill(text, path)
+            names = [parts[-1]] + ([fields.name] if fields is not None else [])
+            yield rel / file, names
+
+
+def _copied_sources(dockerfile: Path) -> list[tuple[str, ...]]:
+    """The sources (as path parts relative to `environment/`) of each Dockerfile COPY or ADD
+    that puts files in or takes them from a skills folder; ``.`` as the empty tuple."""
+    if not dockerfile.is_file() or dockerfile.is_symlink():
+        return []
+    sources = []
+    for line in _instructions(dockerfile.read_text("utf-8", "surrogateescape")):
+        if not _copies_skills(line):
+            continue
+        words = [w for w in line.replace("\\\n", " ").split()[1:] if not w.startswith("--")]
+        for word in words[:-1]:  # the last is the destination
+            parts = word.strip('[]",').replace("\\", "/").split("/")
+            sources.append(tuple(p for p in parts if p not in ("", ".")))
+    return sources
 
 
 def _hidden_skill(environment: Path) -> str | None:
