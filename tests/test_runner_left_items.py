@@ -117,3 +117,100 @@ def test_a_redirected_chat_request_stops_the_run_at_once_naming_base_url(
     assert len(done) == 3
     assert all(r["transition"]["se_error"] is None for r in done)
     assert all(r["transition"]["sd_error"] is None for r in done)
+
+
+# ------------------------------------------------- item 2: a pair that raises inside the toolkit
+
+
+class GraderBugDouble:
+    """A test double of a grader with a bug on one hostile task: it stands in for
+    `scoring.score_answer_async` and raises `exc` for the first task it is asked about, and
+    scores every other task with the real grader. No real input was found that makes a pair
+    raise (the backends and graders turn bad input into errors), so the bug is planted."""
+
+    def __init__(self, real: object, exc: BaseException) -> None:
+        self.real, self.exc = real, exc
+        self.bad: str | None = None
+
+    async def __call__(self, task: object, answer: str) -> object:
+        self.bad = self.bad or task.task_id
+        if task.task_id == self.bad:
+            raise self.exc
+        return await self.real(task, answer)
+
+
+def plant_grader_bug(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> GraderBugDouble:
+    import hf_skillfollow.scoring as scoring
+
+    double = GraderBugDouble(scoring.score_answer_async, exc)
+    monkeypatch.setattr(scoring, "score_answer_async", double)
+    return double
+
+
+def test_a_pair_that_raises_is_one_failed_row_and_the_run_goes_on(
+    tmp_path: Path, math_file: Path, math_tasks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: the ValueError came out of `hf-skillfollow run` as a traceback, the other pairs
+    were abandoned and no tables were written. Now the pair is recorded with both arms'
+    error naming the exception (bounded), the others finish, and the summary counts it."""
+    planted = plant_grader_bug(monkeypatch, ValueError("grader bug (double) " + "x" * 10_000))
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=3)
+    assert code == 0, output
+    assert "1 errors" in output and "wrote 3 transitions" in output
+    run_dir = only_run_dir(out)
+    by_id = {r["task_id"]: r["transition"] for r in records(run_dir)}
+    assert len(by_id) == 3 and planted.bad in by_id
+    failed = by_id.pop(planted.bad)
+    assert failed["se_error"] == failed["sd_error"]
+    assert failed["se_error"].startswith("pair failed: ValueError: grader bug (double) xxx")
+    assert len(failed["se_error"]) == 500
+    assert (failed["se_correct"], failed["sd_correct"], failed["arm_integrity"]) == (
+        False,
+        False,
+        None,
+    )
+    assert all(t["se_error"] is None and t["sd_error"] is None for t in by_id.values())
+    # the failed pair is an ordinary errored row: `--retry-errors all` runs it again
+    monkeypatch.undo()
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = run_cli("--resume", str(run_dir), "--base-url", double.url,
+                               "--retry-errors", "all")  # fmt: skip
+    assert code == 0, output
+    again = {r["task_id"]: r["transition"] for r in records(run_dir)}
+    assert again[planted.bad]["se_error"] is None and again[planted.bad]["sd_error"] is None
+
+
+@pytest.mark.parametrize(
+    ("exc", "said"),
+    [
+        (KeyboardInterrupt(), "Aborted!"),
+        (RuntimeError("the sandbox cannot start (double)"), "continue with --resume"),
+    ],
+    ids=["interrupt", "sandbox down"],
+)
+def test_an_interrupt_or_a_failure_of_the_machine_still_stops_the_run_resumably(
+    tmp_path: Path,
+    math_file: Path,
+    math_tasks: list,
+    monkeypatch: pytest.MonkeyPatch,
+    exc: BaseException,
+    said: str,
+) -> None:
+    """The guard takes one task's failure, not Ctrl-C nor what would fail every pair (an
+    OSError, a RuntimeError such as a sandbox or worker that cannot start): those stop the
+    run, the pair is not recorded, and resume finishes it."""
+    planted = plant_grader_bug(monkeypatch, exc)
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=3)
+    assert code == 1 and said in output, output
+    run_dir = only_run_dir(out)
+    assert planted.bad not in {r["task_id"] for r in records(run_dir)}
+    monkeypatch.undo()
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = run_cli("--resume", str(run_dir), "--base-url", double.url)
+    assert code == 0, output
+    done = records(run_dir)
+    assert len(done) == 3 and not any(r["transition"]["se_error"] for r in done)

@@ -8,7 +8,7 @@ import json
 import platform
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -62,6 +62,12 @@ def flag_name(field: str) -> str:
 
 #: `backends/_openai._describe`'s text for a redirect answer, which is never followed
 _REDIRECT = re.compile(r"HTTP 3\d\d: redirect to .* not followed")
+
+
+#: The error of both arms of a pair that raised inside the toolkit (`failed_pair`).
+PAIR_FAILED = "pair failed: "
+#: The most characters of a failed pair's error (the exception's text may quote the input).
+MAX_PAIR_ERROR_CHARS = 500
 
 
 class EndpointRedirected(RuntimeError):
@@ -339,16 +345,49 @@ async def execute(
     secrets = url_secrets(config.base_url)
 
     async def one(task: Task) -> None:
-        async with gate:
-            record = await run_pair(plan, backend, access, task, judge_backend or backend)
-        _refuse_redirect(config, record.transition)
-        plan.store.append_record(scrub(record.as_dict(), secrets))
+        try:
+            async with gate:
+                record = await run_pair(plan, backend, access, task, judge_backend or backend)
+            _refuse_redirect(config, record.transition)
+            plan.store.append_record(scrub(record.as_dict(), secrets))
+        except Exception as exc:
+            # One task's pair must not end the run (a grader or access-protocol bug on one
+            # hostile task): it is recorded as failed, naming the exception. KeyboardInterrupt
+            # and cancellation are no Exception: they stop the run, which resumes.
+            if stops_the_run(exc):
+                raise
+            record = failed_pair(plan, task, exc)
+            plan.store.append_record(scrub(record.as_dict(), secrets))
         if on_pair:
             t = record.transition
             tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record.traces)
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
     await asyncio.gather(*(one(t) for t in pending))
+
+
+def stops_the_run(exc: Exception) -> bool:
+    """Whether `exc` is no one pair's failure but the run's: the machine, the sandbox, a
+    scoring worker or the model server (an OSError; a RuntimeError such as a sandbox or worker
+    that cannot start, a redirecting endpoint; out of memory). Those stop the run as before
+    (the CLI says how to resume); recorded, they would fail every pair left. A RecursionError
+    is a RuntimeError raised by one deeply nested input: that pair's."""
+    if isinstance(exc, RecursionError):
+        return False
+    return isinstance(exc, (OSError, RuntimeError, MemoryError))
+
+
+def failed_pair(plan: RunPlan, task: Task, exc: Exception) -> PairRecord:
+    """The record of a pair that raised: both arms errored with `pair failed: Type: message`
+    (bounded), both scored incorrect, integrity unchecked (no SD request was recorded)."""
+    from hf_skillfollow.scoring._verdict import Verdict
+
+    error = f"{PAIR_FAILED}{type(exc).__name__}: {exc}"[:MAX_PAIR_ERROR_CHARS]
+    verdict = Verdict(task.task_id, False, "pair failed", {"extracted": ""})
+    se, sd = (ArmResult(arm, [], error=error) for arm in ("se", "sd"))
+    record = build_record(plan, task, se, sd, verdict, verdict)
+    record.transition["arm_integrity"] = None
+    return record
 
 
 def _refuse_redirect(config: RunConfig, transition: dict[str, Any]) -> None:
@@ -375,7 +414,7 @@ async def run_pair(
     decoding = Decoding(
         seed=config.seed, temperature=config.temperature, max_tokens=config.max_tokens
     )
-    se, sd = await asyncio.gather(
+    se, sd = await _together(
         run_se(
             backend,
             task.domain,
@@ -387,11 +426,24 @@ async def run_pair(
         ),
         run_sd(backend, task.domain, task.prompt, decoding),
     )
-    se_verdict, sd_verdict = await asyncio.gather(
+    se_verdict, sd_verdict = await _together(
         grade(plan, task, se.final_answer, judge_backend or backend),
         grade(plan, task, sd.final_answer, judge_backend or backend),
     )
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
+
+
+async def _together(first: Awaitable[Any], second: Awaitable[Any]) -> list[Any]:
+    """Both results; when one raises, the other is cancelled (gather would leave it running,
+    its requests spent on a pair that is recorded as failed)."""
+    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+    try:
+        return await asyncio.gather(*tasks)
+    except Exception:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # both ended, none unretrieved
+        raise
 
 
 async def grade(plan: RunPlan, task: Task, answer: str, judge_backend: ChatBackend) -> Any:
