@@ -209,3 +209,59 @@ def test_a_task_skill_of_another_name_is_kept_in_se_and_removed_from_sd(
     (work,) = (tmp_path / "runs").glob("harbor-*")
     assert (work / "tasks" / "se" / "own" / "environment" / "skills" / "ledger").is_dir()
     assert not (work / "tasks" / "sd" / "own" / "environment" / "skills").exists()
+
+
+def _linked_harbor(tmp_path: Path, shebang: str) -> Path:
+    """Harbor's console script in a venv of its own, reached through a link in another folder,
+    as `pipx install harbor` or `uv tool install harbor` puts `harbor` on PATH (a link beside
+    no `python`). The script and the interpreter are stand-ins (Harbor is not installed in the
+    default suite); the interpreter is this one, which has no Harbor: the probe must fail."""
+    import os
+    import sys
+
+    venv = tmp_path / "tools" / "harbor" / "bin"
+    venv.mkdir(parents=True)
+    os.symlink(sys.executable, venv / "python")
+    (venv / "harbor").write_text(shebang.format(venv=venv) + "\nexit 0\n")
+    (venv / "harbor").chmod(0o755)
+    on_path = tmp_path / "local-bin"
+    on_path.mkdir()
+    os.symlink(venv / "harbor", on_path / "harbor")
+    return venv
+
+
+def test_the_sandbox_probe_uses_the_interpreter_of_a_linked_harbor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe ran `<folder of the link>/python`: with Harbor on PATH through a link there is
+    # none, and the run's one line was "[Errno 2] No such file or directory: '.../python'",
+    # naming neither Harbor nor what to do.
+    venv = _linked_harbor(tmp_path, "#!{venv}/python")
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", str(tmp_path / "local-bin" / "harbor"))
+    _task(tmp_path / "in", "t")
+    code, output = _staged_run(tmp_path, "sandbox")
+    assert code == 1
+    assert output.strip() == (
+        "Error: --env sandbox: hf_skillfollow.harness._env does not import in Harbor's "
+        f"interpreter ({venv / 'python'}); install this package there without dependencies: "
+        f"{venv / 'python'} -m pip install --no-deps <hf-skillfollow> (.ci/setup-harbor does)"
+    )
+
+
+def test_a_harbor_without_an_interpreter_to_probe_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `harbor` that is no Python console script, with no `python` beside it: one line naming
+    # the interpreter looked for, not an OSError's own words.
+    _linked_harbor(tmp_path, "#!/bin/sh")
+    (tmp_path / "tools" / "harbor" / "bin" / "python").unlink()
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", str(tmp_path / "local-bin" / "harbor"))
+    _task(tmp_path / "in", "t")
+    code, output = _staged_run(tmp_path, "sandbox")
+    python = tmp_path / "tools" / "harbor" / "bin" / "python"
+    assert code == 1
+    assert output.strip() == (
+        f"Error: --env sandbox: cannot run Harbor's interpreter {python} (No such file or "
+        "directory) to check that the sandbox environment imports there; point "
+        "$SKILLFOLLOW_HARBOR at the harbor command of the environment Harbor is installed in"
+    )

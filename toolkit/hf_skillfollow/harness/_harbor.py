@@ -505,21 +505,46 @@ def _inject_bodies(pool: Any) -> str:
 
 def _check_sandbox_importable(harbor: Path) -> None:
     """The sandbox environment is loaded by Harbor's own interpreter: it must import there."""
-    python = harbor.parent / "python"
+    python = _harbor_python(harbor)
     target = ENVIRONMENTS["sandbox"].split(":")[0]
     import subprocess
 
     # -P: `-c` would put the current folder first on the path, and a benchmark checkout
     # holding `hf_skillfollow/` would run on the host (seen before 5 Dec)
-    probe = subprocess.run(
-        [str(python), "-P", "-c", f"import {target}"], capture_output=True, text=True, timeout=120
-    )
+    try:
+        probe = subprocess.run(
+            [str(python), "-P", "-c", f"import {target}"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "no answer in 120 s"
+        raise HarnessError(
+            f"--env sandbox: cannot run Harbor's interpreter {python} ({why}) to check that the "
+            "sandbox environment imports there; point $SKILLFOLLOW_HARBOR at the harbor "
+            "command of the environment Harbor is installed in"
+        ) from None
     if probe.returncode != 0:
         raise HarnessError(
             f"--env sandbox: {target} does not import in Harbor's interpreter ({python}); "
             "install this package there without dependencies: "
             f"{python} -m pip install --no-deps <hf-skillfollow> (.ci/setup-harbor does)"
         )
+
+
+def _harbor_python(harbor: Path) -> Path:
+    """The interpreter Harbor's command runs on: the ``#!`` line of its console script, else the
+    ``python`` beside the script. `harbor` on PATH is often a link into the environment Harbor
+    is installed in (pipx, uv tool), beside no ``python``: the script's own folder counts."""
+    script = harbor.resolve()
+    try:
+        with script.open("rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        first = b""
+    words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+    if words and Path(words[0]).is_absolute() and Path(words[0]).name.startswith("python"):
+        return Path(words[0])  # `#!/usr/bin/env python3` falls through: no interpreter named
+    return script.parent / "python"
 
 
 def harbor_env() -> dict[str, str]:
