@@ -8,14 +8,24 @@ expected pairing is written by hand from the folders built here.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyarrow.parquet")
 
-from hf_skillfollow.importers import import_runs  # noqa: E402
-from tests._trial_fixtures import write_grading  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from hf_skillfollow.cli import cli  # noqa: E402
+from hf_skillfollow.importers import ImportOptions, import_runs  # noqa: E402
+from tests._trial_fixtures import (  # noqa: E402
+    cc_stream,
+    write_grading,
+    write_job,
+    write_tasks,
+    write_trial,
+)
 
 
 def _recorded_trials(
@@ -100,3 +110,109 @@ def test_runs_of_one_configuration_with_and_without_timing_pair_by_run_number(
     assert traces["se"]["started_at"] == "run-000003"
     assert any("executor_start 2026-01-15T10:50:00Z not used" in n for n in traces["se"]["notes"])
     assert traces["sd"]["started_at"] == "2026-01-15T10:50:00Z"
+
+
+# ------------------------------------------------- one trial in two cells of one output folder
+
+
+def _two_jobs(root: Path, tasks: str = "abc") -> tuple[Path, Path]:
+    """A with-skills and a without-skills Harbor job, one finished trial per task and arm."""
+    se, sd = write_job(root / "with"), write_job(root / "without")
+    for task in tasks:
+        write_trial(se, f"{task}__se", f"task-{task}", stream=cc_stream())
+        write_trial(sd, f"{task}__sd", f"task-{task}", reward=0.0, stream=cc_stream(init=False))
+    return se, sd
+
+
+def _cells(out: Path) -> set[str]:
+    return {json.loads(p.read_text())["cell_id"] for p in out.glob("*/manifest.json")}
+
+
+def _twice(notes: list[str]) -> list[str]:
+    return [n for n in notes if n.startswith("the same trials of")]
+
+
+def test_a_partial_import_then_the_whole_job_says_the_first_cell_holds_its_trials(
+    tmp_path: Path,
+) -> None:
+    # task-c's without-skills trial is still running at the first import (left out, so the
+    # cell holds task-a and task-b); once it finishes, the task set is three tasks: another
+    # cell id, and a second cell holding task-a's and task-b's trials again. Before, nothing
+    # said so: `report runs/` counted those trials in both cells
+    se, sd = _two_jobs(tmp_path, "ab")
+    write_trial(se, "c__se", "task-c", stream=cc_stream())
+    running = {"finished_at": None}
+    write_trial(sd, "c__sd", "task-c", reward=None, stream=cc_stream(init=False), extra=running)
+    out = tmp_path / "runs"
+    first = import_runs("harbor", [se], [sd], output_dir=out)
+    assert first.n_pairs == 2 and not _twice(first.notes)
+    (first_cell,) = _cells(out)
+    shutil.rmtree(sd / "c__sd")
+    write_trial(sd, "c__sd", "task-c", reward=0.0, stream=cc_stream(init=False))
+    whole = import_runs("harbor", [se], [sd], output_dir=out)
+    (said,) = _twice(whole.notes)
+    assert whole.notes[0] == said  # the first note the command prints
+    assert said.startswith("the same trials of 2 task(s) ('task-a', 'task-b') are also recorded")
+    folder = out / f"imported-{first_cell}-r0"
+    assert (
+        f"in {folder}, a run folder of another cell ({first_cell}: it differs in the tasks: "
+        in said
+    )
+    assert "2 there, 3 here)" in said
+    assert f"remove that cell's run folders (imported-{first_cell}-r*)" in said
+    assert "\n" not in said
+    # the way out it names: the earlier cell's folders removed, the job is one cell
+    shutil.rmtree(folder)
+    again = import_runs("harbor", [se], [sd], output_dir=out)
+    assert (again.n_written, again.n_already) == (0, 3)
+    assert not _twice(again.notes) and len(_cells(out)) == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "differs"),
+    [
+        ({"pass_threshold": 0.5}, "it differs in --pass-threshold)"),
+        ({"trigger": "instructions"}, "it differs in --trigger)"),
+        (
+            {"tasks": "tasks"},
+            "it differs in the task set's checksums or intended skills (--tasks))",
+        ),
+    ],
+)
+def test_the_same_trials_with_other_options_say_what_differs(
+    tmp_path: Path, options: dict, differs: str
+) -> None:
+    se, sd = _two_jobs(tmp_path)
+    out = tmp_path / "runs"
+    import_runs("harbor", [se], [sd], output_dir=out)
+    if "tasks" in options:
+        options = {"tasks": write_tasks(tmp_path / "tasks", {"task-a": ["pdf-tools"]})}
+    result = import_runs("harbor", [se], [sd], ImportOptions(**options), output_dir=out)
+    (said,) = _twice(result.notes)
+    assert "of 3 task(s) ('task-a', 'task-b', 'task-c')" in said and differs in said
+    # through the command: the note is printed
+    flags = ["--pass-threshold", "0.5"] if "pass_threshold" in options else []
+    flags += ["--trigger", "instructions"] if "trigger" in options else []
+    flags += ["--tasks", str(options["tasks"])] if "tasks" in options else []
+    shown = CliRunner().invoke(cli, ["import", "harbor", "--with-skills", str(se),
+                                     "--without-skills", str(sd), *flags, "-o", str(out)])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "note: the same trials of 3 task(s)" in " ".join(shown.output.split())
+    # another output folder: nothing to say
+    other = import_runs("harbor", [se], [sd], ImportOptions(**options), output_dir=tmp_path / "o2")
+    assert other.n_written == 3 and not _twice(other.notes)
+
+
+def test_other_trials_of_the_same_tasks_in_another_cell_are_not_said(tmp_path: Path) -> None:
+    # two skill-creator iterations into one output folder: iteration-2 adds eval-1, so it is
+    # another cell; its eval-0 runs are other runs than iteration-1's (their ids differ)
+    ws = tmp_path / "pdf-workspace"
+    first = _iteration(ws, "iteration-1", [True], [False])
+    second = _iteration(ws, "iteration-2", [False], [True])
+    write_grading(second / "eval-1" / "with_skill", [True])
+    write_grading(second / "eval-1" / "without_skill", [True])
+    out = tmp_path / "runs"
+    import_runs("skill-creator", paths=[first], output_dir=out)
+    result = import_runs("skill-creator", paths=[second], output_dir=out)
+    assert result.n_written == 3 and not _twice(result.notes)
+    assert len(_cells(out)) == 2

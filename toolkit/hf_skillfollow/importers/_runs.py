@@ -168,6 +168,9 @@ def write_runs(
         pool_name, pool_hash = "listed", "names-" + stable_hash(listed)
     identity = _identity(fmt, collected.harness or fmt, pairing, options, pool_name, pool_hash,
                          provenance or f"imported:{fmt}", judging, intended)  # fmt: skip
+    twice = in_other_cells(identity, pairing.pairs, output_dir)
+    if twice:
+        result.notes.insert(0, twice)  # first: the command prints the first notes
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
     by_repeat: dict[int, list[Pair]] = {}
     for pair in pairing.pairs:
@@ -519,6 +522,128 @@ def _trial_key(trial: Trial, with_id: bool) -> tuple[str, ...]:
     """A trial as `recorded_trials` gives a recorded one: folder name, start and (`with_id`) id."""
     key = (safe_text(trial.source.name), safe_text(trial.started_at))
     return (*key, safe_text(trial.trial_id)) if with_id else key
+
+
+def in_other_cells(identity: dict[str, Any], pairs: list[Pair], output_dir: Path) -> str | None:
+    """A note when a run folder of another cell in `output_dir` (of the same provenance)
+    records a trial of this import's pairs, else None: the same (trial, task) then counts in
+    two cells, in `report output_dir` and on the board. An earlier import of other tasks (a
+    partial one: trials that finished since, other trial folders) or with other options made
+    that cell; the note names its folder, the tasks and what differs, and the way to one cell."""
+    found = _other_cells(identity, {p.task for p in pairs}, _trial_keys(pairs), output_dir)
+    if not found:
+        return None
+    folder, manifest, tasks = found[0]
+    shown = ", ".join(repr(t) for t in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+    others = f" (and {len(found) - 1} more run folder(s))" if len(found) > 1 else ""
+    cell = str(manifest.get("cell_id"))[:40]
+    return (
+        f"the same trials of {len(tasks)} task(s) ({shown}) are also recorded in {folder}"
+        f"{others}, a run folder of another cell ({cell}: {_how_differs(identity, manifest)}): "
+        "report and push count them in both cells; to keep them in this import's cell only, "
+        f"remove that cell's run folders ({folder.name.rpartition('-r')[0]}-r*), or import into "
+        "another output folder (-o)"
+    )
+
+
+def _trial_keys(pairs: list[Pair]) -> set[tuple[str, ...]]:
+    """This import's trials as `_recorded_keys` gives recorded ones: (task, id), and (task,
+    folder name, start) for a trial with an ISO start (a record written before traces held
+    the id; a start from a run number names no one trial)."""
+    keys: set[tuple[str, ...]] = set()
+    for pair in pairs:
+        for trial in (pair.se, pair.sd):
+            if trial.trial_id:
+                keys.add((pair.task, "id", safe_text(trial.trial_id)))
+            if start_key(trial.started_at)[0] == ISO_START:
+                keys.add((pair.task, "at", *_trial_key(trial, with_id=False)))
+    return keys
+
+
+def _recorded_keys(record: dict[str, Any]) -> set[tuple[str, ...]]:
+    task = str(record.get("task_id"))
+    keys: set[tuple[str, ...]] = set()
+    for trial in recorded_trials(record).values():
+        if "trial_id" in trial:
+            keys.add((task, "id", trial["trial_id"]))
+        elif start_key(trial["started_at"])[0] == ISO_START:
+            keys.add((task, "at", trial["trial"], trial["started_at"]))
+    return keys
+
+
+#: Entries of an output folder looked at for other cells' run folders.
+_MAX_RUN_FOLDERS = 100_000
+
+
+def _other_cells(
+    identity: dict[str, Any], tasks: set[str], mine: set[tuple[str, ...]], output_dir: Path
+) -> list[tuple[Path, dict[str, Any], list[str]]]:
+    """(run folder, its manifest, the tasks it records from one of `mine`) of each run folder
+    of another cell in `output_dir`; one that cannot be read is passed over (its own import
+    names what is wrong with it)."""
+    from hf_skillfollow.store import RunDirError, RunStore
+
+    own = _run_id(identity, 0).rpartition("-r")[0]
+    prefix = own.removesuffix(str(identity["cell_id"]))  # `imported-`, `run-harbor-`
+    try:
+        entries = os.scandir(output_dir)
+    except OSError:
+        return []  # no output folder yet
+    found = []
+    with entries:
+        for _, entry in zip(range(_MAX_RUN_FOLDERS), entries, strict=False):
+            if not entry.name.startswith(prefix) or entry.name.startswith(own + "-r"):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            store = RunStore(Path(entry.path))
+            try:
+                manifest = store.read_manifest()
+                if not isinstance(manifest, dict) or manifest.get("cell_id") == identity["cell_id"]:
+                    continue
+                if not tasks & set(map(str, manifest.get("task_ids") or ())):
+                    continue
+                records = store.read_records()
+            except (RunDirError, OSError, ValueError, TypeError):
+                continue
+            same = sorted({r["task_id"] for r in records if _recorded_keys(r) & mine})
+            if same:
+                found.append((store.root, manifest, same))
+    return sorted(found, key=lambda f: str(f[0]))
+
+
+def _how_differs(ours: dict[str, Any], other: dict[str, Any]) -> str:
+    """What sets the other cell's manifest (untrusted: any JSON object) apart from this
+    import's, in the flags' words."""
+
+    def part(manifest: dict[str, Any], key: str) -> dict[str, Any]:
+        value = manifest.get(key)
+        return value if isinstance(value, dict) else {}
+
+    said = []
+    tasks, theirs = ours["task_ids"], other.get("task_ids")
+    if tasks != theirs:
+        n = len(theirs) if isinstance(theirs, list) else "other"
+        said.append(f"the tasks: {n} there, {len(tasks)} here")
+    elif ours.get("benchmark_version") != other.get("benchmark_version"):
+        said.append("the task set's checksums or intended skills (--tasks)")
+    if ours.get("skill_pool_hash") != other.get("skill_pool_hash"):
+        said.append("the skills (--skills)")
+    flags = (("loading", "--loading"), ("trigger", "--trigger"),
+             ("pass_threshold", "--pass-threshold"),
+             ("pass_rate_threshold", "--pass-rate-threshold"), ("baseline", "--baseline"))  # fmt: skip
+    said += [
+        flag
+        for key, flag in flags
+        if part(ours, "import").get(key) != part(other, "import").get(key)
+    ]
+    if part(ours, "config").get("benchmark") != part(other, "config").get("benchmark"):
+        said.append("--benchmark")
+    if ours.get("judge") != other.get("judge"):
+        said.append("the judge")
+    if not said:
+        return "no flag differs: made by another version of hf-skillfollow"
+    return "it differs in " + ", ".join(said)
 
 
 def _activated(det: Detection | None, trigger: str) -> list[str]:
