@@ -199,7 +199,14 @@ def _custom_task(path: Path, number: int, row: dict[str, Any]) -> Task:
             raise TaskLoadError(f"{where}: field 'tests': cannot be read ({reason})") from None
         entry_point = problem["entry_point"]
     elif grader == "answer":
+        from hf_skillfollow.scoring._math import reference_problem
+
         reference = _text(row, "answer", where, MAX_FIELD_CHARS)
+        problem_text = reference_problem(reference)
+        if problem_text is not None:  # refused once here, not paid for at every answer
+            raise TaskLoadError(
+                f"{where}: field 'answer' of task {ascii(task_id)[:80]}: {problem_text}"
+            )
     else:
         problem["expectations"] = expectations(
             row.get("expectations"), f"{where}: field 'expectations'"

@@ -15,6 +15,7 @@ the reply fails as stating two answers. See docs/sandbox.md, "The math check".
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from typing import Any
@@ -27,6 +28,14 @@ from hf_skillfollow.scoring._verdict import Verdict
 MAX_ANSWER_CHARS = 500
 #: most distinct answers a reply may state besides its committed one before it fails
 MAX_OTHER_ANSWERS = 8
+#: deepest nesting of brackets and braces in an own task's reference (MATH-500's deepest is 2):
+#: math-verify's parse time grows with it (20 nested parentheses took 1.7 s, 50 two 5 s
+#: timeouts per answer checked)
+MAX_REFERENCE_DEPTH = 8
+#: most decimal digits of a value the reference's reading may make sympy compute: math-verify
+#: compares ``9^{9^{9}}``, ``10^{10}!`` or ``\binom{10^{10}}{10^{5}}`` with any wrong answer until
+#: its 5 s timeout, once per answer; the largest MATH-500 reference has 11 digits
+MAX_REFERENCE_DIGITS = 100_000
 
 # A TeX space between a digit and a group of exactly three digits is a thousands separator
 # ("10\\,000"); math-verify would read it as a sum or a product of the parts (10 * 000 = 0)
@@ -87,6 +96,109 @@ _MATH_WORDS = frozenset(
      "tanh", "log", "ln", "lg", "exp", "sqrt", "pi", "inf", "infty", "max", "min", "gcd", "lcm",
      "det", "mod", "deg", "lim")
 )  # fmt: skip
+
+
+def reference_problem(reference: str) -> str | None:
+    """Why ``reference`` cannot be the reference of an own task's ``answer`` grader, or None.
+
+    Checked when the task file is loaded, so that a hostile reference is refused once, naming
+    its line, instead of costing seconds of math-verify per answer: longer than any answer the
+    check compares (``MAX_ANSWER_CHARS``: nothing could ever equal it), or nested deeper than
+    ``MAX_REFERENCE_DEPTH``. A value too large to compare is only seen once math-verify has
+    read it (``reference_digits``, at scoring time)."""
+    if len(reference) > MAX_ANSWER_CHARS:
+        return (
+            f"{len(reference):,} characters; a math reference is at most {MAX_ANSWER_CHARS}, the "
+            "longest \\boxed{} answer the math check compares"
+        )
+    depth = deepest = 0
+    for c in reference:
+        if c in "{([":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "})]":
+            depth = max(0, depth - 1)  # intervals such as [0, 1) close with another bracket
+    if deepest > MAX_REFERENCE_DEPTH:
+        return (
+            f"brackets and braces nested {deepest} deep (at most {MAX_REFERENCE_DEPTH}): "
+            "math-verify's reading of it takes seconds per answer"
+        )
+    return None
+
+
+def reference_digits(reading: Any) -> float:
+    """An upper bound on the decimal digits of the numbers sympy may compute to compare the
+    math-verify ``reading`` (a sympy expression, a matrix or a string) with an answer: ``inf``
+    for a power tower such as ``9^{9^{9}}``. Read from the expression's structure, never by
+    evaluating it: a power multiplies its base's digits by its exponent's value (and a power
+    of a sum of symbols counts ``_DIGITS_PER_TERM`` per term of its expansion), a factorial
+    or gamma of n has about n·digits(n), a binomial coefficient about k·digits(n), a product
+    the sum of its factors' digits, anything else the most of its parts'. A symbol counts as
+    a one-digit number."""
+    try:
+        return _digits(reading)
+    except RecursionError:  # a reading nested past Python's stack is no value to compare
+        return math.inf
+
+
+def _digits(value: Any) -> float:
+    import sympy
+
+    if isinstance(value, sympy.MatrixBase):
+        return max((_digits(x) for x in value), default=0.0)
+    if not isinstance(value, sympy.Basic):
+        return 0.0  # math-verify's string reading: compared as text
+    if isinstance(value, sympy.Integer | sympy.Rational):
+        return max(_int_digits(value.p), _int_digits(value.q))
+    if isinstance(value, sympy.Float):
+        _sign, mantissa, exponent, bits = value._mpf_
+        return abs(exponent + bits) * math.log10(2) if mantissa else 0.0
+    if value.is_Atom:
+        return 1.0  # a symbol, pi, e, i, infinity
+    parts = [_digits(a) for a in value.args]
+    if isinstance(value, sympy.Pow):
+        base, exponent = parts
+        power = _value_bound(exponent)
+        digits = base * power if base else 0.0
+        if isinstance(value.base, sympy.Add) and value.base.free_symbols:
+            # sympy expands it to compare: (x+1)^{1000} has 1,001 terms, (x+y+z+1)^{20} 1,771
+            terms = _expansion_terms(len(value.base.args), power)
+            digits = max(digits, terms * _DIGITS_PER_TERM)
+        return digits
+    if isinstance(value, sympy.factorial | sympy.factorial2 | sympy.subfactorial | sympy.gamma):
+        return _value_bound(parts[0]) * max(parts[0], 1.0)
+    if isinstance(value, sympy.binomial):
+        return _value_bound(parts[1]) * max(parts[0], 1.0)
+    if isinstance(value, sympy.Mul):
+        return sum(parts)
+    return max(parts, default=0.0) + (1.0 if isinstance(value, sympy.Add) else 0.0)
+
+
+#: what one term of an expanded power of a sum counts for (1,000 terms reach the limit): each
+#: took ~3 ms of math-verify's comparison here ((x+y+z+1)^{20}: 4.1 s; (x+1)^{300}: 0.4 s)
+_DIGITS_PER_TERM = 100
+
+
+def _expansion_terms(summands: int, power: float) -> float:
+    """How many terms ``(a_1 + ... + a_m)^n`` has once expanded: C(n + m - 1, m - 1)."""
+    if power > 1e15:
+        return math.inf
+    n, k = power + summands - 1, summands - 1
+    log_terms = (math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)) / math.log(10)
+    return _value_bound(log_terms)
+
+
+def _int_digits(n: int) -> float:
+    """log10 of ``|n|`` (0 for 0 and ±1), from its bit length: exact enough, never slow."""
+    n = abs(int(n))
+    if n <= 1:
+        return 0.0
+    return math.log10(n) if n < 1 << 64 else n.bit_length() * math.log10(2)
+
+
+def _value_bound(digits: float) -> float:
+    """The largest value a number of ``digits`` (log10) can have, ``inf`` past floats."""
+    return math.inf if digits > 300 else 10.0**digits
 
 
 def text_form(answer: str) -> str:
@@ -324,7 +436,7 @@ class _Judge:
         from math_verify import parse
 
         ref = self.reference
-        return (
+        gold = (
             self._guard(
                 lambda: (
                     parse(f"${ref}$", parsing_timeout=self.timeout)
@@ -333,6 +445,18 @@ class _Judge:
             )
             or []
         )
+        digits = max((reference_digits(g) for g in gold), default=0.0)
+        if digits > MAX_REFERENCE_DIGITS:
+            # comparing it would run to math-verify's timeout for every wrong answer: the
+            # normalised exact match alone decides, and the details say why
+            size = "over 10^300" if math.isinf(digits) else f"about {digits:,.0f}"
+            self.error = (
+                f"not compared: the reference is too large for math-verify: {size} digits "
+                f"(counting {_DIGITS_PER_TERM} per term of an expanded power; at most "
+                f"{MAX_REFERENCE_DIGITS:,}); exact match only"
+            )
+            return []
+        return gold
 
     def equivalent(self, answer: str) -> bool:
         gold, pred = self.gold(), self.read(answer)
