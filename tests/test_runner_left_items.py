@@ -214,3 +214,53 @@ def test_an_interrupt_or_a_failure_of_the_machine_still_stops_the_run_resumably(
     assert code == 0, output
     done = records(run_dir)
     assert len(done) == 3 and not any(r["transition"]["se_error"] for r in done)
+
+
+# ------------------------------------------ item 1: the error kind of a malformed response
+
+
+class MalformedForOneTaskDouble(ScriptedModelServerDouble):
+    """A model provider double answering every request of one task (the first it is asked
+    about) with a body that is no chat completion (`choices` a string); the others as the
+    scripted model does."""
+
+    bad_prompt: str | None = None
+
+    def reply(self, body: dict) -> dict:
+        prompt = next(m["content"] for m in body["messages"] if m.get("role") == "user")
+        self.bad_prompt = self.bad_prompt or prompt
+        if prompt == self.bad_prompt:
+            self.requests += 1
+            return {"id": "x", "choices": "not a list"}
+        return super().reply(body)
+
+
+def test_a_malformed_response_is_kept_on_resume_and_the_note_says_so(
+    tmp_path: Path, math_file: Path, math_tasks: list
+) -> None:
+    """A malformed response is an error of kind `other` (docs/runs.md says why): a default
+    resume does not ask the same server again. Was: such a resume said nothing, so the user
+    could not tell the pair was kept nor how to run it again; now one line names the kind,
+    an error text of it and `--retry-errors all`, which runs it again."""
+    out = tmp_path / "out"
+    with MalformedForOneTaskDouble(math_tasks) as broken:
+        code, output = new_run(broken.url, math_file, out, limit=3)
+        assert code == 0, output
+        run_dir = only_run_dir(out)
+        errored = [r["transition"] for r in records(run_dir) if r["transition"]["se_error"]]
+        assert [t["se_error"] for t in errored] == [
+            "malformed response: 'choices' is str, not a list"
+        ]
+        asked = broken.requests
+        code, output = run_cli("--resume", str(run_dir), "--base-url", broken.url)
+        assert code == 0 and broken.requests == asked, output  # not asked again
+    assert (
+        f"{run_dir / 'records.jsonl'}: errored pairs kept, not run again with --retry-errors "
+        "transport: 1 other (e.g. \"malformed response: 'choices' is str, not a list\"); "
+        "--retry-errors all runs every errored pair again"
+    ) in " ".join(output.split())
+    with ScriptedModelServerDouble(math_tasks) as good:
+        code, output = run_cli("--resume", str(run_dir), "--base-url", good.url,
+                               "--retry-errors", "all")  # fmt: skip
+    assert code == 0 and "errored pairs kept" not in output, output
+    assert not any(r["transition"]["se_error"] for r in records(run_dir))

@@ -264,17 +264,44 @@ def _retry_errored(store: RunStore, which: str) -> list[str]:
     from hf_skillfollow._errors import RETRY_CHOICES, pair_error_kinds
 
     kinds = RETRY_CHOICES[which]
-    if not kinds:
+    moved = 0
+    if kinds:
+        moved = store.set_aside_where(
+            lambda r: bool(pair_error_kinds(r["transition"]) & kinds), f"retried ({which} error)"
+        )
+    notes = []
+    if moved:
+        notes.append(
+            f"{store.records_path}: {moved} pair(s) ended in a {' or '.join(sorted(kinds))} "
+            f"error; their records moved to {store.root / 'records.rejected'}, the pairs run "
+            "again (--retry-errors none keeps them)"
+        )
+    return notes + _kept_errors(store, which)
+
+
+def _kept_errors(store: RunStore, which: str) -> list[str]:
+    """One line when errored pairs stay recorded, not run again: how many of each kind, with
+    the first error text of each (a kind's name alone does not say `malformed response`), and
+    the flag that runs them again."""
+    from hf_skillfollow._errors import error_kind, pair_error_kinds
+
+    counts: dict[str, int] = {}
+    example: dict[str, str] = {}
+    for record in store.read_records():
+        transition = record["transition"]
+        for kind in sorted(pair_error_kinds(transition)):
+            counts[kind] = counts.get(kind, 0) + 1
+            for error in (transition.get("se_error"), transition.get("sd_error")):
+                if error_kind(error) == kind:
+                    example.setdefault(kind, error)
+    if not counts:
         return []
-    moved = store.set_aside_where(
-        lambda r: bool(pair_error_kinds(r["transition"]) & kinds), f"retried ({which} error)"
+    kept = "; ".join(
+        f"{n} {kind} (e.g. {example[kind][:80]!r})" for kind, n in sorted(counts.items())
     )
-    if not moved:
-        return []
     return [
-        f"{store.records_path}: {moved} pair(s) ended in a {' or '.join(sorted(kinds))} error; "
-        f"their records moved to {store.root / 'records.rejected'}, the pairs run again "
-        "(--retry-errors none keeps them)"
+        f"{store.records_path}: errored pairs kept, not run again with --retry-errors "
+        f"{which}: {kept}; --retry-errors all runs every errored pair again"
     ]
 
 
