@@ -216,3 +216,85 @@ def test_other_trials_of_the_same_tasks_in_another_cell_are_not_said(tmp_path: P
     result = import_runs("skill-creator", paths=[second], output_dir=out)
     assert result.n_written == 3 and not _twice(result.notes)
     assert len(_cells(out)) == 2
+
+
+# ------------------------------------------------------------ a cancelled trial, rerun
+
+THREE, FOUR = "2026-01-26T03:00:00", "2026-01-26T04:00:00"
+CANCELLED = {"exception_type": "CancelledError", "exception_message": "",
+             "exception_traceback": "...", "occurred_at": "2026-01-26T03:05:00"}  # fmt: skip
+
+
+def _cancelled(job: Path, name: str, task: str, started: str = THREE) -> Path:
+    """A Harbor trial stopped by a cancel (Ctrl-C): CancelledError, no verifier result."""
+    return write_trial(job, name, task, reward=None, started=started, exception=CANCELLED,
+                       stream=cc_stream(), extra={"finished_at": "2026-01-26T03:05:00"})  # fmt: skip
+
+
+def _traces(run_dirs: list[Path], task: str) -> dict[str, dict]:
+    """arm -> scorer_details of `task`'s first recorded pair."""
+    for run_dir in sorted(run_dirs):
+        for line in (run_dir / "records.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["task_id"] == task:
+                return {t["arm"]: json.loads(t["scorer_details"]) for t in record["traces"]}
+    raise AssertionError(f"{task} not recorded")
+
+
+def test_a_cancelled_trial_rerun_in_its_job_is_set_aside_and_said(tmp_path: Path) -> None:
+    # task-a's with-skills trial a__1 was cancelled at 03:05 and the job reran it (a__3, 04:00).
+    # Before, the cancelled one (earlier) was paired, an error row "CancelledError", and the
+    # rerun was dropped as an unpaired extra, nothing saying which trial was used
+    se, sd = _two_jobs(tmp_path, "b")
+    first = _cancelled(se, "a__1", "task-a")
+    write_trial(se, "a__3", "task-a", started=FOUR, reward=1.0, stream=cc_stream())
+    write_trial(sd, "a__2", "task-a", started=THREE, reward=0.0, stream=cc_stream(init=False))
+    result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    assert (result.n_pairs, result.n_dropped) == (2, 0)
+    assert (f"1 cancelled trial(s) (CancelledError) set aside for their rerun in the same job, "
+            f"e.g. {first} (rerun: a__3); each rerun's trace notes name the trial it replaces"
+            ) in result.notes  # fmt: skip
+    traces = _traces(result.run_dirs, "task-a")
+    assert traces["se"]["trial"] == "a__3" and traces["se"]["reward"] == 1.0
+    assert ("rerun of the cancelled trial a__1 (CancelledError, ended 2026-01-26T03:05:00), "
+            "which was set aside") in traces["se"]["notes"]  # fmt: skip
+    rows = [json.loads(line) for d in result.run_dirs
+            for line in (d / "records.jsonl").read_text().splitlines()]  # fmt: skip
+    (row,) = [r["transition"] for r in rows if r["task_id"] == "task-a"]
+    assert (row["se_correct"], row["se_error"], row["sd_correct"]) == (True, None, False)
+
+
+def test_an_attempt_running_beside_a_cancelled_one_is_no_rerun(tmp_path: Path) -> None:
+    # two attempts per task: a__2 started at 03:01, before a__1 was cancelled (03:05), so it
+    # is the second attempt, not a rerun: the cancelled one stays an error row (repeat 0)
+    se, sd = _two_jobs(tmp_path, "b")
+    _cancelled(se, "a__1", "task-a")
+    write_trial(se, "a__2", "task-a", started="2026-01-26T03:01:00", stream=cc_stream())
+    write_trial(sd, "a__3", "task-a", started=THREE, reward=0.0, stream=cc_stream(init=False))
+    write_trial(sd, "a__4", "task-a", started=FOUR, reward=0.0, stream=cc_stream(init=False))
+    result = import_runs("harbor", [se], [sd], output_dir=tmp_path / "runs")
+    assert not [n for n in result.notes if "cancelled" in n]
+    assert _traces(result.run_dirs, "task-a")["se"]["trial"] == "a__1"
+    assert result.n_pairs == 3
+
+
+def test_a_cancelled_trial_waits_for_its_rerun_still_running(tmp_path: Path) -> None:
+    # the rerun a__3 is still running at the first import: the cancelled a__1 is held back
+    # with it (before, a__1 was paired as an error row, and once a__3 finished the next import
+    # found the recorded pair of other trials and wrote nothing of the cell)
+    se, sd = _two_jobs(tmp_path, "b")
+    _cancelled(se, "a__1", "task-a")
+    rerun = write_trial(se, "a__3", "task-a", started=FOUR, reward=None, stream=cc_stream(),
+                        extra={"finished_at": None})  # fmt: skip
+    write_trial(sd, "a__2", "task-a", started=THREE, reward=0.0, stream=cc_stream(init=False))
+    out = tmp_path / "runs"
+    first = import_runs("harbor", [se], [sd], output_dir=out)
+    assert first.n_pairs == 1  # task-b only: task-a waits for its rerun
+    assert any("1 finished trial(s) of their task and arm" in n for n in first.notes)
+    shutil.rmtree(rerun)
+    write_trial(se, "a__3", "task-a", started=FOUR, reward=1.0, stream=cc_stream())
+    later = import_runs("harbor", [se], [sd], output_dir=out)
+    # task-a joins the task set: another cell (see the note of the tests above), its pair
+    # the rerun's
+    assert not [n for n in later.notes if "other trials" in n]
+    assert _traces(later.run_dirs, "task-a")["se"]["trial"] == "a__3"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -99,6 +99,7 @@ def collect(
     lacking: list[Path] = []  # trial folders with no result.json
     unstarted: list[tuple[Path, Path, Arm | None]] = []  # (folder, root, arm) of those
     tasks: dict[str, str] = {}  # a recorded `config.task` -> its trials' task name
+    cancelled: dict[Path, str] = {}  # a cancelled trial's folder -> when it ended
     n_read = 0
     for arm, flag, paths in (
         ("se", "--with-skills", request.with_paths),
@@ -143,20 +144,31 @@ def collect(
                 where[key] = flag
                 if trial.trial_id:
                     _once(trial, ids, flag)
+                if (end := _cancelled_at(data)) is not None:
+                    cancelled[trial.source] = end
                 trials.append(trial)
                 found += 1
             unstarted.extend((folder, root, arm) for folder in lacking[n_lacking:])
             if not found:
                 notes.append(f"{flag} {root}: no {harness} trial (result.json) found")
+    trials, reruns = _set_aside_cancelled(trials, cancelled)
+    if reruns:
+        first, rerun = reruns[0]
+        notes.append(
+            f"{len(reruns)} cancelled trial(s) (CancelledError) set aside for their rerun in the "
+            f"same job, e.g. {first.source} (rerun: {rerun.source.name}); each rerun's trace "
+            "notes name the trial it replaces"
+        )
+    waiting = {t.source for t in trials} & cancelled.keys()  # cancelled, no rerun finished yet
     if lacking and jobs:
         # Harbor writes result.json when a trial ends: until then its folder is a trial
         # still running, which sorts first once it finishes (its start is not known yet)
         names: dict[str, list[str]] = {}  # Harbor's trial-name prefix -> its tasks
         for task in sorted({t.task for t in trials}):
             names.setdefault(task.split("/")[-1][:32].rstrip("_-"), []).append(task)
-        waiting = [(Unfinished(task, ""), a) for f, r, a in unstarted
-                   for task in _folder_tasks(f, r, tasks, names)]  # fmt: skip
-        trials, held = _hold_back(trials, waiting)
+        unfinished = [(Unfinished(task, ""), a) for f, r, a in unstarted
+                      for task in _folder_tasks(f, r, tasks, names)]  # fmt: skip
+        trials, held = _hold_back(trials, unfinished, cancelled=waiting)
         notes.append(
             f"{len(lacking)} trial folder(s) without a result.json (still running, or killed "
             f"before writing it), e.g. {lacking[0]}: {held} finished trial(s) of their task "
@@ -169,7 +181,7 @@ def collect(
             f"writing it, or not a trial), e.g. {lacking[0]}"
         )
     if running:
-        trials, held = _hold_back(trials, running)
+        trials, held = _hold_back(trials, running, cancelled=waiting)
         notes.append(
             f"{len(running)} trial(s) still running (no finished_at, verdict or exception) left "
             + (f"out, and {held} finished trial(s) of their task and arm started at or after "
@@ -216,13 +228,17 @@ def _folder_tasks(
 
 
 def _hold_back(
-    trials: list[Trial], running: list[tuple[Unfinished, Arm | None]]
+    trials: list[Trial],
+    running: list[tuple[Unfinished, Arm | None]],
+    cancelled: Collection[Path] = (),
 ) -> tuple[list[Trial], int]:
     """The trials to pair now, and how many were held back: those of a task and arm that has a
     trial still running, started at or after it. Once it finishes it sorts before them, so
     pairing them now would give pairs that a later import contradicts. A running trial whose
     arm is not known yet (a job of both arms: its record is checked once it has finished)
-    holds back both arms; one without a task name, every task of its arm."""
+    holds back both arms; one without a task name, every task of its arm. A `cancelled` trial
+    (its folder) of such a task and arm is held back whenever it started: the running one may
+    be its rerun, which then replaces it (`_set_aside_cancelled`)."""
     first: dict[tuple[str | None, Arm | None], tuple[int, int, str]] = {}
     for unfinished, arm in running:
         key, start = (unfinished.task, arm), start_key(unfinished.started_at)
@@ -231,10 +247,73 @@ def _hold_back(
     def held(t: Trial) -> bool:
         keys = ((task, arm) for task in (t.task, None) for arm in (t.arm, None))
         start = start_key(t.started_at)  # the order pairing uses
-        return any(start >= first[k] for k in keys if k in first)
+        waits = t.source in cancelled
+        return any(waits or start >= first[k] for k in keys if k in first)
 
     kept = [t for t in trials if not held(t)]
     return kept, len(trials) - len(kept)
+
+
+#: Harbor's `exception_type` of a trial it stopped (Ctrl-C, a job cancelled): no outcome.
+_CANCELLED = "CancelledError"
+
+
+def _cancelled_at(data: dict[str, Any]) -> str | None:
+    """When a cancelled trial ended (`finished_at`, else the exception's `occurred_at`, else
+    its start; '' when none is recorded), None for a trial that was not cancelled."""
+    info = data.get("exception_info")
+    if not isinstance(info, dict) or info.get("exception_type") != _CANCELLED:
+        return None
+    for value in (data.get("finished_at"), info.get("occurred_at"), data.get("started_at")):
+        if isinstance(value, str) and 0 < len(value) <= _MAX_NAME:
+            return value
+    return ""
+
+
+def _set_aside_cancelled(
+    trials: list[Trial], cancelled: dict[Path, str]
+) -> tuple[list[Trial], list[tuple[Trial, Trial]]]:
+    """The trials without each cancelled one that its job reran, and the (cancelled, rerun)
+    pairs. A cancelled trial is no outcome of the agent: its rerun is a trial of the same task
+    and arm in the same job folder that started at or after the cancelled one ended (an
+    attempt running beside it started before), the earliest not already taken by another. A
+    rerun that was cancelled too is set aside for its own rerun in turn. The rerun's notes
+    (its traces') name the trial it replaces. A cancelled trial without a rerun stays an
+    error row."""
+    if not cancelled:
+        return trials, []
+    groups: dict[tuple[Path, str, Arm], list[Trial]] = {}
+    for trial in trials:
+        groups.setdefault((trial.source.parent, trial.task, trial.arm), []).append(trial)
+    aside: dict[Path, Trial] = {}  # a cancelled trial's folder -> its rerun
+    for group in groups.values():
+        group.sort(key=lambda t: (start_key(t.started_at), str(t.source)))
+        taken: set[Path] = set()
+        for trial in group:
+            if trial.source not in cancelled:
+                continue
+            ended = start_key(cancelled[trial.source])
+            rerun = next((r for r in group if r is not trial and r.source not in taken
+                          and start_key(r.started_at) >= ended
+                          and start_key(r.started_at) > start_key(trial.started_at)), None)  # fmt: skip
+            if rerun is not None:
+                taken.add(rerun.source)
+                aside[trial.source] = rerun
+    if not aside:
+        return trials, []
+    said: dict[Path, list[str]] = {}
+    for source, rerun in aside.items():
+        said.setdefault(rerun.source, []).append(
+            f"rerun of the cancelled trial {source.name} ({_CANCELLED}, ended "
+            f"{cancelled[source] or 'at an unrecorded time'}), which was set aside"
+        )
+    kept = [
+        dataclasses.replace(t, notes=(*t.notes, *said[t.source])) if t.source in said else t
+        for t in trials
+        if t.source not in aside
+    ]
+    by_source = {t.source: t for t in trials}
+    return kept, [(by_source[s], r) for s, r in aside.items()]
 
 
 class _JobArms:
