@@ -298,3 +298,21 @@ def test_a_cancelled_trial_waits_for_its_rerun_still_running(tmp_path: Path) -> 
     # the rerun's
     assert not [n for n in later.notes if "other trials" in n]
     assert _traces(later.run_dirs, "task-a")["se"]["trial"] == "a__3"
+
+
+def test_another_cells_run_folder_holding_anything_is_passed_over(tmp_path: Path) -> None:
+    # a run folder of another cell beside the import's (copied, downloaded, edited) whose
+    # traces are no trace objects, or whose manifest names tasks oddly: before, the first
+    # stopped the import with an AttributeError traceback
+    se, sd = _two_jobs(tmp_path, "a")
+    out = tmp_path / "runs"
+    odd = {"imported-deadbeef-r0": ({"cell_id": "deadbeef", "task_ids": ["task-a"]},
+                                    [1, "x", {"scorer_details": 5}, {"scorer_details": "[1]"}]),
+           "imported-deadbee2-r0": ({"cell_id": "deadbee2", "task_ids": 7}, [])}  # fmt: skip
+    for name, (manifest, traces) in odd.items():
+        (out / name).mkdir(parents=True)
+        (out / name / "manifest.json").write_text(json.dumps(manifest))
+        record = {"task_id": "task-a", "transition": {"task_id": "task-a"}, "traces": traces}
+        (out / name / "records.jsonl").write_text(json.dumps(record) + "\n")
+    result = import_runs("harbor", [se], [sd], output_dir=out)
+    assert result.n_written == 1 and not _twice(result.notes)

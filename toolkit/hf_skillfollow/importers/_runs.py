@@ -504,6 +504,8 @@ def recorded_trials(record: dict[str, Any]) -> dict[str, dict[str, str]]:
     names it, `trial_id`, from a record's traces (an arm whose trace names none is left out)."""
     recorded: dict[str, dict[str, str]] = {}
     for trace in record.get("traces") or ():
+        if not isinstance(trace, dict):  # another cell's folder may hold anything
+            continue
         try:
             details = json.loads(trace.get("scorer_details") or "{}")
         except (TypeError, ValueError):
