@@ -301,13 +301,34 @@ def _name_key(name: str) -> str:
 def _with_collisions(reports: list[SkillReport]) -> list[SkillReport]:
     """Reports with a 'duplicate skill name' error on every skill whose name was taken before
     (names compared after Unicode NFKC normalisation and case folding), and a warning on each
-    whose UTS #39 confusable skeleton another name has (`pdf-tool`, `pdf-t00l`)."""
+    whose UTS #39 confusable skeleton another name has (`pdf-tool`, `pdf-t00l`).
+
+    A name is also taken by how `<available_skills>` lists it: the catalog HTML-escapes names,
+    so skill `a&b` is listed as `a&amp;b`, and a skill *named* `a&amp;b` would be the one a
+    model activates when it types the first skill's name exactly as listed: it is a duplicate,
+    whichever of the two comes first."""
     seen: dict[str, tuple[str, Path]] = {}
     looks: dict[str, tuple[str, Path]] = {}
+    listed = {
+        _name_key(html.escape(r.skill.name)): (r.skill.name, r.skill.path)
+        for r in reports
+        if r.skill is not None and html.escape(r.skill.name) != r.skill.name
+    }
     out = []
     for report in reports:
         skill = report.skill
         key = _name_key(skill.name) if skill is not None else ""
+        if skill is not None and key in listed and key not in seen:
+            other, where = listed[key]
+            impostor = error(
+                skill.path,
+                "field 'name'",
+                f"skill name {short(skill.name)} is how <available_skills> lists "
+                f"{short(other)} (names are HTML-escaped there; also in {where}): a model "
+                "typing that skill's name as listed would activate this one",
+            )
+            out.append(SkillReport(report.path, None, (*report.findings, impostor)))
+            continue
         look = skeleton(_name_key(skill.name)) if skill is not None else ""
         if skill is not None and key not in seen and look in looks:
             other, where = looks[look]

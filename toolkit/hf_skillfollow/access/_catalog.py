@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from html import escape
+from html import escape, unescape
 from typing import TYPE_CHECKING, Any
 
 from hf_skillfollow._skill_findings import short
@@ -174,6 +174,10 @@ def _arguments(arguments: str, names: list[str], tool: str) -> tuple[dict[str, s
     if not isinstance(args, dict):
         return {}, "arguments must be a JSON object"
     name = args.get("name")
+    if isinstance(name, str) and name not in names and unescape(name) in names:
+        # typed exactly as the catalog lists it, HTML-escaped (`a&amp;b` for skill `a&b`); no
+        # skill is named as another is listed (`skills._with_collisions`), so this is that one
+        name = unescape(name)
     if not isinstance(name, str) or name not in names:
         return {}, "`name` must be one of the skill names in <available_skills>"
     if tool == READ_TOOL:
