@@ -1,5 +1,5 @@
 """Left items of the board and the Hub push: a cap on the board's sources, hostile judge
-records in the drill-down's cost line, ...
+records in the drill-down's cost line, and the Hub read path's size check before a download.
 
 Hub discovery lists the datasets tagged `skillfollow` through huggingface.co's
 ``/api/datasets`` listing. That listing cannot be reached here and the olah mirror
@@ -230,3 +230,162 @@ def test_one_cells_hostile_judge_record_costs_only_that_cells_judge_noise(tmp_pa
     assert not [w for w in board.warnings if "Judge noise not measured" in w], board.warnings
     assert set(board.judge_noise) == {cell_key("cellH", honest)}
     assert board.judge_noise[cell_key("cellH", honest)]["answers"] == 6
+
+
+# --- the Hub read path: one listing of the repo, sized before any download ------------------
+
+
+class CountingProxy:
+    """A pass-through HTTP proxy in front of the olah mirror that records each request's
+    method and path: the answers are olah's, unchanged (redirects included).
+
+    With `refuse_file_heads`, it is a test double of a Hub that refuses (403) every file
+    metadata request (HEAD) made before the repo's second listing, which the olah mirror
+    cannot be made to do."""
+
+    def __init__(self, upstream: str, *, refuse_file_heads: bool = False) -> None:
+        self.upstream = urllib.parse.urlsplit(upstream)
+        self.requests: list[str] = []
+        self.refuse_file_heads = refuse_file_heads
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _forward(self) -> None:
+                import http.client
+
+                proxy.requests.append(f"{self.command} {self.path}")
+                body = self.rfile.read(int(self.headers.get("content-length", 0) or 0))
+                listings = sum("/tree/" in r for r in proxy.requests)
+                if proxy.refuse_file_heads and self.command == "HEAD" and listings < 2:
+                    self.send_response(403)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                up = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                up.request(self.command, self.path, body=body or None, headers=headers)
+                resp = up.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                length = resp.getheader("content-length") if self.command == "HEAD" else None
+                for key, value in resp.getheaders():
+                    if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(key, value)
+                self.send_header("content-length", length or str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                up.close()
+
+            do_GET = do_HEAD = do_POST = _forward
+
+        return Handler
+
+    def __enter__(self) -> CountingProxy:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+_LOAD = """
+import os, sys
+from pathlib import Path
+if len(sys.argv) > 3 and sys.argv[3] == "offline":
+    os.environ["HF_HUB_OFFLINE"] = "1"
+if len(sys.argv) > 3 and sys.argv[3].isdigit():  # a file budget of that many bytes
+    from hf_skillfollow.hub import _budget
+    _budget.BUDGETS["transitions"] = _budget.Budget(
+        file_bytes=int(sys.argv[3]), decoded_bytes=1 << 30, string_chars=4096, rows=10**7
+    )
+from hf_skillfollow.hub import load_transitions
+try:
+    print("rows", load_transitions(sys.argv[1]).num_rows)
+except Exception as exc:
+    print("error", type(exc).__name__, exc)
+print("parquet downloaded", sum(1 for p in Path(sys.argv[2]).rglob("*.parquet")))
+"""
+
+
+@pytest.fixture(scope="module")
+def served_repo(tmp_path_factory: pytest.TempPathFactory):
+    """`push --dry-run` of two runs into a git repo that olah serves as `org/listed`."""
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+    from tests._fixtures_hub import two_cell_runs
+    from tests._olah import git_commit, mirror
+
+    pytest.importorskip("olah")
+    root = tmp_path_factory.mktemp("olah-listing")
+    runs = two_cell_runs(root / "runs")
+    repo = root / "mirrors" / "datasets" / "org" / "listed"
+    res = CliRunner().invoke(
+        cli, ["push", *map(str, runs), "--repo", "org/listed", "--dry-run", str(repo)]
+    )
+    assert res.exit_code == 0, res.output
+    git_commit(repo)
+    with mirror(root, "org/listed") as endpoint:
+        yield endpoint, repo
+
+
+def test_a_hub_source_is_listed_once_and_sized_before_its_download(
+    served_repo, tmp_path: Path
+) -> None:
+    endpoint, _ = served_repo
+    with CountingProxy(endpoint) as proxy:
+        done = client(proxy.endpoint, _LOAD, "org/listed", str(tmp_path), tmp=tmp_path)
+    assert "rows 40" in done.stdout, done.stdout + done.stderr[-3000:]
+    listings = [r for r in proxy.requests if "/tree/" in r]
+    assert len(listings) == 1, proxy.requests
+    assert len([r for r in proxy.requests if "/revision/" in r]) == 1, proxy.requests
+    # every file request comes after the listing, at the commit it was listed at
+    commit = listings[0].split("/tree/")[1].split("?")[0]
+    files = [r for r in proxy.requests if "/resolve/" in r]
+    assert files and all(f"/resolve/{commit}/" in r for r in files), proxy.requests
+    assert proxy.requests.index(listings[0]) < proxy.requests.index(files[0])
+
+
+def test_a_refused_metadata_request_does_not_skip_the_size_check(
+    served_repo, tmp_path: Path
+) -> None:
+    """The dry run's per-file requests were answered 403: its `except OSError` read that as
+    'offline', skipped the size check and downloaded the repo anyway. The listing's sizes are
+    checked first now, so a repo over the budget is refused with nothing downloaded."""
+    endpoint, repo = served_repo
+    size = sum(p.stat().st_size for p in (repo / "data" / "transitions").glob("*.parquet"))
+    with CountingProxy(endpoint, refuse_file_heads=True) as proxy:
+        done = client(
+            proxy.endpoint, _LOAD, "org/listed", str(tmp_path), str(size - 1), tmp=tmp_path
+        )
+    assert "error BudgetError org/listed" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert "parquet downloaded 0" in done.stdout, done.stdout
+
+
+def test_a_hub_source_loaded_once_is_read_from_the_cache_offline(
+    served_repo, tmp_path: Path
+) -> None:
+    """The files are fetched one by one at the listed commit; the cache still names that
+    commit as `main`, so an offline load reads them (and with nothing cached, says why)."""
+    endpoint, _ = served_repo
+    online = client(endpoint, _LOAD, "org/listed", str(tmp_path), tmp=tmp_path)
+    assert "rows 40" in online.stdout, online.stdout + online.stderr[-3000:]
+    offline = client(endpoint, _LOAD, "org/listed", str(tmp_path), "offline", tmp=tmp_path)
+    assert "rows 40" in offline.stdout, offline.stdout + offline.stderr[-3000:]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    none = client(endpoint, _LOAD, "org/listed", str(fresh), "offline", tmp=fresh)
+    assert "error HubError org/listed:" in none.stdout, none.stdout + none.stderr[-3000:]
+    assert "parquet downloaded 0" in none.stdout

@@ -4,8 +4,9 @@ A repo's config is the parquet files under `data/<config>/` (what its card decla
 `datasets.load_dataset(repo, config)` reads). The toolkit reads those files itself, all at
 once with pyarrow's threaded dataset reader: `load_dataset` first converts every file into
 its own Arrow cache, which made a cold load of 12,500 runs slower than reading the same rows
-from one JSONL file (bench/hub.py). Hub repos are fetched with `snapshot_download` (the files
-land in the huggingface_hub cache, so a second load is offline-fast). Users keep calling
+from one JSONL file (bench/hub.py). A Hub repo is listed once, the files a load needs are
+sized against the read budget from that listing and then fetched at the listed commit
+(`_HubListing`; the files land in the huggingface_hub cache, so a second load is offline-fast). Users keep calling
 `datasets.load_dataset` on the same repos (tests/test_hub_read_path_olah.py).
 """
 
@@ -303,25 +304,20 @@ def read_parquet_files(files: Sequence[Path], config: Config, source: str = "") 
 
 
 def _load_hub(repo_id: str, config: Config) -> pa.Table:
-    from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         HfHubHTTPError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
 
-    def fetch(patterns: list[str]) -> Path:
-        # The sizes the Hub lists are summed before any byte is fetched: reading the files
-        # is held to the budget, and so is writing them to this disk first.
-        _check_download(repo_id, patterns, config)
-        return Path(snapshot_download(repo_id, repo_type="dataset", allow_patterns=patterns))
-
     try:
-        # The usual layout in one round; a card declaring other paths costs a second one.
-        folder = fetch([CARD_PATH, f"data/{config}/*.parquet"])
+        # One listing per load: the card's round and a second round for the paths it declares
+        # are both sized and fetched from it, at the commit it was read at.
+        listing = _HubListing.read(repo_id)
+        folder = listing.fetch([CARD_PATH, f"data/{config}/*.parquet"], config)
         patterns = declared_patterns(folder, config)
         if patterns and patterns != [f"data/{config}/*.parquet"]:
-            folder = fetch(patterns)
+            folder = listing.fetch(patterns, config)
     except (RepositoryNotFoundError, RevisionNotFoundError) as exc:
         raise HubError(
             f"{repo_id}: no such local path, and no accessible Hub dataset with that id "
@@ -329,41 +325,139 @@ def _load_hub(repo_id: str, config: Config) -> pa.Table:
         ) from None
     except HfHubHTTPError as exc:
         raise HubError(f"{repo_id}: the Hub refused the download ({_first_line(exc)})") from None
-    except OSError as exc:  # offline without a cached copy, unreachable endpoint
+    except (OSError, *_unreachable()) as exc:  # a file not fetched (mid-way), or not written
         raise HubError(
             f"{repo_id}: cannot download its {config} files ({_first_line(exc)})"
         ) from None
     return read_config_files(folder, config, repo_id)
 
 
-def _check_download(repo_id: str, patterns: list[str], config: Config) -> None:
-    """A BudgetError naming `repo_id` when the files `snapshot_download` would fetch for
-    `patterns` (its own dry run: the same listing, filter, offline and unreachable-Hub
-    handling) hold more bytes than the budget of `config` allows: every file counts, the
-    card and any file a card's pattern matches. A huggingface_hub without dry runs (before
-    1.1) is not asked; the files are then held to the budget when read, as before."""
-    import inspect
+class _HubListing:
+    """A Hub dataset's files at one commit, listed once (`read`); `fetch` sizes the files a
+    set of patterns matches against the read budget before downloading any of them.
 
-    from huggingface_hub import snapshot_download
+    Where the Hub cannot be reached (offline, no connection, a server error), `commit` is None
+    and `fetch` reads the cached copy only, as `snapshot_download` itself falls back to."""
 
-    from hf_skillfollow.hub._budget import BUDGETS, BudgetError, Meter
+    def __init__(self, repo_id: str, commit: str | None, sizes: dict[str, int], why: str) -> None:
+        self.repo_id, self.commit, self.sizes, self.why = repo_id, commit, sizes, why
 
-    if "dry_run" not in inspect.signature(snapshot_download).parameters:
+    @classmethod
+    def read(cls, repo_id: str) -> _HubListing:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import HfHubHTTPError
+        from huggingface_hub.hf_api import RepoFile
+
+        api = HfApi()
+        try:
+            commit = api.repo_info(repo_id, repo_type="dataset", revision="main").sha
+            tree = api.list_repo_tree(repo_id, repo_type="dataset", recursive=True, revision=commit)
+            sizes = {f.path: _listed_size(f) for f in tree if isinstance(f, RepoFile)}
+        except HfHubHTTPError as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            if not (isinstance(status, int) and status >= 500):
+                raise  # a missing repo, a refusal: said as such by `_load_hub`
+            return cls(repo_id, None, {}, f"{type(exc).__name__}: {_first_line(exc)}")
+        except _unreachable() as exc:
+            return cls(repo_id, None, {}, f"{type(exc).__name__}: {_first_line(exc)}")
+        return cls(repo_id, commit, sizes, "")
+
+    def fetch(self, patterns: list[str], config: Config) -> Path:
+        """The snapshot folder holding every listed file `patterns` match, downloaded at the
+        listed commit after their sizes passed the budget of `config`."""
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        if self.commit is None:
+            try:
+                return Path(
+                    snapshot_download(
+                        self.repo_id,
+                        repo_type="dataset",
+                        allow_patterns=patterns,
+                        local_files_only=True,
+                    )
+                )
+            except LocalEntryNotFoundError:  # no (complete) cached copy: say why not fetched
+                raise HubError(
+                    f"{self.repo_id}: the Hub cannot be reached ({self.why}) and no copy of "
+                    f"its {config} files is cached"
+                ) from None
+        from huggingface_hub.utils import filter_repo_objects
+
+        wanted = sorted(filter_repo_objects(self.sizes, allow_patterns=patterns))
+        if not wanted:  # no card and no files of `config`: said as for a folder without them
+            _read_config([], config, self.repo_id)
+        self._check_budget(wanted, config)
+        return self._download(wanted)
+
+    def _check_budget(self, paths: list[str], config: Config) -> None:
+        from hf_skillfollow.hub._budget import BUDGETS, BudgetError, Meter
+
+        Meter(BUDGETS[config], self.repo_id).count_files(paths)
+        total = sum(self.sizes[p] for p in paths)
+        limit = BUDGETS[config].file_bytes
+        if total > limit:
+            raise BudgetError(
+                f"{self.repo_id}: its {config} files hold {total:,} bytes, past {limit:,} bytes "
+                "of files (a source may cost at most that); nothing was downloaded and the "
+                "source is not shown"
+            )
+
+    def _download(self, paths: list[str]) -> Path:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from huggingface_hub import hf_hub_download
+
+        def one(path: str) -> str:
+            return hf_hub_download(self.repo_id, path, repo_type="dataset", revision=self.commit)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            local = list(pool.map(one, paths))
+        snapshot = _snapshot_of(local[0], paths[0])
+        _point_main_at(snapshot)
+        return snapshot
+
+
+def _listed_size(file: object) -> int:
+    """Bytes the Hub lists for a file: an LFS (or Xet) file's own size, not its pointer's."""
+    lfs = getattr(file, "lfs", None)
+    size = getattr(lfs, "size", None) if lfs is not None else None
+    return int(size if size is not None else getattr(file, "size", 0) or 0)
+
+
+def _snapshot_of(local: str, path: str) -> Path:
+    """The snapshot folder (`.../snapshots/<commit>`) of `local`, the cached file of `path`."""
+    return Path(local).parents[len(Path(path).parts) - 1]
+
+
+def _point_main_at(snapshot: Path) -> None:
+    """Record `snapshot` as the cached `main` (`refs/main`, the huggingface_hub cache layout),
+    so an offline load reads the files fetched at that commit, as after `snapshot_download`."""
+    ref = snapshot.parent.parent / "refs" / "main"
+    if ref.is_file() and ref.read_text(encoding="utf-8") == snapshot.name:
         return
-    try:
-        planned = snapshot_download(
-            repo_id, repo_type="dataset", allow_patterns=patterns, dry_run=True
-        )
-    except OSError:  # offline or unreachable (DryRunError): nothing can be fetched
-        return
-    total = sum(int(getattr(f, "file_size", 0) or 0) for f in planned)
-    Meter(BUDGETS[config], repo_id).count_files(list(planned))
-    limit = BUDGETS[config].file_bytes
-    if total > limit:
-        raise BudgetError(
-            f"{repo_id}: its {config} files hold {total:,} bytes, past {limit:,} bytes of files "
-            "(a source may cost at most that); nothing was downloaded and the source is not shown"
-        )
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    part = ref.with_name(f".main.{os.getpid()}.{threading.get_ident()}")
+    part.write_text(snapshot.name, encoding="utf-8")
+    os.replace(part, ref)
+
+
+def _unreachable() -> tuple[type[BaseException], ...]:
+    """What huggingface_hub raises when the Hub cannot be reached: offline mode and its HTTP
+    client's transport errors (httpx2, httpx or requests, by version; only one it imported).
+    A missing repo, a refusal or a local failure is not among them."""
+    import sys
+
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    kinds: list[type[BaseException]] = [OfflineModeIsEnabled]
+    for module, name in (("httpx2", "TransportError"), ("httpx", "TransportError"),
+                         ("requests", "ConnectionError"), ("requests", "Timeout")):  # fmt: skip
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type) and issubclass(kind, BaseException):
+            kinds.append(kind)
+    return tuple(kinds)
 
 
 def _first_line(exc: BaseException) -> str:
