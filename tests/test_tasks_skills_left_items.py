@@ -182,3 +182,87 @@ def test_hostile_descriptions_cannot_forge_a_catalog_entry_or_break_the_tools(
         schema = json.loads(json.dumps(tool))["function"]["parameters"]
         assert schema["properties"]["name"]["enum"] == pool.names
         assert set(schema["properties"]) <= {"name", "path"}
+
+
+# --- 3. a skill body leaking into the SD arm's prompt in part ---------------------------------------
+
+PARAGRAPHS = [
+    "Before touching the parser, write down the grammar the input follows and list every "
+    "token kind with one example each. Then walk the examples by hand, noting where the "
+    "tokenizer must look ahead more than one character, because those places decide whether "
+    "a single regular expression is enough or a small state machine is needed instead.",
+    "When the state machine is needed, give each state a name that says what has been read "
+    "so far, keep the transitions in one table, and test the table against the hand-walked "
+    "examples before writing any code that depends on it. Most bugs hide in the transitions "
+    "out of the error state, so write those first and check that every one of them is reached.",
+    "Finally, measure the parser on the largest input you expect and on one ten times larger.",
+]
+
+
+def _leaky_pool(tmp_path: Path) -> object:
+    root = tmp_path / "pool"
+    _skill(root, "parse", "parse-carefully", "How to parse input.", "\n\n".join(PARAGRAPHS))
+    return load_pool(root)
+
+
+def _sd(prompt: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You are a helpful assistant. Solve the task."},
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": PARAGRAPHS[0]},  # the model's own words are not sent
+    ]
+
+
+def test_a_paragraph_of_a_skill_in_the_sd_request_is_a_violation(tmp_path: Path) -> None:
+    from hf_skillfollow._arm_integrity import sd_request_integrity
+
+    pool = _leaky_pool(tmp_path)
+    # one paragraph of the body (of three), re-wrapped, inside a task's own text
+    rewrapped = " ".join(PARAGRAPHS[1].split()[:3]) + "\n" + " ".join(PARAGRAPHS[1].split()[3:])
+    prompt = f"Write a tokenizer for CSV.\n\nSome advice:\n{rewrapped}\n\nReturn a list."
+    verdict = sd_request_integrity(pool, _sd(prompt))
+    # before: 'ok' (only whole texts were looked for)
+    assert verdict == (
+        "violation: 1 pool skill text(s) in the skill-disabled request: skill "
+        "'parse-carefully' SKILL.md body (a passage of 40+ words)"
+    )
+    # the whole body is still named as a whole
+    whole = sd_request_integrity(pool, _sd("\n\n".join(PARAGRAPHS)))
+    assert whole.endswith("skill 'parse-carefully' SKILL.md body")
+
+
+def test_a_short_shared_phrase_or_a_repeated_pattern_is_no_violation(tmp_path: Path) -> None:
+    from hf_skillfollow._arm_integrity import sd_request_integrity
+
+    pool = _leaky_pool(tmp_path)
+    thirty = " ".join(PARAGRAPHS[0].split()[:30])  # a sentence and a half, quoted
+    assert sd_request_integrity(pool, _sd(f"Consider: {thirty}. Now write the parser.")) == "ok"
+    root = tmp_path / "table"
+    rule = " ".join(["| --- |"] * 60)
+    _skill(root, "t", "table-skill", "Tables.", f"A table:\n{rule}\nend")
+    assert sd_request_integrity(load_pool(root), _sd(f"Fill this in:\n{rule}")) == "ok"
+
+
+def test_no_benchmark_prompt_shares_a_passage_with_the_shipped_pools(data_dir: Path) -> None:
+    from hf_skillfollow._arm_integrity import sd_request_integrity
+    from hf_skillfollow.prompts import system_prompt
+    from hf_skillfollow.skills import load_shipped_pool
+
+    pool = merged_pool([load_shipped_pool("coding"), load_shipped_pool("math")])
+    files = {
+        "mbppplus": "mbppplus-v0.1.0.jsonl",
+        "humanevalplus": "HumanEvalPlus-v0.1.10.jsonl.gz",
+        "math500": "math500.jsonl",
+    }
+    checked = 0
+    for benchmark, name in files.items():
+        domain = "math" if benchmark == "math500" else "coding"
+        system = system_prompt(domain, skill_enabled=False)
+        for task in load_tasks(benchmark, data_dir / name)[0]:
+            messages = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": task.prompt},
+            ]
+            assert sd_request_integrity(pool, messages) == "ok", task.task_id
+            checked += 1
+    assert checked == 399 + 164 + 500
