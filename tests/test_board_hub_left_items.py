@@ -205,6 +205,37 @@ def _judged_run(root: Path, run: str, cell: str, first_record: str) -> str:
     return str(root)
 
 
+#: judge_verdicts values of the wrong types that read without an error: the board showed
+#: figures from them (a string's characters counted as repeats, ties of -7), where `report`
+#: refuses them (`metrics._own.judge_record_problem`).
+WRONG_TYPES = {
+    "unanimous a string": json.dumps({"majority": [True], "unanimous": "abcdef", "n_valid": 2}),
+    "ties -7": json.dumps({"majority": [True], "unanimous": [True], "n_valid": 2, "ties": -7}),
+    "ties true": json.dumps({"majority": [True], "unanimous": [True], "n_valid": 2, "ties": True}),
+    "repeats a string": json.dumps(
+        {"majority": [True], "unanimous": [True], "n_valid": 2, "settings": {"repeats": "9"}}
+    ),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_TYPES), ids=list(WRONG_TYPES))
+def test_a_judge_record_of_the_wrong_types_gives_no_figures_but_a_note(
+    tmp_path: Path, wrong: str
+) -> None:
+    from hf_skillfollow.space_app._cost import cell_noise
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    source = _judged_run(tmp_path / "bad", "r5", "cellM", WRONG_TYPES[wrong])
+    board = load_board([source], resamples=20, discover=False, use_cache=False)
+    header = _show_cell(board, cell_key("cellM", source))[0]
+    assert "tokens SE 10 · SD 10 · Δ +0" in header
+    assert "judge figures left out: a judge_verdicts value is not a judge record" in header
+    assert "run &#x27;r5&#x27;, task &#x27;t1&#x27;" in header  # names the row
+    assert "Judge noise" not in header
+    (cell,) = [c for _, c in board.pooled.iterrows()]
+    assert cell_noise(board.traces.table, board.task_rows(cell)) is None
+
+
 @pytest.mark.parametrize("hostile", list(HOSTILE), ids=list(HOSTILE))
 def test_a_hostile_judge_record_is_a_note_in_the_drill_down_not_a_traceback(
     tmp_path: Path, hostile: str

@@ -42,12 +42,14 @@ def read_trace_rows(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
     """The rows (only the columns these sections read) of every traces file of `sources`."""
     import pyarrow.parquet as pq
 
+    from hf_skillfollow.metrics._own import judge_record_problem
+
     rows: list[dict[str, Any]] = []
     for path in trace_files(sources):
         have = set(pq.read_schema(path).names)
         table = pq.read_table(path, columns=[c for c in _COLUMNS if c in have])
         for i, row in enumerate(table.to_pylist()):
-            problem = _judge_record_problem(row.get("judge_verdicts"))
+            problem = judge_record_problem(row.get("judge_verdicts"))
             if problem:
                 # a downloaded or edited traces file: one line naming it, not a traceback
                 raise ValueError(
@@ -56,43 +58,6 @@ def read_trace_rows(sources: Sequence[str | Path]) -> list[dict[str, Any]]:
                 )
             rows.append(row)
     return rows
-
-
-_COUNTS = ("n_valid", "ties")
-_FLAGS = ("majority", "unanimous")
-
-
-def _judge_record_problem(text: Any) -> str | None:
-    """What is wrong with a traces row's judge record for the figures read from it
-    (`metrics._own`), or None (no record, an empty answer's `not_judged`, or a good one)."""
-    from hf_skillfollow._text import loads_untrusted
-
-    if not text:
-        return None
-    try:
-        record = loads_untrusted(text)
-    except ValueError as exc:
-        return f"not JSON ({str(exc)[:80]})"
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    if record.get("not_judged"):
-        return None
-    settings = record.get("settings")
-    repeats = settings.get("repeats", 0) if isinstance(settings, dict) else None
-    if settings is not None and not _count(repeats):
-        return "'settings' is not an object with an integer 'repeats'"
-    for key in _COUNTS:
-        if key in record and not _count(record[key]):
-            return f"{key!r} is not a count"
-    for key in _FLAGS:
-        value = record.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
-            return f"{key!r} is not a list of true/false"
-    return None
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _f(x: float, digits: int = 1) -> str:

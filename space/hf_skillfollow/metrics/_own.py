@@ -60,6 +60,45 @@ def cost(traces: Iterable[Row]) -> dict[str, dict[str, float]]:
     return out
 
 
+_COUNTS = ("n_valid", "ties")
+_FLAGS = ("majority", "unanimous")
+
+
+def judge_record_problem(text: Any) -> str | None:
+    """What is wrong with a traces row's judge record for the figures read from it (`_record`
+    and what uses it), or None (no record, an empty answer's `not_judged`, or a good one).
+    The report (`report_own.read_trace_rows`) and the board's drill-down (`space_app._cost`)
+    ask it before reading a submitter's records."""
+    from hf_skillfollow._text import loads_untrusted
+
+    if not text:
+        return None
+    try:
+        record = loads_untrusted(text)
+    except ValueError as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    if record.get("not_judged"):
+        return None
+    settings = record.get("settings")
+    repeats = settings.get("repeats", 0) if isinstance(settings, dict) else None
+    if settings is not None and not _count(repeats):
+        return "'settings' is not an object with an integer 'repeats'"
+    for key in _COUNTS:
+        if key in record and not _count(record[key]):
+            return f"{key!r} is not a count"
+    for key in _FLAGS:
+        value = record.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
+            return f"{key!r} is not a list of true/false"
+    return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _record(row: Row) -> dict[str, Any] | None:
     """The judge's record of a judged answer; None where the judge was not asked (no record,
     or an empty answer of an errored arm, recorded as `not_judged`)."""

@@ -90,22 +90,35 @@ def cell_noise(traces_of, rows: pd.DataFrame) -> dict | None:
     return _judge_noise(rows, traces)[0]
 
 
-#: What reading a submitter's judge record can raise: malformed JSON or a value of the wrong
-#: type (ValueError, TypeError, KeyError, AttributeError), `[` nested 100,000 deep
-#: (RecursionError from json), a count of 1e400 (OverflowError from int(inf)).
+#: What reading a judge record could still raise past `judge_record_problem` (its own check
+#: comes first): kept so that one cell's figures, never the page, pay for a gap in it.
 _BAD_RECORD = (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError)
 
 
 def _judge_noise(rows: pd.DataFrame, traces: list[dict]) -> tuple[dict | None, str | None]:
-    """(the cell's judge noise or None, None) or (None, why not) when a record is malformed:
-    one cell's bad traces cost that cell's judge figures, never the page or other cells'."""
+    """(the cell's judge noise or None, None), or (None, why not) when a record is not one
+    hf-skillfollow writes (`metrics._own.judge_record_problem`, the check `report` makes:
+    not JSON, `[` nested 100,000 deep, a count of 1e400 or -7 or true, flags that are not
+    lists of true/false): one cell's bad traces cost that cell's judge figures, never the
+    page or other cells'."""
     from hf_skillfollow.metrics import _own
 
+    for t in traces:
+        problem = _own.judge_record_problem(t.get("judge_verdicts"))
+        if problem:
+            where = f"run {_cut(t['run_id'])}, task {_cut(t['task_id'])}, {_cut(t['arm'])}"
+            return None, f"{where}: {problem}"
     transitions = [{**t, "cell_id": _KEY} for t in _transition_dicts(rows)]
     try:
         return _own.judge_noise(transitions, traces).get(_KEY), None
     except _BAD_RECORD as exc:
         return None, type(exc).__name__
+
+
+def _cut(value: object, limit: int = 120) -> str:
+    """A submitter's id as the board shows one: its first `limit` characters."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def judged_noise(board) -> dict[str, dict]:
