@@ -508,7 +508,7 @@ def recorded_trials(record: dict[str, Any]) -> dict[str, dict[str, str]]:
             continue
         try:
             details = json.loads(trace.get("scorer_details") or "{}")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # nested past the parser: no trial named
             continue
         if isinstance(details, dict) and isinstance(details.get("trial"), str):
             # the details' JSON keeps a folder name's lone surrogate (`\udcff`) as it is
@@ -606,9 +606,9 @@ def _other_cells(
                 if not tasks & set(map(str, manifest.get("task_ids") or ())):
                     continue
                 records = store.read_records()
-            except (RunDirError, OSError, ValueError, TypeError):
-                continue
-            same = sorted({r["task_id"] for r in records if _recorded_keys(r) & mine})
+                same = sorted({r["task_id"] for r in records if _recorded_keys(r) & mine})
+            except (RunDirError, OSError, ValueError, TypeError, RecursionError):
+                continue  # RecursionError: JSON nested past the parser (a hand-made file)
             if same:
                 found.append((store.root, manifest, same))
     return sorted(found, key=lambda f: str(f[0]))
