@@ -238,10 +238,11 @@ class MalformedForOneTaskDouble(ScriptedModelServerDouble):
 def test_a_malformed_response_is_kept_on_resume_and_the_note_says_so(
     tmp_path: Path, math_file: Path, math_tasks: list
 ) -> None:
-    """A malformed response is an error of kind `other` (docs/runs.md says why): a default
-    resume does not ask the same server again. Was: such a resume said nothing, so the user
-    could not tell the pair was kept nor how to run it again; now one line names the kind,
-    an error text of it and `--retry-errors all`, which runs it again."""
+    """A malformed response is not retried by a default resume (kind `malformed`, docs/runs.md
+    says why): it does not ask the same server again. Was: such a resume said nothing, so the
+    user could not tell the pair was kept nor how to run it again; now one line names the
+    kind (`malformed`), an error text of it and `--retry-errors all`, which runs it again
+    (`--retry-errors malformed` alone: tests/test_retry_malformed_and_cpu.py)."""
     out = tmp_path / "out"
     with MalformedForOneTaskDouble(math_tasks) as broken:
         code, output = new_run(broken.url, math_file, out, limit=3)
@@ -256,7 +257,7 @@ def test_a_malformed_response_is_kept_on_resume_and_the_note_says_so(
         assert code == 0 and broken.requests == asked, output  # not asked again
     assert (
         f"{run_dir / 'records.jsonl'}: errored pairs kept, not run again with --retry-errors "
-        "transport: 1 other (e.g. \"malformed response: 'choices' is str, not a list\"); "
+        "transport: 1 malformed (e.g. \"malformed response: 'choices' is str, not a list\"); "
         "--retry-errors all runs every errored pair again"
     ) in " ".join(output.split())
     with ScriptedModelServerDouble(math_tasks) as good:

@@ -6,6 +6,10 @@
 - `transport`: the request did not get an answer from the model (timeout, connection error,
   HTTP 408/409/429/5xx, an empty response, a failed vLLM batch). A short outage says nothing
   about the model: these pairs are retried on resume (`--retry-errors`, docs/runs.md).
+- `malformed`: the server answered, but not with a chat completion (`malformed response: ...`,
+  `backends/_openai.MalformedResponse`: a proxy's HTML page, `choices` not a list, a body over
+  the cap). The same server answers the same request the same way, so it is not retried by
+  default; once the endpoint is mended, `--retry-errors malformed` runs exactly these pairs.
 - `other`: anything else the provider refused (an HTTP 4xx other than those).
 
 The texts are the backends' own (`backends/_openai._describe`, `backends/_vllm`), matched
@@ -18,11 +22,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-ErrorKind = Literal["transport", "context", "other"]
+ErrorKind = Literal["transport", "context", "malformed", "other"]
 #: `--retry-errors` choices -> the kinds of errored pairs retried on resume
 RETRY_CHOICES: dict[str, frozenset[str]] = {
     "transport": frozenset({"transport"}),
-    "all": frozenset({"transport", "context", "other"}),
+    "malformed": frozenset({"malformed"}),
+    "all": frozenset({"transport", "context", "malformed", "other"}),
     "none": frozenset(),
 }
 
@@ -36,12 +41,18 @@ _TRANSPORT = re.compile(
     r"|HTTP (408|409|429|5\d\d)\b)",
     re.IGNORECASE,
 )
+#: the openai backend's own prefix (`backends/_openai._describe`), never a provider's text:
+#: those start with `HTTP `, `connection error` or `request timed out`
+_MALFORMED = "malformed response:"
 
 
 def error_kind(text: str | None) -> ErrorKind | None:
     """The kind of an arm's error text; None when the arm ended without one."""
     if not text:
         return None
+    # First: the body of a malformed answer may quote anything ("context length" too).
+    if text.startswith(_MALFORMED):
+        return "malformed"
     if _CONTEXT.search(text):
         return "context"
     if _TRANSPORT.search(text.strip()):

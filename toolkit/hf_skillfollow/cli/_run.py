@@ -10,6 +10,7 @@ from typing import Any, get_args
 
 import click
 
+from hf_skillfollow._errors import RETRY_CHOICES
 from hf_skillfollow._terminate import sigterm_unwinds
 from hf_skillfollow.benchmarks import BENCHMARK_NAMES
 from hf_skillfollow.cli._echo import echo
@@ -186,12 +187,13 @@ def _build_config(params: dict[str, Any]):
 )
 @click.option(
     "--retry-errors",
-    type=click.Choice(["transport", "all", "none"]),
+    type=click.Choice(list(RETRY_CHOICES)),
     default="transport",
     show_default=True,
     help="With --resume: run again the pairs that ended in a provider error: transport "
     "(timeouts, connection, HTTP 408/409/429/5xx; never a context overflow, which is part of "
-    "the measurement), all, or none. Their records move to records.rejected.",
+    "the measurement), malformed (answers that were no chat completion, once the endpoint is "
+    "mended), all, or none. Their records move to records.rejected.",
 )
 @click.option(
     "--harness",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from hf_skillfollow._errors import RETRY_CHOICES
 from hf_skillfollow.cli._echo import data, echo
 from hf_skillfollow.registries import EXECUTORS
 
@@ -43,10 +44,11 @@ from hf_skillfollow.registries import EXECUTORS
               help="Plain log lines or the live view [live on a terminal, plain otherwise].")  # fmt: skip
 @click.option("--resamples", type=click.IntRange(min=1), default=20000, show_default=True,
               help="Bootstrap resamples for --report.")  # fmt: skip
-@click.option("--retry-errors", type=click.Choice(["transport", "all", "none"]), default="transport",
-              show_default=True,
+@click.option("--retry-errors", type=click.Choice(list(RETRY_CHOICES)),
+              default="transport", show_default=True,
               help="Run again the finished pairs that ended in a provider error: transport (timeouts, "
-                   "connection, HTTP 408/409/429/5xx; never a context overflow), all, or none.")  # fmt: skip
+                   "connection, HTTP 408/409/429/5xx; never a context overflow), malformed (answers "
+                   "that were no chat completion, once the endpoint is mended), all, or none.")  # fmt: skip
 @click.option("--max-error-rate", type=click.FloatRange(0, 100), default=5.0, show_default=True,
               metavar="PCT",
               help="A run whose pairs ended in a provider error more often than this (percent) is "
