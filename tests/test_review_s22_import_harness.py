@@ -55,3 +55,82 @@ def test_another_cells_folder_nested_past_the_parser_is_passed_over(
     result = import_runs("harbor", [se], [sd], output_dir=out)
     assert result.n_written == 1
     assert not [n for n in result.notes if n.startswith("the same trials of")]
+
+
+# ---------------------------------------------- harness: a task skill COPY'd to a pool name
+
+
+def _task_with_copied_skill(root: Path, dockerfile: str) -> Path:
+    """A Harbor task whose environment/mine/SKILL.md (named 'mine') the Dockerfile copies."""
+    task = root / "clash"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("do it\n")
+    (task / "task.toml").write_text("[environment]\n")
+    (task / "environment" / "mine").mkdir(parents=True)
+    (task / "environment" / "mine" / "SKILL.md").write_text(
+        "---\nname: mine\ndescription: the task's own\n---\nbody\n"
+    )
+    (task / "environment" / "mine" / "helper.py").write_text("print('the task's')\n")
+    (task / "environment" / "Dockerfile").write_text("FROM x\n" + dockerfile + "\n")
+    return task
+
+
+def _harness_run(tmp_path: Path) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+
+    result = CliRunner().invoke(cli, [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", str(tmp_path / "in"),
+        "--skills", str(tmp_path / "pool"), "-o", str(tmp_path / "runs"),
+    ])  # fmt: skip
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize(
+    "dockerfile",
+    [
+        "COPY mine /root/.agents/skills/pdf-tools",
+        "COPY mine/ /root/.agents/skills/pdf-tools/",
+        'COPY ["mine", "/root/.agents/skills/pdf-tools"]',
+        "COPY mine/SKILL.md /root/.agents/skills/pdf-tools/SKILL.md",
+        "COPY mine/SKILL.md /root/.agents/skills/pdf-tools/",
+    ],
+)
+def test_a_task_skill_copied_to_a_pool_skills_folder_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dockerfile: str
+) -> None:
+    # fe0e29f compared the source folder's name ('mine') and the `name` field only. Docker
+    # copies a folder's contents into the destination, so the skill lands in
+    # ~/.agents/skills/pdf-tools/, where Codex, Pi, Goose and others `cp -r <skills_dir>/*
+    # $HOME/.agents/skills/` (Harbor 0.26 agents/installed/codex.py:1943): the pool's pdf-tools
+    # merged file by file into the task's (its helper.py kept). Before, the run went on to
+    # Harbor (here /bin/false: "harbor (se job) exited with 1").
+    from tests._trial_fixtures import write_pool
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")  # pdf-tools, csv-clean
+    task = _task_with_copied_skill(tmp_path / "in", dockerfile)
+    code, output = _harness_run(tmp_path)
+    assert code == 1
+    assert output.strip() == (
+        f"Error: {task / 'environment' / 'mine' / 'SKILL.md'}: the task ships a skill named "
+        "'pdf-tools', as the pool does ('pdf-tools'): the with-skills arm would get one skill "
+        "of that name made of the two, and its rows could not say which it used; rename the "
+        "task's skill or the pool's"
+    )
+    assert not list((tmp_path / "runs").glob("harbor-*/jobs/*"))  # no job was begun
+
+
+def test_a_task_skill_copied_under_its_own_name_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # guard: the same copy to a folder no pool skill has is the task's own skill, kept in se
+    from tests._trial_fixtures import write_pool
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")
+    _task_with_copied_skill(tmp_path / "in", "COPY mine /root/.agents/skills/ledger")
+    code, output = _harness_run(tmp_path)
+    assert code == 1 and "harbor (se job) exited with 1" in output, output

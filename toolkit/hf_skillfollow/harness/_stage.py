@@ -321,14 +321,15 @@ def _name_key(name: str) -> str:
 
 def _shipped_skills(environment: Path) -> Iterator[tuple[Path, list[str]]]:
     """Each SKILL.md the task hands the agent as a skill, relative to `environment`, with its
-    names (its folder's and its `name` field): under a ``skills`` folder (`environment/skills/`
-    and any other), a hidden folder (``.claude/skills/``), or a source a Dockerfile COPY or ADD
-    puts in a skills folder (`_copies_skills`). A task copy, so bounded (`_entries`)."""
+    names (its folder's, the folder a Dockerfile COPY puts it in, and its `name` field): under
+    a ``skills`` folder (`environment/skills/` and any other), a hidden folder
+    (``.claude/skills/``), or a source a Dockerfile COPY or ADD puts in a skills folder
+    (`_copies_skills`). A task copy, so bounded (`_entries`)."""
     from hf_skillfollow._skill_meta import parse_skill
 
     if not environment.is_dir() or environment.is_symlink():
         return
-    copied = _copied_sources(environment / "Dockerfile")
+    copies = _skill_copies(environment / "Dockerfile")
     for folder, dirs, files in os.walk(environment):
         dirs.sort()
         rel = Path(folder).relative_to(environment)
@@ -336,33 +337,52 @@ def _shipped_skills(environment: Path) -> Iterator[tuple[Path, list[str]]]:
             if file.casefold() != "skill.md":
                 continue
             parts = rel.parts
-            as_skill = any(p.casefold() == "skills" or p.startswith(".") for p in parts) or any(
-                parts[: len(src)] == src for src in copied
-            )
-            if not as_skill or not parts:
+            placed = [_placed_folder((*parts, file), src, dest) for src, dest in copies]
+            as_skill = any(p.casefold() == "skills" or p.startswith(".") for p in parts)
+            if not (as_skill and parts) and not any(name is not None for name in placed):
                 continue
             path = Path(folder) / file
             with path.open("rb") as f:  # a regular file of the copy
                 text = f.read(256 * 1024).decode("utf-8", "replace")
             fields, _ = parse_skill(text, path)
-            names = [parts[-1]] + ([fields.name] if fields is not None else [])
+            names = [*parts[-1:], *(n for n in placed if n), *([fields.name] if fields else [])]
             yield rel / file, names
 
 
-def _copied_sources(dockerfile: Path) -> list[tuple[str, ...]]:
-    """The sources (as path parts relative to `environment/`) of each Dockerfile COPY or ADD
-    that puts files in or takes them from a skills folder; ``.`` as the empty tuple."""
+def _placed_folder(path: tuple[str, ...], src: tuple[str, ...], dest: str) -> str | None:
+    """The name of the folder that a COPY of `src` to `dest` puts the file `path` (both
+    relative to `environment/`, as parts) in, as Docker copies: a folder's contents go into
+    `dest`, a file into `dest` when it ends with ``/``, else to `dest` itself; '' when the file
+    keeps a folder of the source above it (its own name is then `path`'s), None when `src`
+    does not hold `path`. ``COPY mine /root/.agents/skills/pdf`` installs mine/SKILL.md as
+    the skill ``pdf`` (before 5 Dec only ``mine`` and its `name` were compared)."""
+    if path[: len(src)] != src:
+        return None
+    inside = path[len(src) :]
+    if len(inside) > 1:
+        return ""
+    folders = [p for p in dest.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not inside and not dest.endswith("/"):
+        folders = folders[:-1]  # the file itself, renamed: its folder is dest's parent
+    return folders[-1] if folders else ""
+
+
+def _skill_copies(dockerfile: Path) -> list[tuple[tuple[str, ...], str]]:
+    """(source as path parts relative to `environment/`, ``.`` as the empty tuple;
+    destination as written) of each Dockerfile COPY or ADD that puts files in or takes them
+    from a skills folder."""
     if not dockerfile.is_file() or dockerfile.is_symlink():
         return []
-    sources = []
+    copies = []
     for line in _instructions(dockerfile.read_text("utf-8", "surrogateescape")):
         if not _copies_skills(line):
             continue
         words = [w for w in line.replace("\\\n", " ").split()[1:] if not w.startswith("--")]
+        words = [w.strip('[]",') for w in words]
         for word in words[:-1]:  # the last is the destination
-            parts = word.strip('[]",').replace("\\", "/").split("/")
-            sources.append(tuple(p for p in parts if p not in ("", ".")))
-    return sources
+            parts = word.replace("\\", "/").split("/")
+            copies.append((tuple(p for p in parts if p not in ("", ".")), words[-1]))
+    return copies
 
 
 def _hidden_skill(environment: Path) -> str | None:
