@@ -134,3 +134,39 @@ def test_a_task_skill_copied_under_its_own_name_still_runs(
     _task_with_copied_skill(tmp_path / "in", "COPY mine /root/.agents/skills/ledger")
     code, output = _harness_run(tmp_path)
     assert code == 1 and "harbor (se job) exited with 1" in output, output
+
+
+# ------------------------------------ harness: a run folder error that no set-aside mends
+
+
+def test_a_harness_run_folders_broken_manifest_is_not_sent_to_set_aside_bad_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 5895fb2 rewrote every RunDirError of the harness's import as a bad records line, adding
+    # "give the same `run --harness harbor` command with --set-aside-bad-records": for a run
+    # folder whose manifest.json is no JSON that flag mends nothing (seen: the same error
+    # again with the flag). Only the bad-lines error gets the way out; others pass as they are.
+    from click.testing import CliRunner
+
+    from hf_skillfollow.cli import cli
+    from tests._trial_fixtures import write_pool
+    from tests.test_harness_left_items import _harbor_standin, _task
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", str(_harbor_standin(tmp_path)))
+    write_pool(tmp_path / "pool")
+    _task(tmp_path / "tasks", "task-a")
+    _task(tmp_path / "tasks", "task-b")
+    argv = [
+        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
+        "http://127.0.0.1:9/v1", "--env", "docker", "--tasks", str(tmp_path / "tasks"),
+        "--skills", str(tmp_path / "pool"), "-o", str(tmp_path / "runs"), "--no-report",
+    ]  # fmt: skip
+    assert CliRunner().invoke(cli, argv).exit_code == 0
+    (run,) = (tmp_path / "runs").glob("run-harbor-*")
+    (run / "manifest.json").write_text("{")
+    for extra in ([], ["--set-aside-bad-records"]):
+        result = CliRunner().invoke(cli, [*argv, *extra])
+        assert result.exit_code == 1, result.output
+        error = result.output.strip().splitlines()[-1]
+        assert error.startswith(f"Error: {run / 'manifest.json'}: invalid JSON"), error
+        assert "set-aside-bad-records" not in error, error

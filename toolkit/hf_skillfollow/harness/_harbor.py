@@ -782,8 +782,12 @@ def _import(
     except ImportInputError as exc:
         raise HarnessError(f"import of {work / 'jobs'}: {exc}") from None
     except RunDirError as exc:
-        # the importer's way out names `import`'s flag; here it is this command's
-        where = str(exc).partition("; to move the bad line(s)")[0]
+        # the importer's way out names `import`'s flag; here it is this command's. Another
+        # run folder error (a manifest that is no JSON, another cell's folder) is no bad line:
+        # that flag mends nothing there, so it is said as it is
+        where, way_out, _ = str(exc).partition("; to move the bad line(s)")
+        if not way_out:
+            raise HarnessError(where) from None
         raise HarnessError(
             f"{where}; to move the bad line(s) to records.rejected and write their pairs "
             "again, give the same `run --harness harbor` command with --set-aside-bad-records"
