@@ -170,3 +170,65 @@ def test_a_harness_run_folders_broken_manifest_is_not_sent_to_set_aside_bad_reco
         error = result.output.strip().splitlines()[-1]
         assert error.startswith(f"Error: {run / 'manifest.json'}: invalid JSON"), error
         assert "set-aside-bad-records" not in error, error
+
+
+# ------------------------------- harness: a task's own skills_dir not named `skills`
+
+
+def _task_with_own_skills_dir(root: Path, skill: str) -> Path:
+    """A task whose skills are environment/tools/<skill>/, put by its Dockerfile in its own
+    `[environment] skills_dir = "/opt/tools"` (no folder named `skills` anywhere)."""
+    task = root / "clash"
+    (task / "tests").mkdir(parents=True)
+    (task / "instruction.md").write_text("do it\n")
+    (task / "task.toml").write_text('[environment]\nskills_dir = "/opt/tools"\n')
+    (task / "environment" / "tools" / skill).mkdir(parents=True)
+    (task / "environment" / "tools" / skill / "SKILL.md").write_text(
+        f"---\nname: {skill}\ndescription: the task's own\n---\nbody\n"
+    )
+    (task / "environment" / "Dockerfile").write_text("FROM x\nCOPY tools /opt/tools\nRUN true\n")
+    return task
+
+
+def test_a_task_skill_in_its_own_skills_dir_named_as_a_pool_skill_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Harbor 0.26 installs the pool in the task's own skills_dir (trial.py:1828-1839) after
+    # emptying <skills_dir>/<name> (trial.py:1852-1853): the task's pdf-tools was replaced by
+    # the pool's in the with-skills arm. fe0e29f looked for `skills` and hidden folders only,
+    # so the run went on to Harbor (here /bin/false).
+    from tests._trial_fixtures import write_pool
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")  # pdf-tools, csv-clean
+    task = _task_with_own_skills_dir(tmp_path / "in", "pdf-tools")
+    code, output = _harness_run(tmp_path)
+    assert code == 1
+    assert output.strip().startswith(
+        f"Error: {task / 'environment' / 'tools' / 'pdf-tools' / 'SKILL.md'}: the task ships a "
+        "skill named 'pdf-tools', as the pool does ('pdf-tools')"
+    ), output
+
+
+def test_the_copy_into_a_tasks_own_skills_dir_is_not_in_the_without_skills_arm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, the without-skills copy lost `skills_dir` from task.toml but kept
+    # `COPY tools /opt/tools`: its image held the task's skills (not offered, but on disk for
+    # the agent to find) while the with-skills arm had them as skills. Now that COPY is
+    # dropped from the sd copy, as one into a `skills` folder is; the se copy is untouched.
+    from tests._trial_fixtures import write_pool
+
+    monkeypatch.setenv("SKILLFOLLOW_HARBOR", "/bin/false")
+    write_pool(tmp_path / "pool")
+    _task_with_own_skills_dir(tmp_path / "in", "ledger")
+    code, output = _harness_run(tmp_path)
+    assert code == 1 and "harbor (se job) exited with 1" in output, output
+    (work,) = (tmp_path / "runs").glob("harbor-*")
+    se = work / "tasks" / "se" / "clash"
+    sd = work / "tasks" / "sd" / "clash"
+    assert (se / "environment" / "Dockerfile").read_text() == (
+        "FROM x\nCOPY tools /opt/tools\nRUN true\n"
+    )
+    assert (sd / "environment" / "Dockerfile").read_text() == "FROM x\nRUN true\n"
+    assert "skills_dir" not in (sd / "task.toml").read_text()

@@ -282,7 +282,8 @@ def _own_skills(task: Path, source: Path, *, strip: bool) -> bool:
     dockerfile = environment / "Dockerfile"
     if dockerfile.is_file():
         lines = _instructions(dockerfile.read_text("utf-8", "surrogateescape"))
-        kept = [line for line in lines if not _copies_skills(line)]
+        into = _declared_skills_dir(task / "task.toml")  # read before `_skills_dir` strips it
+        kept = [line for line in lines if not _copies_skills(line, into)]
         if len(kept) != len(lines):
             found = True
             if strip:
@@ -302,7 +303,7 @@ def _refuse_shadowed(task: Path, source: Path, pool_names: Iterable[str]) -> Non
     pool = {_name_key(name): name for name in pool_names}
     if not pool:
         return
-    for rel, names in _shipped_skills(task / "environment"):
+    for rel, names in _shipped_skills(task / "environment", task / "task.toml"):
         for name in names:
             if _name_key(name) in pool:
                 raise StageError(
@@ -319,17 +320,18 @@ def _name_key(name: str) -> str:
     return unicodedata.normalize("NFKC", name).casefold()
 
 
-def _shipped_skills(environment: Path) -> Iterator[tuple[Path, list[str]]]:
+def _shipped_skills(environment: Path, task_toml: Path) -> Iterator[tuple[Path, list[str]]]:
     """Each SKILL.md the task hands the agent as a skill, relative to `environment`, with its
     names (its folder's, the folder a Dockerfile COPY puts it in, and its `name` field): under
     a ``skills`` folder (`environment/skills/` and any other), a hidden folder
     (``.claude/skills/``), or a source a Dockerfile COPY or ADD puts in a skills folder
-    (`_copies_skills`). A task copy, so bounded (`_entries`)."""
+    (`_copies_skills`, the task's own `skills_dir` counting as one). A task copy, so bounded
+    (`_entries`)."""
     from hf_skillfollow._skill_meta import parse_skill
 
     if not environment.is_dir() or environment.is_symlink():
         return
-    copies = _skill_copies(environment / "Dockerfile")
+    copies = _skill_copies(environment / "Dockerfile", _declared_skills_dir(task_toml))
     for folder, dirs, files in os.walk(environment):
         dirs.sort()
         rel = Path(folder).relative_to(environment)
@@ -367,15 +369,17 @@ def _placed_folder(path: tuple[str, ...], src: tuple[str, ...], dest: str) -> st
     return folders[-1] if folders else ""
 
 
-def _skill_copies(dockerfile: Path) -> list[tuple[tuple[str, ...], str]]:
+def _skill_copies(
+    dockerfile: Path, skills_dir: str | None = None
+) -> list[tuple[tuple[str, ...], str]]:
     """(source as path parts relative to `environment/`, ``.`` as the empty tuple;
     destination as written) of each Dockerfile COPY or ADD that puts files in or takes them
-    from a skills folder."""
+    from a skills folder, or puts them in the task's `skills_dir`."""
     if not dockerfile.is_file() or dockerfile.is_symlink():
         return []
     copies = []
     for line in _instructions(dockerfile.read_text("utf-8", "surrogateescape")):
-        if not _copies_skills(line):
+        if not _copies_skills(line, skills_dir):
             continue
         words = [w for w in line.replace("\\\n", " ").split()[1:] if not w.startswith("--")]
         words = [w.strip('[]",') for w in words]
@@ -413,12 +417,17 @@ def _instructions(text: str) -> list[str]:
     return out + ([pending] if pending else [])
 
 
-def _copies_skills(instruction: str) -> bool:
+def _copies_skills(instruction: str, skills_dir: str | None = None) -> bool:
     """A COPY or ADD with a source or destination in a ``skills`` folder (`skills/`,
-    ``/root/.claude/skills``): how a task hands its own skills to the agent."""
+    ``/root/.claude/skills``), or a destination in the task's own `skills_dir` (which Harbor
+    hands the agent whatever its name: ``/opt/tools``): how a task hands its own skills to
+    the agent."""
     words = instruction.replace("\\\n", " ").split()
     if not words or words[0].upper() not in ("COPY", "ADD"):
         return False
+    dest = [w for w in words[1:] if not w.startswith("--")][-1:]
+    if skills_dir and dest and _under(dest[0].strip('[]",'), skills_dir):
+        return True
     for word in words[1:]:
         if word.startswith("--"):
             continue
@@ -426,6 +435,30 @@ def _copies_skills(instruction: str) -> bool:
         if any(part.casefold() == "skills" for part in parts):
             return True
     return False
+
+
+def _under(path: str, folder: str) -> bool:
+    """Whether the absolute container path `path` is `folder` or in it (a relative one is
+    the WORKDIR's: not compared)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    top = [p for p in folder.replace("\\", "/").split("/") if p not in ("", ".")]
+    return path.startswith("/") and folder.startswith("/") and parts[: len(top)] == top
+
+
+def _declared_skills_dir(toml: Path) -> str | None:
+    """The task's ``[environment] skills_dir``, where Harbor installs the pool and whose
+    contents agents copy as skills; None when unset or unreadable (`_skills_dir` says why)."""
+    import tomllib
+
+    try:
+        if toml.stat().st_size > MAX_TOML_BYTES:
+            return None
+        data = tomllib.loads(toml.read_text("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    environment = data.get("environment")
+    place = environment.get("skills_dir") if isinstance(environment, dict) else None
+    return place if isinstance(place, str) and place.strip("/") else None
 
 
 def _skills_dir(task: Path, source: Path, *, strip: bool) -> bool:
