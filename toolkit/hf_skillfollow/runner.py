@@ -68,6 +68,15 @@ _REDIRECT = re.compile(r"HTTP 3\d\d: redirect to .* not followed")
 PAIR_FAILED = "pair failed: "
 #: The most characters of a failed pair's error (the exception's text may quote the input).
 MAX_PAIR_ERROR_CHARS = 500
+#: Failed pairs before any pair succeeded that stop the run: a failure met on every task is
+#: no hostile task's but the toolkit's or the installation's, and recording it for every task
+#: would spend the whole run's requests on rows that measure nothing.
+MAX_FIRST_FAILED_PAIRS = 3
+
+
+class RunStopped(RuntimeError):
+    """What failed is not one pair's (`stops_the_run`, or the first pairs all failed inside
+    the toolkit): the run stops with one line, its finished pairs kept for --resume."""
 
 
 class EndpointRedirected(RuntimeError):
@@ -370,6 +379,8 @@ async def execute(
     )
 
     secrets = url_secrets(config.base_url)
+    # pairs failed inside the toolkit while none has succeeded (`_stop_when_every_pair_failed`)
+    failures: dict[str, Any] = {"succeeded": False, "errors": []}
 
     async def one(task: Task) -> None:
         try:
@@ -382,15 +393,17 @@ async def execute(
             # hostile task): it is recorded as failed, naming the exception. KeyboardInterrupt
             # and cancellation are no Exception: they stop the run, which resumes.
             if stops_the_run(exc):
-                raise
+                raise _stopped(task, exc) from exc
             record = failed_pair(plan, task, exc)
             plan.store.append_record(scrub(record.as_dict(), secrets))
+        _stop_when_every_pair_failed(failures, record, secrets)
         if on_pair:
             t = record.transition
             tokens = sum(tr["prompt_tokens"] + tr["completion_tokens"] for tr in record.traces)
             on_pair(PairOutcome(task.task_id, tokens, bool(t["se_error"] or t["sd_error"])))
 
-    await asyncio.gather(*(one(t) for t in pending))
+    # a stop cancels the pairs in flight: their requests would go to a closing backend
+    await _together(*(one(t) for t in pending))
 
 
 def stops_the_run(exc: Exception) -> bool:
@@ -401,17 +414,72 @@ def stops_the_run(exc: Exception) -> bool:
     is a RuntimeError raised by one deeply nested input: that pair's."""
     if isinstance(exc, RecursionError):
         return False
-    return isinstance(exc, (OSError, RuntimeError, MemoryError))
+    # ImportError: a module missing or broken in this installation fails every pair the same way
+    return isinstance(exc, (OSError, RuntimeError, MemoryError, ImportError))
 
 
-def failed_pair(plan: RunPlan, task: Task, exc: Exception) -> PairRecord:
+def _stopped(task: Task, exc: Exception) -> Exception:
+    """`exc` as the run's stop: OSError and RuntimeError as they are (the CLI says how to
+    resume); a missing module or memory as one RunStopped line naming the task, not a
+    traceback."""
+    if isinstance(exc, (OSError, RuntimeError)):
+        return exc
+    missing = isinstance(exc, ImportError)
+    what = "a module this run needs cannot be imported" if missing else "out of memory"
+    return RunStopped(
+        f"task {task.task_id!r}: {what} ({type(exc).__name__}: {str(exc)[:200]}); the pair is "
+        "not recorded"
+    )
+
+
+def _stop_when_every_pair_failed(
+    failures: dict[str, Any], record: PairRecord, secrets: list[str]
+) -> None:
+    """Stop the run once `MAX_FIRST_FAILED_PAIRS` pairs have failed inside the toolkit and
+    none succeeded: the failure is the run's, not one hostile task's. Those pairs stay
+    recorded (errors of kind other)."""
+    error = record.transition["se_error"]
+    if not (isinstance(error, str) and error.startswith(PAIR_FAILED)):
+        failures["succeeded"] = True  # a provider's error is an ordinary pair's
+    if failures["succeeded"]:
+        return
+    failures["errors"].append(error)
+    if len(failures["errors"]) < MAX_FIRST_FAILED_PAIRS:
+        return
+    raise RunStopped(
+        scrub(
+            f"the first {len(failures['errors'])} pairs all failed inside the toolkit, e.g. "
+            f"{failures['errors'][0][:200]!r}: the failure is not one task's, so the run stops "
+            "rather than record every task so; once it is mended, --retry-errors all runs "
+            "these pairs again",
+            secrets,
+        )
+    )
+
+
+def failed_pair(
+    plan: RunPlan, task: Task, exc: Exception, spent: tuple[ArmResult, ArmResult] | None = None
+) -> PairRecord:
     """The record of a pair that raised: both arms errored with `pair failed: Type: message`
-    (bounded), both scored incorrect, integrity unchecked (no SD request was recorded)."""
+    (bounded), both scored incorrect, integrity unchecked (no SD request was recorded). When
+    both arms had ended (`spent`: the grading raised), their tokens and time are kept: the
+    model was asked, and the cost table counts what it cost."""
     from hf_skillfollow.scoring._verdict import Verdict
 
     error = f"{PAIR_FAILED}{type(exc).__name__}: {exc}"[:MAX_PAIR_ERROR_CHARS]
     verdict = Verdict(task.task_id, False, "pair failed", {"extracted": ""})
-    se, sd = (ArmResult(arm, [], error=error) for arm in ("se", "sd"))
+    usage = {arm.arm: arm for arm in spent or ()}
+    se, sd = (
+        ArmResult(
+            arm,
+            [],
+            error=error,
+            latency_s=usage[arm].latency_s if arm in usage else 0.0,
+            prompt_tokens=usage[arm].prompt_tokens if arm in usage else 0,
+            completion_tokens=usage[arm].completion_tokens if arm in usage else 0,
+        )
+        for arm in ("se", "sd")
+    )
     record = build_record(plan, task, se, sd, verdict, verdict)
     record.transition["arm_integrity"] = None
     return record
@@ -453,23 +521,28 @@ async def run_pair(
         ),
         run_sd(backend, task.domain, task.prompt, decoding),
     )
-    se_verdict, sd_verdict = await _together(
-        grade(plan, task, se.final_answer, judge_backend or backend),
-        grade(plan, task, sd.final_answer, judge_backend or backend),
-    )
+    try:
+        se_verdict, sd_verdict = await _together(
+            grade(plan, task, se.final_answer, judge_backend or backend),
+            grade(plan, task, sd.final_answer, judge_backend or backend),
+        )
+    except Exception as exc:
+        if stops_the_run(exc):
+            raise
+        return failed_pair(plan, task, exc, spent=(se, sd))  # the arms' requests were spent
     return build_record(plan, task, se, sd, se_verdict, sd_verdict)
 
 
-async def _together(first: Awaitable[Any], second: Awaitable[Any]) -> list[Any]:
-    """Both results; when one raises, the other is cancelled (gather would leave it running,
-    its requests spent on a pair that is recorded as failed)."""
-    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+async def _together(*awaitables: Awaitable[Any]) -> list[Any]:
+    """Every result; when one raises, the others are cancelled (gather would leave them
+    running, their requests spent on a pair that is recorded as failed or a run that stopped)."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
     try:
         return await asyncio.gather(*tasks)
     except Exception:
         for t in tasks:
             t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)  # both ended, none unretrieved
+        await asyncio.gather(*tasks, return_exceptions=True)  # all ended, none unretrieved
         raise
 
 

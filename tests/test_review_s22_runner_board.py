@@ -1,0 +1,146 @@
+"""Session 22 review of the runner and board commits: what f851ea4's "a pair that raises is
+one failed row" must not swallow, and what such a row must still record.
+
+The model is `ScriptedModelServerDouble` (tests/_model_double.py): a real server on 127.0.0.1
+standing in for a model provider. `hf-skillfollow run` is invoked in-process (click's runner);
+the runner, the openai backend, scoring and the run store are the real code. Where a grader
+bug is needed (no real input makes the grader raise), `EveryTaskGraderBugDouble` plants it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli
+from hf_skillfollow.tasks import load_tasks
+from tests._model_double import ScriptedModelServerDouble
+
+
+@pytest.fixture(scope="module")
+def math_file(data_dir: Path) -> Path:
+    return data_dir / "math500.jsonl"
+
+
+@pytest.fixture(scope="module")
+def math_tasks(math_file: Path) -> list:
+    return load_tasks("math500", math_file)[0]
+
+
+def new_run(url: str, math_file: Path, out: Path, limit: int) -> tuple[int, str]:
+    args = ["run", "--backend", "openai", "--model", "double-model", "--base-url", url,
+            "--benchmark", "math500", "--tasks-file", str(math_file), "--limit", str(limit),
+            "--concurrency", "1", "-o", str(out), "--no-report"]  # fmt: skip
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def records(out: Path) -> list[dict]:
+    (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    path = run_dir / "records.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+class EveryTaskGraderBugDouble:
+    """A test double of a grader with a bug met on every task (it stands in for
+    `scoring.score_answer_async`), or on the first task alone (`only_first`), scoring the
+    others with the real grader."""
+
+    def __init__(self, real: object, exc: Exception, only_first: bool = False) -> None:
+        self.real, self.exc, self.only_first = real, exc, only_first
+        self.bad: str | None = None
+
+    async def __call__(self, task: object, answer: str) -> object:
+        self.bad = self.bad or task.task_id
+        if not self.only_first or task.task_id == self.bad:
+            raise self.exc
+        return await self.real(task, answer)
+
+
+def plant(monkeypatch: pytest.MonkeyPatch, exc: Exception, only_first: bool = False) -> None:
+    import hf_skillfollow.scoring as scoring
+
+    double = EveryTaskGraderBugDouble(scoring.score_answer_async, exc, only_first)
+    monkeypatch.setattr(scoring, "score_answer_async", double)
+
+
+def test_a_module_that_cannot_be_imported_stops_the_run_not_a_row_per_task(
+    tmp_path: Path,
+    math_file: Path,
+    math_tasks: list,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Was (f851ea4): a scorer module that cannot be imported (a broken installation; here
+    the real import of the math worker made to fail) was recorded as 'pair failed:
+    ModuleNotFoundError' for every task and the run ended with exit 0. An installation
+    problem is no task's: the run stops at once with one line, no pair recorded, and the pairs
+    waiting behind it are cancelled (they used to go on, asking a closed client, each logged
+    as an 'unhandled exception during asyncio.run() shutdown' traceback)."""
+    import hf_skillfollow.scoring as scoring
+
+    monkeypatch.delattr(scoring, "_math_worker", raising=False)
+    monkeypatch.setitem(sys.modules, "hf_skillfollow.scoring._math_worker", None)
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=4)
+    assert code == 1, output
+    assert "a module this run needs cannot be imported (ModuleNotFoundError" in output, output
+    assert "continue with --resume" in output and "Traceback" not in output
+    assert records(out) == []
+    assert not [r for r in caplog.records if "shutdown" in r.getMessage()], caplog.text
+
+
+def test_a_grader_failure_met_on_every_task_stops_the_run_after_three_pairs(
+    tmp_path: Path, math_file: Path, math_tasks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was (f851ea4): a bug met on every task was recorded for all of them, exit 0, every
+    task's model requests spent on rows that measure nothing. Now the first three failed
+    pairs, none succeeded, stop the run with one line saying how to run them again."""
+    plant(monkeypatch, KeyError("reference (double)"))
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=8)
+    assert code == 1, output
+    assert "the first 3 pairs all failed inside the toolkit" in output, output
+    assert "KeyError" in output and "--retry-errors all" in output
+    done = records(out)
+    assert len(done) == 3
+    assert all(r["transition"]["se_error"].startswith("pair failed: KeyError") for r in done)
+
+
+def test_one_failed_pair_among_good_ones_does_not_stop_the_run(
+    tmp_path: Path, math_file: Path, math_tasks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stop counts failures before any success: one hostile task is still one row."""
+    plant(monkeypatch, KeyError("reference (double)"), only_first=True)
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=5)
+    assert code == 0, output
+    done = records(out)
+    assert len(done) == 5
+    assert sum(bool(r["transition"]["se_error"]) for r in done) == 1
+
+
+def test_a_pair_whose_grading_failed_keeps_the_tokens_its_arms_spent(
+    tmp_path: Path, math_file: Path, math_tasks: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was (f851ea4): a pair whose grader raised after both arms had asked the model was
+    recorded with 0 tokens and 0 s in both arms, so the cost table read it as free. Now the
+    arms' usage is kept (the double answers 11 prompt and 7 completion tokens a request)."""
+    plant(monkeypatch, ValueError("grader bug (double)"), only_first=True)
+    out = tmp_path / "out"
+    with ScriptedModelServerDouble(math_tasks) as double:
+        code, output = new_run(double.url, math_file, out, limit=2)
+    assert code == 0, output
+    (failed,) = [r for r in records(out) if r["transition"]["se_error"]]
+    assert failed["transition"]["se_error"].startswith("pair failed: ValueError")
+    for trace in failed["traces"]:
+        assert trace["prompt_tokens"] >= 11 and trace["completion_tokens"] >= 7, trace["arm"]
+        assert trace["latency_s"] > 0
