@@ -5,7 +5,8 @@ which `run --harness harbor --env sandbox` passes); it imports Harbor, so it run
 Harbor's interpreter (`.ci/setup-harbor`). Each trial gets its own user, mount, PID,
 network (loopback only), IPC and UTS namespaces (`_nsinit`), and every command runs there
 through ``nsenter`` without capabilities, under a per-trial process cap and, where the
-host's memory cgroup is writable, a memory limit. Files cross the boundary only as tar
+host's memory cgroup (v1) is writable, a memory limit, and where its cpu cgroup (v1 or v2) is,
+a CPU quota (`[environment] cpus`, default 1). Files cross the boundary only as tar
 streams through a confined ``tar``: the host never follows a path that the trial could have
 turned into a symlink. See docs/harness.md for what a trial can see.
 
@@ -35,7 +36,15 @@ from harbor.environments.base import BaseEnvironment, ExecResult, transfer_tar_f
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from hf_skillfollow.harness._env_recipe import read_dockerfile
-from hf_skillfollow.harness._nsinit import HELPER, check_sizes, size_ceiling_mb
+from hf_skillfollow.harness._nsinit import (
+    DEFAULT_CPUS,
+    HELPER,
+    check_cpus,
+    check_sizes,
+    host_cpus,
+    make_cpu_cgroup,
+    size_ceiling_mb,
+)
 from hf_skillfollow.harness._relay import HostSide
 from hf_skillfollow.scoring._confine import AT_FDCWD
 
@@ -113,14 +122,24 @@ class SandboxEnvironment(BaseEnvironment):
         del force_build  # nothing is built
         config = self.task_env_config
         sizes = {"memory_mb": config.memory_mb, "storage_mb": config.storage_mb}
-        check_sizes(str(self.environment_dir.parent / "task.toml"), sizes, size_ceiling_mb())
+        task_toml = str(self.environment_dir.parent / "task.toml")
+        check_sizes(task_toml, sizes, size_ceiling_mb())
+        check_cpus(task_toml, config.cpus, host_cpus())
         self._base_uid = 1_000_000 + 65536 * random.randrange(1, 16000)
-        self._cgroup = _make_cgroup(self.session_id, self.task_env_config.memory_mb)
-        if self._cgroup is None:
+        memory = _make_cgroup(self.session_id, config.memory_mb)
+        if memory is None:
             self.logger.warning(
                 "sandbox: no writable memory cgroup (v1) on this host: the trial runs without "
                 "a memory limit (the process cap and the tmpfs size still hold)"
             )
+        cpu = make_cpu_cgroup(self.session_id, config.cpus or DEFAULT_CPUS)
+        if cpu is None:
+            self.logger.warning(
+                "sandbox: no writable cpu cgroup (v1 cpu controller or v2 cpu.max) on this "
+                "host: the trial runs without a CPU limit and may use every core"
+            )
+        #: every process of the trial joins each (the helper at start, each command in _argv)
+        self._cgroups = [c for c in (memory, cpu) if c is not None]
         self._relay_dir = tempfile.mkdtemp(prefix="hf-skillfollow-relay-") if self._ports else None
         sources = [(p, p) for p in self._ro_paths]
         if self._relay_dir is not None:
@@ -140,8 +159,8 @@ class SandboxEnvironment(BaseEnvironment):
         finally:
             for fd in fds:
                 os.close(fd)
-        if self._cgroup is not None:
-            (self._cgroup / "cgroup.procs").write_text(str(self._helper.pid))
+        for cgroup in self._cgroups:
+            (cgroup / "cgroup.procs").write_text(str(self._helper.pid))
         assert self._helper.stdin and self._helper.stdout
         if (await self._helper.stdout.readline()).strip() != b"userns":
             raise RuntimeError(f"sandbox: could not start ({await self._helper_error()})")
@@ -241,8 +260,7 @@ class SandboxEnvironment(BaseEnvironment):
         relay_dir = getattr(self, "_relay_dir", None)
         if relay_dir is not None:
             shutil.rmtree(relay_dir, ignore_errors=True)
-        cgroup = getattr(self, "_cgroup", None)
-        if cgroup is not None:
+        for cgroup in getattr(self, "_cgroups", []):
             for _ in range(50):
                 try:
                     cgroup.rmdir()
@@ -263,11 +281,13 @@ class SandboxEnvironment(BaseEnvironment):
             "/usr/bin/env", "-i", "-C", cwd or self._workdir,
             *(f"{k}={v}" for k, v in merged.items()), *command,
         ]  # fmt: skip
-        if self._cgroup is None:
+        if not self._cgroups:
             return inside
-        # Joined before nsenter runs, so every process of the command is in the trial's cgroup.
-        procs = shlex.quote(str(self._cgroup / "cgroup.procs"))
-        return ["/bin/sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", *inside]
+        # Joined before nsenter runs, so every process of the command is in the trial's cgroups.
+        joins = " && ".join(
+            f"echo $$ > {shlex.quote(str(c / 'cgroup.procs'))}" for c in self._cgroups
+        )
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *inside]
 
     async def _run(
         self, command: list[str], *, stdin: bytes | None = None, cwd: str | None = None,

@@ -24,12 +24,14 @@ these namespaces with ``nsenter`` and runs without capabilities (see `_env`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from hf_skillfollow.scoring._confine import (
     AT_FDCWD,
@@ -95,6 +97,103 @@ def check_sizes(task_toml: str, sizes: dict[str, int | None], ceiling_mb: int) -
             )
         if value is not None and value < 0:
             raise ValueError(f"{task_toml}: [environment] {key} = {value}: under 0")
+
+
+#: the cores a trial may use when its task.toml names no `[environment] cpus`: one, so that
+#: `--concurrency N` trials take at most N cores however many processes each one starts
+DEFAULT_CPUS = 1
+#: the cpu cgroup hierarchies tried, in order: v1's `cpu` controller, then the unified one (v2)
+CPU_CGROUP_ROOTS = ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup")
+_CGROUP_PARENT = "hf-skillfollow"
+#: v2's default period; v1's is read from the cgroup
+_V2_PERIOD_US = 100_000
+#: the kernel refuses a quota under 1 ms
+_MIN_QUOTA_US = 1000
+
+
+def host_cpus() -> int:
+    """The cores this process may run on (its affinity: a container's cpuset included)."""
+    return len(os.sched_getaffinity(0))
+
+
+def check_cpus(task_toml: str, cpus: float | None, host: int) -> None:
+    """Refuse a task's `[environment] cpus` over the host's `host` cores, or not above 0, in
+    one line naming the file and key (refused, not clamped, as memory_mb is: a task sized for
+    more cores than it gets times out in ways that look like the agent's fault)."""
+    if cpus is None:
+        return
+    if not cpus > 0:  # NaN too
+        raise ValueError(f"{task_toml}: [environment] cpus = {cpus}: not above 0")
+    if cpus > host:
+        raise ValueError(
+            f"{task_toml}: [environment] cpus = {cpus}: over the sandbox's ceiling of {host} "
+            "(the cores this host lets Harbor run on)"
+        )
+
+
+def cpu_quota_us(cpus: float, period_us: int) -> int:
+    """The CFS quota giving `cpus` cores' worth of time per period (fractions too)."""
+    return max(_MIN_QUOTA_US, round(cpus * period_us))
+
+
+def make_cpu_cgroup(
+    name: str, cpus: float, roots: tuple[str, ...] = CPU_CGROUP_ROOTS
+) -> Path | None:
+    """A cgroup under the first writable cpu hierarchy of `roots` whose quota is `cpus` cores
+    (v1: cpu.cfs_quota_us against the cgroup's cpu.cfs_period_us; v2: cpu.max), or None where
+    the host lets us make none (not root, no cpu controller, a v2 root holding processes)."""
+    leaf = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+    for root in map(Path, roots):
+        if (root / "cpu.cfs_quota_us").is_file():
+            made = _cpu_cgroup_v1(root / _CGROUP_PARENT / leaf, cpus)
+        elif "cpu" in _read_words(root / "cgroup.controllers"):
+            made = _cpu_cgroup_v2(root, leaf, cpus)
+        else:
+            continue
+        if made is not None:
+            return made
+    return None
+
+
+def _read_words(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def _cpu_cgroup_v1(path: Path, cpus: float) -> Path | None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        period = int((path / "cpu.cfs_period_us").read_text())
+        (path / "cpu.cfs_quota_us").write_text(str(cpu_quota_us(cpus, period)))
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+    return path
+
+
+def _cpu_cgroup_v2(root: Path, leaf: str, cpus: float) -> Path | None:
+    parent = root / _CGROUP_PARENT
+    path = parent / leaf
+    try:
+        # v2 hands a controller down one level at a time: root -> parent -> the trial's cgroup
+        _enable_cpu(root)
+        parent.mkdir(exist_ok=True)
+        _enable_cpu(parent)
+        path.mkdir(exist_ok=True)
+        (path / "cpu.max").write_text(f"{cpu_quota_us(cpus, _V2_PERIOD_US)} {_V2_PERIOD_US}")
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+    return path
+
+
+def _enable_cpu(cgroup: Path) -> None:
+    if "cpu" not in _read_words(cgroup / "cgroup.subtree_control"):
+        (cgroup / "cgroup.subtree_control").write_text("+cpu")
 
 
 def _check(rc: int, what: str) -> None:
