@@ -557,8 +557,10 @@ def check_sandbox_sizes(tasks: Iterable[Path]) -> None:
 
 def _sizes(toml: Path) -> dict[str, Any]:
     """`[environment] memory_mb` and `storage_mb` as Harbor reads them, its deprecated spelling
-    (`memory = "8G"`, which it converts and which wins) included; a value that is no finite
-    number is left out (`_check_numbers` or Harbor refuses it)."""
+    (`memory = "8G"`) included: Harbor 0.26 converts it (`EnvironmentConfig._parse_size_to_mb`)
+    and refuses a task giving both spellings with other values, so here the string is read
+    alone; a value that is no finite number is left out (`_check_numbers` or Harbor refuses
+    it)."""
     import tomllib
 
     try:
