@@ -111,12 +111,13 @@ def test_retry_errors_malformed_reruns_exactly_the_malformed_pairs(
         assert {i for i, t in first.items() if t["se_error"] == MALFORMED} == bad
         assert first[ids[1]]["se_error"].startswith("HTTP 400")
         assert first[ids[3]]["se_error"] is None
-        # a plain resume keeps them all and names their kinds
+        # a plain resume keeps them all, names their kinds and how to rerun the malformed ones
         asked = dict(broken.asked)
         code, output = run_cli("--resume", str(run_dir), "--base-url", broken.url)
         assert code == 0 and broken.asked == asked, output
     assert "2 malformed (e.g. \"malformed response: 'choices' is str, not a list\")" in output
     assert "1 other (e.g. 'HTTP 400" in output
+    assert "; --retry-errors malformed runs those again, --retry-errors all runs" in output
     with BrokenEndpointDouble(math_tasks, malformed=set()) as mended:
         code, output = run_cli("--resume", str(run_dir), "--base-url", mended.url,
                                "--retry-errors", "malformed")  # fmt: skip

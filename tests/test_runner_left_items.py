@@ -241,8 +241,8 @@ def test_a_malformed_response_is_kept_on_resume_and_the_note_says_so(
     """A malformed response is not retried by a default resume (kind `malformed`, docs/runs.md
     says why): it does not ask the same server again. Was: such a resume said nothing, so the
     user could not tell the pair was kept nor how to run it again; now one line names the
-    kind (`malformed`), an error text of it and `--retry-errors all`, which runs it again
-    (`--retry-errors malformed` alone: tests/test_retry_malformed_and_cpu.py)."""
+    kind (`malformed`), an error text of it, `--retry-errors malformed` and
+    `--retry-errors all`, which run it again (tests/test_retry_malformed_and_cpu.py)."""
     out = tmp_path / "out"
     with MalformedForOneTaskDouble(math_tasks) as broken:
         code, output = new_run(broken.url, math_file, out, limit=3)
@@ -258,7 +258,7 @@ def test_a_malformed_response_is_kept_on_resume_and_the_note_says_so(
     assert (
         f"{run_dir / 'records.jsonl'}: errored pairs kept, not run again with --retry-errors "
         "transport: 1 malformed (e.g. \"malformed response: 'choices' is str, not a list\"); "
-        "--retry-errors all runs every errored pair again"
+        "--retry-errors malformed runs those again, --retry-errors all runs every errored pair again"
     ) in " ".join(output.split())
     with ScriptedModelServerDouble(math_tasks) as good:
         code, output = run_cli("--resume", str(run_dir), "--base-url", good.url,

@@ -308,9 +308,11 @@ def _kept_errors(store: RunStore, which: str) -> list[str]:
     kept = "; ".join(
         f"{n} {kind} (e.g. {example[kind][:80]!r})" for kind, n in sorted(counts.items())
     )
+    # Malformed answers are the endpoint's fault: once it is mended they alone can run again.
+    alone = "--retry-errors malformed runs those again, " if "malformed" in counts else ""
     return [
         f"{store.records_path}: errored pairs kept, not run again with --retry-errors "
-        f"{which}: {kept}; --retry-errors all runs every errored pair again"
+        f"{which}: {kept}; {alone}--retry-errors all runs every errored pair again"
     ]
 
 
