@@ -144,3 +144,34 @@ def test_a_pair_whose_grading_failed_keeps_the_tokens_its_arms_spent(
     for trace in failed["traces"]:
         assert trace["prompt_tokens"] >= 11 and trace["completion_tokens"] >= 7, trace["arm"]
         assert trace["latency_s"] > 0
+
+
+def test_a_redirecting_judge_endpoint_stops_the_run_naming_it(tmp_path: Path) -> None:
+    """Was (c2830a4 covered the model's endpoint only): a --judge-base-url whose model list
+    is 404 and whose chat requests are answered 307 ran to the end, exit 0: every judged
+    answer recorded as a grading failure, both arms incorrect, no arm error, so the cell
+    counted the pair as measured (12 judge requests for one judged pair). Now the first
+    redirected judge request stops the run with one line naming the judge's endpoint, the
+    target and --judge-base-url; that pair is not recorded."""
+    from tests._judge_double import AgentAndJudgeDouble
+    from tests.test_own_run import OWN, answerer
+    from tests.test_runner_left_items import ELSEWHERE, RedirectingServerDouble
+
+    out = tmp_path / "out"
+    with (
+        AgentAndJudgeDouble(answerer) as model,
+        RedirectingServerDouble(models_redirect=False) as judge,
+    ):
+        args = ["run", "--backend", "openai", "--model", "double-model", "--base-url",
+                model.url, "--benchmark", "custom", "--tasks-file", str(OWN / "tasks.jsonl"),
+                "--skills", str(OWN / "skills"), "--judge-base-url", judge.url,
+                "--judge-model", "judge-model", "--concurrency", "1", "-o", str(out),
+                "--no-report"]  # fmt: skip
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("Error:")]
+    assert f"the judge's endpoint {judge.url}/chat/completions answered a redirect" in line
+    assert f"redirect to '{ELSEWHERE}/chat/completions'" in line and "--judge-base-url" in line
+    assert "continue with --resume" in line
+    done = records(out)
+    assert "thanks" not in {r["task_id"] for r in done}  # the judged task's pair

@@ -388,7 +388,7 @@ async def execute(
         try:
             async with gate:
                 record = await run_pair(plan, backend, access, task, judge_backend or backend)
-            _refuse_redirect(config, record.transition)
+            _refuse_redirect(config, record)
             plan.store.append_record(scrub(record.as_dict(), secrets))
         except Exception as exc:
             # One task's pair must not end the run (a grader or access-protocol bug on one
@@ -487,15 +487,41 @@ def failed_pair(
     return record
 
 
-def _refuse_redirect(config: RunConfig, transition: dict[str, Any]) -> None:
+def _refuse_redirect(config: RunConfig, record: PairRecord) -> None:
     """Stop the run, naming --base-url and the target, when either arm's request was answered
-    with a redirect: recorded, it would be the first of as many failed pairs as the run has."""
+    with a redirect: recorded, it would be the first of as many failed pairs as the run has.
+    Likewise the judge's endpoint (--judge-base-url): its redirected requests were recorded as
+    grading failures, both answers incorrect, the pair counted as measured."""
+    from hf_skillfollow.backends._openai import redirect_refused
+
+    transition = record.transition
     for error in (transition["se_error"], transition["sd_error"]):
         if error and _REDIRECT.fullmatch(error):
-            from hf_skillfollow.backends._openai import redirect_refused
-
             where = f"the model endpoint {config.base_url}/chat/completions"
             raise EndpointRedirected(redirect_refused(where, error))
+    error = _judge_redirect(record.traces)
+    if error is not None:
+        judge_url = config.judge_config().base_url
+        where = f"the judge's endpoint {judge_url}/chat/completions"
+        raise EndpointRedirected(redirect_refused(where, error))
+
+
+#: a judge request's failure as `_structured` records it, when its backend was redirected
+_JUDGE_REDIRECT = re.compile(r"backend error: (HTTP 3\d\d: redirect to .*? not followed)")
+
+
+def _judge_redirect(traces: list[dict[str, Any]]) -> str | None:
+    """The redirect a judge request of this pair was answered with, or None. The judge
+    records were written by this run (`_grading_columns`), so they are read as such."""
+    for trace in traces:
+        text = trace.get("judge_verdicts")
+        if not text:
+            continue
+        for repeat in json.loads(text).get("repeats") or ():
+            found = _JUDGE_REDIRECT.search(str((repeat or {}).get("failure") or ""))
+            if found:
+                return found.group(1)
+    return None
 
 
 async def run_pair(
