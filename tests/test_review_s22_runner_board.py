@@ -175,3 +175,60 @@ def test_a_redirecting_judge_endpoint_stops_the_run_naming_it(tmp_path: Path) ->
     assert "continue with --resume" in line
     done = records(out)
     assert "thanks" not in {r["task_id"] for r in done}  # the judged task's pair
+
+
+# --- the Hub read path (eaa1eac): the repo's listing is bounded too --------------------------
+
+_LOAD_LISTED = """
+import sys
+from pathlib import Path
+from hf_skillfollow.hub import _load, load_transitions
+_load.MAX_LISTED_ENTRIES = int(sys.argv[3])  # the cap, lowered to what the test repo passes
+try:
+    print("rows", load_transitions(sys.argv[1]).num_rows)
+except Exception as exc:
+    print("error", type(exc).__name__, exc)
+print("parquet downloaded", sum(1 for p in Path(sys.argv[2]).rglob("*.parquet")))
+"""
+
+
+@pytest.fixture(scope="module")
+def crowded_repo(tmp_path_factory: pytest.TempPathFactory):
+    """`push --dry-run` of two runs, plus 300 other files, in a git repo olah serves."""
+    from tests._fixtures_hub import two_cell_runs
+    from tests._olah import git_commit, mirror
+
+    pytest.importorskip("olah")
+    root = tmp_path_factory.mktemp("olah-crowded")
+    runs = two_cell_runs(root / "runs")
+    repo = root / "mirrors" / "datasets" / "org" / "crowded"
+    res = CliRunner().invoke(
+        cli, ["push", *map(str, runs), "--repo", "org/crowded", "--dry-run", str(repo)]
+    )
+    assert res.exit_code == 0, res.output
+    (repo / "junk").mkdir()
+    for i in range(300):
+        (repo / "junk" / f"{i}.txt").write_text(str(i))
+    git_commit(repo)
+    with mirror(root, "org/crowded") as endpoint:
+        yield endpoint
+
+
+def test_a_hub_repo_listing_more_entries_than_the_cap_is_refused_before_any_download(
+    crowded_repo: str, tmp_path: Path
+) -> None:
+    """Was: the listing of a Hub source was read to its end whatever its length (every page
+    of the tree: a repo of millions of files, which anyone can tag, made the board's start
+    unbounded). Now past `MAX_LISTED_ENTRIES` entries the source is one BudgetError, nothing
+    downloaded; under the cap it loads as before."""
+    from tests._olah import client
+
+    refused = client(crowded_repo, _LOAD_LISTED, "org/crowded", str(tmp_path / "a"), "200",
+                     tmp=tmp_path / "a")  # fmt: skip
+    assert "error BudgetError org/crowded: its listing holds more than 200 files" in (
+        refused.stdout
+    ), refused.stdout + refused.stderr[-3000:]
+    assert "parquet downloaded 0" in refused.stdout
+    loaded = client(crowded_repo, _LOAD_LISTED, "org/crowded", str(tmp_path / "b"), "1000",
+                    tmp=tmp_path / "b")  # fmt: skip
+    assert "rows 40" in loaded.stdout, loaded.stdout + loaded.stderr[-3000:]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -346,13 +346,12 @@ class _HubListing:
     def read(cls, repo_id: str) -> _HubListing:
         from huggingface_hub import HfApi
         from huggingface_hub.errors import HfHubHTTPError
-        from huggingface_hub.hf_api import RepoFile
 
         api = HfApi()
         try:
             commit = api.repo_info(repo_id, repo_type="dataset", revision="main").sha
             tree = api.list_repo_tree(repo_id, repo_type="dataset", recursive=True, revision=commit)
-            sizes = {f.path: _listed_size(f) for f in tree if isinstance(f, RepoFile)}
+            sizes = _listed_sizes(repo_id, tree)
         except HfHubHTTPError as exc:
             status = getattr(getattr(exc, "response", None), "status_code", None)
             if not (isinstance(status, int) and status >= 500):
@@ -417,6 +416,33 @@ class _HubListing:
         snapshot = _snapshot_of(local[0], paths[0])
         _point_main_at(snapshot)
         return snapshot
+
+
+#: Entries (files and folders) of a Hub repo's listing read before the source is refused: the
+#: listing walks every page of the tree, and anyone can push (and tag) a repo of millions of
+#: files. A results repo holds at most each config's file budget (`_budget.Budget.files`,
+#: 100,000, four configs), its card and their folders.
+MAX_LISTED_ENTRIES = 500_000
+
+
+def _listed_sizes(repo_id: str, tree: Iterable[object]) -> dict[str, int]:
+    """The listed size of every file of `tree`, read page by page up to `MAX_LISTED_ENTRIES`
+    entries; past that a BudgetError, the rest of the listing never asked for."""
+    from huggingface_hub.hf_api import RepoFile
+
+    from hf_skillfollow.hub._budget import BudgetError
+
+    sizes: dict[str, int] = {}
+    for count, entry in enumerate(tree, 1):
+        if count > MAX_LISTED_ENTRIES:
+            raise BudgetError(
+                f"{repo_id}: its listing holds more than {MAX_LISTED_ENTRIES:,} files and "
+                "folders (a source may list at most that many); nothing was downloaded and the "
+                "source is not shown"
+            )
+        if isinstance(entry, RepoFile):
+            sizes[entry.path] = _listed_size(entry)
+    return sizes
 
 
 def _listed_size(file: object) -> int:
