@@ -519,8 +519,48 @@ def _check_numbers(data: dict[str, Any], toml: Path) -> None:
                 f"{toml}: [{table}] {key} = {ascii(value)[:40]}: a number from {low} to "
                 f"{high}{' (over 0)' if key.endswith('timeout_sec') else ''}"
             )
+    for table, environment in _environment_tables(data):
+        _check_deprecated_sizes(environment, table, toml)
 
 
+def _environment_tables(data: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each table Harbor 0.26 reads as an `EnvironmentConfig` (the task's, its verifier's own,
+    and each step's verifier's), with its name as task.toml writes it."""
+    found = [("environment", data.get("environment"))]
+    verifier = data.get("verifier")
+    if isinstance(verifier, dict):
+        found.append(("verifier.environment", verifier.get("environment")))
+    steps = data.get("steps")
+    for i, step in enumerate(steps if isinstance(steps, list) else []):
+        inner = step.get("verifier") if isinstance(step, dict) else None
+        if isinstance(inner, dict):
+            found.append((f"steps[{i}].verifier.environment", inner.get("environment")))
+    for table, environment in found:
+        if isinstance(environment, dict):
+            yield table, environment
+
+
+def _check_deprecated_sizes(environment: dict[str, Any], table: str, toml: Path) -> None:
+    """Refuse a deprecated size string (`memory = "8G"`, `storage`) that Harbor 0.26 cannot
+    read as a size from 0 to `_MAX_MB`: it crashes on one past a float (``"infG"``,
+    ``"1e999M"``, 400 digits: an OverflowError traceback that pydantic does not catch),
+    refuses ``"nanG"`` or ``"8"``, and takes ``"-1G"`` or ``"1e300G"`` as they are. Harbor
+    reads only strings there (another type is dropped), so only strings are checked."""
+    for old in ("memory", "storage"):
+        value = environment.get(old)
+        if not isinstance(value, str):
+            continue
+        mb = _harbor_size_mb(value)
+        if mb is None or not 0 <= mb <= _MAX_MB:
+            raise StageError(
+                f"{toml}: [{table}] {old} = {ascii(value)[:40]}: not a size Harbor 0.26 reads "
+                f"as 0 to {_MAX_MB} MB (a finite number and G, M or K: '8G', '512M')"
+            )
+
+
+#: the most MB a task's memory or storage may name here, however it is written
+_MAX_MB = 1 << 40
+_MAX_CPUS = 1_000_000
 #: (table, key, least, most) of task.toml's numbers Harbor 0.26 reads (`TaskConfig`); a
 #: timeout of at most a day, resources only finite and not negative (each environment
 #: has its own ceiling: the sandbox's is its own, docs/harness.md)
@@ -528,39 +568,48 @@ _NUMBERS = (
     ("agent", "timeout_sec", 0, 86_400),
     ("verifier", "timeout_sec", 0, 86_400),
     ("environment", "build_timeout_sec", 0, 86_400),
-    ("environment", "cpus", 0, 1_000_000),
-    ("environment", "memory_mb", 0, 1 << 40),
-    ("environment", "storage_mb", 0, 1 << 40),
+    ("environment", "cpus", 0, _MAX_CPUS),
+    ("environment", "memory_mb", 0, _MAX_MB),
+    ("environment", "storage_mb", 0, _MAX_MB),
     ("environment", "gpus", 0, 1_000_000),
 )
 
 
 def check_sandbox_sizes(tasks: Iterable[Path]) -> None:
     """Refuse, before Harbor starts, a task the sandbox would refuse when each of its trials
-    starts (`_nsinit.check_sizes`, the same line): `[environment] memory_mb` or `storage_mb`
-    over the host's ceiling or under 0. Inside Harbor the refusal comes once per trial, each
-    after a job start; the in-trial check stays for Harbor run by hand. A task.toml that
-    cannot be read here is left to staging and Harbor, which refuse it in their own words."""
-    from hf_skillfollow.harness._nsinit import check_sizes, size_ceiling_mb
+    starts (`_nsinit.check_sizes` and `check_cpus`, the same line): `[environment]
+    memory_mb` or `storage_mb` over the host's ceiling or under 0, `cpus` over the cores this
+    host lets Harbor run on or not above 0; and a deprecated size string Harbor cannot read
+    (`_check_deprecated_sizes`, as staging says it for every environment). Inside Harbor the
+    refusal comes once per trial, each after a job start; the in-trial check stays for
+    Harbor run by hand. A task.toml that cannot be read here is left to staging and Harbor,
+    which refuse it in their own words."""
+    from hf_skillfollow.harness._nsinit import check_cpus, check_sizes, host_cpus, size_ceiling_mb
 
     try:
-        ceiling = size_ceiling_mb()
+        ceiling: int | None = size_ceiling_mb()
     except (OSError, ValueError):
-        return  # no /proc/meminfo: no sandbox on this host either (it needs Linux namespaces)
+        ceiling = None  # no /proc/meminfo: no sandbox on this host either (it needs Linux)
+    try:
+        host: int | None = host_cpus()
+    except (AttributeError, OSError):
+        host = None  # no sched_getaffinity: not Linux, no sandbox either
     for task in tasks:
         toml = task / "task.toml"
+        environment = _environment(toml)
+        _check_deprecated_sizes(environment, "environment", toml)
         try:
-            check_sizes(str(toml), _sizes(toml), ceiling)
+            if ceiling is not None:
+                check_sizes(str(toml), _sizes(environment), ceiling)
+            if host is not None:
+                check_cpus(str(toml), _cpus(environment), host)
         except ValueError as exc:
             raise StageError(str(exc)) from None
 
 
-def _sizes(toml: Path) -> dict[str, Any]:
-    """`[environment] memory_mb` and `storage_mb` as Harbor reads them, its deprecated spelling
-    (`memory = "8G"`) included: Harbor 0.26 converts it (`EnvironmentConfig._parse_size_to_mb`)
-    and refuses a task giving both spellings with other values, so here the string is read
-    alone; a value that is no finite number is left out (`_check_numbers` or Harbor refuses
-    it)."""
+def _environment(toml: Path) -> dict[str, Any]:
+    """The task's `[environment]` table; empty where task.toml cannot be read here (over its
+    bound, not UTF-8, not TOML: staging or Harbor refuses it, naming why)."""
     import tomllib
 
     try:
@@ -572,30 +621,60 @@ def _sizes(toml: Path) -> dict[str, Any]:
     except (OSError, ValueError, RecursionError):  # a TOMLDecodeError or UnicodeDecodeError too
         return {}
     environment = data.get("environment")
-    if not isinstance(environment, dict):
-        return {}
+    return environment if isinstance(environment, dict) else {}
+
+
+def _number(value: Any, most: float) -> int | float | None:
+    """`value` as Harbor takes a resource number (a whole float as an int, `normalize_cpus`);
+    None where it is no finite number up to `most` (`_check_numbers` says why in its line)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = int(value) if value.is_integer() else value
+    return value if value <= most else None
+
+
+def _sizes(environment: dict[str, Any]) -> dict[str, Any]:
+    """`[environment] memory_mb` and `storage_mb` as Harbor reads them, its deprecated spelling
+    (`memory = "8G"`) included: Harbor 0.26 converts it (`EnvironmentConfig._parse_size_to_mb`)
+    and refuses a task giving both spellings with other values, so here the string is read
+    alone (one Harbor cannot read is refused before: `_check_deprecated_sizes`)."""
     sizes: dict[str, Any] = {}
     for key, old in (("memory_mb", "memory"), ("storage_mb", "storage")):
         value, label = environment.get(key), key
         if isinstance(environment.get(old), str):
             value = _harbor_size_mb(environment[old])
             label = f"{key} (written {old} = {ascii(environment[old])[:24]})"
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            sizes[label] = value
+        number = _number(value, _MAX_MB)
+        if number is not None:
+            sizes[label] = number
     return sizes
 
 
+def _cpus(environment: dict[str, Any]) -> int | float | None:
+    """`[environment] cpus` as Harbor 0.26 reads it (``2.0`` as 2), so the line is the one each
+    trial says; None when unset or no number `_check_numbers` lets by."""
+    return _number(environment.get("cpus"), _MAX_CPUS)
+
+
 def _harbor_size_mb(text: str) -> int | None:
-    """Harbor's reading of its deprecated size strings ("512M", "8G", "1024K") in MB; None where
-    it would refuse the task (`EnvironmentConfig._parse_size_to_mb`)."""
+    """Harbor 0.26's reading of its deprecated size strings ("512M", "8G", "1024K") in MB,
+    step for step (`EnvironmentConfig._parse_size_to_mb`: strip, upper-case, a last G, M or
+    K, float() of the rest); None where it raises: ValueError (refused) or OverflowError (a
+    traceback: ``"infG"``, ``"1e999M"``)."""
     text = text.strip().upper()
-    scale = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}.get(text[-1:])
-    if scale is None:
-        return None
     try:
-        return int(float(text[:-1]) * scale)
+        if text.endswith("G"):
+            return int(float(text[:-1]) * 1024)
+        if text.endswith("M"):
+            return int(float(text[:-1]))
+        if text.endswith("K"):
+            return int(float(text[:-1]) / 1024)
     except (ValueError, OverflowError):
         return None
+    return None
 
 
 def _without_empty_environment(data: dict | None) -> dict | None:
