@@ -308,3 +308,13 @@ def test_a_sandbox_trial_runs_under_its_cpu_quota(tmp_path: Path) -> None:
     assert message.startswith(
         f"{tasks / 'cpugreedy' / 'task.toml'}: [environment] cpus = {host_cpus() + 1}: over"
     )
+
+
+def test_a_failed_pair_quoting_context_wording_is_of_kind_other() -> None:
+    """A pair that raised inside the toolkit is `other` (docs/runs.md), whatever its exception
+    quotes: the task's text may hold a provider's context-length wording."""
+    from hf_skillfollow.runner import PAIR_FAILED
+
+    quoted = f"{PAIR_FAILED}ValueError: please reduce the length of the prompt"
+    assert error_kind(quoted) == "other"
+    assert error_kind("HTTP 400: please reduce the length of the prompt") == "context"

@@ -44,6 +44,9 @@ _TRANSPORT = re.compile(
 #: the openai backend's own prefix (`backends/_openai._describe`), never a provider's text:
 #: those start with `HTTP `, `connection error` or `request timed out`
 _MALFORMED = "malformed response:"
+#: `runner.failed_pair`'s prefix: a pair that raised inside the toolkit, whose exception text
+#: may quote anything the task held ("reduce the length of the prompt" too)
+PAIR_FAILED = "pair failed: "
 
 
 def error_kind(text: str | None) -> ErrorKind | None:
@@ -53,6 +56,8 @@ def error_kind(text: str | None) -> ErrorKind | None:
     # First: the body of a malformed answer may quote anything ("context length" too).
     if text.startswith(_MALFORMED):
         return "malformed"
+    if text.startswith(PAIR_FAILED):
+        return "other"
     if _CONTEXT.search(text):
         return "context"
     if _TRANSPORT.search(text.strip()):

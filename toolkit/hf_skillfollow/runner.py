@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hf_skillfollow._errors import PAIR_FAILED
 from hf_skillfollow._redact import is_redacted, redact_url, scrub, url_secrets
 from hf_skillfollow._version import __version__
 from hf_skillfollow.agent import ArmResult, Decoding, run_sd, run_se
@@ -64,8 +65,6 @@ def flag_name(field: str) -> str:
 _REDIRECT = re.compile(r"HTTP 3\d\d: redirect to .* not followed")
 
 
-#: The error of both arms of a pair that raised inside the toolkit (`failed_pair`).
-PAIR_FAILED = "pair failed: "
 #: The most characters of a failed pair's error (the exception's text may quote the input).
 MAX_PAIR_ERROR_CHARS = 500
 #: Failed pairs before any pair succeeded that stop the run: a failure met on every task is
