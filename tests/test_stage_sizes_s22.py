@@ -164,7 +164,7 @@ def test_a_deprecated_size_harbor_reads_passes_staging(tmp_path: Path, value: st
     assert _stage.stage_tasks([task], tmp_path / "both").names == ["fine"]
 
 
-@pytest.mark.skipif(not HARBOR_PYTHON.is_file(), reason="no .venv-harbor (.ci/setup-harbor)")
+@pytest.mark.harbor  # Harbor 0.26's own parser, in .venv-harbor (CI step 4, after .ci/setup-harbor)
 def test_staging_reads_deprecated_sizes_as_harbor_0_26_does() -> None:
     # Harbor's own parser, in its own interpreter: every spelling refused here either stops
     # Harbor (an exception) or gives a size out of 0..2**40 MB, and every one passed gives the
