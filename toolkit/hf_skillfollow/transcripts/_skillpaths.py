@@ -27,7 +27,9 @@ MAX_SEGMENTS = 2_000
 
 SkillRef = tuple[str, TriggerKind]
 
-_SEGMENTS = re.compile(r"&&|\|\||[;|\r]")
+# `$(`, `<(` and backquotes open a command run inside another (`echo "$(cat f)"`): split
+# there too, so the inner program is read as its own simple command.
+_SEGMENTS = re.compile(r"&&|\|\||\$\(|<\(|[;|\r`]")
 _HEREDOC = re.compile(r"<<-?[ \t]*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 _WORDS = re.compile(r"[^\s'\"`]+")
 _TRAILING = "),;:]}>"
@@ -73,12 +75,32 @@ _NOT_READING = frozenset(
         "export",
         "which",
         "type",
+        "[[",
+        # `for f in <words>`: the words are only assigned, not read.
+        "for",
+        # Checksums print a digest, not the file's text.
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "b2sum",
+        "cksum",
     ]
+)
+# Shell words that open a compound command: the program is the word after them
+# (`if [ -f x ]; then cat x; fi` runs `[` and `cat`; `( ls x )` runs `ls`).
+_KEYWORDS = frozenset(["if", "then", "elif", "else", "while", "until", "do", "!", "{", "("])
+# Searches whose flags make them print only file names, counts or nothing (`grep -l`,
+# `grep -c`, `grep -q`): a search by name, like `wc`, not a read of the lines.
+_SEARCHES = frozenset(["grep", "egrep", "fgrep", "rg"])
+_QUIET_LETTERS = frozenset("lLcq")
+_QUIET_LONG = frozenset(
+    ["--files-with-matches", "--files-without-match", "--count", "--quiet", "--silent", "--files"]
 )
 # Words that run the next word as the program.
 _WRAPPERS = frozenset(["sudo", "env", "nohup", "time", "exec", "command", "builtin", "nice"])
 _SHELLS = frozenset(["bash", "sh", "zsh", "dash", "ksh"])
-_REDIRECTS = frozenset([">", ">>", "1>", "2>", "&>", "1>>", "2>>", ">|"])
+_REDIRECTS = frozenset([">", ">>", "1>", "2>", "&>", "&>>", "1>>", "2>>", ">|"])
 
 
 def in_pool(name: object, pool: Collection[str]) -> str | None:
@@ -113,18 +135,20 @@ def path_ref(path: object, pool: Collection[str]) -> SkillRef | None:
     return None
 
 
-def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
-    """The skill files a shell command reads or runs, in order (repeats kept once)."""
+def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[SkillRef]:
+    """The skill files a shell command reads or runs, in order (repeats kept once); `cwd` is
+    the folder it runs in where the call names one (a relative path is read from there)."""
     if isinstance(command, list | tuple):
         command = " ".join(c for c in command[:1000] if isinstance(c, str))
     if not isinstance(command, str):
         return []
     refs: list[SkillRef] = []
-    cwd = ""
+    cwd = cwd if isinstance(cwd, str) and len(cwd) <= 4096 else ""
     for n, segment in enumerate(_segments(command[:MAX_COMMAND_CHARS])):
         if n >= MAX_SEGMENTS:
             break
-        words = _WORDS.findall(segment)
+        # `(ls x)`, `{ cat x; }`: a grouping bracket is not part of the word it touches.
+        words = [w.lstrip("({") or w for w in _WORDS.findall(segment)]
         at = _program_index(words)
         if at is None:
             continue
@@ -132,7 +156,7 @@ def command_refs(command: object, pool: Collection[str]) -> list[SkillRef]:
         if program == "cd" and args:
             cwd = args[0] if args[0].startswith(("/", "~")) else f"{cwd}/{args[0]}"
             continue
-        if program in _NOT_READING:
+        if program in _NOT_READING or (program in _SEARCHES and _names_only(args)):
             continue
         # The program word names a skill file only when it is a path (a script run directly).
         head = [words[at]] if "/" in words[at] else []
@@ -168,7 +192,7 @@ def _program_index(words: list[str]) -> int | None:
     i = 0
     while i < len(words):
         word = words[i]
-        if word in _WRAPPERS or _is_assignment(word):
+        if word in _WRAPPERS or word in _KEYWORDS or _is_assignment(word):
             i += 1
         elif word == "timeout":
             i += 2  # `timeout DURATION program ...`
@@ -179,6 +203,18 @@ def _program_index(words: list[str]) -> int | None:
         else:
             return i
     return None
+
+
+def _names_only(args: list[str]) -> bool:
+    """Whether a search's flags make it print only names or counts (`grep -rl`, `rg -c`)."""
+    for word in args:
+        if word == "--":
+            return False
+        if word in _QUIET_LONG:
+            return True
+        if word.startswith("-") and not word.startswith("--") and _QUIET_LETTERS & set(word):
+            return True
+    return False
 
 
 def _runs_string(flag: str) -> bool:
@@ -197,7 +233,8 @@ def _reads(words: list[str]) -> Iterator[str]:
         if word in _REDIRECTS:
             after_redirect = True
             continue
-        if after_redirect or word.startswith((">", "1>", "2>")):
+        if after_redirect or word.startswith((">", "1>", "2>", "&>")):
             after_redirect = False
             continue
-        yield word
+        # `f>out`: what stands before the `>` is read, what follows is written.
+        yield word.split(">", 1)[0].rstrip("&") if ">" in word else word

@@ -1,0 +1,92 @@
+"""Session 22 attacks on the transcript detectors: shell syntax that forged or hid a skill
+read, a shell tool's working folder, forged calls outside the agent's turns, and bounded
+reading. Every transcript is a real file read back with `read_transcript`; the expected
+activations are written by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_skillfollow.transcripts import detect, read_transcript, sniff_format
+from tests import _transcript_fixtures as fx
+
+POOL = ("pdf", "xlsx")
+PDF = "/root/.claude/skills/pdf/SKILL.md"
+
+
+def _claude_bash(tmp_path: Path, command: str) -> tuple[str, ...]:
+    """A Claude Code stream with one successful Bash call running `command`: what it
+    activated."""
+    path = fx.write_jsonl(
+        tmp_path / "claude-code.txt",
+        [
+            fx.cc_init([], []),
+            fx.cc_tool_use("toolu_01", "Bash", {"command": command}),
+            fx.cc_tool_result("toolu_01", "ok"),
+        ],
+    )
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "claude-code"
+    return detect(transcript, POOL).activated()
+
+
+# Shell syntax around a command that only tests, lists, counts or checksums a SKILL.md: the
+# compound-command word (`if`, `(`, `{`, `!`, `do`) was taken for the program, so the `ls` or
+# `[` behind it read as a program reading the file.
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"if [ -f {PDF} ]; then echo found; fi",
+        f"if test -f {PDF}; then echo found; fi",
+        f"[[ -f {PDF} ]] && echo found",
+        f"(ls {PDF})",
+        f"{{ ls -l {PDF}; }}",
+        f"! ls {PDF}",
+        f"while true; do ls {PDF}; break; done",
+        f"for f in {PDF}; do echo $f; done",
+        f"sha256sum {PDF}",
+        f"grep -l name {PDF}",
+        f"grep -rc name {PDF}",
+        f"grep -q name {PDF} && echo yes",
+        f"rg --files-with-matches name {PDF}",
+        f"cat notes.txt &>{PDF}",
+    ],
+)
+def test_shell_syntax_that_only_tests_or_lists_a_skill_md_is_not_activation(
+    tmp_path: Path, command: str
+) -> None:
+    assert _claude_bash(tmp_path, command) == ()
+
+
+# A read inside command substitution (`$(...)`, backquotes, `<(...)`) was missed: the outer
+# program (`echo`, `diff`) was the only one looked at. A read whose output is redirected
+# (`cat f>/dev/null`) was taken as a resource of `pdf` named `SKILL.md>`.
+@pytest.mark.parametrize(
+    "command",
+    [
+        f'echo "$(cat {PDF})"',
+        f"echo `head -n 40 {PDF}`",
+        f"diff <(cat {PDF}) /tmp/other.md",
+        "cd /root/.claude/skills/pdf && echo \"$(sed -n '1,80p' SKILL.md)\"",
+        f"grep -n fill {PDF}",
+        f"if [ -f {PDF} ]; then cat {PDF}; fi",
+    ],
+)
+def test_a_skill_md_read_inside_substitution_or_a_compound_command_is_found(
+    tmp_path: Path, command: str
+) -> None:
+    assert _claude_bash(tmp_path, command) == ("pdf",)
+
+
+def test_a_read_whose_output_is_redirected_is_an_instructions_read(tmp_path: Path) -> None:
+    path = fx.write_jsonl(
+        tmp_path / "claude-code.txt",
+        [
+            fx.cc_tool_use("toolu_01", "Bash", {"command": f"cat {PDF}>/dev/null"}),
+            fx.cc_tool_result("toolu_01", ""),
+        ],
+    )
+    detection = detect(read_transcript(path), POOL)
+    assert detection.kinds() == {"pdf": "instructions"}
