@@ -5,6 +5,7 @@ activations are written by hand."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,99 @@ def test_a_read_whose_output_is_redirected_is_an_instructions_read(tmp_path: Pat
     )
     detection = detect(read_transcript(path), POOL)
     assert detection.kinds() == {"pdf": "instructions"}
+
+
+def _codex_shell(args: dict) -> list[dict]:
+    """A Codex session log with one `shell` call of `args` that exited 0."""
+    ts = "2026-01-25T18:08:28.541Z"
+    call = {"type": "function_call", "name": "shell", "arguments": json.dumps(args)}
+    blob = json.dumps({"output": "---\nname: pdf", "metadata": {"exit_code": 0}})
+    return [
+        {"timestamp": ts, "type": "session_meta", "payload": {"id": fx.SESSION, "cwd": "/root"}},
+        {"timestamp": ts, "type": "response_item", "payload": {**call, "call_id": "call_1"}},
+        {
+            "timestamp": ts,
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "call_1", "output": blob},
+        },
+    ]
+
+
+def _gemini_shell(params: dict) -> list[dict]:
+    ts = "2026-01-25T18:08:28.541Z"
+    tid = "run_shell_command-1"
+    return [
+        {"type": "init", "timestamp": ts, "session_id": fx.SESSION, "model": "gemini-3-flash"},
+        dict(
+            type="tool_use",
+            timestamp=ts,
+            tool_name="run_shell_command",
+            tool_id=tid,
+            parameters=params,
+        ),
+        dict(type="tool_result", timestamp=ts, tool_id=tid, status="success", output="name: pdf"),
+    ]
+
+
+# A shell tool's own working-folder argument was ignored, so `cat SKILL.md` run in a skill's
+# folder (Codex `workdir`, Gemini CLI `directory`/`dir_path`, OpenCode `workdir`) was missed,
+# while the same read written `cd <folder> && cat SKILL.md` was found.
+_INSTRUCTIONS = {"pdf": "instructions"}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "events", "kinds"),
+    [
+        (
+            "codex",
+            _codex_shell(
+                {"command": ["bash", "-lc", "cat SKILL.md"], "workdir": "/root/.codex/skills/pdf"}
+            ),
+            _INSTRUCTIONS,
+        ),
+        (
+            "codex",
+            _codex_shell(
+                {"command": ["python3", "pdf/scripts/fill.py"], "workdir": "/root/.codex/skills"}
+            ),
+            {"pdf": "resource"},
+        ),
+        (
+            "gemini-cli",
+            _gemini_shell({"command": "cat SKILL.md", "directory": ".gemini/skills/pdf"}),
+            _INSTRUCTIONS,
+        ),
+        (
+            "gemini-cli",
+            _gemini_shell({"command": "head SKILL.md", "dir_path": ".agents/skills/pdf"}),
+            _INSTRUCTIONS,
+        ),
+        (
+            "opencode",
+            [
+                fx.opencode_tool(
+                    "bash",
+                    "call_1",
+                    {"command": "cat SKILL.md", "workdir": "/home/agent/.opencode/skills/pdf"},
+                    "completed",
+                )
+            ],
+            _INSTRUCTIONS,
+        ),
+    ],
+)
+def test_a_shell_call_run_in_a_skill_folder_by_its_workdir_argument_is_found(
+    tmp_path: Path, fmt: str, events: list[dict], kinds: dict[str, str]
+) -> None:
+    transcript = read_transcript(fx.write_jsonl(tmp_path / "transcript.jsonl", events))
+    assert sniff_format(transcript) == fmt
+    assert detect(transcript, POOL).kinds() == kinds
+
+
+def test_a_workdir_alone_names_no_skill_file(tmp_path: Path) -> None:
+    # Running `ls` or `pytest` in a skill's folder reads none of its files.
+    events = _codex_shell(
+        {"command": ["bash", "-lc", "ls -la"], "workdir": "/root/.codex/skills/pdf"}
+    )
+    transcript = read_transcript(fx.write_jsonl(tmp_path / "rollout.jsonl", events))
+    assert detect(transcript, POOL).events == ()

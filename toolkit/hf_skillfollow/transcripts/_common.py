@@ -59,6 +59,11 @@ _WRITING_TOOLS = frozenset(
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
 _PATH_ARGS = ("file_path", "filePath", "absolute_path", "path", "filename", "file")
 _COMMAND_ARGS = ("command", "cmd", "keystrokes", "commands", "script")
+# The folder a shell tool runs its command in, where the call names one: Codex's `shell` and
+# `exec_command` (`workdir`), Gemini CLI's `run_shell_command` (`directory`, later
+# `dir_path`), OpenCode's `bash` (`workdir`). `cat SKILL.md` run in a skill's folder reads
+# that skill's SKILL.md.
+_CWD_ARGS = ("workdir", "cwd", "directory", "dir_path", "working_directory")
 
 
 def tool_refs(
@@ -85,8 +90,9 @@ def tool_refs(
         ref = path_ref(args.get(key), pool)
         if ref and ref not in refs:
             refs.append(ref)
+    cwd = next((args[k] for k in _CWD_ARGS if isinstance(args.get(k), str)), "")
     for key in _COMMAND_ARGS:
-        for ref in command_refs(args.get(key), pool):
+        for ref in command_refs(args.get(key), pool, cwd):
             if ref not in refs:
                 refs.append(ref)
     return refs, None
