@@ -62,6 +62,7 @@ def read_rows(sources: Sequence[str]) -> list[Row]:
         raise VerifyInputError("no source given (run directories, repo folders or Hub ids)")
     rows: list[Row] = []
     seen: dict[tuple[str, str], str] = {}
+    run_source: dict[str, str] = {}  # run_id -> the one source that holds it
     for source in sources:
         for path in _expand(source):
             for row in _read_one(path):
@@ -69,6 +70,14 @@ def read_rows(sources: Sequence[str]) -> list[Row]:
                 if key in seen:
                     raise VerifyInputError(
                         f"duplicate (run_id, task_id) = {key} in {seen[key]} and {row.source}"
+                    )
+                # A run's record is one file in one folder: rows of one run id from two
+                # sources would be recorded together, in whichever source came last.
+                first = run_source.setdefault(row.run_id, row.source)
+                if first != row.source:
+                    raise VerifyInputError(
+                        f"run_id {row.run_id!r} is in both {first} and {row.source}; a run is "
+                        "published in one place: verify each source on its own"
                     )
                 seen[key] = row.source
                 rows.append(row)

@@ -1,0 +1,81 @@
+"""`hf-skillfollow verify` against hostile published runs (session 22).
+
+Everything in a published run is its publisher's: these tests take a real run (the runner,
+the openai backend over HTTP, sandboxed scoring, the run store, against
+`ScriptedModelServerDouble` standing in for the model provider, as tests/test_verify.py does)
+or a real judged run (tests/test_own_run.py's `AgentAndJudgeDouble` standing in for the model
+and the judge), change the bytes a publisher controls, and run the real `verify` command.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from hf_skillfollow.cli import cli as main_cli
+from hf_skillfollow.tasks import load_tasks
+from tests._model_double import ScriptedModelServerDouble
+from tests.test_verify import real_run
+
+
+def verify(*args: str) -> tuple[int, str, str]:
+    out = CliRunner().invoke(main_cli, ["verify", *args], catch_exceptions=False)
+    return out.exit_code, out.stdout, out.stderr
+
+
+@pytest.fixture(scope="module")
+def math_run(tmp_path_factory, data_dir) -> Path:
+    """One real MATH-500 run of 4 tasks."""
+    root = tmp_path_factory.mktemp("math-run")
+    tasks_file = data_dir / "math500.jsonl"
+    tasks, _ = load_tasks("math500", tasks_file)
+    with ScriptedModelServerDouble(tasks) as double:
+        return real_run(
+            root, double.url, "math500", tasks_file, partition_size=4, partition_seed=11
+        )
+
+
+def _copy(run: Path, to: Path) -> Path:
+    shutil.copytree(run, to)
+    return to
+
+
+def _keep_tasks(run: Path, task_ids: list[str]) -> None:
+    for name in ("transitions.parquet", "traces.parquet"):
+        table = pq.read_table(run / name)
+        pq.write_table(table.filter(pc.is_in(table["task_id"], pa.array(task_ids))), run / name)
+
+
+def _records(folder: Path) -> list[Path]:
+    return sorted((folder / "verifications").glob("*.parquet"))
+
+
+# ------------------------------------------------------------- one run id in two sources
+
+
+def test_a_run_id_claimed_by_two_sources_is_refused_not_recorded_in_one_of_them(math_run, tmp_path):
+    """Before: `verify A/run B/run`, where B holds other tasks under A's run id, passed the
+    (run_id, task_id) check and wrote ONE record of all four rows into B's run directory
+    (the last source's folder): A's rows recorded in the folder of whoever claimed A's id."""
+    tasks = sorted(pq.read_table(math_run / "transitions.parquet")["task_id"].to_pylist())
+    a = _copy(math_run, tmp_path / "a" / math_run.name)
+    b = _copy(math_run, tmp_path / "b" / math_run.name)
+    _keep_tasks(a, tasks[:2])
+    _keep_tasks(b, tasks[2:])
+    code, out, err = verify(str(a), str(b), "--state", str(tmp_path / "s.jsonl"))
+    assert code == 2, out + err
+    assert f"run_id {math_run.name!r} is in both {a} and {b}" in err
+    assert _records(a) == [] and _records(b) == []
+    assert not (tmp_path / "s.jsonl").exists()  # refused before anything was scored
+    # each on its own verifies, and each record holds its own rows only
+    for run, own in ((a, tasks[:2]), (b, tasks[2:])):
+        code, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
+        assert code == 0, out + err
+        (record,) = _records(run)
+        assert sorted(pq.read_table(record)["task_id"].to_pylist()) == own
