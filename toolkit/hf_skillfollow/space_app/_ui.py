@@ -22,6 +22,7 @@ from hf_skillfollow.space_app._about import ABOUT_MD, EMPTY_MD
 from hf_skillfollow.space_app._assets import CSS, HEAD
 from hf_skillfollow.space_app._board import DEFAULT_MIN_COND, THRESHOLDS, Board, error_heavy
 from hf_skillfollow.space_app._markdown import rendered
+from hf_skillfollow.space_app._shown import capped
 
 INTRO = (
     "# Do retrieved skills actually help?\n"
@@ -578,7 +579,8 @@ def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: in
         # gr.Warning renders its message as HTML, and the text quotes the link: escaped.
         gr.Warning(_escape(f"Ignoring the link's view settings: {exc}"))
         return skip
-    f = state.filters
+    f = _known_choices(board, state.filters)
+    state = replace(state, filters=f)
     show = [NONREP] * f.show_nonreportable + [RUNS] * state.runs + [ALL] * state.all_columns
     show += [RESCORED] * f.rescored_only + [POOL_SOURCES] * state.pool_sources
     controls = (
@@ -597,6 +599,31 @@ def _from_url(board: Board, request: gr.Request, *, n_controls: int, n_drill: in
     else:
         drill, tab = tuple(gr.skip() for _ in range(n_drill)), gr.skip()
     return (*controls, v.summary, v.table, v.plots, *drill, tab)
+
+
+def _known_choices(board: Board, f: T.Filters) -> T.Filters:
+    """`f` without the link's partitions and pools that are no choice of their dropdowns.
+
+    Such a value, set on a dropdown that allows no custom value, made every later event fail
+    in Gradio's preprocessing with an error toast that quoted it as HTML: a crafted link's
+    `pool=<img src=...>` had each visitor's browser fetch an outside host, five times, and
+    the board's filters stopped answering. A value that is not on this board filters nothing
+    anyway, so it is dropped and named, escaped, in a warning."""
+    cells = board.first_view(T.VIEW_COLUMNS)
+    kept: dict[str, tuple[str, ...]] = {}
+    dropped: list[str] = []
+    for field, column, name in (("partitions", "partition", "partition"),
+                                ("pools", "pool_condition", "pool")):  # fmt: skip
+        allowed = set(T.choices(cells, column))
+        values = getattr(f, field)
+        kept[field] = tuple(v for v in values if v in allowed)
+        dropped += [f"{name}={capped(v, 80)!r}" for v in values if v not in allowed]
+    if dropped:
+        more = f" and {len(dropped) - 5:,} more" if len(dropped) > 5 else ""
+        gr.Warning(
+            _escape(f"Ignoring the link's {', '.join(dropped[:5])}{more}: not on this board")
+        )
+    return replace(f, **kept)
 
 
 def page_params(request: gr.Request) -> dict[str, list[str]]:
