@@ -79,3 +79,31 @@ def test_a_run_id_claimed_by_two_sources_is_refused_not_recorded_in_one_of_them(
         assert code == 0, out + err
         (record,) = _records(run)
         assert sorted(pq.read_table(record)["task_id"].to_pylist()) == own
+
+
+# ------------------------------------------------------------- hostile bytes in the fields
+
+
+def _set_trace(run: Path, column: str, value: object, row: int = 0) -> None:
+    table = pq.read_table(run / "traces.parquet")
+    rows = table.to_pylist()
+    rows[row][column] = value
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), run / "traces.parquet")
+
+
+def test_scorer_details_nested_past_the_recursion_limit_is_one_error_naming_the_field(
+    math_run, tmp_path
+):
+    """Before: a trace whose `scorer_details` is 200,000 `[` (200 KB) made `verify` end in a
+    RecursionError traceback from `json.loads` (exit 1, no message of its own)."""
+    run = _copy(math_run, tmp_path / "run")
+    _set_trace(run, "scorer_details", "[" * 200_000)
+    first = pq.read_table(run / "traces.parquet").slice(0, 1).to_pylist()[0]
+    code, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
+    assert code == 2, out + err
+    assert "Traceback" not in err and "RecursionError" not in err
+    assert (
+        f"{run}: the traces of run {first['run_id']!r}, task {first['task_id']!r}, arm "
+        f"{first['arm']!r}: scorer_details is JSON nested too deeply to read"
+    ) in err
+    assert _records(run) == []

@@ -161,20 +161,30 @@ def _traces_by_key(traces: Any, source: str) -> dict[tuple[str, str, str], ArmTr
             raise VerifyInputError(
                 f"{source}: two traces for run {key[0]}, task {key[1]}, arm {key[2]}"
             )
+        where = f"{source}: the traces of run {key[0]!r}, task {key[1]!r}, arm {key[2]!r}"
         out[key] = ArmTrace(
             messages=tuple(t["messages"]),
             error=t["error"],
             final_answer=t["final_answer"],
             correct=bool(t["correct"]),
-            details=_details(t["scorer_details"]),
-            judge_record=_details(t["judge_verdicts"]) if t.get("judge_verdicts") else None,
+            details=_details(t["scorer_details"], f"{where}: scorer_details"),
+            judge_record=(
+                _details(t["judge_verdicts"], f"{where}: judge_verdicts")
+                if t.get("judge_verdicts")
+                else None
+            ),
         )
     return out
 
 
-def _details(text: str) -> dict[str, Any]:
+def _details(text: str, where: str) -> dict[str, Any]:
+    """A trace's JSON column as an object ({} when it is not one). JSON nested past Python's
+    recursion limit (200,000 `[` in 200 KB) is one error naming the field: `json.loads` raised
+    RecursionError, a traceback."""
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise VerifyInputError(f"{where} is JSON nested too deeply to read") from None
     except (TypeError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
