@@ -107,3 +107,20 @@ def test_scorer_details_nested_past_the_recursion_limit_is_one_error_naming_the_
         f"{first['arm']!r}: scorer_details is JSON nested too deeply to read"
     ) in err
     assert _records(run) == []
+
+
+def test_a_string_that_is_not_utf8_is_one_error_naming_the_file(math_run, tmp_path):
+    """Parquet keeps whatever bytes a writer puts in a string column. Before: a `cell_id` of
+    b'\\xff\\xfe' gave `cannot verify: 'utf-8' codec can't decode byte 0xff in position 0:
+    invalid start byte`, naming neither the source nor the file."""
+    run = _copy(math_run, tmp_path / "run")
+    table = pq.read_table(run / "transitions.parquet")
+    i = table.schema.get_field_index("cell_id")
+    bad = pa.array([b"\xff\xfe cell"] * table.num_rows, pa.binary()).view(pa.string())
+    pq.write_table(table.set_column(i, table.schema.field(i), bad), run / "transitions.parquet")
+    code, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
+    assert code == 2, out + err
+    assert (
+        f"cannot verify: {run}: transitions: a string column holds bytes that are not UTF-8" in err
+    )
+    assert _records(run) == []

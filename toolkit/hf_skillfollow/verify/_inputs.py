@@ -126,7 +126,7 @@ def _read_one(source: str) -> list[Row]:
         "se_correct", "sd_correct", "provenance",
     )  # fmt: skip
     out = []
-    for t in transitions.select(list(columns)).to_pylist():
+    for t in _pylist(transitions.select(list(columns)), f"{source}: transitions"):
         arms = {
             arm: by_key[(t["run_id"], t["task_id"], arm)]
             for arm in ARMS
@@ -155,7 +155,7 @@ def _traces_by_key(traces: Any, source: str) -> dict[tuple[str, str, str], ArmTr
     out: dict[tuple[str, str, str], ArmTrace] = {}
     if "judge_verdicts" in traces.column_names:
         columns = (*columns, "judge_verdicts")
-    for t in traces.select(list(columns)).to_pylist():
+    for t in _pylist(traces.select(list(columns)), f"{source}: traces"):
         key = (t["run_id"], t["task_id"], t["arm"])
         if key in out:
             raise VerifyInputError(
@@ -175,6 +175,18 @@ def _traces_by_key(traces: Any, source: str) -> dict[tuple[str, str, str], ArmTr
             ),
         )
     return out
+
+
+def _pylist(table: Any, what: str) -> list[dict[str, Any]]:
+    """The rows as Python values; a string that is not UTF-8 (parquet stores whatever bytes a
+    writer gave) is one error naming the file, not a bare codec message."""
+    try:
+        return table.to_pylist()
+    except UnicodeDecodeError as exc:
+        raise VerifyInputError(
+            f"{what}: a string column holds bytes that are not UTF-8 ({exc.reason} at byte "
+            f"{exc.start} of a value)"
+        ) from None
 
 
 def _details(text: str, where: str) -> dict[str, Any]:
