@@ -187,3 +187,151 @@ def test_a_workdir_alone_names_no_skill_file(tmp_path: Path) -> None:
     )
     transcript = read_transcript(fx.write_jsonl(tmp_path / "rollout.jsonl", events))
     assert detect(transcript, POOL).events == ()
+
+
+# A call or result id that is a JSON list or object (a hostile or corrupted transcript) was
+# used as a dict key: every detector that pairs calls with results raised TypeError
+# ("unhashable type: 'list'"), a traceback through `import` instead of a detection. Now such
+# an id pairs with nothing: the call is kept, as not returned where a result decides.
+_LIST_ID = ["toolu_01"]
+_SKILL_MD = "/root/.agents/skills/pdf/SKILL.md"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fmt", "events"),
+    [
+        (
+            "claude-code.txt",
+            [
+                fx.cc_tool_use(_LIST_ID, "Skill", {"skill": "pdf"}),  # type: ignore[arg-type]
+                fx.cc_tool_result("toolu_01", "Launching skill: pdf"),
+            ],
+            "claude-code",
+            [("pdf", False)],
+        ),
+        (
+            "codex.jsonl",
+            [
+                {
+                    "type": "item.started",
+                    "item": {"id": _LIST_ID, "type": "command_execution", "command": "ls"},
+                },
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "id": _LIST_ID,
+                        "type": "command_execution",
+                        "command": f"cat {_SKILL_MD}",
+                        "exit_code": 0,
+                        "status": "completed",
+                    },
+                },
+            ],
+            "codex",
+            [("pdf", True)],
+        ),
+        (
+            "rollout.jsonl",
+            [
+                {"type": "session_meta", "payload": {"id": fx.SESSION}},
+                {
+                    "type": "response_item",
+                    "payload": {"type": ["function_call_output"], "call_id": {"a": 1}},
+                },
+                {
+                    "type": "response_item",
+                    "payload": {
+                        "type": "function_call",
+                        "name": "shell",
+                        "arguments": json.dumps({"command": ["cat", _SKILL_MD]}),
+                        "call_id": _LIST_ID,
+                    },
+                },
+            ],
+            "codex",
+            [("pdf", False)],
+        ),
+        (
+            "gemini.jsonl",
+            [
+                {"type": "init", "session_id": fx.SESSION},
+                {
+                    "type": "tool_use",
+                    "tool_name": "activate_skill",
+                    "tool_id": _LIST_ID,
+                    "parameters": {"name": "pdf"},
+                },
+                {"type": "tool_result", "tool_id": _LIST_ID, "status": "success"},
+            ],
+            "gemini-cli",
+            [("pdf", False)],
+        ),
+        (
+            "acp_trajectory.jsonl",
+            [
+                {
+                    "type": "tool_call",
+                    "tool_call_id": _LIST_ID,
+                    "kind": "read",
+                    "title": f"Read {_SKILL_MD}",
+                    "status": "completed",
+                }
+            ],
+            "acp",
+            [("pdf", True)],
+        ),
+        (
+            "events.jsonl",
+            [
+                {
+                    "kind": "ObservationEvent",
+                    "source": "environment",
+                    "tool_call_id": _LIST_ID,
+                    "observation": {"is_error": True},
+                },
+                {
+                    "kind": "ActionEvent",
+                    "source": "agent",
+                    "tool_name": "invoke_skill",
+                    "tool_call_id": _LIST_ID,
+                    "action": {"name": "pdf"},
+                },
+            ],
+            "openhands",
+            [("pdf", True)],
+        ),
+        (
+            "trajectory.json",
+            fx.atif(
+                "terminus-2",
+                [
+                    {
+                        "source": "agent",
+                        "tool_calls": [
+                            {
+                                "tool_call_id": _LIST_ID,
+                                "function_name": "Skill",
+                                "arguments": {"skill": "pdf"},
+                            }
+                        ],
+                        "observation": {
+                            "results": [{"source_call_id": {"id": 1}, "content": "ok"}]
+                        },
+                    }
+                ],
+            ),
+            "atif",
+            [("pdf", False)],
+        ),
+    ],
+)
+def test_an_id_that_is_a_list_or_object_is_one_unpaired_call_not_a_traceback(
+    tmp_path: Path, name: str, data: object, fmt: str, events: list[tuple[str, bool]]
+) -> None:
+    path = tmp_path / name
+    (fx.write_json if name.endswith(".json") else fx.write_jsonl)(path, data)  # type: ignore[operator]
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == fmt
+    detection = detect(transcript, POOL)
+    assert detection.transcript_found
+    assert [(e.skill, e.succeeded) for e in detection.events] == events

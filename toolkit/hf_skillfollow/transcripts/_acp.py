@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterator, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, tool_refs
-from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._reader import as_transcript, field, link
 from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_pool, path_ref
 
 NAME = "acp"
@@ -96,7 +96,7 @@ def _calls(events: tuple) -> Iterator[tuple[int, dict]]:
         kind = event.get("type") or event.get("sessionUpdate")
         if kind not in ("tool_call", "tool_call_update"):
             continue
-        key = event.get("tool_call_id") or event.get("toolCallId") or f"#{index}"
+        key = link(event.get("tool_call_id") or event.get("toolCallId") or f"#{index}")
         if key not in merged:
             merged[key] = {"content": []}
             order.append((index, key))

@@ -23,7 +23,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, not_found
-from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._reader import as_transcript, field, link
 from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool
 
 NAME = "atif"
@@ -76,13 +76,13 @@ def _results(step: Mapping) -> dict[object, Mapping]:
     if isinstance(results, list):
         for result in results[:10_000]:
             if isinstance(result, Mapping):
-                found.setdefault(result.get("source_call_id"), result)
+                found.setdefault(link(result.get("source_call_id")), result)
     return found
 
 
 def _succeeded(name: object, call_id: object, results: dict[object, Mapping]) -> bool:
     # Terminus links a batch's shared terminal output to no single call (source_call_id null).
-    result = results.get(call_id) or results.get(None)
+    result = results.get(link(call_id)) or results.get(None)
     if result is None:
         return False
     extra = result.get("extra")

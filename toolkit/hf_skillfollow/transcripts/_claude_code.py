@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._reader import as_transcript, field, link
 
 NAME = "claude-code"
 
@@ -49,7 +49,7 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
                 continue
             call_id = block.get("id")
             ok = isinstance(call_id, str) and call_id in failed and not failed[call_id]
-            missing += call_id not in failed
+            missing += link(call_id) not in failed
             call = {"name": block.get("name"), "input": block.get("input")}
             out.add_call(block.get("name"), block.get("input"), index, call, ok)
     if missing:

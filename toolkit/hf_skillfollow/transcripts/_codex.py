@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import as_transcript, field, loads_bounded
+from hf_skillfollow.transcripts._reader import as_transcript, field, link, loads_bounded
 
 NAME = "codex"
 #: Leading lines looked at to tell a session log from an `exec --json` stream.
@@ -39,14 +39,16 @@ def detect_codex(transcript: object, pool: Collection[str]) -> Detection:
         _session_log(out, transcript.events)
         return out.result(transcript)
     completed = {
-        field(e, "item", "id") for e in transcript.events if field(e, "type") == "item.completed"
+        link(field(e, "item", "id"))
+        for e in transcript.events
+        if field(e, "type") == "item.completed"
     }
     for index, event in enumerate(transcript.events):
         kind = field(event, "type")
         item = field(event, "item")
         if not isinstance(item, Mapping):
             continue
-        if kind == "item.started" and item.get("id") not in completed:
+        if kind == "item.started" and link(item.get("id")) not in completed:
             _item(out, item, index, ok=False)
         elif kind == "item.completed":
             ok = item.get("status") == "completed" and item.get("exit_code") in (0, None)
@@ -69,14 +71,14 @@ def _session_log(out: Collector, events: tuple) -> None:
     outputs: dict[object, bool] = {}
     for event in events:
         payload = field(event, "payload")
-        if field(event, "type") == "response_item" and field(payload, "type") in _OUTPUTS:
-            outputs[payload.get("call_id")] = _exit_ok(payload.get("output"))
+        if field(event, "type") == "response_item" and link(field(payload, "type")) in _OUTPUTS:
+            outputs[link(payload.get("call_id"))] = _exit_ok(payload.get("output"))
     for index, event in enumerate(events):
         payload = field(event, "payload")
-        if field(event, "type") != "response_item" or field(payload, "type") not in _CALLS:
+        if field(event, "type") != "response_item" or link(field(payload, "type")) not in _CALLS:
             continue
         args = payload.get("arguments", payload.get("input"))
-        ok = outputs.get(payload.get("call_id"), False)
+        ok = outputs.get(link(payload.get("call_id")), False)
         out.add_call(
             payload.get("name"), args, index, {"name": payload.get("name"), "arguments": args}, ok
         )

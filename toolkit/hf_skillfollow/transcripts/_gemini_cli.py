@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import as_transcript, field
+from hf_skillfollow.transcripts._reader import as_transcript, field, link
 
 NAME = "gemini-cli"
 
@@ -34,14 +34,14 @@ def detect_gemini_cli(transcript: object, pool: Collection[str]) -> Detection:
         _recording(out, messages)
         return out.result(transcript)
     status = {
-        e.get("tool_id"): e.get("status")
+        link(e.get("tool_id")): e.get("status")
         for e in transcript.events
         if isinstance(e, Mapping) and e.get("type") == "tool_result"
     }
     for index, event in enumerate(transcript.events):
         if not isinstance(event, Mapping) or event.get("type") != "tool_use":
             continue
-        ok = status.get(event.get("tool_id")) == "success"
+        ok = status.get(link(event.get("tool_id"))) == "success"
         call = {"tool_name": event.get("tool_name"), "parameters": event.get("parameters")}
         out.add_call(event.get("tool_name"), event.get("parameters"), index, call, ok)
     return out.result(transcript)

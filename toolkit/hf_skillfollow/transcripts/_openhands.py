@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector
-from hf_skillfollow.transcripts._reader import Transcript, as_transcript, field
+from hf_skillfollow.transcripts._reader import Transcript, as_transcript, field, link
 
 NAME = "openhands"
 
@@ -34,8 +34,7 @@ def detect_openhands(transcript: object, pool: Collection[str]) -> Detection:
         name, args = _call(event)
         if name is None:
             continue
-        link = event.get("tool_call_id") or event.get("id")
-        ok = link not in failed
+        ok = link(event.get("tool_call_id") or event.get("id")) not in failed
         out.add_call(name, args, index, {"tool": name, "arguments": args}, ok)
     return out.result(transcript)
 
@@ -76,4 +75,4 @@ def _failed_link(event: object) -> object:
     )
     if not error:
         return None
-    return event.get("tool_call_id") or event.get("cause")
+    return link(event.get("tool_call_id") or event.get("cause"))

@@ -270,6 +270,13 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def link(value: object) -> object:
+    """An id that pairs a call with its result, usable as a dict key: a string, number or
+    null as is; anything else (a list or object in a hostile transcript, which cannot be a
+    key) a fresh object that pairs with nothing, so that call counts as not returned."""
+    return value if value is None or isinstance(value, str | int | float) else object()
+
+
 def field(value: object, *keys: str) -> Any:
     """`value[k1][k2]...` through mappings, or None where any step is missing."""
     for key in keys:
