@@ -335,3 +335,111 @@ def test_an_id_that_is_a_list_or_object_is_one_unpaired_call_not_a_traceback(
     detection = detect(transcript, POOL)
     assert detection.transcript_found
     assert [(e.skill, e.succeeded) for e in detection.events] == events
+
+
+# Calls the agent never made, written where only other parties write: a user or system step
+# of an ATIF trajectory, a user message of a Gemini CLI chat recording, an unclassified ACP
+# tool (an MCP file reader) whose output opens with OpenCode's `<skill_content>` envelope, and,
+# in a generic transcript, a user or tool turn or a tool's result holding a call-shaped
+# object (a file the agent read can contain one). Each counted as the skill loaded.
+def _atif_skill_step(source: str) -> dict:
+    return {
+        "source": source,
+        "message": "Use the pdf skill.",
+        "tool_calls": [
+            {"tool_call_id": "c1", "function_name": "Skill", "arguments": {"skill": "pdf"}}
+        ],
+        "observation": {"results": [{"source_call_id": "c1", "content": "Launching skill: pdf"}]},
+    }
+
+
+def _acp_other(title: str) -> list[dict]:
+    text = '<skill_content name="pdf">\n# PDF\n</skill_content>'
+    return [fx.acp_call("c1", "other", title, "completed", text)]
+
+
+def _chat(*messages: dict) -> dict:
+    return {"model": "some-model", "messages": list(messages)}
+
+
+_ASSISTANT_READ = {
+    "role": "assistant",
+    "tool_calls": [
+        {
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": _SKILL_MD})},
+        }
+    ],
+}
+_CALL_SHAPED = {"name": "read_file", "arguments": {"path": _SKILL_MD}}
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fmt", "activated"),
+    [
+        ("trajectory.json", fx.atif("t", [_atif_skill_step("user")]), "atif", ()),
+        ("trajectory.json", fx.atif("t", [_atif_skill_step("system")]), "atif", ()),
+        ("trajectory.json", fx.atif("t", [_atif_skill_step("agent")]), "atif", ("pdf",)),
+        (
+            "gemini-cli.trajectory.json",
+            {
+                "sessionId": fx.SESSION,
+                "messages": [
+                    {
+                        "type": "user",
+                        "content": "x",
+                        "toolCalls": [
+                            {"name": "activate_skill", "args": {"name": "pdf"}, "status": "success"}
+                        ],
+                    },
+                    {"type": "gemini", "content": "Done.", "toolCalls": []},
+                ],
+            },
+            "gemini-cli",
+            (),
+        ),
+        ("acp_trajectory.jsonl", _acp_other("mcp__files__read_file"), "acp", ()),
+        ("acp_trajectory.jsonl", _acp_other("task"), "acp", ()),
+        ("acp_trajectory.jsonl", _acp_other(""), "acp", ("pdf",)),
+        ("acp_trajectory.jsonl", _acp_other("skill"), "acp", ("pdf",)),
+        (
+            "chat.json",
+            _chat(
+                {"role": "user", "content": [{"type": "tool_use", **_CALL_SHAPED}]},
+                {"role": "assistant", "content": "Done."},
+            ),
+            "generic",
+            (),
+        ),
+        (
+            "chat.json",
+            _chat(
+                {"role": "assistant", "tool_calls": []},
+                {"role": "tool", "content": _CALL_SHAPED},
+            ),
+            "generic",
+            (),
+        ),
+        (
+            "chat.json",
+            _chat({"role": "assistant", "content": [{"type": "tool_result", "c": _CALL_SHAPED}]}),
+            "generic",
+            (),
+        ),
+        (
+            "chat.json",
+            _chat({"role": "assistant", "observation": _CALL_SHAPED}),
+            "generic",
+            (),
+        ),
+        ("chat.json", _chat(_ASSISTANT_READ), "generic", ("pdf",)),
+    ],
+)
+def test_a_call_written_outside_the_agent_s_own_calls_is_not_activation(
+    tmp_path: Path, name: str, data: object, fmt: str, activated: tuple[str, ...]
+) -> None:
+    path = tmp_path / name
+    (fx.write_json if name.endswith(".json") else fx.write_jsonl)(path, data)  # type: ignore[operator]
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == fmt
+    assert detect(transcript, POOL).activated() == activated

@@ -124,10 +124,14 @@ def _skill_asked(kind: str, title: str, raw: Mapping, content: object) -> str | 
         or tool in SKILL_TOOLS
         or _norm(title) in {"invoke_skill", "activate_skill"}
     )
+    # A result is sniffed only for a call titled as a skill tool or not titled at all: any
+    # other unclassified tool (an MCP file reader, a sub-agent) can return a file's text that
+    # opens with `<skill_content name="pdf">` without loading anything.
+    untitled = not title.strip() or _norm(title.replace(":", " ").split()[0]) in SKILL_TOOLS
     sniffed = kind in _SNIFFABLE and (
         _norm(title) in SKILL_TOOLS
-        or envelope is not None
-        or any(_HEADER.match(t) and marker for t in texts)
+        or (untitled and envelope is not None)
+        or (untitled and any(_HEADER.match(t) and marker for t in texts))
     )
     if not (identity or sniffed):
         return None

@@ -57,7 +57,9 @@ def detect_atif(transcript: object, pool: Collection[str]) -> Detection:
         if step.get("source") in ("user", "system") and isinstance(message, str):
             _list_offered(out, message)
         calls = step.get("tool_calls")
-        if not isinstance(calls, list):
+        # Only the agent calls tools (ATIF: `tool_calls` is for agent steps); a call written in
+        # a user or system step is text someone else put there, not something the agent ran.
+        if not isinstance(calls, list) or step.get("source") not in ("agent", None):
             continue
         results = _results(step)
         for call in calls[:10_000]:

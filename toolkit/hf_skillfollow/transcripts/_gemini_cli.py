@@ -49,6 +49,10 @@ def detect_gemini_cli(transcript: object, pool: Collection[str]) -> Detection:
 
 def _recording(out: Collector, messages: list) -> None:
     for index, message in enumerate(messages[:200_000]):
+        # Only the model's (`gemini`) messages carry its calls; toolCalls on a user, info or
+        # error message would be text someone else put there.
+        if field(message, "type") not in ("gemini", None):
+            continue
         calls = field(message, "toolCalls")
         for call in calls[:10_000] if isinstance(calls, list) else ():
             if not isinstance(call, Mapping):

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Mapping
 
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import Collector, tool_refs
-from hf_skillfollow.transcripts._reader import as_transcript
+from hf_skillfollow.transcripts._reader import as_transcript, link
 
 NAME = "generic"
 #: Most JSON values visited in one transcript.
@@ -24,6 +24,22 @@ MAX_NODES = 2_000_000
 _NAME_KEYS = ("name", "function_name", "tool_name", "tool")
 _ARG_KEYS = ("input", "arguments", "args", "parameters", "params")
 _UNIT_KEYS = ("steps", "messages", "events", "history", "items")
+# Where a call-shaped object is someone else's text, not a call the agent made: a user,
+# system or tool turn, and a tool's result (a file the agent read can hold JSON shaped like a
+# Skill call). The walk does not go into these. `output`/`result` keys are not skipped: some
+# tracers keep the model's own reply, tool calls included, under `outputs`.
+_NOT_AGENT = frozenset({"user", "system", "tool", "function", "developer", "environment"})
+_OUTPUT_KEYS = frozenset(
+    {
+        "observation",
+        "observations",
+        "tool_result",
+        "tool_results",
+        "functionResponse",
+        "function_response",
+    }
+)
+_OUTPUT_TYPES = frozenset({"tool_result", "function_call_output", "function_result"})
 
 
 def detect_generic(transcript: object, pool: Collection[str]) -> Detection:
@@ -66,10 +82,21 @@ def _calls(value: object, budget: list[int]) -> Iterator[Mapping]:
         node = stack.pop()
         budget[0] -= 1
         if isinstance(node, Mapping):
+            if _not_agent(node):
+                continue
             if any(isinstance(node.get(k), str) for k in _NAME_KEYS) and any(
                 k in node for k in _ARG_KEYS
             ):
                 yield node
-            stack.extend(reversed(list(node.values())))
+            stack.extend(reversed([v for k, v in node.items() if k not in _OUTPUT_KEYS]))
         elif isinstance(node, list):
             stack.extend(reversed(node))
+
+
+def _not_agent(node: Mapping) -> bool:
+    """A user, system or tool turn, or a tool's result block."""
+    return (
+        link(node.get("role")) in _NOT_AGENT
+        or link(node.get("source")) in _NOT_AGENT
+        or link(node.get("type")) in _OUTPUT_TYPES
+    )
