@@ -73,6 +73,19 @@ class Trial:
     trial_id: str = ""
     """The harness's name for the trial (Harbor's `trial_name`, BenchFlow's `rollout_name`):
     one trial found twice (a copy in another folder) is an error, never a pair or a repeat."""
+    stands_in_for: tuple[str, str] = ()
+    """(name, start) of the cancelled trial whose recorded pair this trial took over (a rerun
+    after `harbor job resume`, `_runs._reruns`): it pairs in that trial's place, by that start,
+    so the next import pairs it there again. () for any other trial."""
+
+
+#: Harbor's `exception_type` of a trial it stopped (Ctrl-C, a job cancelled): no outcome.
+CANCELLED = "CancelledError"
+
+
+def is_cancelled(error: object) -> bool:
+    """Whether a trial's (or a recorded row's) error is Harbor's cancel, `CancelledError[: …]`."""
+    return isinstance(error, str) and error.partition(":")[0] == CANCELLED
 
 
 @dataclass(frozen=True)

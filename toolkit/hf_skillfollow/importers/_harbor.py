@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hf_skillfollow.importers._base import (
+    CANCELLED,
     Arm,
     Collected,
     ImportInputError,
@@ -254,15 +255,11 @@ def _hold_back(
     return kept, len(trials) - len(kept)
 
 
-#: Harbor's `exception_type` of a trial it stopped (Ctrl-C, a job cancelled): no outcome.
-_CANCELLED = "CancelledError"
-
-
 def _cancelled_at(data: dict[str, Any]) -> str | None:
     """When a cancelled trial ended (`finished_at`, else the exception's `occurred_at`, else
     its start; '' when none is recorded), None for a trial that was not cancelled."""
     info = data.get("exception_info")
-    if not isinstance(info, dict) or info.get("exception_type") != _CANCELLED:
+    if not isinstance(info, dict) or info.get("exception_type") != CANCELLED:
         return None
     for value in (data.get("finished_at"), info.get("occurred_at"), data.get("started_at")):
         if isinstance(value, str) and 0 < len(value) <= _MAX_NAME:
@@ -279,7 +276,10 @@ def _set_aside_cancelled(
     attempt running beside it started before), the earliest not already taken by another. A
     rerun that was cancelled too is set aside for its own rerun in turn. The rerun's notes
     (its traces') name the trial it replaces. A cancelled trial without a rerun stays an
-    error row."""
+    error row. Harbor 0.26 never leaves both in one job folder (`harbor job resume` deletes
+    a cancelled trial's folder before rerunning it): this is for trials copied together or
+    another Harbor version; after a resume, `_runs._reruns` puts the rerun in the recorded
+    pair of the cancelled trial."""
     if not cancelled:
         return trials, []
     groups: dict[tuple[Path, str, Arm], list[Trial]] = {}
@@ -304,7 +304,7 @@ def _set_aside_cancelled(
     said: dict[Path, list[str]] = {}
     for source, rerun in aside.items():
         said.setdefault(rerun.source, []).append(
-            f"rerun of the cancelled trial {source.name} ({_CANCELLED}, ended "
+            f"rerun of the cancelled trial {source.name} ({CANCELLED}, ended "
             f"{cancelled[source] or 'at an unrecorded time'}), which was set aside"
         )
     kept = [

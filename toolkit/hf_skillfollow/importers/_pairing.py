@@ -2,8 +2,9 @@
 
 Trials are grouped by task name (as the run store writes it: `_text.safe_text`); within each
 arm a task's trials are ordered by start time, the instant it names (`start_key`: a zone, a
-'Z' or a fraction of a second never reorders them as text would), then by folder (equal or
-missing times), and paired by ordinal: the k-th with-skills trial with the k-th without-skills trial, as
+'Z' or a fraction of a second never reorders them as text would; a rerun that took over a
+cancelled trial's recorded pair, by that trial's start), then by folder (equal or missing
+times), and paired by ordinal: the k-th with-skills trial with the k-th without-skills trial, as
 repeat k. Extras of the longer arm are dropped and counted. The two arms may record
 different task checksums (SkillsBench's no-skills tasks are copies without
 `environment/skills/`): that is recorded per pair. Two checksums of one task within one arm
@@ -56,13 +57,19 @@ def pair_trials(trials: list[Trial]) -> Pairing:
         arms = by_task[task]
         for arm, flag in (("se", "--with-skills"), ("sd", "--without-skills")):
             _one_version(task, arms[arm], flag)
-            arms[arm].sort(key=lambda t: (*start_key(t.started_at), str(t.source)))
+            # a rerun that took over a cancelled trial's recorded pair sorts in its place
+            arms[arm].sort(key=lambda t: (*start_key(_order_at(t)), str(t.source)))
         n = min(len(arms["se"]), len(arms["sd"]))
         pairs.extend(Pair(task, k, arms["se"][k], arms["sd"][k]) for k in range(n))
         extra = len(arms["se"]) - len(arms["sd"])
         if extra:
             dropped[task] = ("se" if extra > 0 else "sd", abs(extra))
     return Pairing(pairs, dropped)
+
+
+def _order_at(trial: Trial) -> str:
+    """The start a trial is paired by: its own, or the cancelled trial's it stands in for."""
+    return trial.stands_in_for[1] if trial.stands_in_for else trial.started_at
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

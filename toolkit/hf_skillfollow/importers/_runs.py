@@ -28,12 +28,14 @@ from hf_skillfollow.importers._activation import (
     detect_trial,
 )
 from hf_skillfollow.importers._base import (
+    CANCELLED,
     Collected,
     Graded,
     ImportInputError,
     ImportOptions,
     Judging,
     Trial,
+    is_cancelled,
 )
 from hf_skillfollow.importers._pairing import (
     ISO_START,
@@ -44,6 +46,8 @@ from hf_skillfollow.importers._pairing import (
 )
 
 if TYPE_CHECKING:
+    from hf_skillfollow.record import PairRecord
+    from hf_skillfollow.store import RunStore
     from hf_skillfollow.transcripts._base import Detection
 
 #: Placeholders of the chat loop's settings that an imported run does not have (docs/import.md).
@@ -64,6 +68,8 @@ class ImportResult:
     n_pairs: int = 0
     n_written: int = 0
     n_already: int = 0
+    n_replaced: int = 0
+    """Recorded pairs of a cancelled trial that now hold its rerun (`_reruns`), in n_written."""
     dropped: dict[str, tuple[str, int]] = field(default_factory=dict)
     n_checksum_differs: int = 0
     violations: list[str] = field(default_factory=list)
@@ -155,11 +161,11 @@ def write_runs(
         )
         return _Decided(pair, se, sd, integrity, intended.get(pair.task), tuple(offered))
 
-    decided: dict[tuple[str, int], _Decided] = {}
+    decided: dict[tuple[Path, Path], _Decided] = {}  # by its trials: a rerun may re-pair them
     if pool_names is None:
         # the skills offered are the names the with-skills transcripts list: all are read first
         for p in pairing.pairs:
-            decided[(p.task, p.repeat_index)] = decide(p)
+            decided[(p.se.source, p.sd.source)] = decide(p)
             if on_pair:  # a pair's error is counted when it is written
                 on_pair(False)
         listed = sorted({s for d in decided.values() if d.se for s in d.se.listed})
@@ -172,12 +178,25 @@ def write_runs(
     if twice:
         result.notes.insert(0, twice)  # first: the command prints the first notes
     result.n_checksum_differs = sum(p.checksum_differs for p in pairing.pairs)
-    by_repeat: dict[int, list[Pair]] = {}
-    for pair in pairing.pairs:
-        by_repeat.setdefault(pair.repeat_index, []).append(pair)
+    by_repeat = _by_repeat(pairing.pairs)
     for k in sorted(by_repeat):  # records.jsonl made safe to read and append to, first
         result.notes.extend(_recover(identity, k, output_dir, set_aside))
-    other, n_recorded = _recorded_otherwise(identity, by_repeat, output_dir)
+    trials, takeovers = _reruns(identity, sorted(by_repeat), collected.trials, output_dir)
+    if trials is not collected.trials:  # a rerun pairs in the place of a recorded cancelled trial
+        pairing = pair_trials(trials)
+        by_repeat = _by_repeat(pairing.pairs)
+        result.n_pairs, result.dropped = len(pairing.pairs), dict(pairing.dropped)
+    other, n_recorded, taken_over = _recorded_otherwise(identity, by_repeat, output_dir, takeovers)
+    if other:
+        taken_over = {}  # recorded pairs of other trials: nothing of this cell is rewritten
+    if taken_over:
+        first = next(iter(taken_over.items()))
+        result.notes.append(
+            f"{len(taken_over)} recorded pair(s) held a trial Harbor cancelled ({CANCELLED}) "
+            "that the job has since run again (harbor job resume): each now holds the rerun, "
+            f"its old record moved to records.rejected in its run folder, e.g. task "
+            f"{first[0][0]!r} repeat {first[0][1]}: {first[1].said}"
+        )
     if other:
         unwritten = len(pairing.pairs) - n_recorded
         result.notes.append(
@@ -189,8 +208,9 @@ def write_runs(
     for k in sorted(by_repeat):
         # a pair already recorded (re-import, resume) is not read again (with a pool)
         _write_repeat(identity, k, by_repeat[k], options, output_dir, result, on_pair,
-                      lambda p: decided.get((p.task, p.repeat_index)) or decide(p),
-                      judging, new=not other)  # fmt: skip
+                      lambda p: _decided(decided, p) or decide(p),
+                      judging, new=not other,
+                      takeovers={t: v for (t, r), v in taken_over.items() if r == k})  # fmt: skip
     if skipped:
         result.notes.append(
             f"{len(skipped)} transcript file(s) passed over as not a transcript (the next one, "
@@ -201,6 +221,15 @@ def write_runs(
     result.notes = [safe_text(n) for n in result.notes]
     result.violations = [safe_text(v) for v in result.violations]
     return result
+
+
+def _decided(decided: dict[tuple[Path, Path], _Decided], pair: Pair) -> _Decided | None:
+    """The transcripts of `pair`'s trials as read already, with the pair as it is now (a
+    rerun that stands in for a cancelled trial carries that in its trial, `_reruns`)."""
+    from dataclasses import replace
+
+    found = decided.get((pair.se.source, pair.sd.source))
+    return None if found is None else replace(found, pair=pair)
 
 
 def _pool(options: ImportOptions) -> tuple[list[str] | None, str, str]:
@@ -342,9 +371,11 @@ def _write_repeat(
     identity: dict[str, Any], k: int, pairs: list[Pair], options: ImportOptions,
     output_dir: Path, result: ImportResult, on_pair: Callable[[bool], None] | None,
     decide: Callable[[Pair], _Decided], judging: Judging | None = None, new: bool = True,
+    takeovers: dict[str, _Takeover] | None = None,
 ) -> None:  # fmt: skip
     """Write (or complete) repeat `k`'s run folder; `new`: pairs not recorded yet are written
-    (else left out: a recorded pair of this cell is of other trials, `_recorded_otherwise`)."""
+    (else left out: a recorded pair of this cell is of other trials, `_recorded_otherwise`);
+    `takeovers`: task -> its recorded pair of a cancelled trial that this pair replaces."""
     from hf_skillfollow.store import RunDirError, RunStore
 
     run_id = _run_id(identity, k)
@@ -381,7 +412,14 @@ def _write_repeat(
 
         columns = identity_values(manifest)
         for pair in pairs:
-            if pair.task in done:
+            if takeovers and pair.task in takeovers:
+                d = decide(pair)
+                record = _record(manifest, columns, d, options, judging)
+                _take_over(store, record, takeovers[pair.task])
+                result.n_written += 1
+                result.n_replaced += 1
+                status = d.integrity.status
+            elif pair.task in done:
                 result.n_already += 1
                 status = str(done[pair.task].get("arm_integrity") or "")
             elif not new:
@@ -466,21 +504,199 @@ def _recorded(identity: dict[str, Any], k: int, output_dir: Path) -> dict[str, d
 
 
 def _recorded_otherwise(
-    identity: dict[str, Any], by_repeat: dict[int, list[Pair]], output_dir: Path
-) -> tuple[list[str], int]:
+    identity: dict[str, Any], by_repeat: dict[int, list[Pair]], output_dir: Path,
+    takeovers: dict[tuple[str, int], _Takeover] | None = None,
+) -> tuple[list[str], int, dict[tuple[str, int], _Takeover]]:  # fmt: skip
     """The recorded pairs of this cell that are of other trials than this import's pairs of
-    the same task and repeat, each said in a few words, and how many of this import's pairs
-    are recorded; checked in every repeat before any is written. A recorded pair is kept (a
-    trial Harbor redid after a kill is no new pair), but then a new pair of this import could
-    take a trial that a kept one already holds."""
+    the same task and repeat, each said in a few words, how many of this import's pairs are
+    recorded, and the `takeovers` (`_reruns`) this import's pairs carry out (the pair is the
+    recorded one with each cancelled trial's rerun in its place); checked in every repeat
+    before any is written. A recorded pair is kept (a trial Harbor redid after a kill is no
+    new pair), but then a new pair of this import could take a trial that a kept one holds."""
     other: list[str] = []
     n_recorded = 0
+    done: dict[tuple[str, int], _Takeover] = {}
     for k, pairs in sorted(by_repeat.items()):
         records = _recorded(identity, k, output_dir)
         n_recorded += sum(p.task in records for p in pairs)
-        other += [why for p in pairs if p.task in records
-                  if (why := _other_trials(k, p, records[p.task]))]  # fmt: skip
-    return other, n_recorded
+        for p in pairs:
+            if p.task not in records:
+                continue
+            takeover = (takeovers or {}).get((p.task, k))
+            if takeover is not None and takeover.fits(p):
+                done[(p.task, k)] = takeover
+            elif why := _other_trials(k, p, records[p.task]):
+                other.append(why)
+    return other, n_recorded, done
+
+
+def _by_repeat(pairs: list[Pair]) -> dict[int, list[Pair]]:
+    by_repeat: dict[int, list[Pair]] = {}
+    for pair in pairs:
+        by_repeat.setdefault(pair.repeat_index, []).append(pair)
+    return by_repeat
+
+
+@dataclass(frozen=True)
+class _Takeover:
+    """A recorded pair holding a trial Harbor cancelled, which this import's pair replaces
+    with the trial's rerun (`_reruns`)."""
+
+    old: dict[str, dict[str, str]]
+    """The recorded pair's trials (`recorded_trials`): its record is the one set aside."""
+    reruns: dict[str, Path]
+    """arm -> the folder of the rerun that takes the cancelled trial's place."""
+    said: str
+    """'a__1 replaced by a__3' for the note."""
+
+    def fits(self, pair: Pair) -> bool:
+        """Whether `pair` is the recorded one with the reruns in the cancelled trials' places
+        (the arm not cancelled unchanged: a finished recorded trial is never replaced)."""
+        for trial in (pair.se, pair.sd):
+            if trial.arm in self.reruns:
+                if trial.source != self.reruns[trial.arm]:
+                    return False
+                continue
+            recorded = self.old.get(trial.arm)
+            if recorded is None or _trial_key(trial, "trial_id" in recorded) != tuple(
+                recorded.values()
+            ):
+                return False
+        return True
+
+
+#: Longest recorded name or start of a cancelled trial read back from a record (a run folder
+#: may be edited by hand).
+_MAX_STAND_IN = 200
+
+
+def _reruns(
+    identity: dict[str, Any], repeats: list[int], trials: list[Trial], output_dir: Path
+) -> tuple[list[Trial], dict[tuple[str, int], _Takeover]]:
+    """The trials to pair, and the recorded pairs (task, repeat) that take a rerun in place
+    of a trial Harbor cancelled. A recorded trial whose row is `CancelledError` and that is
+    not among this import's trials (`harbor job resume` deleted its folder before rerunning
+    it, or `_harbor` set it aside for its rerun in the same job) is taken over by its task and
+    arm's earliest finished trial (not cancelled) that started after it and that no record of
+    this cell holds. That rerun pairs in its place, by its start (`Trial.stands_in_for`), and
+    so does a trial that took one over at an earlier import (its trace's `stands_in_for`):
+    a third import pairs as the second recorded. `trials` is returned itself when no trial
+    stands in for another."""
+    from dataclasses import replace
+
+    records = {k: _recorded(identity, k, output_dir) for k in repeats}
+    if not any(records.values()):
+        return trials, {}
+    mine: dict[tuple[str, ...], Trial] = {}  # (task, arm, *its key, with and without id)
+    for trial in trials:
+        for with_id in (True, False):
+            mine[(safe_text(trial.task), trial.arm, *_trial_key(trial, with_id))] = trial
+    held: set[tuple[str, ...]] = set()  # every recorded trial, as (task, arm, *key)
+    standing: dict[Path, tuple[str, str]] = {}  # a trial -> (name, start) it stands in for
+    slots: dict[tuple[str, str], list[tuple[tuple[int, int, str], int, dict[str, str]]]] = {}
+    for k, by_task in records.items():
+        for task, record in by_task.items():
+            recorded = recorded_trials(record)
+            for arm, rec in recorded.items():
+                key = (task, arm, *rec.values())
+                held.add(key)
+                if (now := mine.get(key)) is not None:
+                    if stood := _stood_in_for(record, arm):
+                        standing[now.source] = stood
+                elif is_cancelled(record["transition"].get(f"{arm}_error")) and len(recorded) == 2:
+                    slots.setdefault((task, arm), []).append((start_key(rec["started_at"]), k, rec))
+    free: dict[tuple[str, str], list[Trial]] = {}  # finished trials no record holds, by start
+    for trial in trials:
+        task_arm = (safe_text(trial.task), trial.arm)
+        if task_arm not in slots or is_cancelled(trial.error) or trial.source in standing:
+            continue
+        if not {(*task_arm, *_trial_key(trial, w)) for w in (True, False)} & held:
+            free.setdefault(task_arm, []).append(trial)
+    plan: dict[tuple[str, int], _Takeover] = {}
+    # with-skills first (the note names it first); the earliest cancelled trial takes the
+    # earliest rerun that started after it
+    for (task, arm), cancelled in sorted(slots.items(), key=lambda s: (s[0][0], s[0][1] != "se")):
+        reruns = sorted(free.get((task, arm), ()),
+                        key=lambda t: (start_key(t.started_at), str(t.source)))  # fmt: skip
+        i = 0
+        for start, k, rec in sorted(cancelled, key=lambda c: c[:2]):
+            while i < len(reruns) and start_key(reruns[i].started_at) <= start:
+                i += 1  # started before the cancelled one: an attempt beside it
+            if i == len(reruns):
+                break  # no rerun finished yet: the recorded row stays until one has
+            rerun, i = reruns[i], i + 1
+            name = rec.get("trial_id") or rec["trial"]
+            standing[rerun.source] = (name, rec["started_at"])
+            said = f"{name} replaced by {safe_text(rerun.trial_id or rerun.source.name)}"
+            before = plan.get((task, k))
+            plan[(task, k)] = _Takeover(
+                recorded_trials(records[k][task]),
+                {**(before.reruns if before else {}), arm: rerun.source},
+                f"{before.said}, {said}" if before else said,
+            )
+    if not standing:
+        return trials, plan
+
+    def stand_in(trial: Trial) -> Trial:
+        name, start = standing[trial.source]
+        note = (f"pairs in the place of the cancelled trial {name} ({CANCELLED}, started "
+                f"{start}), whose recorded pair it took over (the old record is in "
+                "records.rejected)")  # fmt: skip
+        return replace(trial, stands_in_for=(name, start), notes=(*trial.notes, note))
+
+    return [stand_in(t) if t.source in standing else t for t in trials], plan
+
+
+def _stood_in_for(record: dict[str, Any], arm: str) -> tuple[str, str] | None:
+    """(name, start) of the cancelled trial a recorded trial took over (its trace's
+    `stands_in_for`), else None; a value that is no short name and start is ignored."""
+    for trace in record.get("traces") or ():
+        if not isinstance(trace, dict) or trace.get("arm") != arm:
+            continue
+        try:
+            details = json.loads(trace.get("scorer_details") or "{}")
+        except (TypeError, ValueError, RecursionError):
+            return None
+        stood = details.get("stands_in_for") if isinstance(details, dict) else None
+        if not isinstance(stood, dict):
+            return None
+        name, start = stood.get("trial"), stood.get("started_at")
+        if all(isinstance(v, str) and 0 < len(v) <= _MAX_STAND_IN for v in (name, start)):
+            return safe_text(name), safe_text(start)
+        return None
+    return None
+
+
+def _take_over(store: RunStore, record: PairRecord, takeover: _Takeover) -> None:
+    """Append the pair holding the rerun, then move the recorded pair of the cancelled trial
+    to records.rejected (kept). In this order a crash between the two leaves both lines, the
+    old one read first: the next import plans the same takeover, finds the new line already
+    there and only sets the old one aside."""
+    new = recorded_trials(record.as_dict())
+    task = record.task_id
+    if not any(recorded_trials(r) == new for r in _lines_of(store, task)):
+        store.append_record(record)
+    store.set_aside_where(
+        lambda r: r.get("task_id") == task and recorded_trials(r) == takeover.old,
+        f"a pair of the cancelled trial: {takeover.said}",
+    )
+
+
+def _lines_of(store: RunStore, task: str) -> list[dict[str, Any]]:
+    """Every record line of `task` in the run folder's records.jsonl (not only the first)."""
+    try:
+        data = store.records_path.read_bytes()
+    except OSError:
+        return []
+    out = []
+    for raw in data.splitlines():
+        try:
+            record = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and record.get("task_id") == task:
+            out.append(record)
+    return out
 
 
 def _other_trials(k: int, pair: Pair, record: dict[str, Any]) -> str | None:
@@ -756,6 +972,12 @@ def _trace(
         # the harness's name for it (Harbor's trial_name; skill-creator: the run's path from
         # the workspace's folder, since `run-1` is in every iteration): a trial's identity
         **({"trial_id": trial.trial_id} if trial.trial_id else {}),
+        # a rerun in a cancelled trial's place: the next import pairs it there (`_reruns`)
+        **(
+            {"stands_in_for": dict(zip(("trial", "started_at"), trial.stands_in_for, strict=True))}
+            if trial.stands_in_for
+            else {}
+        ),  # fmt: skip
         "transcript": None if read.transcript is None else read.transcript.name,
         "started_at": trial.started_at,
         "task_checksum": trial.checksum,
