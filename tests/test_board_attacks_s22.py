@@ -178,3 +178,84 @@ def test_a_link_naming_a_pool_or_partition_not_on_the_board_fetches_nothing(brow
     assert [t for t in texts if t.startswith("Error")] == []
     _no_side_effects(page, requests, app)
     page.close()
+
+
+# --- the judge record in a task's traces ---------------------------------------------------
+
+
+def _judged_source(root: Path, record: str) -> Path:
+    """CELL_A as cellJ (org/j), every trace row carrying `record` as its judge record."""
+    from hf_skillfollow.schema import traces_from_rows
+    from tests._fixtures_hub import write_run_dir
+
+    run = write_run_dir(root, "run-j", CELL_A, cell_id="cellJ", model="org/j")
+    rows = trace_rows(pq.read_table(run / "transitions.parquet").to_pylist())
+    for row in rows:
+        row.update(grader="expectations", judge="J", judge_verdicts=record)
+    pq.write_table(traces_from_rows(rows), run / "traces.parquet")
+    return root
+
+
+def _drill_down(root: Path) -> list[str]:
+    from hf_skillfollow.space_app._board import cell_key, load_board
+    from hf_skillfollow.space_app._ui import _show_cell
+
+    board = load_board([str(root)], resamples=200, discover=False, use_cache=False)
+    return [str(p) for p in _show_cell(board, cell_key("cellJ", board.sources[0]))]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '{"judge": "J", "majority": [true], "repeats": ["not an object"]}',
+        '{"judge": "J", "majority": [true], "repeats": [{"verdicts": ["not an object"]}]}',
+        '{"judge": "J", "majority": [true], "repeats": {"verdicts": []}}',
+        '{"judge": "J", "majority": 7, "repeats": []}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["repeat-str", "verdict-str", "repeats-dict", "majority-int", "nested"],
+)
+def test_a_judge_record_of_another_shape_is_a_note_in_the_traces(tmp_path, record):
+    """Before: `_drill._judge_html` read the record as it came: a repeat or verdict that is not
+    an object raised AttributeError, `[` nested 100,000 deep RecursionError, in the drill-down
+    of the cell (its first flipped task's traces are drawn with it), so the cell could not be
+    opened. Now the traces are drawn and the judge part is one note saying what is wrong."""
+    parts = _drill_down(_judged_source(tmp_path / "s", record))
+    traces = parts[-1]
+    assert "SE arm" in traces and "SD arm" in traces
+    assert "judge record not shown" in traces
+
+
+def test_a_judge_record_is_shown_cut_and_counted_whatever_its_lists_hold(tmp_path):
+    """Before: every expectation of the record and every repeat's evidence went whole into the
+    task's traces (a source holds values of up to 4 MB): this 3.2 MB record (200,000
+    expectations, three 0.5 MB evidences) made the traces 27.8 MB of HTML, sent to every
+    visitor opening the cell. Now 50 expectations are shown with the count of the rest, each
+    evidence cut to 2,000 characters with its length, the judge's name as the table cuts names."""
+    record = {
+        "judge": "J" * 500_000, "settings": {"repeats": 1}, "n_valid": 1, "ties": 0,
+        "majority": [True] * 200_000,
+        "repeats": [{"verdicts": [{"passed": True, "evidence": "E" * 500_000}] * 3}],
+    }  # fmt: skip
+    parts = _drill_down(_judged_source(tmp_path / "s", json.dumps(record)))
+    traces = parts[-1]
+    assert max(map(len, parts)) < 200_000, [len(p) for p in parts]
+    assert "199,950 more expectations not shown" in traces
+    assert "498,000 more characters not shown" in traces
+    assert "500,000 characters" in traces
+    assert "e3: <b>met</b> (✓)" in traces
+
+
+def test_an_honest_judge_record_is_shown_whole():
+    """Guard: a record hf-skillfollow writes shows its statements, votes and evidence."""
+    from hf_skillfollow.space_app._drill import _judge_html
+
+    record = {
+        "judge": "acme/judge@p1", "expectations": ["names the function"], "majority": [False],
+        "repeats": [{"verdicts": [{"passed": False, "evidence": "no def"}]},
+                    {"verdicts": [{"passed": True, "evidence": "def f"}]}],
+    }  # fmt: skip
+    html = "".join(_judge_html({"judge_verdicts": json.dumps(record)}))
+    assert "judge acme/judge@p1" in html
+    assert '<q class="sf-expect">names the function</q>: <b>not met</b> (✗✓)' in html
+    assert "no def | def f" in html

@@ -389,37 +389,68 @@ def _trace(row: dict | None, arm: str) -> str:
     return f'<section class="sf-trace sf-arm-{arm}">{"".join(parts)}</section>'
 
 
+#: Expectations of one judge record shown in a trace, and characters of each repeat's
+#: evidence: a record is the submitter's, and its lists and strings have no length of their
+#: own (200,000 expectations were 11.9 MB of HTML for every visitor opening the task).
+SHOWN_EXPECTATIONS = 50
+EVIDENCE_CHARS = 2_000
+
+
 def _judge_html(row: dict) -> list[str]:
     """An expectations task's judge: its identity and each expectation's majority verdict, with
-    every repeat's evidence (docs/tasks.md); nothing for other tasks."""
+    every repeat's evidence (docs/tasks.md); nothing for other tasks. A record of another
+    shape is one note saying what is wrong, never an exception that blanks the traces."""
+    from hf_skillfollow._text import loads_untrusted
+
+    text = row.get("judge_verdicts")
+    if not text:
+        return []
     try:
-        record = json.loads(row.get("judge_verdicts") or "null")
-    except ValueError:
-        return []
+        record = loads_untrusted(text)
+    except ValueError as exc:
+        return [_judge_note(f"not JSON ({str(exc)[:80]})")]
     if not isinstance(record, dict):
-        return []
-    items = []
-    repeats = [r.get("verdicts") or [] for r in record.get("repeats", [])]
+        return [] if record is None else [_judge_note("not a JSON object")]
+    majority, repeats = record.get("majority", []), record.get("repeats", [])
+    if not isinstance(majority, list) or not isinstance(repeats, list):
+        return [_judge_note("'majority' or 'repeats' is not a list")]
+    verdicts = [r.get("verdicts") if isinstance(r, dict) else None for r in repeats]
+    if not all(isinstance(v, list) and all(isinstance(x, dict) for x in v) for v in verdicts):
+        return [_judge_note("a repeat is not an object with a list of verdict objects")]
     # the statements themselves, where the record carries them (docs/tasks.md)
     statements = record.get("expectations")
     statements = statements if isinstance(statements, list) else []
-    for i, met in enumerate(record.get("majority", [])):
-        evidence = " | ".join(str(v[i].get("evidence", "")) for v in repeats if i < len(v))
-        votes = "".join("✓" if v[i].get("passed") else "✗" for v in repeats if i < len(v))
-        said = (
+    items = []
+    for i, met in enumerate(majority[:SHOWN_EXPECTATIONS]):
+        said = [v[i] for v in verdicts if i < len(v)]
+        evidence = " | ".join(_cut(x.get("evidence", ""), EVIDENCE_CHARS) for x in said)
+        votes = "".join("✓" if x.get("passed") else "✗" for x in said)
+        stated = (
             f' <q class="sf-expect">{escape(_cut(statements[i], 2_000))}</q>'
             if i < len(statements)
             else ""
         )
         items.append(
-            f"<li>e{i + 1}{said}: <b>{'met' if met else 'not met'}</b> ({votes}) "
+            f"<li>e{i + 1}{stated}: <b>{'met' if met else 'not met'}</b> ({votes}) "
             f'<span class="sf-sub">{escape(evidence)}</span></li>'
+        )
+    if len(majority) > SHOWN_EXPECTATIONS:
+        items.append(
+            f'<li class="sf-sub">{len(majority) - SHOWN_EXPECTATIONS:,} more expectations '
+            "not shown</li>"
         )
     failed = " (grading failure)" if record.get("grading_failure") else ""
     return [
-        f'<div class="sf-msg"><b>judge {escape(str(record.get("judge", "")))}{failed}</b>'
+        f'<div class="sf-msg"><b>judge {escape(_capped(record.get("judge", "")))}{failed}</b>'
         f"<ul>{''.join(items)}</ul></div>"
     ]
+
+
+def _judge_note(problem: str) -> str:
+    return (
+        f'<div class="sf-msg"><b>judge record not shown</b>: '
+        f"{escape(problem)} (not a record hf-skillfollow writes)</div>"
+    )
 
 
 def _as_list(values: object) -> list[str]:
