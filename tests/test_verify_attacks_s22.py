@@ -9,6 +9,7 @@ and the judge), change the bytes a publisher controls, and run the real `verify`
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -124,3 +125,71 @@ def test_a_string_that_is_not_utf8_is_one_error_naming_the_file(math_run, tmp_pa
         f"cannot verify: {run}: transitions: a string column holds bytes that are not UTF-8" in err
     )
     assert _records(run) == []
+
+
+# ------------------------------------------------------------- judged rows: the recorded judge
+
+OWN = Path(__file__).parent / "own_tasks"
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory, private_score_cache) -> Path:
+    """A real run of the own tasks, one of them graded by a judge (3 repeats), against
+    `AgentAndJudgeDouble` standing in for the model under test and the judge."""
+    from tests._judge_double import AgentAndJudgeDouble
+    from tests.test_own_run import _run, _run_dir, answerer
+
+    out = tmp_path_factory.mktemp("judged")
+    with AgentAndJudgeDouble(answerer) as double:
+        proc = _run(
+            ["--benchmark", "custom", "--tasks-file", str(OWN / "tasks.jsonl"),
+             "--skills", str(OWN / "skills"), "--partition-size", "5", "--judge-repeats", "3"],
+            double.url, out,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return _run_dir(out)
+
+
+def _edit_judge_records(run: Path, edit) -> dict:  # noqa: ANN001
+    """Apply `edit` to every judge record of the run's traces; the last record as edited."""
+    table = pq.read_table(run / "traces.parquet")
+    rows = table.to_pylist()
+    last = None
+    for r in rows:
+        if r["judge_verdicts"]:
+            last = edit(json.loads(r["judge_verdicts"]))
+            r["judge_verdicts"] = json.dumps(last)
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), run / "traces.parquet")
+    assert last is not None
+    return last
+
+
+def _verify_judged(run: Path, tmp_path: Path, *extra: str) -> tuple[int, str, str]:
+    return verify(str(run), "--tasks-file", f"custom={OWN / 'tasks.jsonl'}", "--no-record",
+                  "--fresh", "--state", str(tmp_path / "s.jsonl"), *extra)  # fmt: skip
+
+
+def _without_judge(record: dict) -> dict:
+    record.pop("judge")
+    return record
+
+
+def _too_many_repeats(record: dict) -> dict:
+    record["settings"]["repeats"] = 10**6
+    return record
+
+
+def test_a_judge_record_naming_no_judge_is_one_error_naming_the_row(judged_run, tmp_path):
+    """Before: a judge record without its `judge` key made `verify` end in `KeyError: 'judge'`
+    (a traceback, exit 1); a setting out of bounds was refused without naming the row."""
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, _without_judge)
+    code, out, err = _verify_judged(run, tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1")
+    assert code == 2, out + err
+    assert f"run {judged_run.name}: task thanks (se): its judge record names no judge" in err
+    assert "Traceback" not in err and "KeyError" not in err
+    run = _copy(judged_run, tmp_path / "run2")
+    _edit_judge_records(run, _too_many_repeats)
+    code, out, err = _verify_judged(run, tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1")
+    assert code == 2, out + err
+    assert f"run {judged_run.name}: task thanks (se): judge record: setting 'repeats'" in err

@@ -33,15 +33,21 @@ def recorded_judge(row: Row, arm: str) -> JudgeSettings:
     from hf_skillfollow.judge import JudgeSettings
 
     record = row.traces[arm].judge_record
+    where = f"run {row.run_id}: task {row.task_id} ({arm})"
     if not record or "settings" not in record:
         raise UnavailableError(
-            f"run {row.run_id}: task {row.task_id} ({arm}) is graded by a judge, but its trace "
-            "records no judge verdicts to re-grade with"
+            f"{where} is graded by a judge, but its trace records no judge verdicts to re-grade with"
         )
-    settings = JudgeSettings.from_record(record)
-    if settings.judge != record["judge"]:
+    try:  # the record is the publisher's: a setting out of bounds names the row it is in
+        settings = JudgeSettings.from_record(record)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    recorded = record.get("judge")
+    if not isinstance(recorded, str):
+        raise ValueError(f"{where}: its judge record names no judge ('judge' is not a string)")
+    if settings.judge != recorded:
         raise UnavailableError(
-            f"run {row.run_id}: graded by the judge {record['judge']}; this toolkit's judge "
+            f"run {row.run_id}: graded by the judge {recorded[:200]}; this toolkit's judge "
             f"instructions are {settings.prompt_hash}: install the toolkit that graded it"
         )
     return settings
