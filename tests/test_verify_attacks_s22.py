@@ -193,3 +193,49 @@ def test_a_judge_record_naming_no_judge_is_one_error_naming_the_row(judged_run, 
     code, out, err = _verify_judged(run, tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1")
     assert code == 2, out + err
     assert f"run {judged_run.name}: task thanks (se): judge record: setting 'repeats'" in err
+
+
+def _local_judge(model: str):  # noqa: ANN202
+    def edit(record: dict) -> dict:
+        record["settings"]["backend"] = "local"
+        record["settings"]["model"] = model
+        record["judge"] = f"{model}@{record['judge'].rsplit('@', 1)[1]}"
+        return record
+
+    return edit
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative"])
+def test_a_local_judge_model_named_by_path_is_never_loaded(judged_run, tmp_path, where):
+    """Before: a judge record saying backend `local`, model `/abs/file` (or `../../x`, which
+    resolves out of the GGUF package's folder) made `verify` start the embedded llama.cpp
+    server on that file of the verifier's machine: seen with /etc/passwd, the server's own
+    traceback 'Failed to load model from file: /etc/passwd' on stderr, then exit 2."""
+    target = tmp_path / "not-a-model.gguf"
+    target.write_bytes(b"GGUF" + b"\0" * 64)
+    model = str(target) if where == "absolute" else "../" * 12 + str(target).lstrip("/")
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, _local_judge(model))
+    code, out, err = _verify_judged(run, tmp_path)
+    assert code == 2, out + err
+    assert f"graded by the local judge model {model!r}, a path" in err
+    assert "--judge-backend openai --judge-base-url" in err
+    assert "Failed to load model" not in err and "llama" not in err.lower()
+
+
+def _vllm_server_judge(record: dict) -> dict:
+    record["settings"]["backend"] = "vllm-server"
+    record["settings"]["model"] = "someone/else"
+    record["judge"] = f"someone/else@{record['judge'].rsplit('@', 1)[1]}"
+    return record
+
+
+def test_a_recorded_vllm_judge_is_loaded_here_only_on_the_verifiers_own_flag(judged_run, tmp_path):
+    """Guard: a judge recorded on `vllm-server` would have the toolkit start vLLM with the
+    model the record names; `verify` says so and asks for --judge-backend instead."""
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, _vllm_server_judge)
+    code, out, err = _verify_judged(run, tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1")
+    assert code == 2, out + err
+    assert "on backend vllm-server, which would load the model the published record names" in err
+    assert "pass --judge-backend vllm-server to load it here" in err

@@ -76,6 +76,7 @@ def regrader(
     """A `Regrade` reaching the recorded judge at `base_url` (or, for the embedded `local`
     backend, the embedded server); UnavailableError, plainly, when it cannot be reached."""
     for judge in judges:
+        _check_started_here(judge, backend)
         if (backend or judge.backend) != "local" and not base_url:
             raise UnavailableError(
                 f"the rows are graded by the judge {judge.judge} (backend {judge.backend}); "
@@ -89,6 +90,32 @@ def regrader(
         return asyncio.run(_regrade(items, base_url, api_key_env, backend))
 
     return regrade
+
+
+#: backends that load the judge's model on this machine (the embedded `local` is held apart)
+_LOADS_HERE = ("vllm", "vllm-server")
+
+
+def _check_started_here(judge: JudgeSettings, backend: str | None) -> None:
+    """UnavailableError when re-grading would load a model the published record names: a
+    `local` judge's model is a GGUF shipped with the toolkit (a plain file name), never a path
+    from the record; a recorded vLLM judge is started here only on --judge-backend."""
+    name = backend or judge.backend
+    model = judge.model
+    if name == "local" and (model in ("", ".", "..") or "/" in model or "\\" in model):
+        raise UnavailableError(
+            f"the rows are graded by the local judge model {model[:200]!r}, a path: verify "
+            "starts the embedded judge only with a GGUF shipped with the toolkit, never a file "
+            "a published record names; serve that model yourself and pass --judge-backend "
+            "openai --judge-base-url URL"
+        )
+    if backend is None and name in _LOADS_HERE:
+        raise UnavailableError(
+            f"the rows are graded by the judge {judge.judge[:200]} on backend {name}, which "
+            f"would load the model the published record names on this machine; serve it and "
+            f"pass --judge-backend openai --judge-base-url URL, or pass --judge-backend {name} "
+            "to load it here"
+        )
 
 
 async def _regrade(
