@@ -443,3 +443,50 @@ def test_a_call_written_outside_the_agent_s_own_calls_is_not_activation(
     transcript = read_transcript(path)
     assert sniff_format(transcript) == fmt
     assert detect(transcript, POOL).activated() == activated
+
+
+# Bounded memory: a transcript under the 64 MiB size cap made of tiny values was parsed or
+# split whole before a count refused it: 64 MiB of `{}` lines became 22 million strings
+# (14 s, 1.7 GB peak here) before "over 200000 lines"; a `[{},{},...]` document became 22
+# million dicts (16 s, 1.9 GB) before "22369619 events". Each now reads in a subprocess held
+# to 700 MB of address space and is refused in one line.
+_SIZE = 60 * 1024 * 1024
+_READ = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (700 * 1024 * 1024, 700 * 1024 * 1024))
+from hf_skillfollow.transcripts import TranscriptError, read_transcript
+try:
+    read_transcript(sys.argv[1])
+except TranscriptError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize(
+    ("shape", "refusal"),
+    [
+        ("lines", "over 200000 lines (limit 200000)"),
+        ("document", "over 8000000 JSON values (limit 8000000)"),
+        ("values", "over 8000000 JSON values in the transcript (limit 8000000)"),
+    ],
+)
+def test_a_transcript_of_tiny_values_is_refused_before_it_is_parsed(
+    tmp_path: Path, shape: str, refusal: str
+) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "claude-code.txt"
+    with path.open("w", encoding="utf-8") as out:
+        if shape == "lines":
+            out.write("{}\n" * (_SIZE // 3))
+        elif shape == "document":
+            out.write("[" + "{}," * (_SIZE // 3) + "{}]")
+        else:  # 150,000 event lines of 100 values each: under the line cap, over the values cap
+            out.write(('{"type": "x", "v": [' + "{}," * 100 + "{}]}\n") * 150_000)
+    done = subprocess.run(
+        [sys.executable, "-c", _READ, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip().startswith(f"refused: {path}")
+    assert refusal in done.stdout

@@ -31,6 +31,11 @@ MAX_BYTES = 64 * 1024 * 1024
 MAX_EVENTS = 200_000
 #: Deepest nesting of arrays and objects accepted in one JSON value.
 MAX_DEPTH = 64
+#: Most JSON values (objects, arrays, and the items between commas) in one transcript,
+#: counted on the raw text before anything is parsed: a parsed value costs 30 to 100 bytes, so
+#: 64 MiB of `{},{},...` would otherwise become 22 million objects (1.9 GB) before a count
+#: refused it.
+MAX_VALUES = 8_000_000
 #: Longest single JSONL line, in characters.
 MAX_LINE_CHARS = 16 * 1024 * 1024
 #: Most notes kept per transcript; the rest are counted in the last one.
@@ -78,16 +83,33 @@ def as_transcript(value: object, source: str = "<data>") -> Transcript:
 
 def json_depth(text: str) -> int:
     """The deepest array/object nesting in JSON `text`, counted without parsing it."""
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    return _depth(_JSON_STRING.sub("", text))
+
+
+def _depth(skeleton: str) -> int:
+    """The deepest nesting in JSON text whose string literals were removed."""
+    brackets = _NOT_BRACKET.sub("", skeleton)
     if not brackets:
         return 0
     steps = (1 if c in "[{" else -1 for c in brackets)
     return max(accumulate(steps))
 
 
-def loads_bounded(text: str, where: str, max_depth: int = MAX_DEPTH) -> Any:
-    """`json.loads` of untrusted `text` after a depth check; a ValueError naming `where`."""
-    depth = json_depth(text)
+def _values(skeleton: str) -> int:
+    """About how many values JSON text whose string literals were removed holds (its commas
+    and opening brackets), counted at C speed before the depth walk or the parser runs."""
+    return skeleton.count(",") + skeleton.count("[") + skeleton.count("{")
+
+
+def loads_bounded(
+    text: str, where: str, max_depth: int = MAX_DEPTH, max_values: int = MAX_VALUES
+) -> Any:
+    """`json.loads` of untrusted `text` after a value-count and a depth check; a ValueError
+    naming `where`."""
+    skeleton = _JSON_STRING.sub("", text)
+    if _values(skeleton) > max_values:
+        raise ValueError(f"{where}: over {max_values} JSON values (limit {max_values})")
+    depth = _depth(skeleton)
     if depth > max_depth:
         raise ValueError(f"{where}: JSON nested {depth} deep (limit {max_depth})")
     try:
@@ -207,7 +229,12 @@ def _document(name: str, text: str, max_events: int, max_depth: int) -> Transcri
 def _jsonl(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
     events: list[Any] = []
     notes = _Notes()
-    parsed = objects = 0
+    parsed = objects = values = 0
+    # Counted before splitting: 64 MiB of short lines would be 22 million strings (1.7 GB)
+    # before the loop below reached its limit.
+    count = text.count("\n") + (not text.endswith("\n"))
+    if count > max_events:
+        raise TranscriptError(f"{name}: over {max_events} lines (limit {max_events})")
     lines = text.split("\n")  # not splitlines(): U+2028 may stand raw inside a JSON string
     if lines[-1] == "":
         lines.pop()
@@ -221,7 +248,13 @@ def _jsonl(name: str, text: str, max_events: int, max_depth: int) -> Transcript:
         where = f"{name}: line {index + 1}"
         if len(line) > MAX_LINE_CHARS:
             raise TranscriptError(f"{where}: {len(line)} characters (limit {MAX_LINE_CHARS})")
-        depth = json_depth(line)
+        skeleton = _JSON_STRING.sub("", line)
+        values += _values(skeleton)
+        if values > MAX_VALUES:
+            raise TranscriptError(
+                f"{where}: over {MAX_VALUES} JSON values in the transcript (limit {MAX_VALUES})"
+            )
+        depth = _depth(skeleton)
         if depth > max_depth:
             raise TranscriptError(f"{where}: JSON nested {depth} deep (limit {max_depth})")
         try:
