@@ -259,3 +259,40 @@ def test_an_honest_judge_record_is_shown_whole():
     assert "judge acme/judge@p1" in html
     assert '<q class="sf-expect">names the function</q>: <b>not met</b> (✗✓)' in html
     assert "no def | def f" in html
+
+
+# --- one model dressed as another ------------------------------------------------------------
+
+VICTIM = "org/victim"
+ZERO_WIDTH = "org/vic\u200btim"  # a zero-width space
+CYRILLIC = "org/v\u0456ctim"  # a Cyrillic і
+
+
+def _lookalikes(tmp_path: Path):
+    from hf_skillfollow.space_app._board import load_board
+    from tests._fixtures_hub import write_run_dir
+
+    roots = []
+    for name, model in (("lab", VICTIM), ("zw", ZERO_WIDTH), ("cyr", CYRILLIC)):
+        write_run_dir(tmp_path / name, f"run-{name}", CELL_A, cell_id=f"cell-{name}", model=model)
+        roots.append(str(tmp_path / name))
+    return load_board(roots, resamples=200, discover=False, use_cache=False)
+
+
+def test_a_model_name_with_a_lookalike_letter_gets_no_model_card_link(tmp_path):
+    """Before: the card link's Hub-id rule used Python's Unicode `\\w`, so `org/vіctim` (a
+    Cyrillic і) got the same ↗ model-card link as `org/victim`, pointing at a look-alike URL.
+    Hub ids are ASCII: now only `org/victim` has a link, in the table and on the Models tab."""
+    from hf_skillfollow.space_app import _models
+    from hf_skillfollow.space_app import _table as T
+    from hf_skillfollow.space_app._labels import card_url
+    from hf_skillfollow.space_app._ui import render_view
+
+    assert card_url(CYRILLIC) == "" and card_url("org/\u0663b") == ""
+    assert card_url(VICTIM) == "https://huggingface.co/org/victim"
+    board = _lookalikes(tmp_path)
+    view = render_view(board, T.ViewState(T.Filters(show_nonreportable=True)))
+    models = _models.models_html(_models.models_frame(board.cells()))
+    for html in (view.table, models):
+        assert html.count('class="sf-card"') == 1
+        assert 'href="https://huggingface.co/org/victim"' in html

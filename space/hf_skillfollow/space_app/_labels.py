@@ -126,8 +126,10 @@ def _given(value: object) -> bool:
     return not is_undefined(value) and str(value) != ""
 
 
-#: A Hub model id: `owner/name`, the characters the Hub allows (huggingface_hub's rule).
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+#: A Hub model id: `owner/name`, the characters the Hub allows (huggingface_hub's rule),
+#: ASCII only: Python's `\w` also matches Cyrillic and other letters, so `org/vіctim` (a
+#: Cyrillic і) got a ↗ card link that looked like `org/victim`'s.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$", re.ASCII)
 
 
 def card_url(model: object) -> str:
