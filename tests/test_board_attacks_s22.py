@@ -279,6 +279,29 @@ def _lookalikes(tmp_path: Path):
     return load_board(roots, resamples=200, discover=False, use_cache=False)
 
 
+def test_a_model_name_with_a_zero_width_character_does_not_read_as_another(tmp_path):
+    """Before: `org/vic<U+200B>tim` was drawn exactly as `org/victim` in the table, the plots'
+    tooltips, the drill-down and the Models tab (for_html shows control and bidi characters,
+    not format characters), so a source could show its cells under another's model name.
+    Now every capped string on the page shows such a character as its escape; the CSV and
+    the API keep the value as published."""
+    from hf_skillfollow.space_app import _models
+    from hf_skillfollow.space_app import _table as T
+    from hf_skillfollow.space_app._board import cell_key
+    from hf_skillfollow.space_app._ui import _show_cell, render_view
+
+    board = _lookalikes(tmp_path)
+    view = render_view(board, T.ViewState(T.Filters(show_nonreportable=True)))
+    shown = "org/vic\\u200btim"
+    assert shown in view.table and shown in view.plots
+    assert "\u200b" not in view.table + view.plots
+    header, *_ = _show_cell(board, cell_key("cell-zw", str(tmp_path / "zw")))
+    assert shown in header and "\u200b" not in header
+    models = _models.models_html(_models.models_frame(board.cells()))
+    assert models.count(f"<b>{shown}</b>") == 1 and models.count(f"<b>{VICTIM}</b>") == 1
+    assert ZERO_WIDTH in {r["model"] for r in T.records(board.cells(), 10)}
+
+
 def test_a_model_name_with_a_lookalike_letter_gets_no_model_card_link(tmp_path):
     """Before: the card link's Hub-id rule used Python's Unicode `\\w`, so `org/vіctim` (a
     Cyrillic і) got the same ↗ model-card link as `org/victim`, pointing at a look-alike URL.
