@@ -10,7 +10,11 @@ and the judge), change the bytes a publisher controls, and run the real `verify`
 from __future__ import annotations
 
 import json
+import resource
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -239,3 +243,39 @@ def test_a_recorded_vllm_judge_is_loaded_here_only_on_the_verifiers_own_flag(jud
     assert code == 2, out + err
     assert "on backend vllm-server, which would load the model the published record names" in err
     assert "pass --judge-backend vllm-server to load it here" in err
+
+
+# ------------------------------------------------------------- interrupted writes and resume
+
+
+def _verify_process(*args: str, fsize: int | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `verify` process; `fsize`: its files may grow to that many bytes (a disk that
+    fills up), the write failing with EFBIG instead of the process being killed."""
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.RLIM_INFINITY))
+
+    return subprocess.run(
+        [sys.executable, "-m", "hf_skillfollow.cli", "verify", *args],
+        capture_output=True, text=True, timeout=600,
+        preexec_fn=limit if fsize is not None else None,
+    )  # fmt: skip
+
+
+def test_a_record_whose_write_fails_leaves_no_torn_file(math_run, tmp_path):
+    """Before: the record was written straight into its final name, so a write that failed
+    part-way (the disk full: here the process may write 4,096 bytes per file, the record is
+    ~7 KB) left a 4,096-byte `<id>--<run>.parquet` in RUN_DIR/verifications/, a file with no
+    parquet footer that `push RUN_DIR` skipped without a word. Now a record appears whole
+    or not at all."""
+    run = _copy(math_run, tmp_path / "run")
+    state = tmp_path / "s.jsonl"
+    proc = _verify_process(str(run), "--state", str(state), fsize=4096)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the verification ran but its record was not written" in proc.stderr
+    assert list((run / "verifications").iterdir()) == []  # nothing torn, nothing temporary
+    proc = _verify_process(str(run), "--state", str(state))  # with room: the whole record
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (record,) = _records(run)
+    assert pq.read_table(record).num_rows == 4

@@ -98,10 +98,29 @@ def _write_new(folder: Path, name: str, data: bytes) -> None:
     except OSError as exc:  # ELOOP: a link planted between the check and now; ENOTDIR
         raise ValueError(f"{folder}: not a plain folder ({exc.strerror})") from None
     try:
-        # A verification id is new: an existing file (or link) here is refused (O_EXCL).
+        if _exists(name, dir_fd):  # a verification id is new: never written over, nor a link
+            raise FileExistsError(f"{folder / name} exists")
+        # Written under a temporary name, then linked to its own: a write that fails part-way
+        # (a full disk) leaves no torn record, and link(2) never replaces a file (O_EXCL too).
+        temp = f".{name}.{os.getpid()}.partial"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _exists(name: str, dir_fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
