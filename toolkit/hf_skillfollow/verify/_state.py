@@ -42,7 +42,6 @@ class VerifyState:
         self.done: dict[str, dict[str, Any]] = {} if fresh else _read(path)
         self._lock = threading.Lock()
         self._fh: Any = None
-        self._pending = 0
 
     def __enter__(self) -> VerifyState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -61,11 +60,10 @@ class VerifyState:
         line = json.dumps({"key": key, **entry}, ensure_ascii=False) + "\n"
         with self._lock:
             self.done[key] = entry
+            # Flushed at once: a verdict costs a sandboxed run or judge requests, a write(2) is
+            # nothing beside it, and a killed verify then re-scores no answer it had scored.
             self._fh.write(line)
-            self._pending += 1
-            if self._pending >= 64:  # bounded loss on a crash, without a syscall per verdict
-                self._fh.flush()
-                self._pending = 0
+            self._fh.flush()
 
 
 def _read(path: Path) -> dict[str, dict[str, Any]]:
