@@ -306,3 +306,55 @@ def test_each_verdict_is_in_the_state_file_before_the_next_is_scored(tmp_path):
         "key1": {"passed": False, "reason": "reason"},
         "key2": {"passed": True, "reason": "reason"},
     }
+
+
+def _as_run(run: Path, run_id: str) -> None:
+    """The run under another run id (rows, traces and manifest alike)."""
+    for name in ("transitions.parquet", "traces.parquet"):
+        table = pq.read_table(run / name)
+        i = table.schema.get_field_index("run_id")
+        column = pa.array([run_id] * table.num_rows, table.schema.field(i).type)
+        pq.write_table(table.set_column(i, table.schema.field(i), column), run / name)
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "run_id": run_id}))
+
+
+def _two_repeats(record: dict) -> dict:
+    record["settings"]["repeats"] = 2
+    return record
+
+
+def test_an_answer_is_regraded_with_each_rows_own_judge_settings(judged_run, tmp_path):
+    """Before: a judged verdict was keyed by (judge name, release, task, answer) only. Two
+    runs whose judged task got the same answers, one recorded with 3 repeats and one with 2,
+    were re-graded once: the second run's rows took the first's verdicts (6 judge requests,
+    exit 0), verdicts of settings its rows never recorded (in one state file, a stranger's
+    run decides the verdict of yours). The double's judge says met on repeat 0 and not met
+    on repeat 1 for "is written politely" (tests/_judge_double.py): with 3 repeats the SE
+    answer meets all three expectations (2:1), with 2 it ties, not met: so re-graded with
+    its own 2 repeats, the second run's SE bit (copied from the 3-repeat run) disagrees."""
+    from tests._judge_double import AgentAndJudgeDouble
+    from tests.test_own_run import answerer
+
+    first = _copy(judged_run, tmp_path / "first")
+    second = _copy(judged_run, tmp_path / "second")
+    _as_run(second, "second-run")
+    _edit_judge_records(second, _two_repeats)
+    with AgentAndJudgeDouble(answerer) as judge:
+        env = {"DOUBLE_KEY": "k"}
+        out = CliRunner(env=env).invoke(
+            main_cli,
+            ["verify", str(first), str(second), "--tasks-file", f"custom={OWN / 'tasks.jsonl'}",
+             "--no-record", "--fresh", "--state", str(tmp_path / "s.jsonl"), "--format", "json",
+             "--judge-base-url", judge.url, "--judge-api-key-env", "DOUBLE_KEY"],
+            catch_exceptions=False,
+        )  # fmt: skip
+        requests = len(judge.judge_requests)
+    assert requests == 2 * 3 + 2 * 2  # both answers, with each run's own repeats
+    assert out.exit_code == 1, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert [(d["run_id"], d["task_id"], d["arm"], d["recorded"], d["rescored"], d["reason"])
+            for d in result["disagreements"]] == [
+        ("second-run", "thanks", "se", True, False, "judge: 2 of 3 expectation(s) met")
+    ]  # fmt: skip
+    assert (result["rows_checked"], result["rows_agreeing"]) == (10, 9)

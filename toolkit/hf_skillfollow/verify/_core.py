@@ -122,7 +122,7 @@ def run_verification(
             trace = row.traces[arm]
             text = final_answer(list(trace.messages), trace.error)
             judge = recorded_judge(row, arm) if is_judged(task) else None
-            version = SCORER_VERSION if judge is None else f"{SCORER_VERSION}+judge:{judge.judge}"
+            version = SCORER_VERSION if judge is None else _judged_version(judge)
             key = answer_key(version, row.benchmark_version, row.task_id, text)
             answers[(row.run_id, row.task_id, arm)] = (key, text)
             if key in state.done:
@@ -160,6 +160,22 @@ def run_verification(
         if row.has_traces:
             out.checked.append(_compare(row, answers, state))
     return out
+
+
+def _judged_version(judge: JudgeSettings) -> str:
+    """What a judged verdict is a function of besides the task and the answer: the judge and
+    every recorded setting (repeats, seed, temperature, limits). Keyed by the judge's name
+    alone, an answer graded for one row was reused for an identical answer of a row that
+    recorded other settings (another cell, or a stranger's run in the same state file)."""
+    import dataclasses
+    import hashlib
+    import json
+
+    from hf_skillfollow.scoring._version import SCORER_VERSION
+
+    settings = json.dumps(dataclasses.asdict(judge), sort_keys=True, default=str)
+    digest = hashlib.sha256(settings.encode()).hexdigest()[:16]
+    return f"{SCORER_VERSION}+judge:{judge.judge}+settings:{digest}"
 
 
 def _compare(
