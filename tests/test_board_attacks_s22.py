@@ -319,3 +319,68 @@ def test_a_model_name_with_a_lookalike_letter_gets_no_model_card_link(tmp_path):
     for html in (view.table, models):
         assert html.count('class="sf-card"') == 1
         assert 'href="https://huggingface.co/org/victim"' in html
+
+
+# --- what every visitor is sent ----------------------------------------------------------------
+
+
+def _many_pools(root: Path, n: int) -> Path:
+    """`n` one-row cells, each with its own 1,000-character pool and task file name."""
+    from hf_skillfollow.schema import transitions_from_rows
+    from tests._rows import transition_row
+
+    rows = [
+        transition_row(run_id=f"run{i}", cell_id=f"c{i}", task_id="t",
+                       skill_pool=f"{i:06d}" + "p" * 994, benchmark_version=f"{i:06d}" + "v" * 994)
+        for i in range(n)
+    ]  # fmt: skip
+    run = root / "runs"
+    run.mkdir(parents=True)
+    pq.write_table(transitions_from_rows(rows), run / "transitions.parquet")
+    return root
+
+
+def test_the_filters_list_a_bounded_number_of_choices_and_the_page_stays_small(tmp_path):
+    """Before: every distinct pool / condition and task set was a choice of its dropdown, sent
+    whole in the page: 5,000 one-row cells with 1,000-character pools (a 0.6 MB file) made
+    the page 37 MB for every visitor. Now a dropdown lists at most 500 choices of 100,000
+    characters in all (those carried by the most cells), says how many more there are, and
+    any other value can still be typed or linked (the dropdowns allow custom values)."""
+    import urllib.request
+
+    from hf_skillfollow.space_app import _table as T
+    from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._ui import _known_choices, render_view
+
+    source = _many_pools(tmp_path / "many", 5_000)
+    proc, url = start_board(tmp_path, [str(source)], cache="off")
+    try:
+        with urllib.request.urlopen(url, timeout=120) as reply:
+            page = reply.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert len(page) < 2_000_000, f"{len(page):,} bytes"
+    assert b"more not listed: type one" in page
+
+    board = load_board([str(source)], resamples=200, discover=False, use_cache=False)
+    cells = board.first_view(T.VIEW_COLUMNS)
+    shown, left = T.listed(cells["pool_condition"], T.choices(cells, "pool_condition"))
+    assert len(shown) <= T.MAX_CHOICES and sum(map(len, shown)) <= T.MAX_CHOICE_CHARS
+    assert left == 5_000 - len(shown) > 0
+    unlisted = "004999" + "p" * 994 + " / normal"
+    assert unlisted not in shown
+    f = _known_choices(board, T.Filters(pools=(unlisted,), show_nonreportable=True))
+    assert f.pools == (unlisted,)
+    view = render_view(board, T.ViewState(f), plots=False)
+    assert "<b>1</b> of 5,000 cells match" in view.summary
+
+
+def test_a_few_short_choices_are_all_listed():
+    """Guard: a board's usual filters list every choice, in alphabetical order."""
+    import pandas as pd
+
+    from hf_skillfollow.space_app import _table as T
+
+    values = pd.Series(["b", "a", "b", "c"])
+    assert T.listed(values, ["a", "b", "c"]) == (["a", "b", "c"], 0)

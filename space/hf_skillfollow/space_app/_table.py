@@ -786,6 +786,31 @@ def choices(cells: pd.DataFrame, column: str) -> list[str]:
     return sorted(str(v) for v in cells[column].dropna().unique())
 
 
+#: What one filter dropdown lists: every choice is sent whole in the page to every visitor,
+#: and a source names its own pools and task files (up to 1,000 characters each): 5,000
+#: one-row cells with distinct pools, a 0.6 MB file, made the page 37 MB. Past these, the
+#: values carried by the most cells are listed; any other can still be typed or linked.
+MAX_CHOICES = 500
+MAX_CHOICE_CHARS = 100_000
+
+
+def listed(values: pd.Series, choices: list[str]) -> tuple[list[str], int]:
+    """(the `choices` a dropdown lists, how many are left out): all when they fit
+    `MAX_CHOICES` and `MAX_CHOICE_CHARS`, else those carried by the most cells of `values`
+    (ties alphabetical) that fit, in alphabetical order."""
+    if len(choices) <= MAX_CHOICES and sum(map(len, choices)) <= MAX_CHOICE_CHARS:
+        return choices, 0
+    counts = values.astype(str).value_counts()
+    ranked = sorted(choices, key=lambda c: (-int(counts.get(c, 0)), c))
+    kept, size = [], 0
+    for choice in ranked:
+        if len(kept) == MAX_CHOICES or size + len(choice) > MAX_CHOICE_CHARS:
+            break
+        kept.append(choice)
+        size += len(choice)
+    return sorted(kept), len(choices) - len(kept)
+
+
 def task_set_choices(cells: pd.DataFrame) -> list[str]:
     """Every task set, and the benchmark name where it has several (it selects them all)."""
     sets = cells[["benchmark", "task_set"]].drop_duplicates().astype(str)

@@ -296,38 +296,39 @@ def _skills_view(board: Board) -> str:
     return _skills.skills_html(frame, dict(zip(keys, labels, strict=True)))
 
 
+def _choice_box(choices: list[str], values: pd.Series, label: str, name: str) -> gr.Dropdown:
+    """A multiselect filter listing what `T.listed` keeps of `choices`; the others can be
+    typed (a custom value), and a link may name any of them."""
+    shown, left = T.listed(values, choices)
+    return gr.Dropdown(
+        shown,
+        value=[],
+        multiselect=True,
+        label=label,
+        info=f"{left:,} more not listed: type one" if left else None,
+        allow_custom_value=True,  # a value not listed, or a link's benchmark alone
+        elem_id=f"sf-f-{name}",
+        elem_classes=["sf-all"],
+        min_width=160,
+    )
+
+
 def _controls(cells: pd.DataFrame) -> dict[str, gr.components.Component]:
     # One accordion: open on a wide screen (every filter fits one row), folded on a phone by
     # the page script, so the table is on the first screen there.
     with gr.Accordion("Filters", open=True, elem_id="sf-filters"), gr.Row(equal_height=True):
         c = {
-            "benchmarks": gr.Dropdown(
-                T.task_set_choices(cells),
-                value=[],
-                multiselect=True,
-                label="Task set",
-                allow_custom_value=True,  # a link may name a benchmark alone
-                elem_id="sf-f-benchmark",
-                elem_classes=["sf-all"],
-                min_width=160,
+            "benchmarks": _choice_box(
+                T.task_set_choices(cells), cells["task_set"], "Task set", "benchmark"
             ),
-            "partitions": gr.Dropdown(
-                T.choices(cells, "partition"),
-                value=[],
-                multiselect=True,
-                label="Partition",
-                elem_id="sf-f-partition",
-                elem_classes=["sf-all"],
-                min_width=160,
+            "partitions": _choice_box(
+                T.choices(cells, "partition"), cells["partition"], "Partition", "partition"
             ),
-            "pools": gr.Dropdown(
+            "pools": _choice_box(
                 T.choices(cells, "pool_condition"),
-                value=[],
-                multiselect=True,
-                label="Pool / condition",
-                elem_id="sf-f-pool",
-                elem_classes=["sf-all"],
-                min_width=160,
+                cells["pool_condition"],
+                "Pool / condition",
+                "pool",
             ),
             "model": gr.Textbox(
                 label="Model search",
