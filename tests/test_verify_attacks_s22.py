@@ -358,3 +358,36 @@ def test_an_answer_is_regraded_with_each_rows_own_judge_settings(judged_run, tmp
         ("second-run", "thanks", "se", True, False, "judge: 2 of 3 expectation(s) met")
     ]  # fmt: skip
     assert (result["rows_checked"], result["rows_agreeing"]) == (10, 9)
+
+
+def _set_rows(run: Path, column: str, value: str) -> None:
+    table = pq.read_table(run / "transitions.parquet")
+    i = table.schema.get_field_index(column)
+    values = pa.array([value] * table.num_rows, table.schema.field(i).type)
+    pq.write_table(table.set_column(i, table.schema.field(i), values), run / "transitions.parquet")
+
+
+def test_a_failed_record_write_keeps_none_so_the_rerun_writes_each_once(math_run, tmp_path):
+    """A folder of two runs: run-a's record is ~6.7 KB, run-b's ~11 KB (its cell_id is 6,000
+    random characters), the process may write 8,000 bytes per file (a disk that fills up).
+    Before: run-a's record was written, run-b's failed (exit 2), and the rerun with room
+    wrote a second record of run-a (same verdicts, a new verification id): two records of
+    one verification in run-a/verifications/. Now a failed write removes the records that
+    verification wrote, and the rerun writes each run's record once."""
+    import secrets
+
+    folder = tmp_path / "runs"
+    a = _copy(math_run, folder / "run-a")
+    b = _copy(math_run, folder / "run-b")
+    _as_run(a, "run-a")
+    _as_run(b, "run-b")
+    _set_rows(b, "cell_id", secrets.token_urlsafe(4500)[:6000])
+    state = tmp_path / "s.jsonl"
+    proc = _verify_process(str(folder), "--state", str(state), fsize=8000)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the verification ran but its record was not written" in proc.stderr
+    assert _records(a) == [] and list((b / "verifications").iterdir()) == []
+    proc = _verify_process(str(folder), "--state", str(state))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(_records(a)) == 1 and len(_records(b)) == 1
+    assert "0 answer(s) re-scored now" in proc.stdout  # the verdicts came from the state

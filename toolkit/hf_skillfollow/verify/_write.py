@@ -77,15 +77,35 @@ def record_tables(v: Verification) -> dict[str, pa.Table]:
 
 
 def write_records(v: Verification, folder_of_run: dict[str, Path]) -> list[Path]:
-    """Write each run's record into its folder (never over an existing file); return the paths."""
-    written = []
-    for run_id, table in record_tables(v).items():
-        folder = folder_of_run[run_id]
-        check_run_id(run_id, str(folder))
-        name = record_name(v.verification_id, run_id)
-        _write_new(folder, name, record_bytes(table))
-        written.append(folder / name)
+    """Write each run's record into its folder (never over an existing file); return the paths.
+
+    All or none: when one record cannot be written, those this call wrote are removed again,
+    so that running `verify` once more (the verdicts come from its state file) writes each
+    run's record once, not a second record of the runs that had one."""
+    written: list[Path] = []
+    try:
+        for run_id, table in record_tables(v).items():
+            folder = folder_of_run[run_id]
+            check_run_id(run_id, str(folder))
+            name = record_name(v.verification_id, run_id)
+            _write_new(folder, name, record_bytes(table))
+            written.append(folder / name)
+    except BaseException:
+        for path in written:
+            _remove(path.parent, path.name)
+        raise
     return written
+
+
+def _remove(folder: Path, name: str) -> None:
+    """Remove a record this verification wrote, through its folder opened without following
+    a link (as it was written); what cannot be removed stays, the error says the rest."""
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.unlink(name, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def _write_new(folder: Path, name: str, data: bytes) -> None:
