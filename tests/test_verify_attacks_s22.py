@@ -391,3 +391,42 @@ def test_a_failed_record_write_keeps_none_so_the_rerun_writes_each_once(math_run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(_records(a)) == 1 and len(_records(b)) == 1
     assert "0 answer(s) re-scored now" in proc.stdout  # the verdicts came from the state
+
+
+def test_judge_verdicts_reached_before_the_judge_fails_are_kept_for_the_rerun(judged_run, tmp_path):
+    """Before: the judged answers' verdicts were saved only after the judge had graded all
+    of them, so a judge that stopped answering part-way (here: after the first answer's 3
+    repeats it answers HTTP 400) lost every verdict it had given, and the rerun sent all
+    6 requests again (with a frontier judge: paid for twice). Now each judged verdict is in
+    the state file as it arrives; the rerun sends only the other answer's 3 requests."""
+    from tests._http_double import Reply
+    from tests._judge_double import AgentAndJudgeDouble
+    from tests.test_own_run import answerer
+
+    class JudgeDoubleThatStopsAnswering(AgentAndJudgeDouble):
+        """The judge (a frontier model's endpoint, which a test cannot reach) answering its
+        first `budget` requests and refusing the rest."""
+
+        budget = 3
+
+        def answer(self, raw: bytes) -> Reply:
+            if len(self.judge_requests) >= self.budget:
+                return Reply(status=400, body={"error": {"message": "quota exhausted"}})
+            return super().answer(raw)
+
+    run = _copy(judged_run, tmp_path / "run")
+    state = tmp_path / "s.jsonl"
+    args = ["verify", str(run), "--tasks-file", f"custom={OWN / 'tasks.jsonl'}", "--no-record",
+            "--state", str(state), "--judge-api-key-env", "DOUBLE_KEY"]  # fmt: skip
+    with JudgeDoubleThatStopsAnswering(answerer) as judge:
+        out = CliRunner(env={"DOUBLE_KEY": "k"}).invoke(
+            main_cli, [*args, "--judge-base-url", judge.url], catch_exceptions=False
+        )
+    assert out.exit_code == 2 and "is not reachable at" in out.stderr, out.stdout + out.stderr
+    with AgentAndJudgeDouble(answerer) as judge:
+        out = CliRunner(env={"DOUBLE_KEY": "k"}).invoke(
+            main_cli, [*args, "--judge-base-url", judge.url], catch_exceptions=False
+        )
+        requests = len(judge.judge_requests)
+    assert out.exit_code == 0, out.stdout + out.stderr
+    assert requests == 3  # the answer graded before the judge stopped was not sent again

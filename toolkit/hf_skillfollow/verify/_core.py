@@ -138,10 +138,16 @@ def run_verification(
         on_start(n_total, n_total - len(todo) - len(judged))
     if judged:
         assert regrade is not None
-        for key, verdict in zip(judged, regrade(list(judged.values())), strict=True):
-            state.add(key, bool(verdict.passed), str(verdict.reason))
+        judged_keys = list(judged)
+
+        def save_judged(i: int, verdict: object) -> None:
+            # saved as it arrives: a judge that stops answering part-way loses no verdict
+            passed = bool(verdict.passed)  # type: ignore[attr-defined]
+            state.add(judged_keys[i], passed, str(verdict.reason))  # type: ignore[attr-defined]
             if on_verdict is not None:
-                on_verdict(bool(verdict.passed))
+                on_verdict(passed)
+
+        regrade(list(judged.values()), save_judged)
     keys = list(todo)
 
     def save(i: int, verdict: object) -> None:

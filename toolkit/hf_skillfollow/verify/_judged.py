@@ -19,8 +19,10 @@ if TYPE_CHECKING:
     from hf_skillfollow.judge import JudgeSettings
     from hf_skillfollow.scoring import Verdict
 
-#: re-grades (task, answer, judge settings) items; verdicts in input order
-Regrade = Callable[[list[tuple[Any, str, "JudgeSettings"]]], list["Verdict"]]
+#: re-grades (task, answer, judge settings) items, calling `on_verdict(i, verdict)` as each
+#: verdict arrives (so a judge that stops part-way loses none); verdicts in input order
+OnVerdict = Callable[[int, "Verdict"], None]
+Regrade = Callable[[list[tuple[Any, str, "JudgeSettings"]], OnVerdict | None], list["Verdict"]]
 
 
 def is_judged(task: Any) -> bool:
@@ -84,10 +86,12 @@ def regrader(
                 "to re-grade them"
             )
 
-    def regrade(items: list[tuple[Any, str, JudgeSettings]]) -> list[Verdict]:
+    def regrade(
+        items: list[tuple[Any, str, JudgeSettings]], on_verdict: OnVerdict | None = None
+    ) -> list[Verdict]:
         import asyncio
 
-        return asyncio.run(_regrade(items, base_url, api_key_env, backend))
+        return asyncio.run(_regrade(items, base_url, api_key_env, backend, on_verdict))
 
     return regrade
 
@@ -123,6 +127,7 @@ async def _regrade(
     base_url: str | None,
     api_key_env: str | None,
     backend: str | None,
+    on_verdict: OnVerdict | None = None,
 ) -> list[Verdict]:
     from hf_skillfollow.backends import open_backend
     from hf_skillfollow.backends._base import BackendStartupError
@@ -142,7 +147,7 @@ async def _regrade(
         )
         try:
             async with open_backend(config) as judge:
-                await _grade_all(judge, items, indices, verdicts, base_url or name)
+                await _grade_all(judge, items, indices, verdicts, base_url or name, on_verdict)
         except BackendStartupError as exc:
             raise UnavailableError(
                 f"the judge {settings.judge} is not reachable at {base_url or name}: {exc}"
@@ -151,7 +156,12 @@ async def _regrade(
 
 
 async def _grade_all(
-    judge: Any, items: list, indices: list[int], verdicts: list, where: str
+    judge: Any,
+    items: list,
+    indices: list[int],
+    verdicts: list,
+    where: str,
+    on_verdict: OnVerdict | None = None,
 ) -> None:
     from hf_skillfollow.scoring._custom import judged_verdict
 
@@ -163,3 +173,5 @@ async def _grade_all(
                 f"the judge {settings.judge} is not reachable at {where}: {verdict.reason[:300]}"
             )
         verdicts[i] = verdict
+        if on_verdict is not None:
+            on_verdict(i, verdict)
