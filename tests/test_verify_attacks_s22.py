@@ -430,3 +430,53 @@ def test_judge_verdicts_reached_before_the_judge_fails_are_kept_for_the_rerun(ju
         requests = len(judge.judge_requests)
     assert out.exit_code == 0, out.stdout + out.stderr
     assert requests == 3  # the answer graded before the judge stopped was not sent again
+
+
+# ------------------------------------------------------------- a record naming another cell
+
+
+def test_a_record_naming_another_cell_marks_the_cell_its_run_is_in(tmp_path):
+    """A verification record of run-a0 (cell A) whose rows say cell_id = cell B's. Before:
+    the card took the record's word, marking cell B '◐ 12/20 (partly re-scored)' though none
+    of B's rows was re-scored, and cell A 'not re-scored' (the Space, which joins records
+    with the rows, marked A). Now the card puts each record row under the cell its run is
+    published in. The repo is the recording HfApi double of test_hub_push_double
+    (huggingface.co cannot be reached from here)."""
+    from hf_skillfollow.hub import push_runs
+    from hf_skillfollow.schema import verifications_from_rows
+    from hf_skillfollow.verify._record import record_bytes
+    from tests._fixtures_hub import two_cell_runs
+    from tests.test_hub_push_double import RecordingHfApiDouble
+
+    runs = two_cell_runs(tmp_path / "runs")
+    api = RecordingHfApiDouble(tmp_path)
+    push_runs(runs, "org/results", api=api)
+    rows = [
+        {
+            "schema_version": 1, "verification_id": "20250101T000000-abcdef12",
+            "verified_at": "2025-01-01T00:00:00+00:00", "verified_by": "mallory@lab",
+            "machine": "lab-1 (Linux)", "toolkit_version": "0.1.0", "scorer_version": "1",
+            "benchmark": t["benchmark"], "benchmark_version": t["benchmark_version"],
+            "benchmark_release": t["benchmark_version"], "run_id": t["run_id"],
+            "cell_id": "cellB0000000000", "task_id": t["task_id"],
+            "se_recorded": t["se_correct"], "se_rescored": t["se_correct"],
+            "sd_recorded": t["sd_correct"], "sd_rescored": t["sd_correct"],
+            "se_reason": "ok", "sd_reason": "ok",
+        }
+        for t in pq.read_table(runs[0] / "transitions.parquet").to_pylist()
+    ]  # fmt: skip
+    assert {r["run_id"] for r in rows} == {"run-a0"} and len(rows) == 12
+    record = runs[0] / "verifications" / "20250101T000000-abcdef12--run-a0.parquet"
+    record.parent.mkdir()
+    record.write_bytes(record_bytes(verifications_from_rows(rows)))
+    push_runs([record], "org/results", api=api)
+    card = api.files["README.md"].decode()
+    cells = card.split("### Cost per task")[0]
+    marks = {
+        model: line.rsplit("|", 2)[1].strip()
+        for line in cells.splitlines()
+        for model in ("org/model-a", "org/model-b")
+        if model in line
+    }
+    partly = "◐ 12/20 \\(partly re-scored\\)"  # Markdown-escaped on the card
+    assert marks == {"org/model-a": partly, "org/model-b": "not re-scored"}

@@ -26,7 +26,7 @@ def rescoring_context(stats: pa.Table | None, records: pa.Table | None) -> dict[
         return dict(_EMPTY)
     if stats is None:
         raise ValueError("re-scoring marks need every run's counts")
-    latest = latest_records(records)
+    latest = _in_published_cells(latest_records(records), stats)
     se_ok = pc.equal(latest["se_rescored"], latest["se_recorded"])
     sd_ok = pc.equal(latest["sd_rescored"], latest["sd_recorded"])
     latest = latest.append_column("agrees", pc.and_(se_ok, sd_ok))
@@ -48,6 +48,18 @@ def rescoring_context(stats: pa.Table | None, records: pa.Table | None) -> dict[
         "disagreements": disagreements[:MAX_CARD_DISAGREEMENTS],
         "disagreements_left_out": max(0, len(disagreements) - MAX_CARD_DISAGREEMENTS),
     }
+
+
+def _in_published_cells(latest: pa.Table, stats: pa.Table) -> pa.Table:
+    """Each record row under the cell its run is published in, as the Space joins records with
+    rows: a record's own `cell_id` is its writer's word, and a record of run R that named
+    another cell put that cell's mark on the card although none of its rows was re-scored.
+    Rows of a run the repo does not hold are dropped (`push` refuses such records)."""
+    cell_of = dict(zip(stats["run_id"].to_pylist(), stats["cell_id"].to_pylist(), strict=True))
+    runs = latest["run_id"].to_pylist()
+    kept = latest.filter(pa.array([run in cell_of for run in runs], pa.bool_()))
+    cells = pa.array([cell_of[run] for run in kept["run_id"].to_pylist()], pa.string())
+    return kept.set_column(kept.schema.get_field_index("cell_id"), "cell_id", cells)
 
 
 def _rows_per_cell(stats: pa.Table) -> dict[str, int]:
