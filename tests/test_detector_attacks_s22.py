@@ -490,3 +490,23 @@ def test_a_transcript_of_tiny_values_is_refused_before_it_is_parsed(
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.strip().startswith(f"refused: {path}")
     assert refusal in done.stdout
+
+
+def test_commands_naming_thousands_of_skill_files_are_read_in_linear_time(tmp_path: Path) -> None:
+    # With an empty pool (an import without --skills) every `skills/<name>/` path counts. The
+    # refs of a call were kept in a list and checked with `in`: a command naming 8,000 files
+    # cost about a second, so a 57 MB Codex stream of 400 such commands took 385 s here.
+    import time
+
+    command = "cat " + " ".join(f"/s/skills/k{i}/r" for i in range(5_000))  # < 100,000 chars
+    events = [
+        fx.codex_command("item.completed", f"item_{n}", command, exit_code=0, status="completed")
+        for n in range(60)
+    ]
+    transcript = read_transcript(fx.write_jsonl(tmp_path / "codex.jsonl", events))
+    started = time.monotonic()
+    detection = detect(transcript, ())
+    elapsed = time.monotonic() - started
+    assert len(detection.activated()) == 5_000
+    assert set(detection.kinds().values()) == {"resource"}
+    assert elapsed < 10, f"{elapsed:.1f} s"

@@ -63,22 +63,21 @@ def detect_acp(transcript: object, pool: Collection[str]) -> Detection:
             continue
         if kind in _LISTING_KINDS:
             continue
-        refs = []
+        refs: dict[SkillRef, None] = {}  # an ordered set: a call can name thousands of files
         locations = call.get("locations")
         for location in locations[:1000] if isinstance(locations, list) else ():
             ref = path_ref(field(location, "path"), pool)
-            if ref and ref not in refs:
-                refs.append(ref)
+            if ref:
+                refs[ref] = None
         name = raw.get("tool") or raw.get("name") or ("shell" if kind == "execute" else kind)
-        out_refs, _ = tool_refs(name, raw, pool)
-        refs += [r for r in out_refs if r not in refs]
+        refs.update(dict.fromkeys(tool_refs(name, raw, pool)[0]))
         if kind in ("read", "execute"):
-            refs += [r for r in command_refs(title, pool) if r not in refs]
+            refs.update(dict.fromkeys(command_refs(title, pool)))
         if kind == "read":
             ref = _read_result_ref(call.get("content"), pool)
-            if ref and ref not in refs:
-                refs.append(ref)
-        out.add_refs(refs, index, shown, ok)
+            if ref:
+                refs[ref] = None
+        out.add_refs(list(refs), index, shown, ok)
     preloaded = [e for e in transcript.events if field(e, "skill_context_preloaded") is True]
     if preloaded:
         count = field(preloaded[0], "preloaded_skill_count")

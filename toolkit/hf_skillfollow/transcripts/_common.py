@@ -80,22 +80,18 @@ def tool_refs(
         asked = next((args[k] for k in _SKILL_ARGS if isinstance(args.get(k), str)), None)
         skill = in_pool(asked, pool)
         return ([(skill, "instructions")] if skill else []), asked
-    refs: list[SkillRef] = []
     if tool in _EDITOR_TOOLS:
-        if args.get("command") == "view":
-            ref = path_ref(args.get("path"), pool)
-            refs.extend([ref] if ref else [])
-        return refs, None
+        ref = path_ref(args.get("path"), pool) if args.get("command") == "view" else None
+        return ([ref] if ref else []), None
+    refs: dict[SkillRef, None] = {}  # an ordered set (see command_refs)
     for key in _PATH_ARGS:
         ref = path_ref(args.get(key), pool)
-        if ref and ref not in refs:
-            refs.append(ref)
+        if ref:
+            refs[ref] = None
     cwd = next((args[k] for k in _CWD_ARGS if isinstance(args.get(k), str)), "")
     for key in _COMMAND_ARGS:
-        for ref in command_refs(args.get(key), pool, cwd):
-            if ref not in refs:
-                refs.append(ref)
-    return refs, None
+        refs.update(dict.fromkeys(command_refs(args.get(key), pool, cwd)))
+    return list(refs), None
 
 
 def _json_args(text: str) -> object:

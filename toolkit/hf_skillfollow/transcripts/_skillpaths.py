@@ -142,7 +142,9 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
         command = " ".join(c for c in command[:1000] if isinstance(c, str))
     if not isinstance(command, str):
         return []
-    refs: list[SkillRef] = []
+    # An ordered set: one command can name thousands of skill files (any name counts with an
+    # empty pool), and a list's `in` made that quadratic (8,000 files: a second per command).
+    refs: dict[SkillRef, None] = {}
     cwd = cwd if isinstance(cwd, str) and len(cwd) <= 4096 else ""
     for n, segment in enumerate(_segments(command[:MAX_COMMAND_CHARS])):
         if n >= MAX_SEGMENTS:
@@ -165,9 +167,9 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
             if cwd and not path.startswith(("/", "~")):
                 path = f"{cwd}/{path}"
             ref = path_ref(path, pool)
-            if ref and ref not in refs:
-                refs.append(ref)
-    return refs
+            if ref:
+                refs[ref] = None
+    return list(refs)
 
 
 def _segments(command: str) -> Iterator[str]:
