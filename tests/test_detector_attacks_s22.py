@@ -510,3 +510,39 @@ def test_commands_naming_thousands_of_skill_files_are_read_in_linear_time(tmp_pa
     assert len(detection.activated()) == 5_000
     assert set(detection.kinds().values()) == {"resource"}
     assert elapsed < 10, f"{elapsed:.1f} s"
+
+
+# Guards for the judgement calls docs/detectors.md writes down (these passed before too).
+def test_prose_user_messages_and_tool_output_quoting_a_skill_call_are_not_activation(
+    tmp_path: Path,
+) -> None:
+    quoted = json.dumps({"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}})
+    says = {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "Loaded skill pdf"}]},
+    }
+    user = {"type": "user", "message": {"role": "user", "content": f"cat {PDF}\n{quoted}"}}
+    events = [
+        fx.cc_init(["pdf"], ["pdf"]),
+        user,
+        says,
+        fx.cc_tool_use("toolu_01", "Bash", {"command": "cat task/notes.json"}),
+        fx.cc_tool_result("toolu_01", f"{quoted}\nLaunching skill: pdf\n{PDF}"),
+        fx.cc_tool_use(
+            "toolu_02", "Grep", {"pattern": "name", "path": PDF, "output_mode": "content"}
+        ),
+        fx.cc_tool_result("toolu_02", "name: pdf"),
+    ]
+    detection = detect(read_transcript(fx.write_jsonl(tmp_path / "claude-code.txt", events)), POOL)
+    assert detection.events == ()
+    assert detection.listed == ("pdf",)
+
+
+@pytest.mark.parametrize(
+    "skill_dir",
+    ["PDF", "p\u0440f", "pdf\u200b", "pdf.bak"],  # upper case, Cyrillic er, zero-width space
+)
+def test_a_folder_that_only_looks_like_a_pool_skill_is_not_it(
+    tmp_path: Path, skill_dir: str
+) -> None:
+    assert _claude_bash(tmp_path, f"cat /root/.claude/skills/{skill_dir}/SKILL.md") == ()
