@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,17 +158,36 @@ def _run_id(root: Path, transitions: pa.Table) -> str:
     return ids[0]
 
 
-def _manifest_run_id(root: Path) -> str | None:
-    path = root / MANIFEST
+#: A manifest is a few KiB of settings and task ids (80 per partition).
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+def read_manifest(path: Path) -> dict | None:
+    """A run folder's manifest as an object, None when the folder has none. Whoever handed
+    over the folder wrote it: one over `MAX_MANIFEST_BYTES`, not JSON (nested past the
+    parser's depth included) or not an object is one HubError naming it."""
+    from hf_skillfollow._text import loads_untrusted
+
     if not path.is_file():
         return None
+    with path.open("rb") as f:
+        raw = f.read(MAX_MANIFEST_BYTES + 1)
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise HubError(f"{path}: larger than {MAX_MANIFEST_BYTES >> 20} MiB, not a manifest")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HubError(f"{path}: invalid JSON ({exc})") from None
-    run_id = manifest.get("run_id") if isinstance(manifest, dict) else None
+        manifest = loads_untrusted(raw)
+    except ValueError as exc:
+        raise HubError(f"{path}: invalid JSON ({str(exc)[:200]})") from None
+    if not isinstance(manifest, dict):
+        raise HubError(f"{path}: not a JSON object (a run manifest has run_id, config, ...)")
+    return manifest
+
+
+def _manifest_run_id(root: Path) -> str | None:
+    manifest = read_manifest(root / MANIFEST)
+    run_id = manifest.get("run_id") if manifest is not None else None
     if run_id is not None and not isinstance(run_id, str):
-        raise HubError(f"{path}: field 'run_id' must be a string")
+        raise HubError(f"{root / MANIFEST}: field 'run_id' must be a string")
     return run_id
 
 

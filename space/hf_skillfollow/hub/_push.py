@@ -9,7 +9,6 @@ every error this module raises.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -31,6 +30,7 @@ from hf_skillfollow.hub._layout import (
     RUN_TRANSITIONS,
     HubError,
     RunTables,
+    read_manifest,
     read_run_dir,
 )
 from hf_skillfollow.hub._numbers import known_tool_schemas
@@ -330,10 +330,6 @@ def _refuse_doubled_rows(run: RunTables) -> None:
 
 #: The files of a run directory a push reads.
 _RUN_FILES = (MANIFEST, RUN_TRANSITIONS, RUN_TRACES, RUN_ANNOTATIONS)
-#: A manifest is a few KiB of settings and task ids (80 per partition).
-MAX_MANIFEST_BYTES = 16 * 1024 * 1024
-
-
 def _check_run_folder(root: Path) -> None:
     """Each file a push reads from `root` is a regular file inside it: a symbolic link out of
     the folder (a run folder handed over by someone else) would publish a file elsewhere on
@@ -356,19 +352,10 @@ def _manifests(runs: list[RunTables]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for run in runs:
         path = run.source / MANIFEST
-        if not path.is_file():
+        manifest = read_manifest(path)
+        if manifest is None:
             out[run.run_id] = {}
             continue
-        with path.open("rb") as f:
-            raw = f.read(MAX_MANIFEST_BYTES + 1)
-        if len(raw) > MAX_MANIFEST_BYTES:
-            raise HubError(f"{path}: larger than {MAX_MANIFEST_BYTES >> 20} MiB, not a manifest")
-        try:
-            manifest = json.loads(raw)
-        except ValueError as exc:
-            raise HubError(f"{path}: invalid JSON ({exc})") from None
-        if not isinstance(manifest, dict):
-            raise HubError(f"{path}: not a JSON object (a run manifest has run_id, config, ...)")
         cells = set(run.transitions.column("cell_id").to_pylist())
         if "cell_id" in manifest and cells != {manifest["cell_id"]}:
             # The rows would land on the board in another cell than the run was made for.
