@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
+from html import unescape
 from pathlib import Path
 from urllib.parse import quote
 
@@ -384,3 +386,46 @@ def test_a_few_short_choices_are_all_listed():
 
     values = pd.Series(["b", "a", "b", "c"])
     assert T.listed(values, ["a", "b", "c"]) == (["a", "b", "c"], 0)
+
+
+def test_the_banner_shows_ten_problems_folds_ninety_and_counts_the_rest(tmp_path):
+    """Before: a source that reuses another's run ids with other rows raises one warning per
+    run id, and the banner drew every one, whole in its tooltip: 3,000 reused 909-character
+    run ids made a 3.9 MB banner, 3,000 lines above the table, for every visitor. Now ten
+    lines, ninety more folded under them, the rest counted; a tooltip holds 1,000 characters."""
+    from hf_skillfollow.schema import transitions_from_rows
+    from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._ui import warnings_html
+    from tests._rows import transition_row
+
+    roots = []
+    for name in ("victim", "copycat"):
+        run = tmp_path / name / "runs"
+        run.mkdir(parents=True)
+        rows = [
+            transition_row(run_id=f"run-{i:05d}" + "r" * 1_000, cell_id=f"c{i}", task_id="t",
+                           model=f"org/{name}")
+            for i in range(300)
+        ]  # fmt: skip
+        pq.write_table(transitions_from_rows(rows), run / "transitions.parquet")
+        roots.append(str(tmp_path / name))
+    board = load_board(roots, resamples=200, discover=False, use_cache=False)
+    assert len(board.warnings) == 300
+    html = warnings_html(board.warnings)
+    assert len(html) < 200_000, f"{len(html):,} characters"
+    head = html.split("<details>")[0]
+    assert head.count("<li title=") == 10 and "run-00009" in head and "run-00010" not in head
+    assert "<summary>90 more</summary>" in html and "200 more problems not shown" in html
+    assert "run-00099" in html and "run-00100" not in html
+    tips = [unescape(t) for t in re.findall(r'title="([^"]*)"', html)]
+    assert max(map(len, tips)) == 1_001 and tips[0].endswith("…")
+
+
+def test_a_few_problems_are_all_lines_of_the_banner():
+    """Guard: up to ten problems are each a line, with the whole text in the tooltip."""
+    from hf_skillfollow.space_app._ui import warnings_html
+
+    html = warnings_html(["Source 'a' skipped: <b>x</b>", "y" * 500])
+    assert html.count("<li title=") == 2 and "<details>" not in html
+    assert "Source &#x27;a&#x27; skipped: &lt;b&gt;x&lt;/b&gt;" in html
+    assert f'title="{"y" * 500}"' in html
