@@ -546,3 +546,30 @@ def test_a_folder_that_only_looks_like_a_pool_skill_is_not_it(
     tmp_path: Path, skill_dir: str
 ) -> None:
     assert _claude_bash(tmp_path, f"cat /root/.claude/skills/{skill_dir}/SKILL.md") == ()
+
+
+# A here-document's body was taken for text whenever its line held a `>` anywhere, so a
+# script fed to python with its output redirected (`python3 - <<'EOF' 2>&1`, a habit of
+# agents) hid the SKILL.md it reads; and a note printed with `cat <<'EOF'` was scanned as
+# commands, so a path in it read as a script run. Now the program the body is fed to decides:
+# `cat`/`tee` not piped on is text, anything else is code.
+_PY_READ = f"print(open('{PDF}').read())"
+
+
+@pytest.mark.parametrize(
+    ("command", "activated"),
+    [
+        (f"python3 - <<'EOF' 2>&1\n{_PY_READ}\nEOF", ("pdf",)),
+        (f"python3 - <<EOF > out.log\n{_PY_READ}\nEOF", ("pdf",)),
+        (f"cd /app && python3 <<EOF 2>/dev/null\n{_PY_READ}\nEOF", ("pdf",)),
+        (f"cat <<'EOF'\nPlan: read {PDF} next\nEOF", ()),
+        # guards: unchanged before and after
+        (f"cat <<'EOF' | python3\n{_PY_READ}\nEOF", ("pdf",)),
+        (f"sudo tee -a notes.md >/dev/null <<EOF\nsee {PDF}\nEOF", ()),
+        (f"cat > run.py <<'EOF'\n{_PY_READ}\nEOF\npython3 run.py", ()),
+    ],
+)
+def test_a_here_document_is_code_or_text_by_the_program_it_is_fed_to(
+    tmp_path: Path, command: str, activated: tuple[str, ...]
+) -> None:
+    assert _claude_bash(tmp_path, command) == activated

@@ -31,6 +31,10 @@ SkillRef = tuple[str, TriggerKind]
 # there too, so the inner program is read as its own simple command.
 _SEGMENTS = re.compile(r"&&|\|\||\$\(|<\(|[;|\r`]")
 _HEREDOC = re.compile(r"<<-?[ \t]*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
+# Programs that only print or write a here-document's body (text, not code).
+_TEXT_SINKS = frozenset(["cat", "tee"])
+# What follows a here-document's opening on its line pipes it on to another program.
+_PIPED_ON = re.compile(r"[^;&|]*\|(?!\|)")
 _WORDS = re.compile(r"[^\s'\"`]+")
 _TRAILING = "),;:]}>"
 # A skill name when the pool is empty: no glob, variable or path characters.
@@ -173,9 +177,11 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
 
 
 def _segments(command: str) -> Iterator[str]:
-    """The simple commands of `command`, without the bodies of here-documents written to a
-    file (``cat > f <<EOF``, ``tee f <<EOF``): text, not commands. A here-document fed to a
-    program (``python3 - <<EOF``) is code that runs, so its lines are scanned."""
+    """The simple commands of `command`, without the bodies of here-documents that are text:
+    fed to ``cat`` or ``tee`` (``cat > f <<EOF``, ``tee f <<EOF``, ``cat <<EOF`` printing a
+    note) and not piped on. A here-document fed to any other program (``python3 - <<EOF
+    2>&1``, ``bash <<EOF``, ``cat <<EOF | python3``) is code that runs: its lines are
+    scanned."""
     terminator = None
     for line in command.split("\n"):
         if terminator is not None:
@@ -183,9 +189,19 @@ def _segments(command: str) -> Iterator[str]:
                 terminator = None
             continue
         heredoc = _HEREDOC.search(line)
-        if heredoc and (">" in line.replace("<<", "") or " tee " in f" {line} "):
+        if heredoc and _heredoc_is_text(line, heredoc.start(), heredoc.end()):
             terminator = heredoc.group(1)
         yield from _SEGMENTS.split(line)
+
+
+def _heredoc_is_text(line: str, start: int, end: int) -> bool:
+    """Whether the here-document opened at `line[start:end]` goes to `cat`/`tee` (text
+    printed or written) rather than to a program that runs it."""
+    opened = _SEGMENTS.split(line[:start])[-1]
+    words = [w.lstrip("({") or w for w in _WORDS.findall(opened)]
+    at = _program_index(words)
+    program = words[at].rsplit("/", 1)[-1] if at is not None else ""
+    return program in _TEXT_SINKS and _PIPED_ON.match(line, end) is None
 
 
 def _program_index(words: list[str]) -> int | None:
