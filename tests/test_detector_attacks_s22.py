@@ -573,3 +573,113 @@ def test_a_here_document_is_code_or_text_by_the_program_it_is_fed_to(
     tmp_path: Path, command: str, activated: tuple[str, ...]
 ) -> None:
     assert _claude_bash(tmp_path, command) == activated
+
+
+# A `cd` in one call of a persistent shell (Claude Code's Bash, Terminus's tmux session,
+# OpenHands' terminal) was forgotten at the next call, so `cd <skill folder>` then
+# `cat SKILL.md` in two calls was missed. Harnesses that start each command afresh (Codex,
+# Gemini CLI, OpenCode, and an ATIF trajectory of one of them) do not carry it.
+_CD = "cd /root/.claude/skills/pdf"
+
+
+def _cc_calls(*commands: tuple[str, bool]) -> list[dict]:
+    events: list[dict] = []
+    for n, (command, error) in enumerate(commands):
+        events.append(fx.cc_tool_use(f"toolu_{n}", "Bash", {"command": command}))
+        events.append(fx.cc_tool_result(f"toolu_{n}", "", is_error=error))
+    return events
+
+
+def _atif_keystrokes(agent: str) -> dict:
+    return fx.atif(
+        agent,
+        [
+            fx.atif_agent(
+                [("call_1", "bash_command", {"keystrokes": f"{_CD}\n", "duration": 0.1})],
+                [(None, "$", None)],
+            ),
+            fx.atif_agent(
+                [("call_2", "bash_command", {"keystrokes": "cat SKILL.md\n", "duration": 0.1})],
+                [(None, "---\nname: pdf", None)],
+            ),
+        ],
+    )
+
+
+def _episodes() -> list[dict]:
+    def reply(keystrokes: str) -> str:
+        return json.dumps({"analysis": "", "commands": [{"keystrokes": keystrokes}]})
+
+    return [
+        {"episode": 0, "prompt": "Task: ...", "response": reply(f"{_CD}\n")},
+        {"episode": 1, "prompt": "$", "response": reply("sed -n 1,40p SKILL.md\n")},
+    ]
+
+
+def _openhands_terminal() -> list[dict]:
+    def action(call_id: str, command: str) -> dict:
+        return {
+            "kind": "ActionEvent",
+            "source": "agent",
+            "tool_name": "terminal",
+            "tool_call_id": call_id,
+            "action": {"kind": "TerminalAction", "command": command},
+        }
+
+    return [action("c1", _CD), action("c2", "head -n 50 SKILL.md")]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "fmt", "activated"),
+    [
+        (
+            "claude-code.txt",
+            _cc_calls((_CD, False), ("cat SKILL.md", False)),
+            "claude-code",
+            ("pdf",),
+        ),
+        (
+            "claude-code.txt",
+            _cc_calls(("cd /root/.claude/skills", False), ("python3 pdf/scripts/fill.py", False)),
+            "claude-code",
+            ("pdf",),
+        ),
+        ("trajectory.json", _atif_keystrokes("terminus-2"), "atif", ("pdf",)),
+        ("trajectory.json", _episodes(), "atif", ("pdf",)),
+        ("events.jsonl", _openhands_terminal(), "openhands", ("pdf",)),
+        # guards: a failed cd moves nothing; fresh-shell harnesses carry nothing
+        ("claude-code.txt", _cc_calls((_CD, True), ("cat SKILL.md", False)), "claude-code", ()),
+        (
+            "claude-code.txt",
+            _cc_calls((_CD, False), ("cd /app", False), ("cat SKILL.md", False)),
+            "claude-code",
+            (),
+        ),
+        ("trajectory.json", _atif_keystrokes("codex"), "atif", ()),
+        (
+            "codex.jsonl",
+            [
+                fx.codex_command(
+                    "item.completed", "i1", f"bash -lc '{_CD}'", exit_code=0, status="completed"
+                ),
+                fx.codex_command(
+                    "item.completed",
+                    "i2",
+                    "bash -lc 'cat SKILL.md'",
+                    exit_code=0,
+                    status="completed",
+                ),
+            ],
+            "codex",
+            (),
+        ),
+    ],
+)
+def test_a_cd_in_an_earlier_call_of_a_persistent_shell_holds_for_the_next_call(
+    tmp_path: Path, name: str, data: object, fmt: str, activated: tuple[str, ...]
+) -> None:
+    path = tmp_path / name
+    (fx.write_json if name.endswith(".json") else fx.write_jsonl)(path, data)  # type: ignore[operator]
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == fmt
+    assert detect(transcript, POOL).activated() == activated

@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from hf_skillfollow.transcripts._base import Detection
 from hf_skillfollow.transcripts._common import SKILL_TOOLS, Collector, not_found
 from hf_skillfollow.transcripts._reader import as_transcript, field, link
-from hf_skillfollow.transcripts._skillpaths import command_refs, in_pool
+from hf_skillfollow.transcripts._skillpaths import in_pool, scan_command
 
 NAME = "atif"
 
@@ -49,7 +49,13 @@ def detect_atif(transcript: object, pool: Collection[str]) -> Detection:
     steps = field(transcript.document, "steps")
     if not isinstance(steps, list):
         return not_found(NAME, f"{transcript.source}: no `steps` list (not ATIF)")
-    out = Collector(NAME, pool)
+    # Terminus types into one tmux session, Claude Code's Bash keeps its folder; Codex, Gemini
+    # CLI and OpenCode start each command afresh.
+    agent = field(transcript.document, "agent", "name")
+    persistent = isinstance(agent, str) and any(
+        name in agent.lower() for name in ("terminus", "claude", "openhands")
+    )
+    out = Collector(NAME, pool, persistent_shell=persistent)
     for index, step in enumerate(steps[:200_000]):
         if not isinstance(step, Mapping):
             continue
@@ -117,6 +123,7 @@ def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
     episode's prompt starts ``Skill not found: <name>`` when the load failed."""
     episodes = transcript.document
     out = Collector(NAME, pool)
+    cwd = ""  # one tmux session: a `cd` holds for the later keystrokes
     for index, episode in enumerate(episodes[:200_000]):
         prompt = field(episode, "prompt")
         if index == 0 and isinstance(prompt, str):
@@ -138,7 +145,8 @@ def _detect_episodes(transcript, pool: Collection[str]) -> Detection:
                 keystrokes = json.loads(f'"{match.group(1)}"')
             except ValueError:
                 continue
-            out.add_refs(command_refs(keystrokes, pool), index, keystrokes, True)
+            refs, cwd = scan_command(keystrokes, pool, cwd)
+            out.add_refs(refs, index, keystrokes, True)
     return out.result(transcript)
 
 

@@ -24,7 +24,8 @@ NAME = "claude-code"
 def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
     """Trigger events of a Claude Code stream-json transcript."""
     transcript = as_transcript(transcript)
-    out = Collector(NAME, pool)
+    # Claude Code's Bash keeps its working folder from one call to the next.
+    out = Collector(NAME, pool, persistent_shell=True)
     failed: dict[str, bool] = {}
     for event in transcript.events:
         # Claude Code also reports a Skill load's outcome beside the block (real streams:

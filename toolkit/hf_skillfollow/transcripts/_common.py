@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 
 from hf_skillfollow.transcripts._base import ActivationEvent, Detection, TriggerKind
 from hf_skillfollow.transcripts._reader import Transcript, loads_bounded
-from hf_skillfollow.transcripts._skillpaths import SkillRef, command_refs, in_pool, path_ref
+from hf_skillfollow.transcripts._skillpaths import (
+    SkillRef,
+    command_refs,
+    in_pool,
+    path_ref,
+    scan_command,
+)
 
 #: Longest evidence string kept (the exact tool call or command, cut here).
 MAX_EVIDENCE_CHARS = 500
@@ -67,10 +73,11 @@ _CWD_ARGS = ("workdir", "cwd", "directory", "dir_path", "working_directory")
 
 
 def tool_refs(
-    name: object, args: object, pool: Collection[str]
+    name: object, args: object, pool: Collection[str], cwd: str = ""
 ) -> tuple[list[SkillRef], str | None]:
     """The skill refs of one tool call, and the skill name a Skill-loading tool asked for
-    (in the pool or not: a load of an unknown skill is still an attempt)."""
+    (in the pool or not: a load of an unknown skill is still an attempt). `cwd` is where a
+    persistent shell was left by earlier calls; the call's own `workdir` overrides it."""
     tool = name.lower() if isinstance(name, str) else ""
     if isinstance(args, str):
         args = _json_args(args)
@@ -88,10 +95,28 @@ def tool_refs(
         ref = path_ref(args.get(key), pool)
         if ref:
             refs[ref] = None
-    cwd = next((args[k] for k in _CWD_ARGS if isinstance(args.get(k), str)), "")
+    cwd = next((args[k] for k in _CWD_ARGS if isinstance(args.get(k), str)), cwd)
     for key in _COMMAND_ARGS:
         refs.update(dict.fromkeys(command_refs(args.get(key), pool, cwd)))
     return list(refs), None
+
+
+# A pool no name is in (`in_pool` refuses ""): scanning a command for its `cd`s only.
+_NO_SKILL = frozenset({""})
+
+
+def cwd_after(name: object, args: object, cwd: str) -> str:
+    """Where a persistent shell is left after this call: its command's last `cd`."""
+    if isinstance(args, str):
+        args = _json_args(args)
+    if not isinstance(args, Mapping) or not isinstance(name, str):
+        return cwd
+    if name.lower() in _LISTING_TOOLS | _WRITING_TOOLS | SKILL_TOOLS | _EDITOR_TOOLS:
+        return cwd
+    for key in _COMMAND_ARGS:
+        if args.get(key) is not None:
+            cwd = scan_command(args.get(key), _NO_SKILL, cwd)[1]
+    return cwd
 
 
 def _json_args(text: str) -> object:
@@ -127,6 +152,10 @@ class Collector:
     events: list[ActivationEvent] = field(default_factory=list)
     listed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    persistent_shell: bool = False
+    """The harness keeps one shell for the whole trial (Claude Code's Bash, Terminus, OpenHands):
+    a `cd` in one call holds for the next ones."""
+    shell_cwd: str = ""
     _dropped: int = 0
     _seen: set[tuple[str, str, bool]] = field(default_factory=set)
 
@@ -148,7 +177,9 @@ class Collector:
 
     def add_call(self, name: object, args: object, index: int, call: object, ok: bool) -> None:
         """One tool call: its skill refs, or a failed Skill-tool load of an unknown name."""
-        refs, asked = tool_refs(name, args, self.pool)
+        refs, asked = tool_refs(name, args, self.pool, self.shell_cwd)
+        if self.persistent_shell and ok:
+            self.shell_cwd = cwd_after(name, args, self.shell_cwd)
         if refs:
             self.add_refs(refs, index, call, ok)
         elif asked is not None and not ok:

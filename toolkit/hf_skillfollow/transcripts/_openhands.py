@@ -25,7 +25,7 @@ NAME = "openhands"
 def detect_openhands(transcript: object, pool: Collection[str]) -> Detection:
     """Trigger events of an OpenHands event log."""
     transcript = as_transcript(transcript)
-    out = Collector(NAME, pool)
+    out = Collector(NAME, pool, persistent_shell=True)  # one terminal for the whole trial
     events = _events(transcript)
     failed = {key for event in events if (key := _failed_link(event)) is not None}
     for index, event in enumerate(events):

@@ -24,6 +24,8 @@ from hf_skillfollow.transcripts._base import TriggerKind
 MAX_COMMAND_CHARS = 100_000
 #: Most simple commands scanned in one command text.
 MAX_SEGMENTS = 2_000
+#: Longest working folder followed through `cd`s.
+MAX_CWD_CHARS = 4_096
 
 SkillRef = tuple[str, TriggerKind]
 
@@ -142,14 +144,22 @@ def path_ref(path: object, pool: Collection[str]) -> SkillRef | None:
 def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[SkillRef]:
     """The skill files a shell command reads or runs, in order (repeats kept once); `cwd` is
     the folder it runs in where the call names one (a relative path is read from there)."""
+    return scan_command(command, pool, cwd)[0]
+
+
+def scan_command(
+    command: object, pool: Collection[str], cwd: str = ""
+) -> tuple[list[SkillRef], str]:
+    """`command_refs`, and the folder the shell is left in (its last `cd`), for a harness
+    whose shell persists from one call to the next."""
     if isinstance(command, list | tuple):
         command = " ".join(c for c in command[:1000] if isinstance(c, str))
+    cwd = cwd if isinstance(cwd, str) and len(cwd) <= MAX_CWD_CHARS else ""
     if not isinstance(command, str):
-        return []
+        return [], cwd
     # An ordered set: one command can name thousands of skill files (any name counts with an
     # empty pool), and a list's `in` made that quadratic (8,000 files: a second per command).
     refs: dict[SkillRef, None] = {}
-    cwd = cwd if isinstance(cwd, str) and len(cwd) <= 4096 else ""
     for n, segment in enumerate(_segments(command[:MAX_COMMAND_CHARS])):
         if n >= MAX_SEGMENTS:
             break
@@ -159,8 +169,8 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
         if at is None:
             continue
         program, args = words[at].rsplit("/", 1)[-1], words[at + 1 :]
-        if program == "cd" and args:
-            cwd = args[0] if args[0].startswith(("/", "~")) else f"{cwd}/{args[0]}"
+        if program == "cd":
+            cwd = _cd(cwd, args[0] if args else "~")
             continue
         if program in _NOT_READING or (program in _SEARCHES and _names_only(args)):
             continue
@@ -173,7 +183,16 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
             ref = path_ref(path, pool)
             if ref:
                 refs[ref] = None
-    return list(refs)
+    return list(refs), cwd
+
+
+def _cd(cwd: str, target: str) -> str:
+    """The folder after `cd target` from `cwd` ("" where unknown: `cd -`, a path too long)."""
+    if target == "-":
+        return ""
+    path = target if target.startswith(("/", "~")) or not cwd else f"{cwd}/{target}"
+    path = posixpath.normpath(path)
+    return path if len(path) <= MAX_CWD_CHARS else ""
 
 
 def _segments(command: str) -> Iterator[str]:
