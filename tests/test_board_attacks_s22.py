@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests._board_fixtures import chromium, start_board, write_annotations
-from tests._fixtures_hub import CELL_A, trace_rows
+from tests._fixtures_hub import CELL_A, trace_rows, write_run_dir
 
 ROWS = "#sf-table tbody tr"
 
@@ -91,6 +91,9 @@ def write_hostile_source(root: Path, tracker: str) -> Path:
                  grader="expectations", judge="J", judge_verdicts=json.dumps(record))  # fmt: skip
     pq.write_table(traces_from_rows(traces), run / "traces.parquet")
     write_annotations(run, "annotator" + p("annotator"))
+    # a benchmark named by 900 characters without a space: a series of the coverage plot
+    write_run_dir(root, "run-long", CELL_A, cell_id="cellLong", model="org/long",
+                  benchmark="bench-" + "x" * 900, traces=False)  # fmt: skip
     return root
 
 
@@ -182,13 +185,27 @@ def test_a_link_naming_a_pool_or_partition_not_on_the_board_fetches_nothing(brow
     page.close()
 
 
+@pytest.mark.browser
+def test_a_long_benchmark_name_is_cut_in_the_legend_and_does_not_widen_a_plot(browser, app):
+    """Before: a plot's legend drew each series' name whole (the coverage plot's series are
+    benchmarks, which a source names): a 906-character name without a space was one line
+    wider than its plot. Now the legend shows 60 characters with the length, and wraps."""
+    page = _page(browser, [])
+    page.goto(app + "?nonreportable=1")
+    legend = page.locator("#sf-plots .sf-legend", has_text="bench-xxx").first
+    legend.wait_for(timeout=90_000)
+    assert "906 characters" in legend.inner_text()
+    for figure in page.locator("#sf-plots figure").all():
+        assert figure.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "a plot overflows"
+    page.close()
+
+
 # --- the judge record in a task's traces ---------------------------------------------------
 
 
 def _judged_source(root: Path, record: str) -> Path:
     """CELL_A as cellJ (org/j), every trace row carrying `record` as its judge record."""
     from hf_skillfollow.schema import traces_from_rows
-    from tests._fixtures_hub import write_run_dir
 
     run = write_run_dir(root, "run-j", CELL_A, cell_id="cellJ", model="org/j")
     rows = trace_rows(pq.read_table(run / "transitions.parquet").to_pylist())
@@ -272,7 +289,6 @@ CYRILLIC = "org/v\u0456ctim"  # a Cyrillic і
 
 def _lookalikes(tmp_path: Path):
     from hf_skillfollow.space_app._board import load_board
-    from tests._fixtures_hub import write_run_dir
 
     roots = []
     for name, model in (("lab", VICTIM), ("zw", ZERO_WIDTH), ("cyr", CYRILLIC)):

@@ -104,6 +104,7 @@ sup.sf-sig { font-size: 9px; margin-left: 1px; }
 .sf-bars { fill: none; stroke-width: 1.2; opacity: .45; pointer-events: none; }
 .sf-pt:hover, .sf-pt:focus { stroke: currentColor; stroke-width: 2; }
 .sf-legend { font-size: 12px; display: flex; flex-wrap: wrap; gap: 4px 12px; }
+.sf-key { min-width: 0; overflow-wrap: anywhere; }
 .sf-key i { display: inline-block; width: 10px; height: 10px; border-radius: 50%;
   margin-right: 4px; vertical-align: -1px; }
 .sf-key i.sf-dash { border-radius: 0; height: 0; width: 14px; border-top: 2px dashed currentColor; }

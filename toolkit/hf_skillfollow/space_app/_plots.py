@@ -22,6 +22,10 @@ from hf_skillfollow.space_app._table import _capped, fast_records, interval, pp
 #: of page and took Chromium ~1 s longer to draw than at 150-200 (bench/space.py, 12,500 cells).
 MAX_POINTS = 200
 _W, _H = 440, 330
+#: Characters of a series' name in the legend: the coverage plot's series are benchmarks,
+#: named by the sources (up to 1,000 characters): 200 of them were 180 KB of legend per
+#: plot, each name one unbroken line wider than the plot.
+LEGEND_CHARS = 60
 _L, _R, _T, _B = 54, 12, 12, 46  # margins: room for tick labels and axis titles
 _PALETTE = 10  # colour classes sf-c0 .. sf-c9 in the page CSS
 
@@ -220,7 +224,7 @@ def _figure(
         parts.append(_points(s, x, y, sx, sy, error_bars, titled))
     legend = "".join(
         f'<span class="sf-key"><i class="sf-c{s.color}{" sf-ring" if s.hollow else ""}"></i>'
-        f"{escape(s.name)} ({len(s.rows)})</span>"
+        f"{escape(_capped(s.name, LEGEND_CHARS))} ({len(s.rows)})</span>"
         for s in series
     )
     if diagonal:
@@ -253,7 +257,7 @@ def _points(s: Series, x: str, y: str, sx, sy, error_bars: bool, titled: set[str
     hovers = {i: hover_text(row) for i, row in zip(new, records, strict=True)}
     titled.update(keys)
     out = [
-        f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(s.name)}">'
+        f'<g class="sf-c{s.color}{" sf-hollow" if s.hollow else ""}" data-sf-series="{escape(_capped(s.name, LEGEND_CHARS))}">'
     ]
     if error_bars:
         lows, highs = _floats(s.rows["rae_ci_low"]), _floats(s.rows["rae_ci_high"])
