@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_skillfollow.transcripts import detect, read_transcript, sniff_format
+from hf_skillfollow.transcripts import TranscriptError, detect, read_transcript, sniff_format
 from tests import _transcript_fixtures as fx
 
 POOL = ("pdf", "xlsx")
@@ -683,3 +683,24 @@ def test_a_cd_in_an_earlier_call_of_a_persistent_shell_holds_for_the_next_call(
     transcript = read_transcript(path)
     assert sniff_format(transcript) == fmt
     assert detect(transcript, POOL).activated() == activated
+
+
+# A UTF-8 byte-order mark at the start of a transcript (Windows tools write one) was read as
+# text: an ATIF document was refused ("no line is JSON") and a Claude Code stream lost its
+# first event (the init listing the arm-integrity check uses) as "line 1: not JSON, skipped".
+def test_a_byte_order_mark_is_not_part_of_the_transcript(tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    document = tmp_path / "trajectory.json"
+    document.write_bytes(bom + json.dumps(_atif_keystrokes("terminus-2")).encode())
+    assert detect(read_transcript(document), POOL).activated() == ("pdf",)
+    stream = tmp_path / "claude-code.txt"
+    events = [fx.cc_init(["pdf"], []), *_cc_calls((f"cat {PDF}", False))]
+    stream.write_bytes(bom + "\n".join(json.dumps(e) for e in events).encode() + b"\n")
+    transcript = read_transcript(stream)
+    assert transcript.notes == ()
+    detection = detect(transcript, POOL)
+    assert (detection.listed, detection.activated()) == (("pdf",), ("pdf",))
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(bom + b'{"a": "\xff"}\n')
+    with pytest.raises(TranscriptError, match=r"not UTF-8 text \(byte 10\)"):
+        read_transcript(broken)

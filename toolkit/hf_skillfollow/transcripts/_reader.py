@@ -46,6 +46,7 @@ MAX_NOTES = 20
 # quadratic on `"\"\"\"...`). The parser reads brackets past it as string text too.
 _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BOM = b"\xef\xbb\xbf"
 
 
 class TranscriptError(ValueError):
@@ -197,10 +198,13 @@ def _read_text(file: Path, root: Path, max_bytes: int, name: str) -> str:
     nul = data.find(b"\x00")
     if nul >= 0:
         raise TranscriptError(f"{name}: binary data (NUL byte at {nul})")
+    # A leading byte-order mark (Windows tools write one) is not part of the JSON: left in,
+    # it made a document unreadable and the first JSONL event a skipped line.
+    bom = len(_BOM) if data.startswith(_BOM) else 0
     try:
-        return data.decode("utf-8")
+        return data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TranscriptError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+        raise TranscriptError(f"{name}: not UTF-8 text (byte {bom + exc.start})") from None
 
 
 def _parses(line: str) -> bool:
