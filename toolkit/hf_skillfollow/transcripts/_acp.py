@@ -6,8 +6,9 @@ call (also raw ACP ``session/update`` objects with ``sessionUpdate: tool_call`` 
 ``tool_call_update``s, merged by ``toolCallId``). Trigger events, following BenchFlow's own
 classifier (``benchflow.trajectories.metrics.is_skill_invocation_event``): a call whose
 ``kind`` or tool name is ``skill``/``invoke_skill``/``activate_skill``, or an unclassified
-call whose result opens with OpenHands' ``Tool: invoke_skill`` header and a
-``[skill: <name>]`` marker or OpenCode's ``<skill_content name="<name>">`` envelope; the skill
+call, untitled or titled as a skill tool, whose result opens with OpenHands'
+``Tool: invoke_skill`` header and a ``[skill: <name>]`` marker or OpenCode's
+``<skill_content name="<name>">`` envelope; the skill
 is named by ``rawInput`` (``name``/``skill``), those markers, or the title. Other calls count
 when ``rawInput``, ``locations[].path`` or, for ``read``/``execute`` calls, the title names a
 pool skill's files, or when a ``read``'s result opens with OpenCode's ``<path>…</path>`` of a

@@ -4,8 +4,10 @@ Harbor converts every agent it runs to ATIF (Claude Code, Codex, Gemini CLI, Ope
 OpenHands...), and Terminus-2 writes it natively, representing each parsed terminal command
 as a ``bash_command`` tool call whose ``arguments.keystrokes`` is what was typed. Trigger
 events: a Skill-loading tool call (``Skill``, ``activate_skill``, ``skill``...), a file read of a
-pool skill's files, or a shell command / keystrokes reading or running them. The event index
-is the 0-based position in ``steps``.
+pool skill's files, or a shell command / keystrokes reading or running them, in an agent step
+(calls on a user or system step are someone else's text). The event index is the 0-based
+position in ``steps``. Terminus, Claude Code and OpenHands keep one shell for the trial, so
+for them a ``cd`` holds from one call to the next.
 
 A call counts as loaded when its step has an observation result and nothing marks it failed:
 Harbor's ``extra.tool_result_is_error`` (Claude Code), ``extra.is_error``, an ``extra.status``

@@ -9,8 +9,8 @@ skill gives ``status: error``, "Skill ... not found"). The stream carries no ski
 
 Gemini CLI's own chat recording (``gemini-cli.trajectory.json`` in Harbor trial folders: a
 ``messages`` list whose ``gemini`` messages carry ``toolCalls`` with ``name``, ``args``,
-``status`` and ``result[].functionResponse.response``) is read too; the event index is the
-message's position, and a call is loaded when its ``status`` is ``success`` (or, without a
+``status`` and ``result[].functionResponse.response``) is read too, ``gemini`` messages only;
+the event index is the message's position, and a call is loaded when its ``status`` is ``success`` (or, without a
 status, its response holds no ``error``).
 """
 

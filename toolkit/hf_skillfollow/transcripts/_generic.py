@@ -6,7 +6,8 @@ It walks every JSON object (bounded) looking for a tool call's shape: a name und
 counts when it is a Skill-loading tool naming a pool skill, or its path or command arguments
 read a pool skill's ``SKILL.md``; resources alone do not count here, since without knowing
 the harness a path under ``skills/`` is too weak a sign. A generic transcript records no
-result status this detector can trust, so every event counts as loaded.
+result status this detector can trust, so every event counts as loaded. User, system and
+tool turns and tool results are not walked: a call-shaped object there is someone else's text.
 """
 
 from __future__ import annotations

@@ -5,10 +5,11 @@ loads the skill's instructions; any other file under ``<...>/skills/<name>/`` is
 resources (a script run, a reference read). ``<name>`` must be in the pool; an empty pool
 accepts any name (the caller then learns the offered skills from the harness's listing).
 
-Shell commands are split into simple commands without running anything: a command whose
-program only lists or moves files (``ls``, ``find``, ``cp``...) never counts, since a directory
-listing that happens to show skill paths is not activation; a redirect target (``> SKILL.md``)
-is a write, not a read. Every regular expression here matches in linear time (single
+Shell commands are split into simple commands (also where a command substitution opens)
+without running anything: a command whose program only lists, tests, checksums or moves
+files (``ls``, ``[``, ``sha256sum``, ``cp``..., ``grep -l``) never counts, since a directory
+listing that happens to show skill paths is not activation; a redirect target
+(``> SKILL.md``) is a write, not a read. Every regular expression here matches in linear time (single
 character classes, literal alternatives, no nested repetition), and the scan is iterative.
 """
 
