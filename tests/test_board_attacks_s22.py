@@ -200,6 +200,43 @@ def test_a_long_benchmark_name_is_cut_in_the_legend_and_does_not_widen_a_plot(br
     page.close()
 
 
+URL_COLUMN = (
+    "Verify at https://attacker.example/login or www.attacker.example, ops@attacker.example"
+)
+
+
+@pytest.fixture(scope="module")
+def bad_annotations_app(tmp_path_factory):
+    """A board over one run whose annotations file has a column named by a phishing line."""
+    import pyarrow as pa
+
+    tmp = tmp_path_factory.mktemp("annotations")
+    run = write_run_dir(tmp / "src", "run-a", CELL_A, cell_id="cellA", model="org/a")
+    path = write_annotations(run, "seed")
+    table = pq.read_table(path)
+    pq.write_table(table.append_column(URL_COLUMN, pa.array(["x"] * table.num_rows)), path)
+    proc, url = start_board(tmp, [str(tmp / "src")], cache="off")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.browser
+def test_a_url_in_an_annotations_problem_is_text_not_a_link(browser, bad_annotations_app):
+    """Before: the drill-down's "Annotations." line quotes the bad file's problem, escaped for
+    Markdown (no link or image syntax), but Gradio's Markdown autolinks a bare URL, a `www.`
+    host and an e-mail address: the column name above was three live links
+    (https://attacker.example/login, http://www.attacker.example..., mailto:). Now they are
+    shown as typed and nothing in the section is a link."""
+    page = _page(browser, [])
+    page.goto(bad_annotations_app + "?cell=cellA")
+    box = page.locator("#sf-decomposition")
+    box.get_by_text("could not be read", exact=False).first.wait_for(timeout=90_000)
+    assert box.locator("a").count() == 0
+    assert URL_COLUMN in box.inner_text()
+    page.close()
+
+
 # --- the judge record in a task's traces ---------------------------------------------------
 
 

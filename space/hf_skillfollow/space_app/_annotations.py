@@ -81,7 +81,11 @@ def cell_markdown(board: Board, cell: pd.Series) -> str:
         elif table is not None and table.num_rows:
             tables.append(table.to_pandas())
     if problems:
-        return "**Annotations.** " + " · ".join(for_markdown(p) for p in problems)
+        from hf_skillfollow.space_app._markdown import unlinked
+
+        # a problem quotes the file: its column names and paths are the submitter's
+        shown = (unlinked(for_markdown(_capped(p, 300))) for p in problems)
+        return "**Annotations.** " + " · ".join(shown)
     if not tables:
         return ""
     rows = board.task_rows(cell)

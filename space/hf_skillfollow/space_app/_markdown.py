@@ -18,3 +18,17 @@ _SPAN_OR_LT = re.compile(r"(?P<fence>`+)(?:.|\n)*?(?<!`)(?P=fence)(?!`)|(?<!\\)<
 def rendered(markdown: str) -> str:
     """`markdown` with every bare `<` outside code spans as an entity."""
     return _SPAN_OR_LT.sub(lambda m: m.group() if m.group("fence") else "&lt;", markdown)
+
+
+# What marked (Gradio's Markdown, GFM) turns into a link by itself in plain text: a URL's
+# scheme separator, a `www.` host and an e-mail address. `_escape.for_markdown` stops link
+# and image syntax, not these.
+_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<=www)(\.)|(@)")
+
+
+def unlinked(escaped: str) -> str:
+    """A submitter's string already escaped for Markdown, with nothing marked would autolink:
+    the `:` of `://`, the `.` after `www` and every `@` written as character references
+    (shown as typed). A bad annotations file named `Verify at https://attacker.example/login`
+    was a live link in the drill-down."""
+    return _AUTOLINK.sub(lambda m: f"&#{ord(m.group())};", escaped)
