@@ -482,3 +482,23 @@ def test_a_few_problems_are_all_lines_of_the_banner():
     assert html.count("<li title=") == 2 and "<details>" not in html
     assert "Source &#x27;a&#x27; skipped: &lt;b&gt;x&lt;/b&gt;" in html
     assert f'title="{"y" * 500}"' in html
+
+
+def test_a_line_break_in_a_name_cannot_forge_a_line_of_a_plot_tooltip(tmp_path):
+    """Before: a plot point's tooltip is one fact per line, and a model named
+    `org/a<LF>RAE +99.0 ...` showed a forged RAE line above the cell's own (for_html keeps line
+    breaks). Now a capped name shows a line break as its escape: the tooltip has its three
+    lines, the name in the first."""
+    from hf_skillfollow.space_app import _table as T
+    from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._ui import render_view
+
+    forged = "RAE +99.0 [+90.0, +99.9] · OAE +50.0 · lift +1.0 · Δselect +0.0 pp"
+    write_run_dir(tmp_path, "run-a", CELL_A, cell_id="cellA", model=f"org/a\n{forged}\u2028x")
+    board = load_board([str(tmp_path)], resamples=200, discover=False, use_cache=False)
+    view = render_view(board, T.ViewState(T.Filters(show_nonreportable=True)))
+    (tip,) = {t for t in re.findall(r"<title>(.*?)</title>", view.plots, re.S) if "org/a" in t}
+    lines = unescape(tip).split("\n")
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"org/a\\n{forged}\\u2028x · mbppplus")
+    assert lines[1].startswith("RAE +33.3")
