@@ -502,3 +502,36 @@ def test_a_line_break_in_a_name_cannot_forge_a_line_of_a_plot_tooltip(tmp_path):
     assert len(lines) == 3, lines
     assert lines[0].startswith(f"org/a\\n{forged}\\u2028x · mbppplus")
     assert lines[1].startswith("RAE +33.3")
+
+
+def test_tool_calls_nested_too_deep_are_shown_as_text_in_the_traces(tmp_path):
+    """Before: `_drill._pretty_json` parsed a message's tool_calls with json.loads and caught
+    ValueError only: `[` nested 9,000 deep (18 KB, under the 20,000 characters a message
+    shows) raised RecursionError in the drill-down's handler. Now it is shown as written."""
+    from hf_skillfollow.schema import traces_from_rows
+
+    deep = "[" * 9_000 + "]" * 9_000
+    run = write_run_dir(tmp_path / "s", "run-j", CELL_A, cell_id="cellJ", model="org/j")
+    rows = trace_rows(pq.read_table(run / "transitions.parquet").to_pylist())
+    for row in rows:
+        row["messages"][1]["tool_calls"] = deep
+    pq.write_table(traces_from_rows(rows), run / "traces.parquet")
+    traces = _drill_down(tmp_path / "s")[-1]
+    assert "SE arm" in traces and "SD arm" in traces and deep in traces
+
+
+def test_tool_calls_whose_indentation_would_be_large_are_shown_as_written():
+    """Before: tool calls were indented whatever their depth: `[` nested 900 deep (1.8 KB)
+    became 1.6 MB, cut to 20,000 characters; 200 such messages made one arm 4 MB of HTML and
+    took seconds of the server's CPU per opened task. Now such JSON is shown as written (one
+    arm 0.4 MB), and ordinary tool calls are still indented."""
+    from hf_skillfollow.space_app._drill import _trace
+
+    deep = "[" * 900 + "]" * 900
+    messages = [{"role": "assistant", "content": "", "tool_calls": deep}] * 200
+    html = _trace({"correct": True, "messages": messages, "extracted": "x"}, "se")
+    assert len(html) < 500_000, f"{len(html):,} characters"
+    assert html.count(deep) == 200
+    call = '[{"id": "c1", "function": {"name": "search_skills"}}]'
+    html = _trace({"correct": True, "messages": [{"role": "assistant", "tool_calls": call}]}, "se")
+    assert "\n  {\n    &quot;id&quot;: &quot;c1&quot;," in html

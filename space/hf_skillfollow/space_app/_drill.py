@@ -467,12 +467,33 @@ def _cut(value: object, limit: int = MESSAGE_CHARS) -> str:
 
 
 def _pretty_json(text: object) -> str:
+    """Tool calls indented for reading, or as written when they are not JSON or indenting
+    them would add more than a message shows (indentation grows with depth: `[` nested 900
+    deep, 1.8 KB, indented to 1.6 MB, and 200 such messages took seconds of the server's CPU)."""
     if len(str(text)) > MESSAGE_CHARS:  # not worth parsing: it is cut anyway
         return str(text)
-    try:
-        return json.dumps(json.loads(str(text)), indent=2, ensure_ascii=False)
+    from hf_skillfollow._text import loads_untrusted
+
+    try:  # loads_untrusted: `[` nested 9,000 deep raised RecursionError, blanking the traces
+        value = loads_untrusted(str(text))
     except (TypeError, ValueError):
         return str(text)
+    if _indent_cost(value) > MESSAGE_CHARS:
+        return str(text)
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _indent_cost(value: object) -> int:
+    """About how many characters `indent=2` adds to `value`: a line break and 2 spaces per
+    level for each element; counting stops past `MESSAGE_CHARS`."""
+    cost, stack = 0, [(value, 1)]
+    while stack and cost <= MESSAGE_CHARS:
+        node, depth = stack.pop()
+        items = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for item in items:
+            cost += 2 * depth + 1
+            stack.append((item, depth + 1))
+    return cost
 
 
 def _num(value: object) -> float:
