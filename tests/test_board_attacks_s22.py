@@ -535,3 +535,40 @@ def test_tool_calls_whose_indentation_would_be_large_are_shown_as_written():
     call = '[{"id": "c1", "function": {"name": "search_skills"}}]'
     html = _trace({"correct": True, "messages": [{"role": "assistant", "tool_calls": call}]}, "se")
     assert "\n  {\n    &quot;id&quot;: &quot;c1&quot;," in html
+
+
+def test_the_disagreeing_tasks_of_a_re_scoring_are_listed_up_to_a_bound(tmp_path):
+    """Before: the drill-down's re-scoring section listed every arm a source's own
+    verification record disagrees with: 20,000 rows (0.4 MB of files) made the header
+    19.4 MB for every visitor opening the cell. Now 100 arms are listed and the rest counted
+    (the counts line above still counts every row)."""
+    from hf_skillfollow.schema import (
+        VERIFICATIONS_SCHEMA,
+        transitions_from_rows,
+        verifications_from_rows,
+    )
+    from hf_skillfollow.space_app._board import cell_key, load_board
+    from hf_skillfollow.space_app._ui import _show_cell
+    from tests._rows import transition_row
+    from tests.test_published_attacks_round2 import _agreeing_record_rows
+
+    run = tmp_path / "run-v"
+    run.mkdir()
+    rows = [
+        transition_row(run_id="run-v", cell_id="cellV", model="org/v", task_id=f"t{i:05d}",
+                       se_correct=True, sd_correct=False, invoked=True, returned=True, n_calls=1)
+        for i in range(3_000)
+    ]  # fmt: skip
+    pq.write_table(transitions_from_rows(rows), run / "transitions.parquet")
+    record = _agreeing_record_rows(run)
+    for r in record:  # every verdict of both arms the other way, with a long reason
+        r.update(se_rescored=False, sd_rescored=True, se_reason="R" * 300, sd_reason="R" * 300)
+    (run / "verifications").mkdir()
+    table = verifications_from_rows(record).cast(VERIFICATIONS_SCHEMA)
+    pq.write_table(table, run / "verifications" / "x--run-v.parquet")
+    board = load_board([str(tmp_path)], resamples=200, discover=False, use_cache=False)
+    header = str(_show_cell(board, cell_key("cellV", board.sources[0]))[0])
+    assert len(header) < 200_000, f"{len(header):,} characters"
+    assert header.count("<tr><td>t0") == 100
+    assert "… and 5,900 more disagreeing arms" in header
+    assert "(3000 of 3000 rows re-scored, 0 agree" in header

@@ -213,8 +213,18 @@ def drill_html(rescoring: Rescoring, cell: pd.Series, per_run: bool) -> str:
     bad = disagreeing_rows(status)
     if bad:
         parts.append("<p><b>Disagreeing tasks</b> (published bit vs re-scored verdict)</p>")
-        parts.append(_table(bad))
+        parts.append(_table(bad[:SHOWN_DISAGREEING]))
+        if len(bad) > SHOWN_DISAGREEING:
+            parts.append(
+                f'<p class="sf-sub">… and {len(bad) - SHOWN_DISAGREEING:,} more disagreeing '
+                "arms (the counts above include them)</p>"
+            )
     return "".join(parts) + "</div>"
+
+
+#: Disagreeing arms listed in a drill-down: a source's own record disagreeing with each of
+#: 20,000 rows (0.4 MB of files) made the drill-down's header 19 MB.
+SHOWN_DISAGREEING = 100
 
 
 #: Records listed in a drill-down: a record may give every row its own id, so one line per
