@@ -76,7 +76,8 @@ def detect_atif(transcript: object, pool: Collection[str]) -> Detection:
             name = call.get("function_name")
             ok = _succeeded(name, call.get("tool_call_id"), results)
             shown = {"function_name": name, "arguments": call.get("arguments")}
-            out.add_call(name, call.get("arguments"), index, shown, ok)
+            output = (results.get(link(call.get("tool_call_id"))) or {}).get("content")
+            out.add_call(name, call.get("arguments"), index, shown, ok, output)
     return out.result(transcript)
 
 

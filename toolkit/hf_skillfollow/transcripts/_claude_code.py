@@ -27,6 +27,7 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
     # Claude Code's Bash keeps its working folder from one call to the next.
     out = Collector(NAME, pool, persistent_shell=True)
     failed: dict[str, bool] = {}
+    outputs: dict[str, object] = {}  # a call's result content: where its shell was reset
     for event in transcript.events:
         # Claude Code also reports a Skill load's outcome beside the block (real streams:
         # `"tool_use_result": {"success": true, "commandName": "citation-management"}`).
@@ -35,6 +36,7 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
         for block in _blocks(event, "user"):
             if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
                 failed[block["tool_use_id"]] = block.get("is_error") is True or refused
+                outputs[block["tool_use_id"]] = block.get("content")
     missing = 0
     for index, event in enumerate(transcript.events):
         if not isinstance(event, Mapping):
@@ -52,7 +54,8 @@ def detect_claude_code(transcript: object, pool: Collection[str]) -> Detection:
             ok = isinstance(call_id, str) and call_id in failed and not failed[call_id]
             missing += link(call_id) not in failed
             call = {"name": block.get("name"), "input": block.get("input")}
-            out.add_call(block.get("name"), block.get("input"), index, call, ok)
+            output = outputs.get(call_id) if isinstance(call_id, str) else None
+            out.add_call(block.get("name"), block.get("input"), index, call, ok, output)
     if missing:
         out.notes.append(f"{missing} tool calls have no result (counted as not returned)")
     return out.result(transcript)

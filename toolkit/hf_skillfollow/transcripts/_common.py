@@ -9,6 +9,7 @@ that only list or search by name (Glob, Grep, ``list_directory``) and tools that
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -119,6 +120,26 @@ def cwd_after(name: object, args: object, cwd: str) -> str:
     return cwd
 
 
+# Claude Code's Bash does not keep a folder outside the project (real streams: `cd /tmp && ...`
+# then `Shell cwd was reset to /app` closing that call's output): where it says so, that folder
+# is where the next call runs, not the `cd`'s.
+_CWD_RESET = re.compile(r"Shell cwd was reset to ([^\r\n]+)")
+#: How much of a result's end is searched for that line.
+_RESET_TAIL_CHARS = 8_192
+
+
+def cwd_reset(output: object) -> str | None:
+    """The folder a tool result says the shell was put back in (``Shell cwd was reset to X``
+    at its end), or None. `output` is a result's text or its list of content blocks."""
+    if isinstance(output, list):
+        texts = [b.get("text") for b in output[-10:] if isinstance(b, Mapping)]
+        output = "\n".join(t for t in texts if isinstance(t, str))
+    if not isinstance(output, str):
+        return None
+    found = _CWD_RESET.findall(output[-_RESET_TAIL_CHARS:])
+    return found[-1].strip() if found and found[-1].strip() else None
+
+
 def _json_args(text: str) -> object:
     """Tool arguments sent as a JSON string (OpenAI style), parsed bounded or ignored."""
     if len(text) > 1_000_000:
@@ -175,11 +196,16 @@ class Collector:
         for skill, kind in refs:
             self.add(skill, kind, index, shown, ok)
 
-    def add_call(self, name: object, args: object, index: int, call: object, ok: bool) -> None:
-        """One tool call: its skill refs, or a failed Skill-tool load of an unknown name."""
+    def add_call(
+        self, name: object, args: object, index: int, call: object, ok: bool, output: object = None
+    ) -> None:
+        """One tool call: its skill refs, or a failed Skill-tool load of an unknown name.
+        `output` is its result where the detector has it (a shell reset there wins)."""
         refs, asked = tool_refs(name, args, self.pool, self.shell_cwd)
         if self.persistent_shell and ok:
             self.shell_cwd = cwd_after(name, args, self.shell_cwd)
+        if self.persistent_shell and (reset := cwd_reset(output)) is not None:
+            self.shell_cwd = reset if len(reset) <= 4_096 else ""
         if refs:
             self.add_refs(refs, index, call, ok)
         elif asked is not None and not ok:
