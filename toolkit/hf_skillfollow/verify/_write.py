@@ -11,6 +11,7 @@ following links.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
 
@@ -123,19 +124,40 @@ def _write_new(folder: Path, name: str, data: bytes) -> None:
         # Written under a temporary name, then linked to its own: a write that fails part-way
         # (a full disk) leaves no torn record, and link(2) never replaces a file (O_EXCL too).
         temp = f".{name}.{os.getpid()}.partial"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-        fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
+        _create(temp, data, dir_fd)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
             os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            # A filesystem without hard links (FAT, exFAT, some network and FUSE mounts):
+            # written in place, still exclusively, and removed when that write fails.
+            _create(name, data, dir_fd)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+
+
+#: link(2) errors that mean the filesystem has no hard links, not that the write failed
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+
+
+def _create(name: str, data: bytes, dir_fd: int) -> None:
+    """Create `name` (never an existing file, never through a link) holding `data`, synced;
+    a write that fails part-way removes what it created."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        raise
 
 
 def _exists(name: str, dir_fd: int) -> bool:

@@ -1,0 +1,57 @@
+"""Review of session 22's `verify` commits (R5): attacks on the new code paths.
+
+Real runs as in tests/test_verify_attacks_s22.py (the MATH-500 run over
+`ScriptedModelServerDouble`, the judged own-tasks run over `AgentAndJudgeDouble`), the real
+`verify` command; hostile bytes where a publisher controls them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests import test_verify_attacks_s22 as s22
+from tests.test_verify_attacks_s22 import _copy, _records, verify
+
+#: the real runs of tests/test_verify_attacks_s22.py (module fixtures, built once here too)
+math_run = s22.math_run
+
+
+@pytest.mark.parametrize("code", [errno.EPERM, errno.EOPNOTSUPP])
+def test_a_record_is_written_on_a_filesystem_without_hard_links(
+    math_run, tmp_path, monkeypatch, code
+):
+    """ff58b1e writes a record under a temporary name and link(2)s it to its own. FAT, exFAT
+    and many network or FUSE mounts have no hard links: link(2) fails there (EPERM per the
+    Linux man page; EOPNOTSUPP on others), and every verify on such a disk exited 2 'the
+    verification ran but its record was not written'. Such a filesystem cannot be mounted
+    here, so `link_on_a_filesystem_without_hard_links` stands in for the kernel's link(2)."""
+
+    def link_on_a_filesystem_without_hard_links(*args: object, **kwargs: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "link", link_on_a_filesystem_without_hard_links)
+    run = _copy(math_run, tmp_path / "run")
+    code_, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
+    assert code_ == 0, out + err
+    (record,) = _records(run)
+    assert pq.read_table(record).num_rows == 4
+    assert sorted(p.name for p in (run / "verifications").iterdir()) == [record.name]
+
+
+def test_a_link_error_that_is_not_the_filesystem_s_is_still_an_error(
+    math_run, tmp_path, monkeypatch
+):
+    """Guard: link(2) failing for another reason (the disk full) writes nothing in place."""
+
+    def link_on_a_full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "link", link_on_a_full_disk)
+    run = _copy(math_run, tmp_path / "run")
+    code, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
+    assert code == 2 and "its record was not written" in err, out + err
+    assert list((run / "verifications").iterdir()) == []
