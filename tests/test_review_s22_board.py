@@ -1,0 +1,71 @@
+"""Session 22 review of the board's new string rules (ee41f7b, d45bbb7, 42ba9a1): honest text
+in scripts that need joiners is drawn as written, look-alikes still are not, and only a Hub
+id gets a model-card link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._fixtures_hub import CELL_A, write_run_dir
+
+#: Honest strings whose ZWNJ/ZWJ (or emoji tags) change what is drawn: a Persian name, Hindi
+#: and Sinhala conjuncts, emoji ZWJ sequences with a skin tone and a presentation selector,
+#: a subdivision flag.
+HONEST = {
+    "persian": "\u0639\u0644\u06cc\u200c\u0631\u0636\u0627",  # علی‌رضا
+    "hindi": "\u0915\u094d\u200d\u0937 \u0915\u094d\u200c\u0937",  # क्‍ष क्‌ष
+    "sinhala": "\u0dc1\u0dca\u200d\u0dbb\u0dd3",  # ශ්‍රී
+    "emoji": "\U0001f468\u200d\U0001f4bb \U0001f469\U0001f3fd\u200d\U0001f4bb",  # 👨‍💻 👩🏽‍💻
+    "rainbow": "\U0001f3f3\ufe0f\u200d\U0001f308",  # 🏳️‍🌈
+    "england": "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
+}
+
+#: The same characters where they draw nothing: still escapes.
+SPOOFS = {
+    "org/vic\u200dtim": "org/vic\\u200dtim",
+    "org/vic\u200ctim": "org/vic\\u200ctim",
+    "org/victim\u200d": "org/victim\\u200d",
+    "\u0915\u094d\u200d\u200d\u0937": "\u0915\u094d\u200d\\u200d\u0937",  # one joiner is enough
+    "org/victim\U000e0067\U000e007f": "org/victim\\U000e0067\\U000e007f",  # tags, no flag
+}
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_text_with_joiners_is_drawn_as_written(name):
+    """Before: every ZWNJ/ZWJ and tag character was written as its escape, so a Persian
+    annotator, a Hindi skill name or a 👨‍💻 condition read `علی\\u200cرضا`, `क्\\u200dष`,
+    `👨\\u200d💻`. Where the joiner shapes what is drawn it is now kept."""
+    from hf_skillfollow.space_app._shown import capped
+
+    assert capped(HONEST[name]) == HONEST[name]
+
+
+@pytest.mark.parametrize("raw", sorted(SPOOFS))
+def test_joiners_that_draw_nothing_are_still_escapes(raw):
+    from hf_skillfollow.space_app._shown import capped
+
+    assert capped(raw) == SPOOFS[raw]
+
+
+def test_honest_model_names_with_joiners_read_as_written_on_the_page(tmp_path: Path):
+    """Through a real board over local sources: the table and the Models tab draw the
+    Persian and emoji names whole, and `org/vic<ZWJ>tim` as its escape."""
+    from hf_skillfollow.space_app import _models
+    from hf_skillfollow.space_app import _table as T
+    from hf_skillfollow.space_app._board import load_board
+    from hf_skillfollow.space_app._ui import render_view
+
+    models = {"fa": HONEST["persian"], "emoji": HONEST["emoji"], "zwj": "org/vic\u200dtim"}
+    roots = []
+    for name, model in models.items():
+        write_run_dir(tmp_path / name, f"run-{name}", CELL_A, cell_id=f"cell-{name}", model=model)
+        roots.append(str(tmp_path / name))
+    board = load_board(roots, resamples=200, discover=False, use_cache=False)
+    view = render_view(board, T.ViewState(T.Filters(show_nonreportable=True)))
+    page = _models.models_html(_models.models_frame(board.cells()))
+    for html in (view.table, page):
+        assert HONEST["persian"] in html and HONEST["emoji"] in html
+        # drawn as its escape (the Models tab's data-model key keeps the value, not drawn)
+        assert ">org/vic\\u200dtim<" in html and ">org/vic\u200dtim<" not in html
