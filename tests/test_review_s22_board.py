@@ -69,3 +69,13 @@ def test_honest_model_names_with_joiners_read_as_written_on_the_page(tmp_path: P
         assert HONEST["persian"] in html and HONEST["emoji"] in html
         # drawn as its escape (the Models tab's data-model key keeps the value, not drawn)
         assert ">org/vic\\u200dtim<" in html and ">org/vic\u200dtim<" not in html
+
+
+def test_a_name_with_a_trailing_line_break_gets_no_model_card_link():
+    """Before: the Hub-id rule ended in `$`, which also matches before a final newline, so
+    `org/victim<LF>` (another name, shown as `org/victim\\n`) got a ↗ link to
+    `https://huggingface.co/org/victim<LF>`, which a browser opens as org/victim's card."""
+    from hf_skillfollow.space_app._labels import card_url
+
+    assert card_url("org/victim\n") == ""
+    assert card_url("org/victim") == "https://huggingface.co/org/victim"

@@ -135,6 +135,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$", re.ASCII)
 def card_url(model: object) -> str:
     """The model's card on the Hub when its name is a Hub model id, else ''."""
     text = str(model)
-    if not _HUB_ID.match(text) or ".." in text or text.endswith((".", "-")):
+    # fullmatch: `$` also matches before a final newline, and `org/victim<LF>` is not a Hub id
+    if not _HUB_ID.fullmatch(text) or ".." in text or text.endswith((".", "-")):
         return ""
     return f"https://huggingface.co/{text}"
