@@ -14,10 +14,28 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import test_verify_attacks_s22 as s22
-from tests.test_verify_attacks_s22 import _copy, _records, verify
+from tests.test_verify_attacks_s22 import _copy, _edit_judge_records, _records, verify
 
 #: the real runs of tests/test_verify_attacks_s22.py (module fixtures, built once here too)
 math_run = s22.math_run
+judged_run = s22.judged_run
+_verify_judged = s22._verify_judged
+
+
+def _unknown_backend(record: dict) -> dict:
+    record["settings"]["backend"] = "my-own-backend"
+    return record
+
+
+def test_a_judge_recorded_on_a_backend_this_toolkit_lacks_is_one_error(judged_run, tmp_path):
+    """A judge record naming a backend this toolkit has no such thing as (the publisher's word),
+    re-graded at the verifier's --judge-base-url: one error, exit 2, naming it."""
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, _unknown_backend)
+    code, out, err = _verify_judged(run, tmp_path, "--judge-base-url", "http://127.0.0.1:9/v1")
+    assert code == 2, out + err
+    assert "my-own-backend" in err and "Traceback" not in err
+    assert "which this toolkit does not have" in err
 
 
 @pytest.mark.parametrize("code", [errno.EPERM, errno.EOPNOTSUPP])

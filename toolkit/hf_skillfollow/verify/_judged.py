@@ -103,9 +103,18 @@ _LOADS_HERE = ("vllm", "vllm-server")
 def _check_started_here(judge: JudgeSettings, backend: str | None) -> None:
     """UnavailableError when re-grading would load a model the published record names: a
     `local` judge's model is a GGUF shipped with the toolkit (a plain file name), never a path
-    from the record; a recorded vLLM judge is started here only on --judge-backend."""
+    from the record; a recorded vLLM judge is started here only on --judge-backend; a backend
+    this toolkit does not have is named, not handed on."""
+    from hf_skillfollow.registries import BACKENDS
+
     name = backend or judge.backend
     model = judge.model
+    if name not in BACKENDS:  # the record's word; RunConfig would end verify in a traceback
+        raise UnavailableError(
+            f"the rows are graded by the judge {judge.judge[:200]} on backend {name[:100]!r}, "
+            f"which this toolkit does not have ({', '.join(BACKENDS)}); serve that model and "
+            "pass --judge-backend openai --judge-base-url URL"
+        )
     if name == "local" and (model in ("", ".", "..") or "/" in model or "\\" in model):
         raise UnavailableError(
             f"the rows are graded by the local judge model {model[:200]!r}, a path: verify "
