@@ -79,3 +79,28 @@ def test_a_name_with_a_trailing_line_break_gets_no_model_card_link():
 
     assert card_url("org/victim\n") == ""
     assert card_url("org/victim") == "https://huggingface.co/org/victim"
+
+
+def test_a_judge_record_with_a_repeat_that_did_not_parse_is_shown():
+    """Before (9d49944): the drill-down's shape check wanted every repeat's `verdicts` to be a
+    list, but the toolkit writes `"verdicts": null` for a repeat whose judge reply did not
+    parse (judge._grade.summarise), so an honest record with one failed repeat of three was
+    replaced by 'judge record not shown: ... (not a record hf-skillfollow writes)'. Now
+    such a repeat casts no vote and the expectations are listed from the others."""
+    import json
+
+    from hf_skillfollow._structured import Reply
+    from hf_skillfollow.judge._grade import JudgeSettings, summarise
+    from hf_skillfollow.space_app._drill import _judge_html
+
+    replies = [
+        Reply([(True, "greets"), (False, "no farewell")], "{}", 1, None),
+        Reply(None, "not json", 3, "not JSON"),
+        Reply([(True, "says hi"), (False, "none")], "{}", 1, None),
+    ]
+    judged = summarise(replies, 2, JudgeSettings(model="judge-m", backend="openai", repeats=3))
+    assert judged.record["repeats"][1]["verdicts"] is None  # what the toolkit writes
+    html = "".join(_judge_html({"judge_verdicts": json.dumps(judged.record)}))
+    assert "judge record not shown" not in html
+    assert "e1: <b>met</b> (✓✓)" in html and "e2: <b>not met</b> (✗✗)" in html
+    assert "greets | says hi" in html

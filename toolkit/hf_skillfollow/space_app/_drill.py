@@ -414,7 +414,10 @@ def _judge_html(row: dict) -> list[str]:
     majority, repeats = record.get("majority", []), record.get("repeats", [])
     if not isinstance(majority, list) or not isinstance(repeats, list):
         return [_judge_note("'majority' or 'repeats' is not a list")]
-    verdicts = [r.get("verdicts") if isinstance(r, dict) else None for r in repeats]
+    if not all(isinstance(r, dict) for r in repeats):
+        return [_judge_note("a repeat is not an object")]
+    # a repeat whose reply did not parse has "verdicts": null (judge._grade.summarise): no vote
+    verdicts = [[] if r.get("verdicts") is None else r["verdicts"] for r in repeats]
     if not all(isinstance(v, list) and all(isinstance(x, dict) for x in v) for v in verdicts):
         return [_judge_note("a repeat is not an object with a list of verdict objects")]
     # the statements themselves, where the record carries them (docs/tasks.md)
