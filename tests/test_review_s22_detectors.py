@@ -4,6 +4,7 @@ activations are written by hand."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,34 @@ def test_a_cd_an_atif_claude_code_shell_reset_is_not_carried(
     )
     path = fx.write_json(tmp_path / "trajectory.json", document)
     assert detect(read_transcript(path), POOL).activated() == expected
+
+
+def _atif_cd_calls(tmp_path: Path, agent: str) -> float:
+    """CPU seconds to detect 100 Bash calls, each a `cd` then a read of 2,000 files, in an
+    ATIF trajectory of `agent` (the best of two runs)."""
+    files = " ".join(f"/root/data/f{j}.csv" for j in range(2_000))
+    steps = [
+        fx.atif_agent(
+            [(f"c{i}", "Bash", {"command": f"cd /root/w{i} && cat {files}"})],
+            [(f"c{i}", "ok", None)],
+        )
+        for i in range(100)
+    ]
+    path = fx.write_json(tmp_path / f"{agent}.json", fx.atif(agent, steps))
+    transcript = read_transcript(path)
+    best = float("inf")
+    for _ in range(2):
+        start = time.process_time()
+        assert detect(transcript, POOL).activated() == ()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_following_the_cd_of_a_persistent_shell_does_not_read_each_command_twice(
+    tmp_path: Path,
+) -> None:
+    # Following the `cd`s scanned every command a second time, paths and all: a persistent
+    # shell's trajectory took twice the CPU of the same calls where nothing is carried.
+    carried = _atif_cd_calls(tmp_path, "claude-code")
+    fresh = _atif_cd_calls(tmp_path, "codex")
+    assert carried < 1.5 * fresh, (carried, fresh)

@@ -149,10 +149,10 @@ def command_refs(command: object, pool: Collection[str], cwd: str = "") -> list[
 
 
 def scan_command(
-    command: object, pool: Collection[str], cwd: str = ""
+    command: object, pool: Collection[str], cwd: str = "", *, find_refs: bool = True
 ) -> tuple[list[SkillRef], str]:
     """`command_refs`, and the folder the shell is left in (its last `cd`), for a harness
-    whose shell persists from one call to the next."""
+    whose shell persists from one call to the next; `find_refs=False` follows the `cd`s only."""
     if isinstance(command, list | tuple):
         command = " ".join(c for c in command[:1000] if isinstance(c, str))
     cwd = cwd if isinstance(cwd, str) and len(cwd) <= MAX_CWD_CHARS else ""
@@ -173,7 +173,9 @@ def scan_command(
         if program == "cd":
             cwd = _cd(cwd, args[0] if args else "~")
             continue
-        if program in _NOT_READING or (program in _SEARCHES and _names_only(args)):
+        if not find_refs or program in _NOT_READING:
+            continue
+        if program in _SEARCHES and _names_only(args):
             continue
         # The program word names a skill file only when it is a path (a script run directly).
         head = [words[at]] if "/" in words[at] else []
