@@ -73,3 +73,42 @@ def test_a_link_error_that_is_not_the_filesystem_s_is_still_an_error(
     code, out, err = verify(str(run), "--state", str(tmp_path / "s.jsonl"))
     assert code == 2 and "its record was not written" in err, out + err
     assert list((run / "verifications").iterdir()) == []
+
+
+def test_a_verify_killed_while_writing_its_records_leaves_none(math_run, tmp_path):
+    """15feb9c removes the records a failed write had written, but a verify *killed* between
+    two records (SIGKILL, the OOM killer; here SIGXFSZ's default action, the process may
+    write 8,000 bytes per file and run-b's record is ~11 KB) ran no cleanup: run-a's record
+    stayed, and the rerun wrote a second record of run-a. Now every record is written whole
+    under a temporary name before any takes its own, so the kill leaves none."""
+    import resource
+    import secrets
+    import signal
+    import subprocess
+    import sys
+
+    folder = tmp_path / "runs"
+    a = _copy(math_run, folder / "run-a")
+    b = _copy(math_run, folder / "run-b")
+    s22._as_run(a, "run-a")
+    s22._as_run(b, "run-b")
+    s22._set_rows(b, "cell_id", secrets.token_urlsafe(4500)[:6000])
+    state = tmp_path / "s.jsonl"
+    # Python ignores SIGXFSZ; the process under test puts back the kernel's default (kill)
+    killed_on_a_full_file = (
+        "import runpy, signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL); "
+        "runpy.run_module('hf_skillfollow.cli', run_name='__main__')"
+    )
+    verify_args = ["verify", str(folder), "--state", str(state)]
+    args = [sys.executable, "-c", killed_on_a_full_file, *verify_args]
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8000, resource.RLIM_INFINITY))
+
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600, preexec_fn=limit)
+    assert proc.returncode == -signal.SIGXFSZ, proc.stdout + proc.stderr
+    assert _records(a) == [] and _records(b) == []
+    rerun = [sys.executable, "-m", "hf_skillfollow.cli", *verify_args]
+    proc = subprocess.run(rerun, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(_records(a)) == 1 and len(_records(b)) == 1

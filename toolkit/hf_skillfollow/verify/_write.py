@@ -80,26 +80,34 @@ def record_tables(v: Verification) -> dict[str, pa.Table]:
 def write_records(v: Verification, folder_of_run: dict[str, Path]) -> list[Path]:
     """Write each run's record into its folder (never over an existing file); return the paths.
 
-    All or none: when one record cannot be written, those this call wrote are removed again,
-    so that running `verify` once more (the verdicts come from its state file) writes each
-    run's record once, not a second record of the runs that had one."""
+    All or none: every record is first written whole under a temporary name, and only then
+    does each take its own name, so a `verify` that fails or is killed while writing leaves
+    no record (a failure after some took their names removes those again): running `verify`
+    once more (the verdicts come from its state file) writes each run's record once, not a
+    second record of the runs that had one."""
+    staged: list[tuple[Path, str, str]] = []  # (folder, temporary name, record name)
     written: list[Path] = []
     try:
         for run_id, table in record_tables(v).items():
             folder = folder_of_run[run_id]
             check_run_id(run_id, str(folder))
             name = record_name(v.verification_id, run_id)
-            _write_new(folder, name, record_bytes(table))
+            staged.append((folder, _stage(folder, name, record_bytes(table)), name))
+        for folder, temp, name in staged:
+            _publish(folder, temp, name)
             written.append(folder / name)
     except BaseException:
         for path in written:
             _remove(path.parent, path.name)
         raise
+    finally:
+        for folder, temp, _ in staged:
+            _remove(folder, temp)
     return written
 
 
 def _remove(folder: Path, name: str) -> None:
-    """Remove a record this verification wrote, through its folder opened without following
+    """Remove a file this verification wrote, through its folder opened without following
     a link (as it was written); what cannot be removed stays, the error says the rest."""
     with contextlib.suppress(OSError):
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
@@ -110,32 +118,53 @@ def _remove(folder: Path, name: str) -> None:
 
 
 def _write_new(folder: Path, name: str, data: bytes) -> None:
-    """Create `folder/name` with `data`; the folder's last part and the file are never links."""
+    """One record written alone, as `write_records` writes each (staged, then published)."""
+    temp = _stage(folder, name, data)
+    try:
+        _publish(folder, temp, name)
+    finally:
+        _remove(folder, temp)
+
+
+def _open_folder(folder: Path) -> int:
+    """`folder` opened without following a link in its last part."""
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:  # ELOOP: a link planted between the check and now; ENOTDIR
+        raise ValueError(f"{folder}: not a plain folder ({exc.strerror})") from None
+
+
+def _stage(folder: Path, name: str, data: bytes) -> str:
+    """Write `data` whole under a temporary name beside `folder/name`; return that name. The
+    folder's last part and the file are never links; an existing `name` is refused."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):  # then it must be a plain folder, checked next
         folder.mkdir()
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:  # ELOOP: a link planted between the check and now; ENOTDIR
-        raise ValueError(f"{folder}: not a plain folder ({exc.strerror})") from None
+    dir_fd = _open_folder(folder)
     try:
         if _exists(name, dir_fd):  # a verification id is new: never written over, nor a link
             raise FileExistsError(f"{folder / name} exists")
-        # Written under a temporary name, then linked to its own: a write that fails part-way
-        # (a full disk) leaves no torn record, and link(2) never replaces a file (O_EXCL too).
         temp = f".{name}.{os.getpid()}.partial"
         _create(temp, data, dir_fd)
+        return temp
+    finally:
+        os.close(dir_fd)
+
+
+def _publish(folder: Path, temp: str, name: str) -> None:
+    """Give the whole temporary `temp` its record name: link(2), which never replaces a file."""
+    dir_fd = _open_folder(folder)
+    try:
         try:
             os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
         except OSError as exc:
             if exc.errno not in _NO_HARD_LINKS:
                 raise
             # A filesystem without hard links (FAT, exFAT, some network and FUSE mounts):
-            # written in place, still exclusively, and removed when that write fails.
-            _create(name, data, dir_fd)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp, dir_fd=dir_fd)
+            # copied in place, still exclusively, and removed when that write fails.
+            fd = os.open(temp, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            with os.fdopen(fd, "rb") as fh:
+                _create(name, fh.read(), dir_fd)
     finally:
         os.close(dir_fd)
 
