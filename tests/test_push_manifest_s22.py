@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sweep_annotate_push_attacks import CELL_A, _nothing_written, _push_dry
-from tests.test_sweep_annotate_push_attacks import write_run_dir
+from tests.test_sweep_annotate_push_attacks import (
+    CELL_A,
+    _nothing_written,
+    _push_dry,
+    write_run_dir,
+)
 
 
 @pytest.mark.parametrize("kind", ["nested past the parser", "over the size cap"])

@@ -330,6 +330,8 @@ def _refuse_doubled_rows(run: RunTables) -> None:
 
 #: The files of a run directory a push reads.
 _RUN_FILES = (MANIFEST, RUN_TRANSITIONS, RUN_TRACES, RUN_ANNOTATIONS)
+
+
 def _check_run_folder(root: Path) -> None:
     """Each file a push reads from `root` is a regular file inside it: a symbolic link out of
     the folder (a run folder handed over by someone else) would publish a file elsewhere on
