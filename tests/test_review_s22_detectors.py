@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_skillfollow.transcripts import detect, read_transcript
+from hf_skillfollow.transcripts import detect, read_transcript, sniff_format
 from tests import _transcript_fixtures as fx
 
 POOL = ("pdf", "xlsx")
@@ -96,3 +96,28 @@ def test_following_the_cd_of_a_persistent_shell_does_not_read_each_command_twice
     carried = _atif_cd_calls(tmp_path, "claude-code")
     fresh = _atif_cd_calls(tmp_path, "codex")
     assert carried < 1.5 * fresh, (carried, fresh)
+
+
+# BenchFlow's own tests (issue #507) record OpenHands' invoke_skill over ACP as kind `other`
+# titled with the model's summary, the result opening with the `Tool: invoke_skill` header.
+@pytest.mark.parametrize(
+    ("title", "text", "expected"),
+    [
+        (
+            "Load PDF skill for processing",
+            "Tool: invoke_skill\nResult:\n[skill: pdf]\n# PDF",
+            ("pdf",),
+        ),
+        ("Read the notes", "Tool: invoke_skill\nResult:\nno marker here", ()),
+        ("cat prior_trajectory.txt", "log\nTool: invoke_skill\nResult:\n[skill: pdf]", ()),
+    ],
+)
+def test_an_openhands_invoke_skill_over_acp_counts_whatever_its_title(
+    tmp_path: Path, title: str, text: str, expected: tuple[str, ...]
+) -> None:
+    path = fx.write_jsonl(
+        tmp_path / "acp_trajectory.jsonl", [fx.acp_call("tc_1", "other", title, "completed", text)]
+    )
+    transcript = read_transcript(path)
+    assert sniff_format(transcript) == "acp"
+    assert detect(transcript, POOL).activated() == expected

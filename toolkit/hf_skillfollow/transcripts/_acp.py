@@ -6,8 +6,9 @@ call (also raw ACP ``session/update`` objects with ``sessionUpdate: tool_call`` 
 ``tool_call_update``s, merged by ``toolCallId``). Trigger events, following BenchFlow's own
 classifier (``benchflow.trajectories.metrics.is_skill_invocation_event``): a call whose
 ``kind`` or tool name is ``skill``/``invoke_skill``/``activate_skill``, or an unclassified
-call, untitled or titled as a skill tool, whose result opens with OpenHands'
-``Tool: invoke_skill`` header and a ``[skill: <name>]`` marker or OpenCode's
+call whose result opens with OpenHands' ``Tool: invoke_skill`` header and a
+``[skill: <name>]`` marker (whatever its title: OpenHands titles a call with the model's own
+summary) or, untitled or titled as a skill tool, with OpenCode's
 ``<skill_content name="<name>">`` envelope; the skill
 is named by ``rawInput`` (``name``/``skill``), those markers, or the title. Other calls count
 when ``rawInput``, ``locations[].path`` or, for ``read``/``execute`` calls, the title names a
@@ -124,14 +125,17 @@ def _skill_asked(kind: str, title: str, raw: Mapping, content: object) -> str | 
         or tool in SKILL_TOOLS
         or _norm(title) in {"invoke_skill", "activate_skill"}
     )
-    # A result is sniffed only for a call titled as a skill tool or not titled at all: any
-    # other unclassified tool (an MCP file reader, a sub-agent) can return a file's text that
-    # opens with `<skill_content name="pdf">` without loading anything.
+    # OpenCode's envelope is sniffed only for a call titled as a skill tool or not titled at
+    # all: any other unclassified tool (an MCP file reader, a sub-agent) can return a file's
+    # text that opens with `<skill_content name="pdf">` without loading anything. OpenHands'
+    # header is sniffed whatever the title: OpenHands titles a call with the model's own
+    # summary ("Load PDF skill for processing", BenchFlow's issue #507 tests), so the title
+    # cannot tell its invoke_skill apart.
     untitled = not title.strip() or _norm(title.replace(":", " ").split()[0]) in SKILL_TOOLS
     sniffed = kind in _SNIFFABLE and (
         _norm(title) in SKILL_TOOLS
         or (untitled and envelope is not None)
-        or (untitled and any(_HEADER.match(t) and marker for t in texts))
+        or any(_HEADER.match(t) and marker for t in texts)
     )
     if not (identity or sniffed):
         return None
