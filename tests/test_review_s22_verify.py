@@ -112,3 +112,21 @@ def test_a_verify_killed_while_writing_its_records_leaves_none(math_run, tmp_pat
     proc = subprocess.run(rerun, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(_records(a)) == 1 and len(_records(b)) == 1
+
+
+def test_two_verifies_that_found_no_state_both_keep_their_verdicts(tmp_path):
+    """32dc393 writes each verdict through at once; but a state file that held no verdict was
+    opened with "w" (no O_APPEND), so two verifies of the same sources started together (the
+    same default state file) each wrote from offset 0, over the other's lines: one verdict
+    of two survived. Now the file is appended to unless --fresh."""
+    from hf_skillfollow.verify._state import VerifyState
+
+    state = tmp_path / "s.jsonl"
+    first, second = VerifyState(state), VerifyState(state)
+    with first, second:
+        first.add("key-a", True, "scored by the first verify")
+        second.add("key-b", False, "scored by the second verify")
+    assert VerifyState(state).done == {
+        "key-a": {"passed": True, "reason": "scored by the first verify"},
+        "key-b": {"passed": False, "reason": "scored by the second verify"},
+    }

@@ -40,13 +40,16 @@ class VerifyState:
     def __init__(self, path: Path, *, fresh: bool = False) -> None:
         self.path = path
         self.done: dict[str, dict[str, Any]] = {} if fresh else _read(path)
+        self._fresh = fresh
         self._lock = threading.Lock()
         self._fh: Any = None
 
     def __enter__(self) -> VerifyState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _drop_torn_tail(self.path)
-        self._fh = open(self.path, "w" if not self.done else "a", encoding="utf-8")  # noqa: SIM115
+        # Appended to (O_APPEND) unless --fresh: two verifies of the same sources that both
+        # found no state would otherwise each write from offset 0, over the other's lines.
+        self._fh = open(self.path, "w" if self._fresh else "a", encoding="utf-8")  # noqa: SIM115
         return self
 
     def __exit__(self, *exc: object) -> None:
