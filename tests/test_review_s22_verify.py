@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -130,3 +131,23 @@ def test_two_verifies_that_found_no_state_both_keep_their_verdicts(tmp_path):
         "key-a": {"passed": True, "reason": "scored by the first verify"},
         "key-b": {"passed": False, "reason": "scored by the second verify"},
     }
+
+
+def _long_judge_name(record: dict) -> dict:
+    model = "org/judge-" + "x" * 100_000
+    record["settings"]["model"] = model
+    record["judge"] = f"{model}@{record['judge'].rsplit('@', 1)[1]}"
+    return record
+
+
+def test_a_judge_name_of_any_length_is_quoted_in_part(judged_run, tmp_path):
+    """A judge record is the publisher's, its model name of any length. Before: the refusal
+    to re-grade without --judge-base-url quoted it whole, a 100,211-character error line."""
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, _long_judge_name)
+    code, out, err = _verify_judged(run, tmp_path)
+    assert code == 2, out + err
+    assert "the rows are graded by the judge org/judge-xxx" in err
+    assert re.search(r"x… \(100,0\d\d characters\) \(backend openai\)", err) and len(err) < 2_000, (
+        err
+    )

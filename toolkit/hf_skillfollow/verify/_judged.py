@@ -25,6 +25,14 @@ OnVerdict = Callable[[int, "Verdict"], None]
 Regrade = Callable[[list[tuple[Any, str, "JudgeSettings"]], OnVerdict | None], list["Verdict"]]
 
 
+#: a recorded judge's name is the publisher's, of any length: messages quote this much of it
+_NAME_CHARS = 200
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= _NAME_CHARS else f"{text[:_NAME_CHARS]}… ({len(text):,} characters)"
+
+
 def is_judged(task: Any) -> bool:
     return getattr(task, "grader", None) == "expectations"
 
@@ -35,7 +43,7 @@ def recorded_judge(row: Row, arm: str) -> JudgeSettings:
     from hf_skillfollow.judge import JudgeSettings
 
     record = row.traces[arm].judge_record
-    where = f"run {row.run_id}: task {row.task_id} ({arm})"
+    where = f"run {_name(row.run_id)}: task {row.task_id} ({arm})"
     if not record or "settings" not in record:
         raise UnavailableError(
             f"{where} is graded by a judge, but its trace records no judge verdicts to re-grade with"
@@ -49,7 +57,7 @@ def recorded_judge(row: Row, arm: str) -> JudgeSettings:
         raise ValueError(f"{where}: its judge record names no judge ('judge' is not a string)")
     if settings.judge != recorded:
         raise UnavailableError(
-            f"run {row.run_id}: graded by the judge {recorded[:200]}; this toolkit's judge "
+            f"run {_name(row.run_id)}: graded by the judge {_name(recorded)}; this toolkit's judge "
             f"instructions are {settings.prompt_hash}: install the toolkit that graded it"
         )
     return settings
@@ -81,7 +89,7 @@ def regrader(
         _check_started_here(judge, backend)
         if (backend or judge.backend) != "local" and not base_url:
             raise UnavailableError(
-                f"the rows are graded by the judge {judge.judge} (backend {judge.backend}); "
+                f"the rows are graded by the judge {_name(judge.judge)} (backend {_name(judge.backend)}); "
                 "pass --judge-base-url URL (and --judge-api-key-env) where that model is served "
                 "to re-grade them"
             )
@@ -111,20 +119,20 @@ def _check_started_here(judge: JudgeSettings, backend: str | None) -> None:
     model = judge.model
     if name not in BACKENDS:  # the record's word; RunConfig would end verify in a traceback
         raise UnavailableError(
-            f"the rows are graded by the judge {judge.judge[:200]} on backend {name[:100]!r}, "
+            f"the rows are graded by the judge {_name(judge.judge)} on backend {name[:100]!r}, "
             f"which this toolkit does not have ({', '.join(BACKENDS)}); serve that model and "
             "pass --judge-backend openai --judge-base-url URL"
         )
     if name == "local" and (model in ("", ".", "..") or "/" in model or "\\" in model):
         raise UnavailableError(
-            f"the rows are graded by the local judge model {model[:200]!r}, a path: verify "
+            f"the rows are graded by the local judge model {_name(model)!r}, a path: verify "
             "starts the embedded judge only with a GGUF shipped with the toolkit, never a file "
             "a published record names; serve that model yourself and pass --judge-backend "
             "openai --judge-base-url URL"
         )
     if backend is None and name in _LOADS_HERE:
         raise UnavailableError(
-            f"the rows are graded by the judge {judge.judge[:200]} on backend {name}, which "
+            f"the rows are graded by the judge {_name(judge.judge)} on backend {name}, which "
             f"would load the model the published record names on this machine; serve it and "
             f"pass --judge-backend openai --judge-base-url URL, or pass --judge-backend {name} "
             "to load it here"
@@ -159,7 +167,7 @@ async def _regrade(
                 await _grade_all(judge, items, indices, verdicts, base_url or name, on_verdict)
         except BackendStartupError as exc:
             raise UnavailableError(
-                f"the judge {settings.judge} is not reachable at {base_url or name}: {exc}"
+                f"the judge {_name(settings.judge)} is not reachable at {base_url or name}: {exc}"
             ) from None
     return [v for v in verdicts if v is not None]
 
@@ -179,7 +187,7 @@ async def _grade_all(
         verdict = await judged_verdict(judge, task, text, settings)
         if "backend error" in verdict.reason:
             raise UnavailableError(
-                f"the judge {settings.judge} is not reachable at {where}: {verdict.reason[:300]}"
+                f"the judge {_name(settings.judge)} is not reachable at {where}: {verdict.reason[:300]}"
             )
         verdicts[i] = verdict
         if on_verdict is not None:
