@@ -9,6 +9,16 @@ from pathlib import Path
 import pytest
 
 from tests._fixtures_hub import CELL_A, write_run_dir
+from tests.test_board_attacks_s22 import (  # noqa: F401 - the hostile board's fixtures
+    ROWS,
+    _no_side_effects,
+    _page,
+    _Tracker,
+    app,
+    browser,
+    payload,
+    tracker,
+)
 
 #: Honest strings whose ZWNJ/ZWJ (or emoji tags) change what is drawn: a Persian name, Hindi
 #: and Sinhala conjuncts, emoji ZWJ sequences with a skin tone and a presentation selector,
@@ -104,3 +114,34 @@ def test_a_judge_record_with_a_repeat_that_did_not_parse_is_shown():
     assert "judge record not shown" not in html
     assert "e1: <b>met</b> (✓✓)" in html and "e2: <b>not met</b> (✗✗)" in html
     assert "greets | says hi" in html
+
+
+def _board_page(chrome, url: str, requests: list[str]):
+    page = _page(chrome, requests)
+    page.goto(url + "?nonreportable=1")
+    page.locator(ROWS).first.wait_for(timeout=90_000)
+    page.wait_for_load_state("networkidle")  # the page's events are wired
+    return page
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("box", ["partition", "benchmark"])
+def test_markup_typed_into_a_filter_is_text(browser, app, tracker, box):  # noqa: F811
+    """Guard for 678aa51 (the dropdowns allow custom values): markup typed into a filter in
+    Chromium is a value, not markup: a chip showing it as text, no fetch, no script, no
+    error toast."""
+    _Tracker.hits.clear()
+    requests: list[str] = []
+    page = _board_page(browser, app, requests)
+    field = page.locator(f"#sf-f-{box} input").first
+    field.click()
+    field.fill(payload(tracker, "typed"))
+    field.press("Enter")
+    page.locator(f"#sf-f-{box}", has_text="typed.png").wait_for(timeout=30_000)  # the chip
+    page.wait_for_timeout(1_500)
+    assert page.locator(f"#sf-f-{box} img, #sf-f-{box} svg[onload]").count() == 0
+    texts = page.locator("[data-testid='toast-body']").all_inner_texts()
+    assert [t for t in texts if t.startswith("Error")] == []
+    assert _Tracker.hits == []
+    _no_side_effects(page, requests, app)
+    page.close()
