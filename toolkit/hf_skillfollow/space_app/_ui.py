@@ -297,15 +297,17 @@ def _skills_view(board: Board) -> str:
 
 
 def _choice_box(choices: list[str], values: pd.Series, label: str, name: str) -> gr.Dropdown:
-    """A multiselect filter listing what `T.listed` keeps of `choices`; the others can be
-    typed (a custom value), and a link may name any of them."""
+    """A multiselect filter listing what `T.listed` keeps of `choices`; a link may name any
+    of them (a custom value). Typing one does not filter: Gradio's multiselect sends no
+    `input` event for a typed value, and the board listens to `input` (a `change` handler
+    would also fire when a shared link sets the box, sending its view back to page 1)."""
     shown, left = T.listed(values, choices)
     return gr.Dropdown(
         shown,
         value=[],
         multiselect=True,
         label=label,
-        info=f"{left:,} more not listed: type one" if left else None,
+        info=f"{left:,} more not listed: name one in a link (?{name}=...)" if left else None,
         allow_custom_value=True,  # a value not listed, or a link's benchmark alone
         elem_id=f"sf-f-{name}",
         elem_classes=["sf-all"],
