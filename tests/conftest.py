@@ -61,6 +61,19 @@ def data_dir(_benchmark_data: str | None) -> Path:
 
 
 @pytest.fixture(scope="module")
+def math_file(data_dir: Path) -> Path:
+    """MATH-500's task file (the model-double run tests use its first tasks)."""
+    return data_dir / "math500.jsonl"
+
+
+@pytest.fixture(scope="module")
+def math_tasks(math_file: Path) -> list:
+    from hf_skillfollow.tasks import load_tasks
+
+    return load_tasks("math500", math_file)[0]
+
+
+@pytest.fixture(scope="module")
 def private_score_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh expected-output cache for one test module, so scoring tests neither share
     nor pollute the user's cache."""

@@ -33,16 +33,6 @@ from tests._model_double import ScriptedModelServerDouble
 MALFORMED = "malformed response: 'choices' is str, not a list"
 
 
-@pytest.fixture(scope="module")
-def math_file(data_dir: Path) -> Path:
-    return data_dir / "math500.jsonl"
-
-
-@pytest.fixture(scope="module")
-def math_tasks(math_file: Path) -> list:
-    return load_tasks("math500", math_file)[0]
-
-
 def run_cli(*args: str) -> tuple[int, str]:
     out = CliRunner().invoke(cli, ["run", *args, "--no-report"], catch_exceptions=False)
     return out.exit_code, " ".join(out.output.split())

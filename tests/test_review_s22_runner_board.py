@@ -17,18 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli
-from hf_skillfollow.tasks import load_tasks
 from tests._model_double import ScriptedModelServerDouble
-
-
-@pytest.fixture(scope="module")
-def math_file(data_dir: Path) -> Path:
-    return data_dir / "math500.jsonl"
-
-
-@pytest.fixture(scope="module")
-def math_tasks(math_file: Path) -> list:
-    return load_tasks("math500", math_file)[0]
 
 
 def new_run(url: str, math_file: Path, out: Path, limit: int) -> tuple[int, str]:

@@ -16,22 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from hf_skillfollow.cli import cli
-from hf_skillfollow.tasks import load_tasks
 from tests._http_double import ChatServerDouble, Reply
 from tests._model_double import ScriptedModelServerDouble
 
 #: where the redirecting doubles point: a loopback address nothing listens on
 ELSEWHERE = "http://127.0.0.2:9/v1"
-
-
-@pytest.fixture(scope="module")
-def math_file(data_dir: Path) -> Path:
-    return data_dir / "math500.jsonl"
-
-
-@pytest.fixture(scope="module")
-def math_tasks(math_file: Path) -> list:
-    return load_tasks("math500", math_file)[0]
 
 
 def run_cli(*args: str) -> tuple[int, str]:

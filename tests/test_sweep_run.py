@@ -31,16 +31,6 @@ CLI = [sys.executable, "-m", "hf_skillfollow.cli"]
 TOKENS_PER_PAIR = 3 * 18
 
 
-@pytest.fixture(scope="module")
-def math_file(data_dir: Path) -> Path:
-    return data_dir / "math500.jsonl"
-
-
-@pytest.fixture(scope="module")
-def math_tasks(math_file: Path) -> list:
-    return load_tasks("math500", math_file)[0]
-
-
 def sweep_file(tmp_path: Path, url: str, math_file: Path, *, models: str | None = None,
                limit: int = 3, extra: str = "", name: str = "s.yaml") -> Path:  # fmt: skip
     models = models or "  - {name: M1, model: double-model}\n  - {name: M2, model: other-model}\n"
