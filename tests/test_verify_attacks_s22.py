@@ -480,3 +480,32 @@ def test_a_record_naming_another_cell_marks_the_cell_its_run_is_in(tmp_path):
     }
     partly = "◐ 12/20 \\(partly re-scored\\)"  # Markdown-escaped on the card
     assert marks == {"org/model-a": partly, "org/model-b": "not re-scored"}
+
+
+@pytest.mark.parametrize("where", ["absolute", "relative", "an existing folder"])
+def test_a_recorded_vllm_judge_named_by_path_is_never_loaded_even_on_the_flag(
+    judged_run, tmp_path, where, monkeypatch
+):
+    """Before: with --judge-backend vllm-server (the verifier's own choice of backend), the
+    model a judge record names went to vLLM as it was: `/abs/dir`, `../../x` or a folder of
+    the verifier's machine was loaded from disk. Only a Hub model id is loaded now."""
+    folder = tmp_path / "weights"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)  # a bare name that is a folder where verify runs
+    model = {"absolute": str(folder), "relative": "../" * 12 + str(folder).lstrip("/"),
+             "an existing folder": "weights"}[where]  # fmt: skip
+
+    def edit(record: dict) -> dict:
+        record = _vllm_server_judge(record)
+        record["settings"]["model"] = model
+        record["judge"] = f"{model}@{record['judge'].rsplit('@', 1)[1]}"
+        return record
+
+    run = _copy(judged_run, tmp_path / "run")
+    _edit_judge_records(run, edit)
+    code, out, err = _verify_judged(
+        run, tmp_path, "--judge-backend", "vllm-server", "--judge-base-url", "http://127.0.0.1:9/v1"
+    )
+    assert code == 2, out + err
+    assert f"graded by the judge model {model!r} on backend vllm-server, which is no Hub" in err
+    assert "Traceback" not in err

@@ -130,6 +130,13 @@ def _check_started_here(judge: JudgeSettings, backend: str | None) -> None:
             "a published record names; serve that model yourself and pass --judge-backend "
             "openai --judge-base-url URL"
         )
+    if name in _LOADS_HERE and not _names_a_hub_model(model):
+        raise UnavailableError(
+            f"the rows are graded by the judge model {_name(model)!r} on backend {name}, which "
+            "is no Hub model id but a path or a file here: verify loads a recorded vLLM judge "
+            "only by its Hub id, never a file a published record names; serve that model "
+            "yourself and pass --judge-backend openai --judge-base-url URL"
+        )
     if backend is None and name in _LOADS_HERE:
         raise UnavailableError(
             f"the rows are graded by the judge {_name(judge.judge)} on backend {name}, which "
@@ -137,6 +144,20 @@ def _check_started_here(judge: JudgeSettings, backend: str | None) -> None:
             f"pass --judge-backend openai --judge-base-url URL, or pass --judge-backend {name} "
             "to load it here"
         )
+
+
+def _names_a_hub_model(model: str) -> bool:
+    """OWNER/NAME (or a bare NAME) that is no path and no file or folder on this machine: what
+    vLLM would otherwise load from the verifier's disk, wherever the record points."""
+    import re
+    from pathlib import Path
+
+    from hf_skillfollow.locations import is_hub_id
+
+    if is_hub_id(model):
+        return True
+    bare = re.fullmatch(r"[A-Za-z0-9][\w.-]{0,95}", model) is not None
+    return bare and ".." not in model and not Path(model).exists()
 
 
 async def _regrade(
