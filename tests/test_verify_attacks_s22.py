@@ -509,3 +509,30 @@ def test_a_recorded_vllm_judge_named_by_path_is_never_loaded_even_on_the_flag(
     assert code == 2, out + err
     assert f"graded by the judge model {model!r} on backend vllm-server, which is no Hub" in err
     assert "Traceback" not in err
+
+
+def test_a_judged_verdict_is_not_reused_when_the_judge_is_reached_elsewhere(judged_run, tmp_path):
+    """Before: a judged verdict's key held no endpoint, so a verify whose --judge-base-url
+    served the wrong model, then a verify of the same run against the right one, reused the
+    first one's verdicts from the state file (no judge request; only --fresh helped). The
+    second endpoint is asked again; a third verify at the same endpoint reuses its verdicts."""
+    from tests._judge_double import AgentAndJudgeDouble
+    from tests.test_own_run import answerer
+
+    run = _copy(judged_run, tmp_path / "run")
+    state = tmp_path / "s.jsonl"
+    asked = []
+    with AgentAndJudgeDouble(answerer) as first, AgentAndJudgeDouble(answerer) as second:
+        for judge in (first, second, second):
+            before = len(judge.judge_requests)
+            out = CliRunner(env={"DOUBLE_KEY": "k"}).invoke(
+                main_cli,
+                ["verify", str(run), "--tasks-file", f"custom={OWN / 'tasks.jsonl'}",
+                 "--no-record", "--state", str(state), "--judge-base-url", judge.url,
+                 "--judge-api-key-env", "DOUBLE_KEY"],
+                catch_exceptions=False,
+            )  # fmt: skip
+            assert out.exit_code == 0, out.stdout + out.stderr
+            asked.append(len(judge.judge_requests) - before)
+    assert asked[0] > 0 and asked[1] == asked[0] and asked[2] == 0, asked
+    assert "127.0.0.1" not in state.read_text()  # keyed by a digest, never the URL

@@ -112,9 +112,11 @@ def verify(
     path = state_path or default_state_path(list(sources))
     try:
         with VerifyState(path, fresh=fresh) as state, _progress() as (on_start, on_verdict):
+            endpoint = f"{judge_backend or ''} {judge_base_url or ''}"
             result = _run(
-                rows, releases, state, workers, verified_by, on_start, on_verdict, regrade
-            )
+                rows, releases, state, workers, verified_by, on_start, on_verdict, regrade,
+                endpoint,
+            )  # fmt: skip
     except UnavailableError as exc:  # the recorded judge did not answer
         raise CannotVerify(f"cannot verify: {exc}") from None
     data(render(result, fmt), nl=False)
@@ -144,12 +146,13 @@ def _without_imported(rows: list[Any]) -> list[Any]:
     return [r for r in rows if not agent_ran(r.provenance)]
 
 
-def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None) -> Any:  # noqa: ANN001
+def _run(rows, releases, state, workers, verified_by, on_start, on_verdict, regrade=None,  # noqa: ANN001
+         endpoint="") -> Any:  # fmt: skip
     from hf_skillfollow.verify._core import run_verification
 
     return run_verification(
         rows, releases, state, workers=workers, verified_by=verified_by,
-        on_start=on_start, on_verdict=on_verdict, regrade=regrade,
+        on_start=on_start, on_verdict=on_verdict, regrade=regrade, judge_endpoint=endpoint,
     )  # fmt: skip
 
 

@@ -98,12 +98,15 @@ def run_verification(
     on_start: Callable[[int, int], None] | None = None,
     on_verdict: Callable[[bool], None] | None = None,
     regrade: Regrade | None = None,
+    judge_endpoint: str = "",
 ) -> Verification:
     """Re-score every answer not yet in `state`, then compare all rows with their bits.
 
     `on_start(total, already_done)` is called once before scoring; `on_verdict(passed)` once
     per answer scored. `regrade` re-grades `expectations` answers with their recorded judge
-    (`verify._judged`); without it a judged row is an UnavailableError.
+    (`verify._judged`); without it a judged row is an UnavailableError. `judge_endpoint`
+    (the backend and URL `regrade` reaches) is part of a judged verdict's key: a verdict a
+    judge gave at one endpoint is not reused when the judge is reached at another.
     """
     from hf_skillfollow.agent import final_answer
     from hf_skillfollow.scoring import score_many
@@ -122,7 +125,7 @@ def run_verification(
             trace = row.traces[arm]
             text = final_answer(list(trace.messages), trace.error)
             judge = recorded_judge(row, arm) if is_judged(task) else None
-            version = SCORER_VERSION if judge is None else _judged_version(judge)
+            version = SCORER_VERSION if judge is None else _judged_version(judge, judge_endpoint)
             key = answer_key(version, row.benchmark_version, row.task_id, text)
             answers[(row.run_id, row.task_id, arm)] = (key, text)
             if key in state.done:
@@ -168,18 +171,21 @@ def run_verification(
     return out
 
 
-def _judged_version(judge: JudgeSettings) -> str:
-    """What a judged verdict is a function of besides the task and the answer: the judge and
-    every recorded setting (repeats, seed, temperature, limits). Keyed by the judge's name
-    alone, an answer graded for one row was reused for an identical answer of a row that
-    recorded other settings (another cell, or a stranger's run in the same state file)."""
+def _judged_version(judge: JudgeSettings, endpoint: str = "") -> str:
+    """What a judged verdict is a function of besides the task and the answer: the judge,
+    every recorded setting (repeats, seed, temperature, limits) and the endpoint that served
+    it. Keyed by the judge's name alone, an answer graded for one row was reused for an
+    identical answer of a row that recorded other settings (another cell, or a stranger's run
+    in the same state file); without the endpoint, verdicts of a wrong --judge-base-url were
+    reused once the right one was given. Only digests reach the state file (a URL may hold a
+    key)."""
     import dataclasses
     import hashlib
     import json
 
     from hf_skillfollow.scoring._version import SCORER_VERSION
 
-    settings = json.dumps(dataclasses.asdict(judge), sort_keys=True, default=str)
+    settings = json.dumps([dataclasses.asdict(judge), endpoint], sort_keys=True, default=str)
     digest = hashlib.sha256(settings.encode()).hexdigest()[:16]
     return f"{SCORER_VERSION}+judge:{judge.judge}+settings:{digest}"
 
