@@ -50,6 +50,12 @@ def node_env() -> dict[str, str]:
         p for p in os.environ.get("PYTHONPATH", "").split(":") if p
     ]
     env = {**os.environ, "PYTHONPATH": ":".join(paths), "RAY_USAGE_STATS_ENABLED": "0"}
+    # Ray 2.60 turns token authentication on for a `ray start` whose mode is unset when
+    # ~/.ray/auth_token exists, and a local `ray.init()` writes that file: once any test or
+    # earlier run had made one, this cluster's head refused the node probe ('InvalidAuthToken',
+    # seen on a second CI run on one machine). The mode is said, not left to the home folder;
+    # every node listens on 127.0.0.1 only.
+    env.setdefault("RAY_AUTH_MODE", "disabled")
     env.pop(
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None
     )  # set by a driver in this process: see RAY_START
