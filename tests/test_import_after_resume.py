@@ -285,6 +285,10 @@ def _task(tasks: Path, name: str, sleep: int) -> None:
     test.chmod(0o755)
 
 
+def _ctrl_c_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _harbor(*args: str, cwd: Path, interrupt: Path | None = None) -> subprocess.CompletedProcess:
     """Run Harbor; with `interrupt` (a job folder), send it SIGINT (Ctrl-C, to the process
     group it was started in) once that job's quick trial has finished and its slow one has not."""
@@ -292,8 +296,11 @@ def _harbor(*args: str, cwd: Path, interrupt: Path | None = None) -> subprocess.
     if interrupt is None:
         return subprocess.run([str(HARBOR), *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=300)  # fmt: skip
+    # Ctrl-C's default: a test run in the background (nohup, `cmd &` in a script) inherits
+    # SIGINT ignored, and Harbor started so never saw the interrupt (seen in CI step 4).
     proc = subprocess.Popen([str(HARBOR), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_ctrl_c_default)  # fmt: skip
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         quick = list(interrupt.glob("quick__*/result.json"))
