@@ -14,31 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from hf_skillfollow.cli import cli
 from hf_skillfollow.harness import _stage
+from tests.test_harness_attacks_round2 import _task
+from tests.test_harness_left_items import _staged_run
 
 ROOT = Path(__file__).resolve().parents[1]
 HARBOR_PYTHON = ROOT / ".venv-harbor" / "bin" / "python"
-
-
-def _task(root: Path, name: str, toml: str) -> Path:
-    task = root / name
-    (task / "tests").mkdir(parents=True)
-    (task / "instruction.md").write_text("do it\n")
-    (task / "task.toml").write_text(toml)
-    return task
-
-
-def _staged_run(tmp_path: Path, env: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, [
-        "run", "--harness", "harbor", "--model", "openai/m", "--base-url",
-        "http://127.0.0.1:9/v1", "--env", env, "--tasks", str(tmp_path / "in"),
-        "-o", str(tmp_path / "runs"),
-    ])  # fmt: skip
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, result.output
 
 
 def _host_cpus() -> int:
