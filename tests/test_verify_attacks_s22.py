@@ -538,3 +538,26 @@ def test_a_judged_verdict_is_not_reused_when_the_judge_is_reached_elsewhere(judg
             asked.append(len(judge.judge_requests) - before)
     assert asked[0] > 0 and asked[1] == asked[0] and asked[2] == 0, asked
     assert "127.0.0.1" not in state.read_text()  # keyed by a digest, never the URL
+
+
+def test_a_judged_verdicts_key_changes_with_every_judge_field_and_the_endpoint() -> None:
+    """The key of a judged verdict (`verify._core._judged_version`), field by field: each
+    recorded setting of the judge and the endpoint it is reached at gives another key, and
+    the same ones give the same key; the endpoint appears only as a digest."""
+    import dataclasses
+
+    from hf_skillfollow.judge._grade import JudgeSettings
+    from hf_skillfollow.verify._core import _judged_version
+
+    base = JudgeSettings(model="org/judge", backend="openai")
+    endpoint = "openai http://127.0.0.1:8000/v1"
+    key = _judged_version(base, endpoint)
+    assert key == _judged_version(JudgeSettings(model="org/judge", backend="openai"), endpoint)
+    other = {"model": "org/other", "backend": "local", "temperature": 0.5, "max_tokens": 7,
+             "seed": 1, "max_attempts": 1, "repeats": 3}  # fmt: skip
+    assert set(other) == {f.name for f in dataclasses.fields(JudgeSettings)}  # none left out
+    for name, value in other.items():
+        assert _judged_version(dataclasses.replace(base, **{name: value}), endpoint) != key, name
+    assert _judged_version(base, "openai http://127.0.0.1:8001/v1") != key
+    assert _judged_version(base, "vllm http://127.0.0.1:8000/v1") != key
+    assert "127.0.0.1" not in key
